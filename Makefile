@@ -1,0 +1,36 @@
+# Every target installs what it needs: `make test` and `make demo` work on a fresh clone.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+PROTOS  := $(wildcard proto/nardy/v1/*.proto)
+
+.PHONY: install test lint demo bench proto clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Generated code is never edited by hand; tests fail if it is stale.
+proto: $(STAMP)
+	$(BIN)/python -m nardy.protogen
+
+test: $(STAMP) proto
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+demo: $(STAMP) proto
+	$(BIN)/nardy demo
+
+bench: $(STAMP) proto
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

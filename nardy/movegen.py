@@ -1,0 +1,197 @@
+"""Legal plays of a long nardy turn (RULES.md §3, §4).
+
+The search works in the mover's own coordinates: ``m[p]`` is the mover's count on its
+point ``p`` (1..24) and ``m[0]`` its borne-off count. The opponent does not move during
+the turn, so the closed points and the six-point rule's "checker ahead" test are fixed
+for the whole turn and computed once.
+
+Six-point runs follow the opponent's path. The opponent numbers its points ``q`` from 24
+(its head) down to 1; the mover's point ``p`` is the opponent's ``q = p+12`` (p <= 12) or
+``p-12``. Bit ``q-1`` of ``mask`` is set when the mover holds that point, so six
+consecutive set bits are a run, and the 24-bit mask cannot wrap across the opponent's
+home -> head seam. A run whose lowest opponent point is ``lo`` is allowed only when an
+opposing checker stands on a point below ``lo`` or is borne off.
+
+Plays are searched breadth-first, one die per level, merging step sequences that reach the
+same intermediate board: the legal plays are distinct end positions (§3.7). Each keeps the
+first step sequence that reaches it, trying higher dice first and points from the head down,
+which is its canonical notation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nardy.position import ABS, CHECKERS, HEAD, POINTS, Color, Position
+
+OFF = 0
+FIRST_TURN_DOUBLES = frozenset({3, 4, 6})
+_ALL = (1 << POINTS) - 1
+
+# BIT[p]: the mask bit of the mover's point p on the opponent's path.
+BIT = (0, *(1 << ((p + 12 if p <= 12 else p - 12) - 1) for p in range(1, 25)))
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One die moving one checker: ``src`` -> ``dst`` in the mover's points (``dst`` 0 = off)."""
+
+    src: int
+    dst: int
+    die: int
+
+    def __str__(self) -> str:
+        return f"{self.src}/{'off' if self.dst == OFF else self.dst}"
+
+
+@dataclass(frozen=True, slots=True)
+class Play:
+    """A legal play: the end position (opponent to move) and a canonical step sequence."""
+
+    steps: tuple[Step, ...]
+    end: Position
+
+    def notation(self) -> str:
+        return " ".join(map(str, self.steps)) or "-"
+
+    __str__ = notation
+
+
+def runs(mask: int) -> int:
+    """Bits ``lo-1`` of every six-point run ``lo..lo+5`` (opponent points) in ``mask``."""
+    return mask & (mask >> 1) & (mask >> 2) & (mask >> 3) & (mask >> 4) & (mask >> 5)
+
+
+class Turn:
+    """The fixed facts of one turn: mover's board, closed points, dice and head allowance."""
+
+    __slots__ = ("position", "color", "dice", "closed", "forbidden", "head_limit", "start")
+
+    def __init__(self, position: Position, dice: tuple[int, int]) -> None:
+        self.position = position
+        self.color = color = position.turn
+        self.dice = dice
+        s = color.sign
+        idx = ABS[color]
+        opp = ABS[color.opponent]
+        board = position.board
+        m = [0] * (POINTS + 1)
+        for p in range(1, 25):
+            c = board[idx[p]] * s
+            if c > 0:
+                m[p] = c
+        m[OFF] = CHECKERS - sum(m)
+        # closed[p]: an opposing checker stands on the mover's point p.
+        self.closed = tuple(p > 0 and board[idx[p]] * s < 0 for p in range(25))
+        # lowest opponent point holding an opposing checker (0 if any is borne off).
+        opp_on = [q for q in range(1, 25) if board[opp[q]] * s < 0]
+        lowest = 0 if sum(-board[opp[q]] * s for q in opp_on) < CHECKERS else min(opp_on)
+        # forbidden: runs whose lowest point lo has no opposing checker below it.
+        self.forbidden = (1 << lowest) - 1
+        self.start = tuple(m)
+        double = dice[0] == dice[1]
+        first = m[HEAD] == CHECKERS
+        self.head_limit = 2 if first and double and dice[0] in FIRST_TURN_DOUBLES else 1
+
+    def mask(self, m: tuple[int, ...] | list[int]) -> int:
+        mask = 0
+        for p in range(1, 25):
+            if m[p]:
+                mask |= BIT[p]
+        return mask
+
+    def end_position(self, m: tuple[int, ...] | list[int]) -> Position:
+        """The board after the mover's play ``m``, with the opponent to move."""
+        board = list(self.position.board)
+        s = self.color.sign
+        idx = ABS[self.color]
+        for p in range(1, 25):
+            a = idx[p]
+            if board[a] * s >= 0:
+                board[a] = m[p] * s
+        return Position(self.color.opponent, tuple(board))
+
+    def step_targets(self, m, mask: int, heads_used: int, die: int):
+        """Yield ``(src, dst, m', mask')`` for every single step of ``die`` legal from ``m``."""
+        closed = self.closed
+        forbidden = self.forbidden
+        home_only = not any(m[7:25])
+        top = 6 if home_only else 24
+        for src in range(top, 0, -1):
+            if not m[src]:
+                continue
+            if src == HEAD and heads_used >= self.head_limit:
+                continue
+            dst = src - die
+            if dst >= 1:
+                if closed[dst]:
+                    continue
+                nmask = mask | BIT[dst]
+                if m[src] == 1:
+                    nmask &= ~BIT[src]
+                if runs(nmask) & forbidden:
+                    continue
+            else:
+                if not home_only:
+                    continue
+                if dst < 0 and any(m[src + 1 : 7]):
+                    continue
+                dst = OFF
+                nmask = mask if m[src] > 1 else mask & ~BIT[src]
+            n = list(m)
+            n[src] -= 1
+            n[dst] += 1
+            yield src, dst, n, nmask
+
+
+def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
+    """Every legal play of ``dice`` from ``position``: distinct end positions, in search order.
+
+    An empty list means no die can be played: the turn passes (§3.6).
+    """
+    turn = Turn(position, dice)
+    return [Play(steps, turn.end_position(m)) for m, steps in _search(turn)]
+
+
+def _search(turn: Turn) -> list[tuple[tuple[int, ...], tuple[Step, ...]]]:
+    """Breadth-first search over dice; returns (mover board, canonical steps) of each play."""
+    a, b = turn.dice
+    dice = (a,) * 4 if a == b else (max(a, b), min(a, b))
+    start = turn.start
+    head0 = start[HEAD]
+    # A level maps (board, remaining dice) to (run mask, first step sequence reaching it).
+    level = {(start, dice): (turn.mask(start), ())}
+    finished: dict[tuple[int, ...], tuple[Step, ...]] = {}
+    while True:
+        nxt: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, tuple[Step, ...]]] = {}
+        for (m, remaining), (mask, steps) in level.items():
+            heads = head0 - m[HEAD]
+            for i, die in enumerate(remaining):
+                if i and die == remaining[i - 1]:
+                    continue
+                rest = remaining[:i] + remaining[i + 1 :]
+                for src, dst, n, nmask in turn.step_targets(m, mask, heads, die):
+                    board = tuple(n)
+                    if board[OFF] == CHECKERS:  # the game ends; unplayed dice lapse (§4.6)
+                        finished.setdefault(board, (*steps, Step(src, dst, die)))
+                    elif (board, rest) not in nxt:
+                        nxt[board, rest] = (nmask, (*steps, Step(src, dst, die)))
+        if not nxt:
+            break
+        level = nxt
+    plays = dict(finished)
+    for (m, _), (_, steps) in level.items():
+        if steps:
+            plays.setdefault(m, steps)
+    return _larger_die_rule(list(plays.items()), dice)
+
+
+def _larger_die_rule(
+    plays: list[tuple[tuple[int, ...], tuple[Step, ...]]], dice: tuple[int, ...]
+) -> list[tuple[tuple[int, ...], tuple[Step, ...]]]:
+    """With two different dice of which only one can be played, the larger must be (§3.6)."""
+    if len(dice) == 2 and plays and all(len(s) == 1 for _, s in plays):
+        larger = [(m, s) for m, s in plays if s[0].die == dice[0]]
+        if larger:
+            return larger
+    return plays
