@@ -1,0 +1,16 @@
+"""Long nardy: the pure game (positions, notation, legal plays, scoring) and the client SDK."""
+
+from nardy.match import Colours, GameOptions, Match, Opening, opening_throw
+from nardy.movegen import OFF, Play, Step, legal_plays
+from nardy.notation import NotationError, parse_moves
+from nardy.position import CHECKERS, HEAD, Color, Position, PositionError
+from nardy.scoring import GameResult, Kind, Termination, forfeit, result
+from nardy.turn import IllegalPlay, TurnBuilder, match_play
+from nardy.variant import VARIANTS, Variant, variant
+
+__all__ = [
+    "CHECKERS", "HEAD", "OFF", "VARIANTS", "Color", "Colours", "GameOptions", "GameResult",
+    "IllegalPlay", "Kind", "Match", "NotationError", "Opening", "Play", "Position",
+    "PositionError", "Step", "Termination", "TurnBuilder", "Variant", "forfeit",
+    "legal_plays", "match_play", "opening_throw", "parse_moves", "result", "variant",
+]

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nardy.position import ABS, CHECKERS, HEAD, POINTS, Color, Position
+from nardy.notation import format_step
+from nardy.position import ABS, CHECKERS, HEAD, POINTS, Position
 
 OFF = 0
 FIRST_TURN_DOUBLES = frozenset({3, 4, 6})
@@ -41,7 +42,7 @@ class Step:
     die: int
 
     def __str__(self) -> str:
-        return f"{self.src}/{'off' if self.dst == OFF else self.dst}"
+        return format_step(self.src, self.dst)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,45 @@
+"""The ``nardy`` command: one entry point, a subcommand per job (imports are lazy)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _legal(args: argparse.Namespace) -> int:
+    from nardy.legal_cmd import batch, single
+
+    if args.position is None:
+        return batch(sys.stdin, sys.stdout)
+    if args.dice is None:
+        print("nardy legal: give POSITION and DICE, or neither for batch mode", file=sys.stderr)
+        return 2
+    return single(args.position, args.dice, sys.stdout)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nardy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "legal",
+        help="print the legal end positions of a turn",
+        description="Print every legal end position of the turn (opponent to move), sorted. "
+        "With no arguments, read 'POSITION DICE' lines from stdin and write one line each.",
+    )
+    p.add_argument("position", nargs="?", help="position text, e.g. w/15,0,...,-15,...")
+    p.add_argument("dice", nargs="?", help="dice, e.g. 65 or 6-5")
+    p.set_defaults(func=_legal)
+
+    from nardy import commands
+
+    commands.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,35 @@
+"""Dice: reading ``65`` / ``6-5`` and rolling from a CSPRNG or, for replays, a seed."""
+
+from __future__ import annotations
+
+import random
+import re
+import secrets
+
+_DICE = re.compile(r"^\s*([0-9])\s*[-,/ ]?\s*([0-9])\s*$")
+
+
+def parse_dice(text: str) -> tuple[int, int]:
+    """``65``, ``6-5`` or ``6,5`` -> (6, 5); ValueError naming the problem otherwise."""
+    m = _DICE.match(text)
+    if not m:
+        raise ValueError(f"dice must be two numbers 1-6 such as 65 or 6-5, not {text!r}")
+    a, b = int(m.group(1)), int(m.group(2))
+    for d in (a, b):
+        if not 1 <= d <= 6:
+            raise ValueError(f"a die shows 1 to 6, not {d}")
+    return a, b
+
+
+class Dice:
+    """A source of die throws: ``secrets`` by default, a seeded PRNG when asked (tests, replays)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self._rng = random.Random(seed) if seed is not None else secrets.SystemRandom()
+
+    def die(self) -> int:
+        return self._rng.randint(1, 6)
+
+    def roll(self) -> tuple[int, int]:
+        return self.die(), self.die()
