@@ -1,0 +1,161 @@
+"""Running the arbiter: the trio main, the gRPC server it bridges to, and an embedded mode.
+
+``nardy serve`` runs :func:`serve` under ``trio.run`` with SIGINT/SIGTERM handling;
+:class:`EmbeddedServer` runs it in a background thread for tests, the CLI and the ladder.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+
+import grpc
+import trio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from nardy.v1 import arbiter_pb2, arbiter_pb2_grpc
+from server.arbiter import Arbiter
+from server.bridge import Bridge, Transport
+from server.service import HEARTBEAT_S, ArbiterService
+from server.store import SQLiteStore
+
+log = logging.getLogger("nardy.server")
+
+SERVICE = arbiter_pb2.DESCRIPTOR.services_by_name["ArbiterService"].full_name
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 50051
+    db: str = "nardy.db"
+    heartbeat_s: float = HEARTBEAT_S
+    grace_s: float = 1.0
+    max_message_bytes: int = 64 * 1024  # requests are small; refuse anything bigger
+    max_concurrent_rpcs: int = 20_000
+
+
+async def serve(config: ServerConfig, stop: trio.Event, *,
+                task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve until ``stop`` is set; ``task_status.started`` receives the bound port."""
+    store = SQLiteStore(config.db)
+    arbiter = Arbiter(store)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(arbiter.run)
+        bridge = Bridge(trio.lowlevel.current_trio_token())
+        parts: dict = {}
+
+        async def setup(loop) -> int:
+            server = grpc.aio.server(
+                options=[
+                    ("grpc.max_receive_message_length", config.max_message_bytes),
+                    ("grpc.keepalive_time_ms", 20_000),
+                    ("grpc.keepalive_timeout_ms", 10_000),
+                    ("grpc.keepalive_permit_without_calls", 1),
+                    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                    ("grpc.so_reuseport", 0),
+                ],
+                maximum_concurrent_rpcs=config.max_concurrent_rpcs,
+            )
+            arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
+                ArbiterService(arbiter, bridge, config.heartbeat_s), server)
+            checker = health.aio.HealthServicer()
+            health_pb2_grpc.add_HealthServicer_to_server(checker, server)
+            reflection.enable_server_reflection(
+                [SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+            port = server.add_insecure_port(f"{config.host}:{config.port}")
+            await server.start()
+            for name in ("", SERVICE):
+                await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
+            parts.update(server=server, health=checker)
+            return port
+
+        async def shutdown(grace: float) -> None:
+            await parts["health"].enter_graceful_shutdown()  # NOT_SERVING first
+            await bridge.call(arbiter.shutdown)  # streams end with SERVER_SHUTDOWN
+            await parts["server"].stop(grace)
+
+        transport = Transport(setup, shutdown)
+        port = await trio.to_thread.run_sync(transport.start)
+        log.info("serving nardy.v1 on %s:%d db=%s", config.host, port, config.db)
+        task_status.started(port)
+        try:
+            await stop.wait()
+        finally:
+            with trio.CancelScope(shield=True):
+                log.info("shutting down")
+                await trio.to_thread.run_sync(transport.stop, config.grace_s)
+                store.close()
+            nursery.cancel_scope.cancel()
+
+
+def run_forever(config: ServerConfig) -> None:
+    """``nardy serve``: serve until SIGINT or SIGTERM, then shut down gracefully."""
+
+    async def main() -> None:
+        stop = trio.Event()
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve, config, stop)
+                async for sig in signals:
+                    log.info("received %s", signal.Signals(sig).name)
+                    stop.set()
+                    break
+
+    trio.run(main)
+
+
+class EmbeddedServer:
+    """An arbiter in a background thread of this process, on an ephemeral loopback port."""
+
+    def __init__(self, db: str = ":memory:", **options) -> None:
+        self.config = ServerConfig(port=0, db=db, **options)
+        self.port = 0
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="arbiter-trio", daemon=True)
+
+    @property
+    def address(self) -> str:
+        return f"{self.config.host}:{self.port}"
+
+    def start(self) -> EmbeddedServer:
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        if self._token is not None and self._stop is not None:
+            try:
+                self._token.run_sync_soon(self._stop.set)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join()
+
+    def __enter__(self) -> EmbeddedServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _main(self) -> None:
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            self._stop = trio.Event()
+            async with trio.open_nursery() as nursery:
+                self.port = await nursery.start(serve, self.config, self._stop)
+                self._ready.set()
+
+        try:
+            trio.run(main)
+        except BaseException as e:
+            self._error = e
+        finally:
+            self._ready.set()

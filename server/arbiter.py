@@ -1,0 +1,294 @@
+"""The arbiter core: players and tokens, matches and games, subscriptions and actions.
+
+All methods run in the trio thread; the transport bridge calls the synchronous ones and
+each match is a task in the arbiter's nursery.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from enum import IntEnum
+
+import trio
+
+from nardy import GameResult
+from nardy.match import GameOptions
+from nardy.variant import VARIANTS
+from server.errors import ArbiterError, Code
+from server.session import (
+    DEFAULT_TURN_MS,
+    Accepted,
+    EventType,
+    GameSession,
+    MatchSession,
+    Seat,
+    Sink,
+    Status,
+)
+from server.store import Store
+
+log = logging.getLogger("nardy.server")
+
+NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
+MAX_TARGET = 99
+MAX_TURN_MS = 24 * 3600 * 1000
+
+
+class Note(IntEnum):
+    """What a player stream reports (see PlayerEventType)."""
+
+    GAME_ASSIGNED = 1
+    GAME_OVER = 2
+    HEARTBEAT = 3
+    SERVER_SHUTDOWN = 4
+
+
+@dataclass(frozen=True)
+class PlayerNote:
+    type: Note
+    game: GameSession | None = None
+    seat: int = 0
+
+
+@dataclass
+class Player:
+    id: str
+    name: str
+    bot: bool
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a token speaks for: a registered player, or one seat of one match."""
+
+    player_id: str | None = None
+    match_id: str | None = None
+    seat: int | None = None
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_id() -> str:
+    return secrets.token_hex(6)
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """What CreateMatch asks for, already read from the request."""
+
+    options: GameOptions
+    target: int
+    first: tuple[str, str]  # (registered player name or "", display name)
+    second: tuple[str, str]
+    seed: int | None = None
+    turn_ms: int = DEFAULT_TURN_MS
+    time_bank_ms: int = 0
+    auto_play_forced: bool = False
+    start_timeout_ms: int = 60_000
+
+
+class Arbiter:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.players: dict[str, Player] = {}
+        self.by_name: dict[str, Player] = {}
+        self.tokens: dict[str, Principal] = {}
+        self.matches: dict[str, MatchSession] = {}
+        self.games: dict[str, GameSession] = {}
+        self.player_sinks: dict[str, set[Sink]] = {}
+        self.nursery: trio.Nursery | None = None
+        self.closing = False
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    # -- players and tokens -------------------------------------------------------------
+    def register_player(self, name: str, bot: bool) -> tuple[str, str]:
+        if not NAME.match(name):
+            raise ArbiterError(Code.INVALID_ARGUMENT,
+                               "a player name is 1-40 letters, digits, '.', '_' or '-'")
+        if name in self.by_name:
+            raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken")
+        player = Player(new_id(), name, bot)
+        token = secrets.token_urlsafe(32)
+        self.store.add_player(player.id, name, bot, token_hash(token))
+        self.players[player.id] = self.by_name[name] = player
+        self.tokens[token_hash(token)] = Principal(player_id=player.id)
+        log.info("player registered name=%s id=%s", name, player.id)
+        return player.id, token
+
+    def authenticate(self, token: str | None, *, required: bool = True) -> Principal | None:
+        if not token:
+            if required:
+                raise ArbiterError(Code.UNAUTHENTICATED,
+                                   "missing token: send 'authorization: Bearer <token>'")
+            return None
+        principal = self.tokens.get(token_hash(token))
+        if principal is None:
+            raise ArbiterError(Code.UNAUTHENTICATED, "unknown token")
+        return principal
+
+    # -- matches ------------------------------------------------------------------------
+    def create_match(self, spec: MatchSpec) -> tuple[MatchSession, str, str]:
+        if self.closing:
+            raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
+        if spec.options.variant not in VARIANTS:
+            raise ArbiterError(Code.INVALID_ARGUMENT, f"unknown variant {spec.options.variant!r}")
+        if not 1 <= spec.target <= MAX_TARGET:
+            raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
+        if not 0 < spec.turn_ms <= MAX_TURN_MS or spec.time_bank_ms > MAX_TURN_MS:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
+        seats = []
+        for index, (player_name, display) in enumerate((spec.first, spec.second)):
+            if player_name:
+                player = self.by_name.get(player_name)
+                if player is None:
+                    raise ArbiterError(Code.NOT_FOUND, f"no player named {player_name!r}")
+                seats.append(Seat(index, player.name, player.bot, player.id))
+            else:
+                seats.append(Seat(index, (display or f"player {index + 1}")[:40]))
+        if seats[0].player_id and seats[0].player_id == seats[1].player_id:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
+        match = MatchSession(
+            self, new_id(), spec.options, spec.target, (seats[0], seats[1]),
+            turn_ms=spec.turn_ms, time_bank_ms=spec.time_bank_ms,
+            auto_play_forced=spec.auto_play_forced, seed=spec.seed,
+            start_timeout=spec.start_timeout_ms / 1000, new_id=new_id,
+        )
+        seat_tokens = ["", ""]
+        for seat in seats:
+            if seat.player_id is None:
+                token = secrets.token_urlsafe(32)
+                self.tokens[token_hash(token)] = Principal(match_id=match.id, seat=seat.index)
+                seat_tokens[seat.index] = token
+                self.store.add_seat_token(match.id, seat.index, token_hash(token))
+        self.store.add_match(match)
+        self.matches[match.id] = match
+        self.game_created(match.current)
+        assert self.nursery is not None
+        self.nursery.start_soon(self._run_match, match)
+        log.info("match created id=%s target=%d seats=%s,%s", match.id, spec.target,
+                 seats[0].name, seats[1].name)
+        return match, seat_tokens[0], seat_tokens[1]
+
+    async def _run_match(self, match: MatchSession) -> None:
+        try:
+            await match.run()
+        finally:
+            self.store.update_match(match)
+
+    # -- games --------------------------------------------------------------------------
+    def game(self, game_id: str) -> GameSession:
+        game = self.games.get(game_id)
+        if game is None:
+            raise ArbiterError(Code.NOT_FOUND, f"no game {game_id!r}")
+        return game
+
+    def list_games(self, status: int, limit: int) -> list[GameSession]:
+        games = [g for g in reversed(self.games.values()) if not status or g.status == status]
+        return games[: max(1, min(limit or 50, 500))]
+
+    def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
+        """The seat ``principal`` holds in ``game``'s match, or None."""
+        if principal is None:
+            return None
+        if principal.match_id is not None:
+            return principal.seat if principal.match_id == game.match.id else None
+        for seat in game.match.seats:
+            if seat.player_id == principal.player_id:
+                return seat.index
+        return None
+
+    def _seat_for_action(self, token: str | None, game_id: str) -> tuple[GameSession, int]:
+        principal = self.authenticate(token)
+        game = self.game(game_id)
+        seat = self.seat_in(game, principal)
+        if seat is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
+        return game, seat
+
+    def subscribe_game(self, token: str | None, game_id: str, after_seq: int, from_start: bool,
+                       sink: Sink) -> tuple[GameSession, int | None, list, bool]:
+        """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
+        principal = self.authenticate(token, required=False)
+        game = self.game(game_id)
+        if self.closing:
+            raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
+        seat = self.seat_in(game, principal)
+        backlog, live = game.subscribe(sink, seat, after_seq, from_start)
+        return game, seat, backlog, live
+
+    def unsubscribe_game(self, game_id: str, sink: Sink, seat: int | None) -> None:
+        game = self.games.get(game_id)
+        if game is not None:
+            game.unsubscribe(sink, seat)
+
+    def submit_play(self, token: str | None, game_id: str, turn_id: int, notation: str | None,
+                    end: str | None) -> Accepted:
+        game, seat = self._seat_for_action(token, game_id)
+        return game.submit(seat, turn_id, notation, end)
+
+    def resign(self, token: str | None, game_id: str) -> GameResult:
+        game, seat = self._seat_for_action(token, game_id)
+        return game.resign(seat)
+
+    # -- player streams -----------------------------------------------------------------
+    def subscribe_player(self, token: str | None, sink: Sink) -> list[PlayerNote]:
+        principal = self.authenticate(token)
+        if principal is None or principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "SubscribePlayer needs a player token")
+        if self.closing:
+            raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
+        self.player_sinks.setdefault(principal.player_id, set()).add(sink)
+        notes = []
+        for game in self.games.values():
+            if game.status in (Status.WAITING, Status.IN_PROGRESS):
+                seat = self.seat_in(game, principal)
+                if seat is not None:
+                    notes.append(PlayerNote(Note.GAME_ASSIGNED, game, seat))
+        return notes
+
+    def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
+        principal = self.tokens.get(token_hash(token or ""))
+        if principal is not None and principal.player_id in self.player_sinks:
+            self.player_sinks[principal.player_id].discard(sink)
+
+    def _notify(self, game: GameSession, kind: Note) -> None:
+        for seat in game.match.seats:
+            for sink in list(self.player_sinks.get(seat.player_id or "", ())):
+                sink.send(PlayerNote(kind, game, seat.index))
+
+    # -- hooks from sessions ------------------------------------------------------------
+    def game_created(self, game: GameSession) -> None:
+        self.games[game.id] = game
+        self.store.add_game(game)
+        self._notify(game, Note.GAME_ASSIGNED)
+
+    def game_over(self, game: GameSession) -> None:
+        self.store.update_game(game)
+        self._notify(game, Note.GAME_OVER)
+
+    def journal(self, game: GameSession, event) -> None:
+        self.store.append_event(game, event)
+
+    # -- shutdown -----------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """End every stream with a final SERVER_SHUTDOWN message and refuse new work."""
+        self.closing = True
+        for game in self.games.values():
+            game.close_streams(EventType.SERVER_SHUTDOWN)
+        for sinks in self.player_sinks.values():
+            for sink in list(sinks):
+                sink.send(PlayerNote(Note.SERVER_SHUTDOWN))
+                sink.close()
+            sinks.clear()
+

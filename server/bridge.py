@@ -1,0 +1,157 @@
+"""The bridge: the only place where the grpc.aio transport (asyncio) meets the trio core.
+
+The trio core runs in the process's main thread. grpc.aio runs on an asyncio loop in one
+thread of its own (``Transport``), so an open stream costs a coroutine and a queue, not an
+OS thread (measurements: ../shared/notes/grpc-trio.md, and the README's performance
+section). Crossing is by callbacks only:
+
+* asyncio -> trio: :meth:`Bridge.call` schedules a synchronous core function with
+  ``TrioToken.run_sync_soon`` and awaits an asyncio future that the trio thread resolves
+  with ``loop.call_soon_threadsafe``;
+* trio -> asyncio: a :class:`QueueSink` puts events on its stream's ``asyncio.Queue`` with
+  ``loop.call_soon_threadsafe``.
+
+Neither side ever blocks waiting for the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import trio
+
+from server.errors import ArbiterError, Code
+
+log = logging.getLogger("nardy.server")
+T = TypeVar("T")
+
+# A stream whose reader lags this many messages behind is ended (it can resume by seq).
+MAX_BACKLOG = 10_000
+CLOSE = object()  # queue sentinel: the stream is over
+
+
+def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if fut.cancelled():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+class Bridge:
+    """Runs core functions in the trio thread on behalf of asyncio coroutines."""
+
+    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+        self.token = token
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` in the trio thread and return (or raise) its outcome."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def run() -> None:
+            try:
+                result = fn(*args)
+            except BaseException as e:  # handed to the caller, never lost
+                loop.call_soon_threadsafe(_settle, fut, None, e)
+            else:
+                loop.call_soon_threadsafe(_settle, fut, result, None)
+
+        self._schedule(run)
+        return await fut
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` in the trio thread without waiting (cleanup after a stream)."""
+        try:
+            self._schedule(lambda: fn(*args))
+        except ArbiterError:
+            pass  # the core is gone; nothing left to clean up
+
+    def _schedule(self, fn: Callable[[], None]) -> None:
+        try:
+            self.token.run_sync_soon(fn)
+        except trio.RunFinishedError:
+            raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down") from None
+
+
+class QueueSink:
+    """A subscription seen from the core: events go to an asyncio queue across threads."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> None:
+        self.loop = loop
+        self.queue = queue
+        self.closed = False
+
+    def send(self, item: Any) -> None:
+        if not self.closed:
+            self._put(item)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._put(CLOSE)
+
+    def _put(self, item: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(_deliver, self.queue, item)
+        except RuntimeError:
+            self.closed = True  # the loop is closed: the transport is gone
+
+
+def _deliver(queue: asyncio.Queue, item: Any) -> None:
+    if queue.qsize() >= MAX_BACKLOG and item is not CLOSE:
+        log.warning("a subscriber fell %d messages behind; ending its stream", MAX_BACKLOG)
+        item = CLOSE
+    queue.put_nowait(item)
+
+
+class Transport:
+    """The grpc.aio server on an asyncio loop in its own thread."""
+
+    def __init__(self, setup: Callable[[asyncio.AbstractEventLoop], Awaitable[int]],
+                 shutdown: Callable[[float], Awaitable[None]]) -> None:
+        self._setup = setup
+        self._shutdown = shutdown
+        self._ready = threading.Event()
+        self._port = 0
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._grace = 1.0
+        self._thread = threading.Thread(target=self._main, name="grpc-asyncio", daemon=True)
+
+    def start(self) -> int:
+        """Start the thread and wait until the server is bound; return its port."""
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self._port
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop serving (in-flight calls get ``grace`` seconds) and join the thread."""
+        if self._loop is not None and self._stop is not None:
+            self._grace = grace
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join()
+
+    def _main(self) -> None:
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            self._port = await self._setup(self._loop)
+        except BaseException as e:
+            self._error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        await self._stop.wait()
+        await self._shutdown(self._grace)

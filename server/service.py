@@ -1,0 +1,168 @@
+"""``nardy.v1.ArbiterService`` on grpc.aio: requests in, core calls across the bridge, replies out."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
+from server import views
+from server.arbiter import Arbiter, MatchSpec, Note, PlayerNote
+from server.bridge import CLOSE, Bridge, QueueSink
+from server.errors import ArbiterError
+from server.session import DEFAULT_TURN_MS, Event, EventType
+
+log = logging.getLogger("nardy.server")
+
+HEARTBEAT_S = 15.0
+MAX_NOTATION = 200
+PLAYER_EVENT = {Note.GAME_ASSIGNED: api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
+                Note.GAME_OVER: api.PLAYER_EVENT_TYPE_GAME_OVER,
+                Note.HEARTBEAT: api.PLAYER_EVENT_TYPE_HEARTBEAT,
+                Note.SERVER_SHUTDOWN: api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN}
+
+
+def bearer(context: grpc.aio.ServicerContext) -> str | None:
+    """The token from ``authorization: Bearer <token>`` metadata, if any."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization" and isinstance(value, str):
+            scheme, _, token = value.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    return None
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: ArbiterError) -> None:
+    await context.abort(getattr(grpc.StatusCode, error.code.value), error.message)
+
+
+class ArbiterService(api_grpc.ArbiterServiceServicer):
+    def __init__(self, arbiter: Arbiter, bridge: Bridge, heartbeat_s: float = HEARTBEAT_S) -> None:
+        self.arbiter = arbiter
+        self.bridge = bridge
+        self.heartbeat_s = heartbeat_s
+
+    async def _call(self, context, fn, *args):
+        try:
+            return await self.bridge.call(fn, *args)
+        except ArbiterError as e:
+            await _abort(context, e)
+
+    async def RegisterPlayer(self, request, context):
+        player_id, token = await self._call(context, self.arbiter.register_player,
+                                            request.name, request.bot)
+        return api.RegisterPlayerResponse(player_id=player_id, token=token)
+
+    async def CreateMatch(self, request, context):
+        o = request.options
+        spec = MatchSpec(
+            options=views.options_from_pb(o),
+            target=max(1, request.target_points),
+            first=(request.first.player_name, request.first.display_name),
+            second=(request.second.player_name, request.second.display_name),
+            seed=request.seed if request.HasField("seed") else None,
+            turn_ms=o.turn_time_ms or DEFAULT_TURN_MS,
+            time_bank_ms=o.time_bank_ms,
+            auto_play_forced=o.auto_play_forced,
+            start_timeout_ms=request.start_timeout_ms or 60_000,
+        )
+        match, t1, t2 = await self._call(context, self.arbiter.create_match, spec)
+        return api.CreateMatchResponse(match_id=match.id, game_id=match.current.id,
+                                       first_seat_token=t1, second_seat_token=t2)
+
+    async def GetGame(self, request, context):
+        game = await self._call(context, self.arbiter.game, request.game_id)
+        snap = await self.bridge.call(game.snapshot)
+        return api.GetGameResponse(state=views.state_pb(game, snap, None),
+                                   last_seq=len(game.events))
+
+    async def ListGames(self, request, context):
+        games = await self._call(context, self.arbiter.list_games, request.status, request.limit)
+        summaries = await self.bridge.call(lambda: [views.summary_pb(g) for g in games])
+        return api.ListGamesResponse(games=summaries)
+
+    async def SubscribeGame(self, request, context) -> AsyncIterator[pb.GameEvent]:
+        queue: asyncio.Queue = asyncio.Queue()
+        sink = QueueSink(asyncio.get_running_loop(), queue)
+        game, seat, backlog, live = await self._call(
+            context, self.arbiter.subscribe_game, bearer(context), request.game_id,
+            request.after_seq, request.from_start, sink,
+        )
+
+        def view(event: Event) -> pb.GameEvent:
+            return views.event_pb(game, event, None if seat is None else game.color_of(seat))
+
+        seq = backlog[-1].seq if backlog else request.after_seq
+        try:
+            for event in backlog:
+                yield view(event)
+            while live:
+                try:
+                    item = await asyncio.wait_for(queue.get(), self.heartbeat_s)
+                except TimeoutError:
+                    snap = await self.bridge.call(game.snapshot)
+                    yield view(Event(seq, EventType.HEARTBEAT, time.time(), snap))
+                    continue
+                if item is CLOSE:
+                    return
+                seq = item.seq
+                yield view(item)
+        finally:
+            if live:
+                self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
+
+    async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        token = bearer(context)
+        sink = QueueSink(loop, queue)
+        backlog = await self._call(context, self.arbiter.subscribe_player, token, sink)
+        try:
+            for note in backlog:
+                yield player_event(note)
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), self.heartbeat_s)
+                except TimeoutError:
+                    yield api.PlayerEvent(type=api.PLAYER_EVENT_TYPE_HEARTBEAT)
+                    continue
+                if item is CLOSE:
+                    return
+                yield player_event(item)
+        finally:
+            self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
+
+    async def SubmitPlay(self, request, context):
+        which = request.WhichOneof("play")
+        text = request.notation if which == "notation" else request.end_position
+        if which is None or len(text) > MAX_NOTATION:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                "give the play as notation or end_position (at most 200 chars)")
+        answer = await self._call(
+            context, self.arbiter.submit_play, bearer(context), request.game_id,
+            request.turn_id, text if which == "notation" else None,
+            text if which == "end_position" else None,
+        )
+        return api.SubmitPlayResponse(notation=answer.notation, end_position=answer.end_position,
+                                      duplicate=answer.duplicate, used_ms=answer.used_ms)
+
+    async def Resign(self, request, context):
+        result = await self._call(context, self.arbiter.resign, bearer(context), request.game_id)
+        return api.ResignResponse(result=views.result_pb(result))
+
+
+def player_event(note: PlayerNote) -> api.PlayerEvent:
+    msg = api.PlayerEvent(type=PLAYER_EVENT[note.type])
+    game = note.game
+    if game is not None:
+        msg.game_id = game.id
+        msg.match_id = game.match.id
+        msg.color = views.COLOR[game.color_of(note.seat)]
+        msg.opponent.CopyFrom(views.player_pb(game.match.seats[1 - note.seat]))
+    return msg

@@ -1,0 +1,465 @@
+"""One game and one match as trio tasks: dice, the turn clock, plays, results and events.
+
+Everything here runs in the arbiter's trio thread. A turn's clock is a deadline on the wait
+for the play (``trio.move_on_at``); plays, resignations and subscriptions arrive as plain
+synchronous calls from the transport bridge, so no lock is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Protocol
+
+import trio
+
+from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
+from nardy.dice import Dice
+from nardy.match import GameOptions, Opening
+from nardy.turn import IllegalPlay
+from nardy.variant import variant as get_variant
+from server.errors import ArbiterError, Code
+
+log = logging.getLogger("nardy.server")
+
+DEFAULT_TURN_MS = 120_000
+
+
+class Status(IntEnum):
+    WAITING = 1
+    IN_PROGRESS = 2
+    FINISHED = 3
+    ABORTED = 4
+
+
+class EventType(IntEnum):
+    SNAPSHOT = 1
+    GAME_STARTED = 2
+    TURN_STARTED = 3
+    PLAY_MADE = 4
+    TURN_PASSED = 5
+    GAME_FINISHED = 6
+    GAME_ABORTED = 7
+    HEARTBEAT = 8
+    SERVER_SHUTDOWN = 9
+
+
+@dataclass
+class Seat:
+    """One of a match's two players."""
+
+    index: int  # 0: first player, 1: second player (CreateMatch order)
+    name: str
+    bot: bool = False
+    player_id: str | None = None  # a registered player, or None for an open seat
+
+
+@dataclass(frozen=True)
+class PlayRecord:
+    side: Color
+    dice: tuple[int, int]
+    notation: str
+    turn_id: int
+    automatic: bool
+    used_ms: int
+
+
+@dataclass
+class Event:
+    """One journal entry of a game; ``views`` caches the encoded message per audience."""
+
+    seq: int
+    type: EventType
+    time: float
+    snapshot: Snapshot
+    play: PlayRecord | None = None
+    throws: tuple[tuple[int, int], ...] = ()
+    views: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a GameState message shows, frozen at one moment."""
+
+    status: Status
+    position: Position
+    dice: tuple[int, ...]
+    turn_id: int
+    clocks: tuple[tuple[int, int], tuple[int, int]]  # per colour: (remaining_ms, bank_ms)
+    scores: tuple[int, int]  # white's, black's match points
+    match_over: bool
+    result: GameResult | None
+    legal: tuple[Play, ...]  # for the side to move while a play is awaited
+    next_game_id: str
+
+
+class Sink(Protocol):
+    """Where a subscription's messages go; the transport supplies the implementation."""
+
+    def send(self, item: Any) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The answer to an accepted play, kept for idempotent re-sends."""
+
+    notation: str
+    end_position: str
+    used_ms: int
+    duplicate: bool = False
+
+
+class GameSession:
+    """One game of a match: the turn loop, its clock, and its event journal."""
+
+    def __init__(self, match: MatchSession, game_id: str, number: int) -> None:
+        self.match = match
+        self.id = game_id
+        self.number = number
+        self.options = match.options
+        self.variant = get_variant(match.options.variant)
+        self.status = Status.WAITING
+        self.position = self.variant.start()
+        self.white_seat: int | None = None
+        self.turn_id = 0
+        self.dice: tuple[int, ...] = ()
+        self.legal: tuple[Play, ...] = ()
+        self.deadline = float("inf")
+        self.turn_started = 0.0
+        self.bank = {Color.WHITE: match.time_bank_ms, Color.BLACK: match.time_bank_ms}
+        self.result: GameResult | None = None
+        self.next_game_id = ""
+        self.events: list[Event] = []
+        self.sinks: set[Sink] = set()
+        self.present: set[int] = set()  # seats that have subscribed at least once
+        self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
+        self.all_present = trio.Event()
+        self.accepted: dict[int, tuple[Position, Accepted]] = {}  # turn_id -> play answer
+        self._wake = trio.Event()
+        self.throws: tuple[tuple[int, int], ...] = ()
+
+    # -- seats --------------------------------------------------------------------------
+    def color_of(self, seat: int) -> Color | None:
+        if self.white_seat is None:
+            return None
+        return Color.WHITE if seat == self.white_seat else Color.BLACK
+
+    def seat_of(self, color: Color) -> Seat:
+        assert self.white_seat is not None
+        index = self.white_seat if color is Color.WHITE else 1 - self.white_seat
+        return self.match.seats[index]
+
+    # -- subscriptions (called from the bridge) -----------------------------------------
+    def subscribe(
+        self, sink: Sink, seat: int | None, after_seq: int, from_start: bool
+    ) -> tuple[list[Event], bool]:
+        """Register ``sink``; return the events to send first (no gap) and whether it is live.
+
+        A finished game keeps no subscribers: its stream ends after the backlog.
+        """
+        if from_start:
+            backlog = list(self.events)
+        elif after_seq:
+            if after_seq > len(self.events):
+                raise ArbiterError(
+                    Code.INVALID_ARGUMENT,
+                    f"after_seq {after_seq} is beyond the last event ({len(self.events)})",
+                )
+            backlog = self.events[after_seq:]
+        else:
+            backlog = [self._event(EventType.SNAPSHOT, record=False)]
+        if self.status in (Status.FINISHED, Status.ABORTED):
+            return backlog, False
+        self.sinks.add(sink)
+        if seat is not None:
+            self.connected[seat] += 1
+            self.present.add(seat)
+            if len(self.present) == 2:
+                self.all_present.set()
+        return backlog, True
+
+    def unsubscribe(self, sink: Sink, seat: int | None) -> None:
+        if sink in self.sinks:
+            self.sinks.discard(sink)
+            if seat is not None:
+                self.connected[seat] -= 1
+
+    # -- events -------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        now = trio.current_time()
+        turn_ms = self.match.turn_ms
+        clocks = []
+        for color in Color:
+            bank = self.bank[color]
+            if self.status is Status.IN_PROGRESS and self.legal and self.position.turn is color:
+                remaining = max(0, int((self.deadline - now) * 1000))
+                spent = (now - self.turn_started) * 1000
+                bank = max(0, int(bank - max(0.0, spent - turn_ms)))
+            else:
+                remaining = turn_ms + bank
+            clocks.append((remaining, bank))
+        scores = self.match.scores_by_colour(self)
+        return Snapshot(
+            status=self.status,
+            position=self.position,
+            dice=self.dice,
+            turn_id=self.turn_id,
+            clocks=(clocks[0], clocks[1]),
+            scores=scores,
+            match_over=self.match.match.over,
+            result=self.result,
+            legal=self.legal,
+            next_game_id=self.next_game_id,
+        )
+
+    def _event(self, kind: EventType, *, record: bool = True, **extra) -> Event:
+        seq = len(self.events) + 1 if record else len(self.events)
+        event = Event(seq, kind, time.time(), self.snapshot(), **extra)
+        if record:
+            self.events.append(event)
+            self.match.arbiter.journal(self, event)
+        return event
+
+    def emit(self, kind: EventType, **extra) -> Event:
+        event = self._event(kind, **extra)
+        for sink in list(self.sinks):
+            sink.send(event)
+        return event
+
+    def close_streams(self, final: EventType | None = None) -> None:
+        """End every stream (after a final unrecorded event such as SERVER_SHUTDOWN)."""
+        last = self._event(final, record=False) if final else None
+        for sink in list(self.sinks):
+            if last is not None:
+                sink.send(last)
+            sink.close()
+        self.sinks.clear()
+
+    # -- the game -----------------------------------------------------------------------
+    def log(self, msg: str, *args) -> None:
+        log.info("game=%s " + msg, self.id, *args)
+
+    async def run(self, white_seat: int, throws: list[tuple[int, int]]) -> GameResult:
+        """Play the game to its end and return the result (the caller emits GAME_FINISHED)."""
+        self.white_seat = white_seat
+        self.throws = tuple(throws)
+        self.status = Status.IN_PROGRESS
+        self.emit(EventType.GAME_STARTED, throws=self.throws)
+        self.log("started white=%s black=%s", self.seat_of(Color.WHITE).name,
+                 self.seat_of(Color.BLACK).name)
+        first = None
+        if self.options.opening is Opening.USE_OPENING_DICE and throws:
+            first = tuple(sorted(throws[-1], reverse=True))
+        while self.result is None:
+            await trio.lowlevel.checkpoint()
+            dice = first or self.match.dice.roll()
+            first = None
+            await self._turn(dice)
+        return self.result
+
+    async def _turn(self, dice: tuple[int, int]) -> None:
+        self.turn_id += 1
+        self.dice = dice
+        mover = self.position.turn
+        plays = self.variant.legal_plays(self.position, dice)
+        if not plays:
+            self.position = self.position.passed()
+            record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
+            self.dice = ()
+            self.emit(EventType.TURN_PASSED, play=record)
+            return
+        if len(plays) == 1 and self.match.auto_play_forced:
+            self._apply(plays[0], mover, automatic=True, used_ms=0)
+            return
+        self.legal = tuple(plays)
+        self.turn_started = trio.current_time()
+        self.deadline = self.turn_started + (self.match.turn_ms + self.bank[mover]) / 1000
+        self._wake = trio.Event()
+        self.emit(EventType.TURN_STARTED)
+        with trio.move_on_at(self.deadline):
+            await self._wake.wait()
+        if self.result is None and self.turn_id not in self.accepted:
+            seat = self.seat_of(mover).index
+            why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
+            self.log("%s lost on time (%s)", mover.name.lower(), why)
+            self.legal = ()
+            self.result = self.variant.forfeit(self.position, mover, why)
+
+    def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
+        record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
+        answer = Accepted(play.notation(), play.end.text(), used_ms)
+        self.accepted[self.turn_id] = (play.end, answer)
+        self.position = play.end
+        self.legal = ()
+        self.dice = ()
+        self.deadline = float("inf")
+        self.result = self.variant.result(self.position, koks=self.options.koks)
+        self.emit(EventType.PLAY_MADE, play=record)
+        return answer
+
+    # -- actions (called from the bridge) -----------------------------------------------
+    def submit(self, seat: int, turn_id: int, notation: str | None, end: str | None) -> Accepted:
+        """Check and make a play for ``turn_id``; idempotent for the same play."""
+        if turn_id in self.accepted:
+            done_end, answer = self.accepted[turn_id]
+            if self._requested_end(turn_id, notation, end) == done_end:
+                return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
+            raise ArbiterError(
+                Code.FAILED_PRECONDITION,
+                f"turn {turn_id} was already played ({answer.notation})",
+            )
+        if self.status is Status.WAITING:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "the game has not started")
+        if self.status is not Status.IN_PROGRESS or self.result is not None:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "the game is over")
+        mover = self.position.turn
+        if self.color_of(seat) is not mover:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "it is not your turn")
+        if turn_id != self.turn_id or not self.legal:
+            raise ArbiterError(
+                Code.FAILED_PRECONDITION,
+                f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
+            )
+        now = trio.current_time()
+        if now >= self.deadline:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
+        play = self._read_play(notation, end)
+        used = (now - self.turn_started) * 1000
+        over = used - self.match.turn_ms
+        if over > 0:
+            self.bank[mover] = max(0, int(self.bank[mover] - over))
+        answer = self._apply(play, mover, automatic=False, used_ms=int(used))
+        self._wake.set()
+        return answer
+
+    def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
+        if end is not None:
+            try:
+                return Position.parse(end)
+            except ValueError:
+                return None
+        return self._replay_end(turn_id, notation)
+
+    def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
+        """The end position ``notation`` would have given on an already played turn."""
+        for event in reversed(self.events):
+            if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
+                snap = event.snapshot
+                try:
+                    return self.variant.match_play(snap.position, snap.dice, notation or "").end
+                except ValueError:
+                    return None
+        return None
+
+    def _read_play(self, notation: str | None, end: str | None) -> Play:
+        if end is not None:
+            try:
+                target = Position.parse(end)
+            except ValueError as e:
+                raise ArbiterError(Code.INVALID_ARGUMENT, f"end_position: {e}") from None
+            for play in self.legal:
+                if play.end == target:
+                    return play
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "end_position is not the end of any legal play this turn"
+            )
+        try:
+            return self.variant.match_play(self.position, self.dice, notation or "")
+        except (IllegalPlay, ValueError) as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, f"illegal play: {e}") from None
+
+    def resign(self, seat: int) -> GameResult:
+        if self.status is not Status.IN_PROGRESS or self.result is not None:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "the game is not in progress")
+        loser = self.color_of(seat)
+        assert loser is not None
+        self.result = self.variant.forfeit(self.position, loser, Termination.RESIGNATION)
+        self.legal = ()
+        self.dice = ()
+        self._wake.set()
+        self.log("%s resigned", loser.name.lower())
+        return self.result
+
+    def finish(self) -> None:
+        self.status = Status.FINISHED
+        self.dice = ()
+        self.legal = ()
+        self.emit(EventType.GAME_FINISHED)
+        self.log("finished: %s", self.result)
+        self.close_streams()
+
+    def abort(self, why: str) -> None:
+        self.status = Status.ABORTED
+        self.legal = ()
+        self.emit(EventType.GAME_ABORTED)
+        self.log("aborted: %s", why)
+        self.close_streams()
+
+
+class MatchSession:
+    """A match of games between two seats, to ``target`` points."""
+
+    def __init__(
+        self,
+        arbiter,  # server.arbiter.Arbiter (the registry that journals and announces)
+        match_id: str,
+        options: GameOptions,
+        target: int,
+        seats: tuple[Seat, Seat],
+        *,
+        turn_ms: int,
+        time_bank_ms: int,
+        auto_play_forced: bool,
+        seed: int | None,
+        start_timeout: float,
+        new_id: Callable[[], str],
+    ) -> None:
+        self.arbiter = arbiter
+        self.id = match_id
+        self.options = options
+        self.match = Match(target, options)
+        self.seats = seats
+        self.turn_ms = turn_ms
+        self.time_bank_ms = time_bank_ms
+        self.auto_play_forced = auto_play_forced
+        self.seed = seed
+        self.dice = Dice(seed)
+        self.start_timeout = start_timeout
+        self.new_id = new_id
+        self.games: list[GameSession] = [GameSession(self, new_id(), 1)]
+
+    @property
+    def current(self) -> GameSession:
+        return self.games[-1]
+
+    def scores_by_colour(self, game: GameSession) -> tuple[int, int]:
+        s = self.match.scores
+        if game.white_seat is None:
+            return s[0], s[1]
+        return s[game.white_seat], s[1 - game.white_seat]
+
+    async def run(self) -> None:
+        while True:
+            game = self.current
+            with trio.move_on_after(self.start_timeout):
+                await game.all_present.wait()
+            if not game.all_present.is_set():
+                game.abort("a seat did not arrive in time")
+                self.arbiter.game_over(game)
+                return
+            white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
+            result = await game.run(white, throws)
+            self.match.record(white, result)
+            if not self.match.over:
+                nxt = GameSession(self, self.new_id(), game.number + 1)
+                self.games.append(nxt)
+                game.next_game_id = nxt.id
+                self.arbiter.game_created(nxt)
+            game.finish()
+            self.arbiter.game_over(game)
+            if self.match.over:
+                return

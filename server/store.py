@@ -1,0 +1,100 @@
+"""The arbiter's journal: players, matches, games and every event, in SQLite (WAL).
+
+:class:`Store` is the interface the core writes through; :class:`SQLiteStore` is the
+embedded default. Each write commits before the call returns, so a play is on disk before
+the player is told it was accepted (WAL with synchronous=NORMAL survives a killed process).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from server.session import Event, GameSession, MatchSession
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS players (
+    id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, bot INTEGER NOT NULL,
+    token_hash TEXT NOT NULL, created REAL DEFAULT (unixepoch('subsec')));
+CREATE TABLE IF NOT EXISTS seat_tokens (
+    match_id TEXT NOT NULL, seat INTEGER NOT NULL, token_hash TEXT NOT NULL,
+    PRIMARY KEY (match_id, seat));
+CREATE TABLE IF NOT EXISTS matches (
+    id TEXT PRIMARY KEY, target INTEGER NOT NULL, options TEXT NOT NULL, seats TEXT NOT NULL,
+    seed INTEGER, scores TEXT NOT NULL DEFAULT '[0,0]',
+    created REAL DEFAULT (unixepoch('subsec')));
+CREATE TABLE IF NOT EXISTS games (
+    id TEXT PRIMARY KEY, match_id TEXT NOT NULL REFERENCES matches(id), number INTEGER NOT NULL,
+    status INTEGER NOT NULL, white_seat INTEGER, result TEXT,
+    created REAL DEFAULT (unixepoch('subsec')));
+CREATE TABLE IF NOT EXISTS events (
+    game_id TEXT NOT NULL REFERENCES games(id), seq INTEGER NOT NULL, type INTEGER NOT NULL,
+    time REAL NOT NULL, data BLOB NOT NULL, PRIMARY KEY (game_id, seq)) WITHOUT ROWID;
+"""
+
+
+class Store(Protocol):
+    def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None: ...
+    def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None: ...
+    def add_match(self, match: MatchSession) -> None: ...
+    def update_match(self, match: MatchSession) -> None: ...
+    def add_game(self, game: GameSession) -> None: ...
+    def update_game(self, game: GameSession) -> None: ...
+    def append_event(self, game: GameSession, event: Event) -> None: ...
+    def close(self) -> None: ...
+
+
+class SQLiteStore:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+
+    def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None:
+        self.db.execute("INSERT INTO players (id, name, bot, token_hash) VALUES (?,?,?,?)",
+                        (player_id, name, int(bot), token_hash))
+
+    def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None:
+        self.db.execute("INSERT INTO seat_tokens VALUES (?,?,?)", (match_id, seat, token_hash))
+
+    def add_match(self, match: MatchSession) -> None:
+        o = match.options
+        options = {"variant": o.variant, "koks": o.koks, "opening": str(o.opening),
+                   "colours": str(o.colours), "turn_ms": match.turn_ms,
+                   "time_bank_ms": match.time_bank_ms, "auto_play_forced": match.auto_play_forced}
+        seats = [{"name": s.name, "bot": s.bot, "player_id": s.player_id} for s in match.seats]
+        self.db.execute(
+            "INSERT INTO matches (id, target, options, seats, seed) VALUES (?,?,?,?,?)",
+            (match.id, match.match.target, json.dumps(options), json.dumps(seats), match.seed),
+        )
+
+    def update_match(self, match: MatchSession) -> None:
+        self.db.execute("UPDATE matches SET scores=? WHERE id=?",
+                        (json.dumps(match.match.scores), match.id))
+
+    def add_game(self, game: GameSession) -> None:
+        self.db.execute("INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
+                        (game.id, game.match.id, game.number, int(game.status)))
+
+    def update_game(self, game: GameSession) -> None:
+        r = game.result
+        result = None if r is None else json.dumps(
+            {"winner": r.winner.letter, "kind": str(r.kind), "points": r.points,
+             "termination": str(r.termination)})
+        self.db.execute("UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
+                        (int(game.status), game.white_seat, result, game.id))
+
+    def append_event(self, game: GameSession, event: Event) -> None:
+        from server.views import event_pb
+
+        data = event_pb(game, event, None).SerializeToString()
+        self.db.execute("INSERT INTO events VALUES (?,?,?,?,?)",
+                        (game.id, event.seq, int(event.type), event.time, data))
+
+    def close(self) -> None:
+        self.db.close()
