@@ -22,13 +22,24 @@ def parse_dice(text: str) -> tuple[int, int]:
 
 
 class Dice:
-    """A source of die throws: ``secrets`` by default, a seeded PRNG when asked (tests, replays)."""
+    """A source of die throws: ``secrets`` by default; a seeded PRNG and/or a script of
+    throws when asked (tests, replays, duplicate-dice pairs)."""
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, script: list[int] | tuple[int, ...] = ()) -> None:
+        if any(not 1 <= d <= 6 for d in script):
+            raise ValueError("scripted dice must be 1..6")
         self.seed = seed
+        self.script = list(script)
         self._rng = random.Random(seed) if seed is not None else secrets.SystemRandom()
 
+    @property
+    def fair(self) -> bool:
+        """True when every throw comes from the CSPRNG."""
+        return self.seed is None and not self.script
+
     def die(self) -> int:
+        if self.script:
+            return self.script.pop(0)
         return self._rng.randint(1, 6)
 
     def roll(self) -> tuple[int, int]:

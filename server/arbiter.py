@@ -15,7 +15,8 @@ from enum import IntEnum
 
 import trio
 
-from nardy import GameResult
+from nardy import Color, GameResult, Position
+from nardy.dice import Dice
 from nardy.match import GameOptions
 from nardy.variant import VARIANTS
 from server.errors import ArbiterError, Code
@@ -91,6 +92,8 @@ class MatchSpec:
     time_bank_ms: int = 0
     auto_play_forced: bool = False
     start_timeout_ms: int = 60_000
+    start_position: str = ""
+    dice_script: tuple[int, ...] = ()
 
 
 class Arbiter:
@@ -158,10 +161,20 @@ class Arbiter:
                 seats.append(Seat(index, (display or f"player {index + 1}")[:40]))
         if seats[0].player_id and seats[0].player_id == seats[1].player_id:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
+        start = None
+        try:
+            dice = Dice(spec.seed, spec.dice_script)
+            if spec.start_position:
+                start = Position.parse(spec.start_position)
+                start = Position(Color.WHITE, start.board)
+                if start.winner is not None:
+                    raise ValueError("the game would be over before it starts")
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         match = MatchSession(
             self, new_id(), spec.options, spec.target, (seats[0], seats[1]),
             turn_ms=spec.turn_ms, time_bank_ms=spec.time_bank_ms,
-            auto_play_forced=spec.auto_play_forced, seed=spec.seed,
+            auto_play_forced=spec.auto_play_forced, dice=dice, start=start,
             start_timeout=spec.start_timeout_ms / 1000, new_id=new_id,
         )
         seat_tokens = ["", ""]

@@ -71,6 +71,8 @@ class ArbiterService(api_grpc.ArbiterServiceServicer):
             time_bank_ms=o.time_bank_ms,
             auto_play_forced=o.auto_play_forced,
             start_timeout_ms=request.start_timeout_ms or 60_000,
+            start_position=request.start_position,
+            dice_script=tuple(request.dice),
         )
         match, t1, t2 = await self._call(context, self.arbiter.create_match, spec)
         return api.CreateMatchResponse(match_id=match.id, game_id=match.current.id,

@@ -123,7 +123,7 @@ class GameSession:
         self.options = match.options
         self.variant = get_variant(match.options.variant)
         self.status = Status.WAITING
-        self.position = self.variant.start()
+        self.position = match.start if number == 1 and match.start else self.variant.start()
         self.white_seat: int | None = None
         self.turn_id = 0
         self.dice: tuple[int, ...] = ()
@@ -414,7 +414,8 @@ class MatchSession:
         turn_ms: int,
         time_bank_ms: int,
         auto_play_forced: bool,
-        seed: int | None,
+        dice: Dice,
+        start: Position | None,
         start_timeout: float,
         new_id: Callable[[], str],
     ) -> None:
@@ -426,8 +427,9 @@ class MatchSession:
         self.turn_ms = turn_ms
         self.time_bank_ms = time_bank_ms
         self.auto_play_forced = auto_play_forced
-        self.seed = seed
-        self.dice = Dice(seed)
+        self.dice = dice
+        self.seeded = not dice.fair
+        self.start = start
         self.start_timeout = start_timeout
         self.new_id = new_id
         self.games: list[GameSession] = [GameSession(self, new_id(), 1)]

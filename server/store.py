@@ -70,7 +70,7 @@ class SQLiteStore:
         seats = [{"name": s.name, "bot": s.bot, "player_id": s.player_id} for s in match.seats]
         self.db.execute(
             "INSERT INTO matches (id, target, options, seats, seed) VALUES (?,?,?,?,?)",
-            (match.id, match.match.target, json.dumps(options), json.dumps(seats), match.seed),
+            (match.id, match.match.target, json.dumps(options), json.dumps(seats), match.dice.seed),
         )
 
     def update_match(self, match: MatchSession) -> None:

@@ -79,32 +79,46 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         match=pb.MatchScore(target=game.match.match.target, white_points=snap.scores[0],
                             black_points=snap.scores[1], over=snap.match_over),
         result=result_pb(snap.result),
-        your_color=COLOR[audience],
-        seeded=game.match.seed is not None,
+        seeded=game.match.seeded,
         next_game_id=snap.next_game_id,
     )
-    if audience is not None and snap.legal and pos.turn is audience:
-        state.legal_plays.extend(legal_pb(p) for p in snap.legal)
+    _personalise(state, snap, audience)
     return state
+
+
+def _personalise(state: pb.GameState, snap: Snapshot, audience: Color | None) -> None:
+    """Mark the seat's colour and, on its turn, add the legal plays."""
+    state.your_color = COLOR[audience]
+    if audience is not None and snap.legal and snap.position.turn is audience:
+        state.legal_plays.extend(legal_pb(p) for p in snap.legal)
 
 
 def event_pb(game: GameSession, event: Event, audience: Color | None) -> pb.GameEvent:
     """The event as ``audience`` (a seat's colour, or None) sees it; built once per audience."""
-    cached = event.views.get(audience)
-    if cached is not None:
-        return cached
-    ts = Timestamp()
-    ts.FromNanoseconds(int(event.time * 1e9))
-    msg = pb.GameEvent(seq=event.seq, type=int(event.type),
-                       state=state_pb(game, event.snapshot, audience), time=ts)
-    if event.play is not None:
-        p = event.play
-        msg.play.CopyFrom(pb.PlayRecord(side=COLOR[p.side], dice=p.dice, notation=p.notation,
-                                        turn_id=p.turn_id, automatic=p.automatic,
-                                        used_ms=p.used_ms))
-    msg.opening_throws.extend(pb.OpeningThrow(first_player_die=a, second_player_die=b)
-                              for a, b in event.throws)
-    event.views[audience] = msg
+    views = event.views
+    msg = views.get(audience)
+    if msg is not None:
+        return msg
+    base = views.get(None)
+    if base is None:
+        ts = Timestamp()
+        ts.FromNanoseconds(int(event.time * 1e9))
+        base = pb.GameEvent(seq=event.seq, type=int(event.type),
+                            state=state_pb(game, event.snapshot, None), time=ts)
+        if event.play is not None:
+            p = event.play
+            base.play.CopyFrom(pb.PlayRecord(side=COLOR[p.side], dice=p.dice,
+                                             notation=p.notation, turn_id=p.turn_id,
+                                             automatic=p.automatic, used_ms=p.used_ms))
+        base.opening_throws.extend(pb.OpeningThrow(first_player_die=a, second_player_die=b)
+                                   for a, b in event.throws)
+        views[None] = base
+    if audience is None:
+        return base
+    msg = pb.GameEvent()
+    msg.CopyFrom(base)
+    _personalise(msg.state, event.snapshot, audience)
+    views[audience] = msg
     return msg
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 
-from nardy import Color, Position
+from nardy.position import Color, Position  # I/O only: no movegen, no turn
 
 N = 24
 CHECKERS = 15
@@ -114,7 +114,7 @@ def reference_plays(pos: Position, dice: tuple[int, int]) -> set[str]:
 
     # nodes: (end text, dice counted, dice used in order) for every reachable state.
     nodes: set[tuple[str, int, tuple[int, ...]]] = set()
-    seen: set[tuple[tuple[int, ...], tuple[int, ...], int]] = set()
+    seen: set[tuple] = set()  # (board, dice left, head allowance, dice order if 2 dice)
 
     def dfs(b, remaining: list[int], heads_left: int, used: tuple[int, ...]) -> None:
         key = (tuple(b), tuple(sorted(remaining)), heads_left, used if n == 2 else ())
@@ -212,7 +212,7 @@ def random_position(rng: random.Random, kind: str | None = None) -> Position:
             _scatter(rng, board, mover, list(range(7, 13)), far)
             _scatter(rng, board, mover, list(range(1, 7)), n - far)
         elif kind == "head":
-            on_head = rng.randint(1, 15)
+            on_head = 15 if rng.random() < 0.3 else rng.randint(1, 15)  # 15: first turn
             board[abs_index(mover, HEAD)] = _sign(mover) * on_head
             if on_head < 15:
                 _scatter(rng, board, mover, list(range(1, 24)), 15 - on_head)
@@ -250,7 +250,7 @@ def _block(rng: random.Random, board: list[int], mover: Color) -> bool:
             c = rng.randint(1, 3)
             board[a] = sign * c
             left -= c
-    # the rest of the mover's checkers mostly behind the gaps on its own path
+    # the rest of the mover's checkers elsewhere: some can step into a gap
     mine = [p for p in range(1, 25) if board[abs_index(mover, p)] == 0]
     if left > 0:
         _scatter(rng, board, mover, mine, rng.randint(1, left))

@@ -46,20 +46,24 @@ class SeatSpec(_message.Message):
     def __init__(self, player_name: _Optional[str] = ..., display_name: _Optional[str] = ...) -> None: ...
 
 class CreateMatchRequest(_message.Message):
-    __slots__ = ("options", "target_points", "first", "second", "seed", "start_timeout_ms")
+    __slots__ = ("options", "target_points", "first", "second", "seed", "start_timeout_ms", "start_position", "dice")
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     TARGET_POINTS_FIELD_NUMBER: _ClassVar[int]
     FIRST_FIELD_NUMBER: _ClassVar[int]
     SECOND_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     START_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    START_POSITION_FIELD_NUMBER: _ClassVar[int]
+    DICE_FIELD_NUMBER: _ClassVar[int]
     options: _game_pb2.GameOptions
     target_points: int
     first: SeatSpec
     second: SeatSpec
     seed: int
     start_timeout_ms: int
-    def __init__(self, options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ..., target_points: _Optional[int] = ..., first: _Optional[_Union[SeatSpec, _Mapping]] = ..., second: _Optional[_Union[SeatSpec, _Mapping]] = ..., seed: _Optional[int] = ..., start_timeout_ms: _Optional[int] = ...) -> None: ...
+    start_position: str
+    dice: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ..., target_points: _Optional[int] = ..., first: _Optional[_Union[SeatSpec, _Mapping]] = ..., second: _Optional[_Union[SeatSpec, _Mapping]] = ..., seed: _Optional[int] = ..., start_timeout_ms: _Optional[int] = ..., start_position: _Optional[str] = ..., dice: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CreateMatchResponse(_message.Message):
     __slots__ = ("match_id", "game_id", "first_seat_token", "second_seat_token")

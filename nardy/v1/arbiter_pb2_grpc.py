@@ -90,7 +90,8 @@ class ArbiterServiceServicer:
     def CreateMatch(self, request, context):
         """Create a match of one or more games between two seats. Each seat is either a
         registered player (by name) or an open seat that gets a seat token. The first game
-        starts when both seats have subscribed to it (SubscribeGame or SubscribePlayer).
+        starts when both seats have subscribed to it with SubscribeGame; so does each later
+        game of the match.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

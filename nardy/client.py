@@ -1,0 +1,306 @@
+"""The client SDK: connect to an arbiter, follow games, and play them with one function.
+
+A Python engine is one function from a :class:`TurnInfo` to a play; :func:`run_engine` (or
+``await play_forever(...)`` under trio) does the rest: the player stream, one task per game,
+resuming a dropped stream from the last sequence number with backoff, idempotent plays
+named by ``turn_id``, and deadlines on every call.
+
+grpcio has no trio support, so unary calls use ``stub.Method.future`` woken through the trio
+token, and each stream is read by one thread feeding a trio memory channel.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import grpc
+import trio
+
+from nardy.position import Color, Position
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
+
+log = logging.getLogger("nardy.client")
+
+ENV_SERVER = "NARDY_SERVER"
+ENV_TOKEN = "NARDY_TOKEN"
+RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+             grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
+COLORS = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
+
+
+@dataclass(frozen=True)
+class TurnInfo:
+    """What an engine sees when it must play: the state and the legal plays."""
+
+    state: pb.GameState
+
+    @property
+    def position(self) -> Position:
+        return Position.parse(self.state.position)
+
+    @property
+    def dice(self) -> tuple[int, int]:
+        a, b = self.state.dice
+        return a, b
+
+    @property
+    def color(self) -> Color:
+        return COLORS[self.state.your_color]
+
+    @property
+    def legal(self) -> list[pb.LegalPlay]:
+        return list(self.state.legal_plays)
+
+    @property
+    def time_left_ms(self) -> int:
+        clock = self.state.white_clock if self.color is Color.WHITE else self.state.black_clock
+        return clock.remaining_ms
+
+
+Engine = Callable[[TurnInfo], "pb.LegalPlay | str"]
+
+
+def channel(address: str, *, tls: bool = False, root_certificates: bytes | None = None
+            ) -> grpc.Channel:
+    """A channel with keepalive, so that a dead connection is noticed within seconds."""
+    options = [("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
+               ("grpc.keepalive_permit_without_calls", 1)]
+    if tls:
+        creds = grpc.ssl_channel_credentials(root_certificates)
+        return grpc.secure_channel(address, creds, options=options)
+    return grpc.insecure_channel(address, options=options)
+
+
+class Client:
+    """An arbiter connection for trio code. Use ``async with Client(...)`` or call close()."""
+
+    def __init__(self, address: str | None = None, token: str | None = None, *,
+                 tls: bool = False, root_certificates: bytes | None = None,
+                 timeout: float = 10.0, shared: grpc.Channel | None = None) -> None:
+        self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
+        self.token = token if token is not None else os.environ.get(ENV_TOKEN)
+        self.timeout = timeout
+        self._owns_channel = shared is None
+        self.channel = shared or channel(self.address, tls=tls,
+                                         root_certificates=root_certificates)
+        self.stub = api_grpc.ArbiterServiceStub(self.channel)
+
+    def with_token(self, token: str) -> Client:
+        """Another identity over the same connection."""
+        return Client(self.address, token, timeout=self.timeout, shared=self.channel)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_channel:
+            self.channel.close()
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
+
+    async def call(self, method: str, request, *, timeout: float | None = None):
+        """A unary call without blocking trio; raises grpc.RpcError on a status."""
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        fut = getattr(self.stub, method).future(request, metadata=self.metadata,
+                                                timeout=timeout or self.timeout)
+        fut.add_done_callback(lambda _: token.run_sync_soon(done.set))
+        try:
+            await done.wait()
+        except trio.Cancelled:
+            fut.cancel()
+            raise
+        return fut.result()
+
+    # -- the API ------------------------------------------------------------------------
+    async def register(self, name: str, *, bot: bool = True) -> str:
+        """Register a player; remembers and returns its token."""
+        r = await self.call("RegisterPlayer", api.RegisterPlayerRequest(name=name, bot=bot))
+        self.token = r.token
+        return r.token
+
+    async def create_match(self, **fields) -> api.CreateMatchResponse:
+        return await self.call("CreateMatch", api.CreateMatchRequest(**fields))
+
+    async def get_game(self, game_id: str) -> api.GetGameResponse:
+        return await self.call("GetGame", api.GetGameRequest(game_id=game_id))
+
+    async def submit(self, game_id: str, turn_id: int, *, notation: str | None = None,
+                     end_position: str | None = None) -> api.SubmitPlayResponse:
+        req = api.SubmitPlayRequest(game_id=game_id, turn_id=turn_id)
+        if end_position is not None:
+            req.end_position = end_position
+        else:
+            req.notation = notation or ""
+        return await self.call("SubmitPlay", req)
+
+    async def resign(self, game_id: str) -> api.ResignResponse:
+        return await self.call("Resign", api.ResignRequest(game_id=game_id))
+
+    # -- streams ------------------------------------------------------------------------
+    async def _stream(self, method: str, request) -> AsyncIterator:
+        """Read a server stream in a helper thread; items arrive through a channel."""
+        send, recv = trio.open_memory_channel(math.inf)
+        call = getattr(self.stub, method)(request, metadata=self.metadata)
+        token = trio.lowlevel.current_trio_token()
+
+        def deliver(item) -> None:
+            try:
+                send.send_nowait(item)
+            except trio.BrokenResourceError:
+                pass  # the reader in trio is gone
+
+        def reader() -> None:
+            try:
+                try:
+                    for item in call:
+                        token.run_sync_soon(deliver, item)
+                    token.run_sync_soon(deliver, None)
+                except grpc.RpcError as e:
+                    token.run_sync_soon(deliver, e)
+            except trio.RunFinishedError:
+                pass
+
+        thread = threading.Thread(target=reader, name=f"nardy-{method}", daemon=True)
+        thread.start()
+        try:
+            async with recv:
+                while True:
+                    item = await recv.receive()
+                    if item is None:
+                        return
+                    if isinstance(item, grpc.RpcError):
+                        raise item
+                    yield item
+        finally:
+            call.cancel()
+
+    async def events(self, game_id: str, *, after_seq: int = 0, from_start: bool = False,
+                     resume: bool = True, max_backoff: float = 5.0
+                     ) -> AsyncIterator[pb.GameEvent]:
+        """A game's events, resuming after drops from the last seq; ends with the game.
+
+        Heartbeats are passed on too (their seq does not advance).
+        """
+        last = after_seq
+        backoff = 0.1
+        while True:
+            req = api.SubscribeGameRequest(game_id=game_id, after_seq=last,
+                                           from_start=from_start and last == 0)
+            try:
+                async for ev in self._stream("SubscribeGame", req):
+                    backoff = 0.1
+                    last = max(last, ev.seq)
+                    yield ev
+                    if ev.type in END_TYPES:
+                        return
+                    if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
+                        break
+            except grpc.RpcError as e:
+                if not resume or e.code() not in RETRYABLE:
+                    raise
+                log.info("game %s: stream dropped (%s); resuming after seq %d",
+                         game_id, e.code().name, last)
+            else:
+                if not resume:
+                    return
+            await trio.sleep(backoff)
+            backoff = min(max_backoff, backoff * 2)
+
+    async def player_events(self, *, resume: bool = True, max_backoff: float = 5.0
+                            ) -> AsyncIterator[api.PlayerEvent]:
+        """The calling player's stream, reconnecting after drops."""
+        backoff = 0.1
+        while True:
+            try:
+                async for ev in self._stream("SubscribePlayer", api.SubscribePlayerRequest()):
+                    backoff = 0.1
+                    yield ev
+                    if ev.type == api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN:
+                        break
+            except grpc.RpcError as e:
+                if not resume or e.code() not in RETRYABLE:
+                    raise
+            if not resume:
+                return
+            await trio.sleep(backoff)
+            backoff = min(max_backoff, backoff * 2)
+
+
+def my_turn(ev: pb.GameEvent) -> bool:
+    """True when this seat's stream event asks for a play."""
+    st = ev.state
+    return (ev.type in (pb.EVENT_TYPE_TURN_STARTED, pb.EVENT_TYPE_SNAPSHOT)
+            and st.status == pb.GAME_STATUS_IN_PROGRESS and len(st.legal_plays) > 0
+            and st.side_to_move == st.your_color)
+
+
+async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameState:
+    """Play one game with ``engine`` to its end; returns the final state."""
+    state = None
+    async for ev in client.events(game_id):
+        state = ev.state
+        if not my_turn(ev):
+            continue
+        choice = engine(TurnInfo(ev.state))
+        try:
+            if isinstance(choice, str):
+                await client.submit(game_id, state.turn_id, notation=choice)
+            else:
+                await client.submit(game_id, state.turn_id, end_position=choice.end_position)
+        except grpc.RpcError as e:
+            if e.code() in RETRYABLE:
+                continue  # the resumed stream shows whether the play landed
+            log.warning("game %s turn %d: play refused: %s", game_id, state.turn_id,
+                        e.details())
+    assert state is not None
+    return state
+
+
+async def play_forever(engine: Engine, *, address: str | None = None, token: str | None = None,
+                       max_games: int | None = None) -> None:
+    """Play every game the player is seated in, concurrently, as they are announced."""
+    async with Client(address, token) as client:
+        seen: set[str] = set()
+        finished = trio.Event()
+        count = 0
+
+        async def one(game_id: str) -> None:
+            nonlocal count
+            try:
+                await play_game(client, game_id, engine)
+            except grpc.RpcError as e:
+                log.warning("game %s: %s", game_id, e.details())
+            count += 1
+            if max_games is not None and count >= max_games:
+                finished.set()
+
+        async with trio.open_nursery() as nursery:
+            async def watch() -> None:
+                async for ev in client.player_events():
+                    if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in seen:
+                        seen.add(ev.game_id)
+                        nursery.start_soon(one, ev.game_id)
+
+            nursery.start_soon(watch)
+            await finished.wait()
+            nursery.cancel_scope.cancel()
+
+
+def run_engine(engine: Engine, *, address: str | None = None, token: str | None = None,
+               max_games: int | None = None) -> None:
+    """The synchronous entry point: play games with ``engine`` until interrupted."""
+    trio.run(lambda: play_forever(engine, address=address, token=token, max_games=max_games))

@@ -1,0 +1,35 @@
+"""A real arbiter on an ephemeral loopback port with a real SQLite file, per test."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from nardy.client import Client
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+
+
+@pytest.fixture
+def server(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "arbiter.db"), heartbeat_s=30.0) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def client(server):
+    async with Client(server.address) as c:
+        yield c
+
+
+def random_engine(seed: int = 0):
+    rng = random.Random(seed)
+    return lambda turn: rng.choice(turn.legal)
+
+
+async def create(client: Client, **fields):
+    """A match with two open seats; returns (response, seat clients)."""
+    opts = fields.pop("options", {})
+    r = await client.create_match(options=pb.GameOptions(**opts), **fields)
+    return r, (client.with_token(r.first_seat_token), client.with_token(r.second_seat_token))

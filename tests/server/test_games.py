@@ -1,0 +1,167 @@
+"""The arbiter over real gRPC: whole games, matches, clocks, resignation (RULES.md §2, §5, §6)."""
+
+from __future__ import annotations
+
+import trio
+
+from nardy import Position
+from nardy.client import play_game
+from nardy.v1 import game_pb2 as pb
+from tests.server.conftest import create, random_engine
+
+
+async def collect(seat, game_id, engine):
+    """Play a game with ``engine`` and return every event the seat saw."""
+    events = []
+
+    def wrapped(turn):
+        return engine(turn)
+
+    async for ev in seat.events(game_id):
+        events.append(ev)
+        if ev.type == pb.EVENT_TYPE_TURN_STARTED and ev.state.side_to_move == ev.state.your_color:
+            await seat.submit(game_id, ev.state.turn_id,
+                              end_position=wrapped(_Turn(ev.state)).end_position)
+    return events
+
+
+class _Turn:
+    def __init__(self, state):
+        self.legal = list(state.legal_plays)
+
+
+async def test_full_game_between_two_clients(client):
+    r, (a, b) = await create(client, target_points=1, seed=11)
+    results = {}
+
+    async def seat(name, c, seed):
+        results[name] = await collect(c, r.game_id, random_engine(seed))
+
+    async with trio.open_nursery() as n:
+        n.start_soon(seat, "a", a, 1)
+        n.start_soon(seat, "b", b, 2)
+    for events in results.values():
+        real = [e for e in events if e.type not in (pb.EVENT_TYPE_SNAPSHOT, pb.EVENT_TYPE_HEARTBEAT)]
+        assert [e.seq for e in real] == list(range(real[0].seq, real[-1].seq + 1))
+        final = events[-1]
+        assert final.type == pb.EVENT_TYPE_GAME_FINISHED
+        assert final.state.status == pb.GAME_STATUS_FINISHED
+        assert final.state.seeded
+        res = final.state.result
+        assert res.termination == pb.TERMINATION_NORMAL
+        pos = Position.parse(final.state.position)
+        assert pos.winner is not None
+        # §5: mars (2) when the loser bore off nothing, else oin (1).
+        loser_off = pos.borne_off(pos.winner.opponent)
+        assert res.points == (1 if loser_off else 2)
+    # every legal play list the seat got was for its own turn only
+    for name, events in results.items():
+        for e in events:
+            if e.state.legal_plays:
+                assert e.state.side_to_move == e.state.your_color, name
+
+
+async def test_three_point_match_alternates_colours(client):
+    r, seats = await create(client, target_points=3, options={"auto_play_forced": True})
+    game_ids = [r.game_id]
+    whites = []
+    finals = []
+
+    async def run_seat(c, seed):
+        game_id = r.game_id
+        engine = random_engine(seed)
+        while game_id:
+            final = await play_game(c, game_id, engine)
+            if c is seats[0]:
+                whites.append(final.white.name)
+                finals.append(final)
+                if final.next_game_id:
+                    game_ids.append(final.next_game_id)
+            game_id = final.next_game_id
+
+    async with trio.open_nursery() as n:
+        n.start_soon(run_seat, seats[0], 3)
+        n.start_soon(run_seat, seats[1], 4)
+    last = finals[-1]
+    assert last.match.over
+    assert max(last.match.white_points, last.match.black_points) >= 3
+    assert len(finals) == len(game_ids) >= 2
+    # §2: colours alternate from game to game after the first throw.
+    for prev, nxt in zip(whites, whites[1:], strict=False):
+        assert prev != nxt
+    # scores add up: the sum of points over games equals the final total
+    assert sum(f.result.points for f in finals) == last.match.white_points + last.match.black_points
+    assert [f.game_number for f in finals] == list(range(1, len(finals) + 1))
+
+
+async def _first_turn(seat, game_id):
+    async for ev in seat.events(game_id):
+        if ev.type == pb.EVENT_TYPE_TURN_STARTED:
+            return ev
+
+
+async def test_timeout_loses_by_mars_when_nothing_borne_off(client):
+    r, (a, b) = await create(client, seed=5, options={"turn_time_ms": 300})
+    async with trio.open_nursery() as n:  # both seats present, nobody plays
+        n.start_soon(_drain, a, r.game_id)
+        final = await _last_event(b, r.game_id)
+    assert final.type == pb.EVENT_TYPE_GAME_FINISHED
+    res = final.state.result
+    assert res.termination == pb.TERMINATION_TIMEOUT
+    assert res.kind == pb.RESULT_KIND_MARS and res.points == 2  # §5 / §6
+    assert res.winner == pb.COLOR_BLACK  # white was to move and ran out of time
+
+
+async def test_timeout_is_oin_when_loser_bore_off(client):
+    # white home and one checker off; black home with one off: whoever times out loses oin.
+    start = "w/0,0,0,0,0,0,-14,0,0,0,0,0,0,0,0,0,0,0,14,0,0,0,0,0"
+    r, (a, b) = await create(client, seed=5, start_position=start,
+                             options={"turn_time_ms": 300})
+    async with trio.open_nursery() as n:
+        n.start_soon(_drain, a, r.game_id)
+        final = await _last_event(b, r.game_id)
+    res = final.state.result
+    assert res.termination == pb.TERMINATION_TIMEOUT
+    assert res.kind == pb.RESULT_KIND_OIN and res.points == 1
+
+
+async def test_resignation(client):
+    r, (a, b) = await create(client, seed=8)
+    async with trio.open_nursery() as n:
+        n.start_soon(_drain, b, r.game_id)
+        ev = await _first_turn(a, r.game_id)
+        loser = a if ev.state.your_color == pb.COLOR_WHITE else b
+        resp = await loser.resign(r.game_id)
+    assert resp.result.termination == pb.TERMINATION_RESIGNATION
+    assert resp.result.kind == pb.RESULT_KIND_MARS
+    assert resp.result.winner == pb.COLOR_BLACK
+
+
+async def test_abandonment_when_the_seat_is_gone(client):
+    r, (a, b) = await create(client, seed=5, options={"turn_time_ms": 400})
+    # white's seat is decided by the opening throw; both subscribe, then both leave except one
+    async with trio.open_nursery() as n:
+        n.start_soon(_drain, b, r.game_id)
+        ev = await _first_turn(a, r.game_id)  # a leaves its stream after the first turn
+    white_is_a = ev.state.your_color == pb.COLOR_WHITE
+    state = (await client.get_game(r.game_id)).state
+    while state.status != pb.GAME_STATUS_FINISHED:
+        await trio.sleep(0.05)
+        state = (await client.get_game(r.game_id)).state
+    res = state.result
+    if white_is_a:  # a (white, to move) had no stream when its clock ran out
+        assert res.termination == pb.TERMINATION_ABANDONMENT
+    else:
+        assert res.termination in (pb.TERMINATION_TIMEOUT, pb.TERMINATION_ABANDONMENT)
+
+
+async def _drain(seat, game_id):
+    async for _ in seat.events(game_id):
+        pass
+
+
+async def _last_event(seat, game_id):
+    ev = None
+    async for ev in seat.events(game_id):
+        pass
+    return ev
