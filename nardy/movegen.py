@@ -66,15 +66,17 @@ def runs(mask: int) -> int:
 class Turn:
     """The fixed facts of one turn: mover's board, closed points, dice and head allowance."""
 
-    __slots__ = ("position", "color", "dice", "closed", "forbidden", "head_limit", "start")
+    __slots__ = ("position", "color", "next_turn", "dice", "closed", "forbidden", "head_limit",
+                 "start", "_others", "_order")
 
     def __init__(self, position: Position, dice: tuple[int, int]) -> None:
         self.position = position
         self.color = color = position.turn
+        self.next_turn = color.opponent
         self.dice = dice
         s = color.sign
         idx = ABS[color]
-        opp = ABS[color.opponent]
+        opp = ABS[self.next_turn]
         board = position.board
         m = [0] * (POINTS + 1)
         for p in range(1, 25):
@@ -93,6 +95,10 @@ class Turn:
         double = dice[0] == dice[1]
         first = m[HEAD] == CHECKERS
         self.head_limit = 2 if first and double and dice[0] in FIRST_TURN_DOUBLES else 1
+        # For end positions: the opponent's signed counts alone, and the mover's points
+        # listed in absolute order (a = 0..23).
+        self._others = tuple(c if c * s < 0 else 0 for c in board)
+        self._order = tuple(idx.index(a) for a in range(POINTS))
 
     def mask(self, m: tuple[int, ...] | list[int]) -> int:
         mask = 0
@@ -103,24 +109,22 @@ class Turn:
 
     def end_position(self, m: tuple[int, ...] | list[int]) -> Position:
         """The board after the mover's play ``m``, with the opponent to move."""
-        board = list(self.position.board)
         s = self.color.sign
-        idx = ABS[self.color]
-        for p in range(1, 25):
-            a = idx[p]
-            if board[a] * s >= 0:
-                board[a] = m[p] * s
-        return Position(self.color.opponent, tuple(board))
+        others = self._others
+        board = tuple(others[a] + s * m[p] for a, p in enumerate(self._order))
+        return Position(self.next_turn, board)
 
     def step_targets(self, m, mask: int, heads_used: int, die: int):
-        """Yield ``(src, dst, m', mask')`` for every single step of ``die`` legal from ``m``."""
+        """Every single step of ``die`` legal from ``m``: ``(src, dst, m', mask')`` tuples."""
+        home_only = not any(m[7:25])
+        sources = [p for p in range(6 if home_only else 24, 0, -1) if m[p]]
+        return self._steps(m, mask, heads_used, die, sources, home_only)
+
+    def _steps(self, m, mask, heads_used, die, sources, home_only):
         closed = self.closed
         forbidden = self.forbidden
-        home_only = not any(m[7:25])
-        top = 6 if home_only else 24
-        for src in range(top, 0, -1):
-            if not m[src]:
-                continue
+        out = []
+        for src in sources:
             if src == HEAD and heads_used >= self.head_limit:
                 continue
             dst = src - die
@@ -133,16 +137,16 @@ class Turn:
                 if runs(nmask) & forbidden:
                     continue
             else:
-                if not home_only:
-                    continue
-                if dst < 0 and any(m[src + 1 : 7]):
+                # bear off: all home, and an exact die or no checker higher (§4.2-4.4)
+                if not home_only or (dst < 0 and src != sources[0]):
                     continue
                 dst = OFF
                 nmask = mask if m[src] > 1 else mask & ~BIT[src]
             n = list(m)
             n[src] -= 1
             n[dst] += 1
-            yield src, dst, n, nmask
+            out.append((src, dst, n, nmask))
+        return out
 
 
 def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
@@ -151,32 +155,39 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
     An empty list means no die can be played: the turn passes (§3.6).
     """
     turn = Turn(position, dice)
-    return [Play(steps, turn.end_position(m)) for m, steps in _search(turn)]
+    return [Play(tuple(Step(*s) for s in steps), turn.end_position(m))
+            for m, steps in _search(turn)]
 
 
-def _search(turn: Turn) -> list[tuple[tuple[int, ...], tuple[Step, ...]]]:
+Path = tuple[tuple[int, int, int], ...]  # (src, dst, die) steps
+
+
+def _search(turn: Turn) -> list[tuple[tuple[int, ...], Path]]:
     """Breadth-first search over dice; returns (mover board, canonical steps) of each play."""
     a, b = turn.dice
     dice = (a,) * 4 if a == b else (max(a, b), min(a, b))
     start = turn.start
     head0 = start[HEAD]
+    steps_of = turn._steps
     # A level maps (board, remaining dice) to (run mask, first step sequence reaching it).
-    level = {(start, dice): (turn.mask(start), ())}
-    finished: dict[tuple[int, ...], tuple[Step, ...]] = {}
+    level: dict = {(start, dice): (turn.mask(start), ())}
+    finished: dict[tuple[int, ...], Path] = {}
     while True:
-        nxt: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, tuple[Step, ...]]] = {}
+        nxt: dict = {}
         for (m, remaining), (mask, steps) in level.items():
             heads = head0 - m[HEAD]
+            home_only = not any(m[7:25])
+            sources = [p for p in range(6 if home_only else 24, 0, -1) if m[p]]
             for i, die in enumerate(remaining):
                 if i and die == remaining[i - 1]:
                     continue
                 rest = remaining[:i] + remaining[i + 1 :]
-                for src, dst, n, nmask in turn.step_targets(m, mask, heads, die):
+                for src, dst, n, nmask in steps_of(m, mask, heads, die, sources, home_only):
                     board = tuple(n)
                     if board[OFF] == CHECKERS:  # the game ends; unplayed dice lapse (§4.6)
-                        finished.setdefault(board, (*steps, Step(src, dst, die)))
+                        finished.setdefault(board, (*steps, (src, dst, die)))
                     elif (board, rest) not in nxt:
-                        nxt[board, rest] = (nmask, (*steps, Step(src, dst, die)))
+                        nxt[board, rest] = (nmask, (*steps, (src, dst, die)))
         if not nxt:
             break
         level = nxt
@@ -188,11 +199,11 @@ def _search(turn: Turn) -> list[tuple[tuple[int, ...], tuple[Step, ...]]]:
 
 
 def _larger_die_rule(
-    plays: list[tuple[tuple[int, ...], tuple[Step, ...]]], dice: tuple[int, ...]
-) -> list[tuple[tuple[int, ...], tuple[Step, ...]]]:
+    plays: list[tuple[tuple[int, ...], Path]], dice: tuple[int, ...]
+) -> list[tuple[tuple[int, ...], Path]]:
     """With two different dice of which only one can be played, the larger must be (§3.6)."""
     if len(dice) == 2 and plays and all(len(s) == 1 for _, s in plays):
-        larger = [(m, s) for m, s in plays if s[0].die == dice[0]]
+        larger = [(m, s) for m, s in plays if s[0][2] == dice[0]]
         if larger:
             return larger
     return plays
