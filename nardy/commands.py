@@ -17,6 +17,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="play a quick game and print it")
     p.set_defaults(func=_demo)
 
+    p = sub.add_parser(
+        "engine", help="run a bundled engine against an arbiter",
+        description="Run a bundled engine as a process. The server and token come from "
+        "--server/--token or the NARDY_SERVER/NARDY_TOKEN environment variables.")
+    p.add_argument("name", help="engine name: random, greedy, expectimax")
+    p.add_argument("--server", help="arbiter address host:port (default $NARDY_SERVER)")
+    p.add_argument("--token", help="player or seat token (default $NARDY_TOKEN)")
+    p.add_argument("--level", type=int, default=None, help="strength level, if the engine has one")
+    p.add_argument("--seed", type=int, default=None, help="seed for the engine's own randomness")
+    p.add_argument("--max-games", type=int, default=None, help="stop after this many games")
+    p.set_defaults(func=_engine)
+
+    p = sub.add_parser(
+        "check-engine", help="check an engine process against scripted scenarios",
+        description="Start an embedded arbiter, launch the engine command given after '--' "
+        "with NARDY_SERVER and NARDY_TOKEN set, and drive it through scripted scenarios.")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ... (the engine command)")
+    p.add_argument("--turn-ms", type=int, default=3000, help="turn time for the scenarios")
+    p.set_defaults(func=_check_engine)
+
 
 def _serve(args: argparse.Namespace) -> int:
     from server.app import ServerConfig, run_forever
@@ -25,6 +45,18 @@ def _serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     run_forever(ServerConfig(host=args.host, port=args.port, db=args.db))
     return 0
+
+
+def _engine(args: argparse.Namespace) -> int:
+    from engines.cli import main
+
+    return main(args)
+
+
+def _check_engine(args: argparse.Namespace) -> int:
+    from clients.check_engine import main
+
+    return main(args)
 
 
 def _demo(args: argparse.Namespace) -> int:

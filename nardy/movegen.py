@@ -191,9 +191,11 @@ def _search(turn: Turn) -> list[tuple[tuple[int, ...], Path]]:
         if not nxt:
             break
         level = nxt
+    # A play that ends the game counts as using every die; others must use the most dice.
+    most = len(dice) if finished else len(next(iter(level.values()))[1])
     plays = dict(finished)
     for (m, _), (_, steps) in level.items():
-        if steps:
+        if steps and len(steps) == most:
             plays.setdefault(m, steps)
     return _larger_die_rule(list(plays.items()), dice)
 

@@ -148,9 +148,13 @@ class TurnBuilder:
                     raise IllegalPlay(f"{src}: the checker is off before all dice are used")
             return self.steps[mark:]
         except IllegalPlay:
-            del self.steps[mark:]
-            del self._m[mark + 1 :]
+            self.rewind(mark)
             raise
+
+    def rewind(self, mark: int) -> None:
+        """Take back every step after the first ``mark``."""
+        del self.steps[mark:]
+        del self._m[mark + 1 :]
 
     def _one(self, src: int, die: int) -> Step:
         m = self.board
@@ -262,12 +266,34 @@ def _sequences(dice: tuple[int, ...]) -> list[tuple[int, ...]]:
 
 
 def match_play(position: Position, dice: tuple[int, int], text: str) -> Play:
-    """The legal play written as ``text`` (notation); IllegalPlay naming the step and rule."""
+    """The legal play written as ``text`` (notation); IllegalPlay naming the step and rule.
+
+    Each written move may have several readings as dice (``5/off`` with 6-1 is a 6, or
+    a 1 then a 6); the readings are tried in order until the whole play is legal.
+    """
     moves = parse_moves(text)
     builder = TurnBuilder(position, dice)
-    for i, (src, dst) in enumerate(moves, 1):
-        try:
-            builder.step(src, dst)
-        except IllegalPlay as e:
-            raise IllegalPlay(f"move {i} ({format_step(src, dst)}): {e}") from None
-    return builder.play()
+    errors: list[IllegalPlay] = []
+
+    def read(i: int) -> bool:
+        if i == len(moves):
+            if builder.complete:
+                return True
+            errors.append(IllegalPlay(builder._incomplete_reason()))
+            return False
+        src, dst = moves[i]
+        for dice_used in builder._dice_for(src, dst):
+            mark = len(builder.steps)
+            try:
+                builder._apply(src, dice_used)
+            except IllegalPlay as e:
+                errors.append(IllegalPlay(f"move {i + 1} ({format_step(src, dst)}): {e}"))
+                continue
+            if read(i + 1):
+                return True
+            builder.rewind(mark)
+        return False
+
+    if read(0):
+        return builder.play()
+    raise errors[0]

@@ -255,13 +255,20 @@ class Arbiter:
         return game.resign(seat)
 
     # -- player streams -----------------------------------------------------------------
+    @staticmethod
+    def _listener_key(principal: Principal) -> str:
+        """Player streams are keyed by player, or by match seat for a seat token."""
+        if principal.player_id is not None:
+            return principal.player_id
+        return f"{principal.match_id}/{principal.seat}"
+
     def subscribe_player(self, token: str | None, sink: Sink) -> list[PlayerNote]:
+        """Follow a player's games (or, with a seat token, the games of that seat's match)."""
         principal = self.authenticate(token)
-        if principal is None or principal.player_id is None:
-            raise ArbiterError(Code.PERMISSION_DENIED, "SubscribePlayer needs a player token")
+        assert principal is not None
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        self.player_sinks.setdefault(principal.player_id, set()).add(sink)
+        self.player_sinks.setdefault(self._listener_key(principal), set()).add(sink)
         notes = []
         for game in self.games.values():
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
@@ -272,13 +279,17 @@ class Arbiter:
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
         principal = self.tokens.get(token_hash(token or ""))
-        if principal is not None and principal.player_id in self.player_sinks:
-            self.player_sinks[principal.player_id].discard(sink)
+        if principal is not None:
+            self.player_sinks.get(self._listener_key(principal), set()).discard(sink)
 
     def _notify(self, game: GameSession, kind: Note) -> None:
         for seat in game.match.seats:
-            for sink in list(self.player_sinks.get(seat.player_id or "", ())):
-                sink.send(PlayerNote(kind, game, seat.index))
+            keys = [f"{game.match.id}/{seat.index}"]
+            if seat.player_id:
+                keys.append(seat.player_id)
+            for key in keys:
+                for sink in list(self.player_sinks.get(key, ())):
+                    sink.send(PlayerNote(kind, game, seat.index))
 
     # -- hooks from sessions ------------------------------------------------------------
     def game_created(self, game: GameSession) -> None:

@@ -15,8 +15,8 @@ from reference import KINDS, random_dice, random_position, reference_plays
 from nardy import Position, legal_plays
 
 SEED = 1234
-SELF_PLAY = 2500  # positions recorded from random games
-RANDOM = 3500  # random valid positions (700 of each kind)
+SELF_PLAY = 3000  # positions recorded from random games
+RANDOM = 5000  # random valid positions (1000 of each kind)
 SHOW = 10  # mismatches printed in the assertion message
 
 

@@ -114,7 +114,7 @@ def check_max_dice(pos: Position, dice: tuple[int, int], plays) -> None:
         assert len(dies) == 1, f"{where}: one die alone must be the larger, got {dies}"
 
 
-@settings(GAMES, max_examples=20)
+@settings(GAMES, max_examples=30)
 @given(seed=SEEDS)
 def test_random_games_invariants(seed):
     """§1, §3.1-3.5, §3.7, §4: conservation, replayable steps, no illegal block, head
@@ -123,7 +123,7 @@ def test_random_games_invariants(seed):
         check_play_invariants(pos, dice, plays)
 
 
-@settings(GAMES, max_examples=25)
+@settings(GAMES, max_examples=40)
 @given(seed=SEEDS)
 def test_random_games_play_maximal_dice(seed):
     """§3.6, §4.6: must play as many dice as possible; larger die when only one."""
@@ -131,7 +131,7 @@ def test_random_games_play_maximal_dice(seed):
         check_max_dice(pos, dice, plays)
 
 
-@settings(GAMES, max_examples=6)
+@settings(GAMES, max_examples=10)
 @given(seed=SEEDS)
 def test_random_games_notation_round_trip(seed):
     """§1: every legal play's notation is read back by match_play as the same play."""
@@ -143,7 +143,7 @@ def test_random_games_notation_round_trip(seed):
             assert match_play(pos, dice, "-").end == pos.passed()
 
 
-@settings(GAMES, max_examples=10)
+@settings(GAMES, max_examples=15)
 @given(seed=SEEDS)
 def test_random_games_match_reference(seed):
     """§3, §4: legal_plays equals the reference generator along random games."""
@@ -156,7 +156,7 @@ def test_random_games_match_reference(seed):
         )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(rng=st.randoms(use_true_random=False), kind=st.sampled_from(KINDS), dice=DICE)
 def test_random_valid_positions_match_reference(rng, kind, dice):
     """§3, §4: on random valid positions (incl. bear-off and six-point situations) the
@@ -171,7 +171,7 @@ def test_random_valid_positions_match_reference(rng, kind, dice):
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(rng=st.randoms(use_true_random=False), kind=st.sampled_from(KINDS), dice=DICE)
 def test_random_valid_positions_invariants(rng, kind, dice):
     """The per-play invariants and §3.6 on random valid positions."""

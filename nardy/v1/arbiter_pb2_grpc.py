@@ -122,8 +122,9 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SubscribePlayer(self, request, context):
-        """Follow everything that concerns the calling player: every game it is seated in, as
-        it is created and as it ends. Sends the games in progress first. Needs a player token.
+        """Follow everything that concerns the caller: every game it is seated in, as it is
+        created and as it ends. Sends the games not yet over first. With a seat token it
+        follows the games of that seat's match, so an engine needs only one token either way.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
