@@ -45,21 +45,26 @@ def main(quick: bool = False) -> None:
     for name, subset in (("all", cases), ("doubles", doubles)):
         fast = rate(legal_plays, subset, 0.5 if quick else 2.0)
         naive = rate(reference_plays, subset, 0.5 if quick else 2.0)
-        print(f"legal plays, {name:7s} ({len(subset):4d} positions): nardy {fast:9.0f}/s  "
-              f"naive reference {naive:7.0f}/s  ratio {fast / naive:5.1f}x")
+        print(
+            f"legal plays, {name:7s} ({len(subset):4d} positions): nardy {fast:9.0f}/s  "
+            f"naive reference {naive:7.0f}/s  ratio {fast / naive:5.1f}x"
+        )
     lines = "".join(f"{p.text()} {a}{b}\n" for p, (a, b) in cases).encode()
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     startup = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "nardy", "legal"], input=lines,
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "nardy", "legal"], input=lines, capture_output=True, check=True
+    ).stdout
     whole = time.perf_counter() - t0
     assert out.count(b"\n") == len(cases)
     in_proc = rate(lambda p, d: sorted(x.end.text() for x in legal_plays(p, d)), cases, 0.5)
-    print(f"`nardy legal` batch, {len(cases)} lines: {whole:.2f} s whole process "
-          f"({len(cases) / whole:.0f} lines/s; bare python start {startup:.2f} s); "
-          f"in-process with sorting and text {in_proc:.0f}/s")
+    print(
+        f"`nardy legal` batch, {len(cases)} lines: {whole:.2f} s whole process "
+        f"({len(cases) / whole:.0f} lines/s; bare python start {startup:.2f} s); "
+        f"in-process with sorting and text {in_proc:.0f}/s"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ token, and each stream is read by one thread feeding a trio memory channel.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -30,8 +31,13 @@ log = logging.getLogger("nardy.client")
 
 ENV_SERVER = "NARDY_SERVER"
 ENV_TOKEN = "NARDY_TOKEN"
-RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-             grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+RETRYABLE = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.UNKNOWN,
+}
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
 COLORS = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
 
@@ -68,11 +74,15 @@ class TurnInfo:
 Engine = Callable[[TurnInfo], "pb.LegalPlay | str"]
 
 
-def channel(address: str, *, tls: bool = False, root_certificates: bytes | None = None
-            ) -> grpc.Channel:
+def channel(
+    address: str, *, tls: bool = False, root_certificates: bytes | None = None
+) -> grpc.Channel:
     """A channel with keepalive, so that a dead connection is noticed within seconds."""
-    options = [("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
-               ("grpc.keepalive_permit_without_calls", 1)]
+    options = [
+        ("grpc.keepalive_time_ms", 10_000),
+        ("grpc.keepalive_timeout_ms", 5_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
     if tls:
         creds = grpc.ssl_channel_credentials(root_certificates)
         return grpc.secure_channel(address, creds, options=options)
@@ -82,15 +92,21 @@ def channel(address: str, *, tls: bool = False, root_certificates: bytes | None 
 class Client:
     """An arbiter connection for trio code. Use ``async with Client(...)`` or call close()."""
 
-    def __init__(self, address: str | None = None, token: str | None = None, *,
-                 tls: bool = False, root_certificates: bytes | None = None,
-                 timeout: float = 10.0, shared: grpc.Channel | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        token: str | None = None,
+        *,
+        tls: bool = False,
+        root_certificates: bytes | None = None,
+        timeout: float = 10.0,
+        shared: grpc.Channel | None = None,
+    ) -> None:
         self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
         self.token = token if token is not None else os.environ.get(ENV_TOKEN)
         self.timeout = timeout
         self._owns_channel = shared is None
-        self.channel = shared or channel(self.address, tls=tls,
-                                         root_certificates=root_certificates)
+        self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
         self.stub = api_grpc.ArbiterServiceStub(self.channel)
 
     def with_token(self, token: str) -> Client:
@@ -115,8 +131,9 @@ class Client:
         """A unary call without blocking trio; raises grpc.RpcError on a status."""
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
-        fut = getattr(self.stub, method).future(request, metadata=self.metadata,
-                                                timeout=timeout or self.timeout)
+        fut = getattr(self.stub, method).future(
+            request, metadata=self.metadata, timeout=timeout or self.timeout
+        )
         fut.add_done_callback(lambda _: token.run_sync_soon(done.set))
         try:
             await done.wait()
@@ -138,8 +155,14 @@ class Client:
     async def get_game(self, game_id: str) -> api.GetGameResponse:
         return await self.call("GetGame", api.GetGameRequest(game_id=game_id))
 
-    async def submit(self, game_id: str, turn_id: int, *, notation: str | None = None,
-                     end_position: str | None = None) -> api.SubmitPlayResponse:
+    async def submit(
+        self,
+        game_id: str,
+        turn_id: int,
+        *,
+        notation: str | None = None,
+        end_position: str | None = None,
+    ) -> api.SubmitPlayResponse:
         req = api.SubmitPlayRequest(game_id=game_id, turn_id=turn_id)
         if end_position is not None:
             req.end_position = end_position
@@ -158,10 +181,8 @@ class Client:
         token = trio.lowlevel.current_trio_token()
 
         def deliver(item) -> None:
-            try:
+            with contextlib.suppress(trio.BrokenResourceError):  # the trio reader is gone
                 send.send_nowait(item)
-            except trio.BrokenResourceError:
-                pass  # the reader in trio is gone
 
         def reader() -> None:
             try:
@@ -188,9 +209,15 @@ class Client:
         finally:
             call.cancel()
 
-    async def events(self, game_id: str, *, after_seq: int = 0, from_start: bool = False,
-                     resume: bool = True, max_backoff: float = 5.0
-                     ) -> AsyncIterator[pb.GameEvent]:
+    async def events(
+        self,
+        game_id: str,
+        *,
+        after_seq: int = 0,
+        from_start: bool = False,
+        resume: bool = True,
+        max_backoff: float = 5.0,
+    ) -> AsyncIterator[pb.GameEvent]:
         """A game's events, resuming after drops from the last seq; ends with the game.
 
         Heartbeats are passed on too (their seq does not advance).
@@ -198,8 +225,9 @@ class Client:
         last = after_seq
         backoff = 0.1
         while True:
-            req = api.SubscribeGameRequest(game_id=game_id, after_seq=last,
-                                           from_start=from_start and last == 0)
+            req = api.SubscribeGameRequest(
+                game_id=game_id, after_seq=last, from_start=from_start and last == 0
+            )
             try:
                 async for ev in self._stream("SubscribeGame", req):
                     backoff = 0.1
@@ -212,16 +240,21 @@ class Client:
             except grpc.RpcError as e:
                 if not resume or e.code() not in RETRYABLE:
                     raise
-                log.info("game %s: stream dropped (%s); resuming after seq %d",
-                         game_id, e.code().name, last)
+                log.info(
+                    "game %s: stream dropped (%s); resuming after seq %d",
+                    game_id,
+                    e.code().name,
+                    last,
+                )
             else:
                 if not resume:
                     return
             await trio.sleep(backoff)
             backoff = min(max_backoff, backoff * 2)
 
-    async def player_events(self, *, resume: bool = True, max_backoff: float = 5.0
-                            ) -> AsyncIterator[api.PlayerEvent]:
+    async def player_events(
+        self, *, resume: bool = True, max_backoff: float = 5.0
+    ) -> AsyncIterator[api.PlayerEvent]:
         """The calling player's stream, reconnecting after drops."""
         backoff = 0.1
         while True:
@@ -243,9 +276,12 @@ class Client:
 def my_turn(ev: pb.GameEvent) -> bool:
     """True when this seat's stream event asks for a play."""
     st = ev.state
-    return (ev.type in (pb.EVENT_TYPE_TURN_STARTED, pb.EVENT_TYPE_SNAPSHOT)
-            and st.status == pb.GAME_STATUS_IN_PROGRESS and len(st.legal_plays) > 0
-            and st.side_to_move == st.your_color)
+    return (
+        ev.type in (pb.EVENT_TYPE_TURN_STARTED, pb.EVENT_TYPE_SNAPSHOT)
+        and st.status == pb.GAME_STATUS_IN_PROGRESS
+        and len(st.legal_plays) > 0
+        and st.side_to_move == st.your_color
+    )
 
 
 async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameState:
@@ -264,14 +300,18 @@ async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameStat
         except grpc.RpcError as e:
             if e.code() in RETRYABLE:
                 continue  # the resumed stream shows whether the play landed
-            log.warning("game %s turn %d: play refused: %s", game_id, state.turn_id,
-                        e.details())
+            log.warning("game %s turn %d: play refused: %s", game_id, state.turn_id, e.details())
     assert state is not None
     return state
 
 
-async def play_forever(engine: Engine, *, address: str | None = None, token: str | None = None,
-                       max_games: int | None = None) -> None:
+async def play_forever(
+    engine: Engine,
+    *,
+    address: str | None = None,
+    token: str | None = None,
+    max_games: int | None = None,
+) -> None:
     """Play every game the player is seated in, concurrently, as they are announced."""
     async with Client(address, token) as client:
         seen: set[str] = set()
@@ -289,6 +329,7 @@ async def play_forever(engine: Engine, *, address: str | None = None, token: str
                 finished.set()
 
         async with trio.open_nursery() as nursery:
+
             async def watch() -> None:
                 async for ev in client.player_events():
                     if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in seen:
@@ -300,7 +341,12 @@ async def play_forever(engine: Engine, *, address: str | None = None, token: str
             nursery.cancel_scope.cancel()
 
 
-def run_engine(engine: Engine, *, address: str | None = None, token: str | None = None,
-               max_games: int | None = None) -> None:
+def run_engine(
+    engine: Engine,
+    *,
+    address: str | None = None,
+    token: str | None = None,
+    max_games: int | None = None,
+) -> None:
     """The synchronous entry point: play games with ``engine`` until interrupted."""
     trio.run(lambda: play_forever(engine, address=address, token=token, max_games=max_games))

@@ -18,9 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_demo)
 
     p = sub.add_parser(
-        "engine", help="run a bundled engine against an arbiter",
+        "engine",
+        help="run a bundled engine against an arbiter",
         description="Run a bundled engine as a process. The server and token come from "
-        "--server/--token or the NARDY_SERVER/NARDY_TOKEN environment variables.")
+        "--server/--token or the NARDY_SERVER/NARDY_TOKEN environment variables.",
+    )
     p.add_argument("name", help="engine name: random, greedy, expectimax")
     p.add_argument("--server", help="arbiter address host:port (default $NARDY_SERVER)")
     p.add_argument("--token", help="player or seat token (default $NARDY_TOKEN)")
@@ -30,9 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_engine)
 
     p = sub.add_parser(
-        "check-engine", help="check an engine process against scripted scenarios",
+        "check-engine",
+        help="check an engine process against scripted scenarios",
         description="Start an embedded arbiter, launch the engine command given after '--' "
-        "with NARDY_SERVER and NARDY_TOKEN set, and drive it through scripted scenarios.")
+        "with NARDY_SERVER and NARDY_TOKEN set, and drive it through scripted scenarios.",
+    )
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ... (the engine command)")
     p.add_argument("--turn-ms", type=int, default=3000, help="turn time for the scenarios")
     p.set_defaults(func=_check_engine)
@@ -41,8 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from server.app import ServerConfig, run_forever
 
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     run_forever(ServerConfig(host=args.host, port=args.port, db=args.db))
     return 0
 

@@ -66,8 +66,18 @@ def runs(mask: int) -> int:
 class Turn:
     """The fixed facts of one turn: mover's board, closed points, dice and head allowance."""
 
-    __slots__ = ("position", "color", "next_turn", "dice", "closed", "forbidden", "head_limit",
-                 "start", "_others", "_order")
+    __slots__ = (
+        "position",
+        "color",
+        "next_turn",
+        "dice",
+        "closed",
+        "forbidden",
+        "head_limit",
+        "start",
+        "_others",
+        "_order",
+    )
 
     def __init__(self, position: Position, dice: tuple[int, int]) -> None:
         self.position = position
@@ -155,8 +165,9 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
     An empty list means no die can be played: the turn passes (§3.6).
     """
     turn = Turn(position, dice)
-    return [Play(tuple(Step(*s) for s in steps), turn.end_position(m))
-            for m, steps in _search(turn)]
+    return [
+        Play(tuple(Step(*s) for s in steps), turn.end_position(m)) for m, steps in _search(turn)
+    ]
 
 
 Path = tuple[tuple[int, int, int], ...]  # (src, dst, die) steps

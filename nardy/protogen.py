@@ -20,8 +20,15 @@ def generate(out: Path) -> list[Path]:
 
     include = Path(grpc_tools.__file__).parent / "_proto"
     sources = sorted(str(p.relative_to(PROTO)) for p in (PROTO / "nardy" / "v1").glob("*.proto"))
-    args = ["protoc", f"-I{PROTO}", f"-I{include}", f"--python_out={out}", f"--pyi_out={out}",
-            f"--grpc_python_out={out}", *sources]
+    args = [
+        "protoc",
+        f"-I{PROTO}",
+        f"-I{include}",
+        f"--python_out={out}",
+        f"--pyi_out={out}",
+        f"--grpc_python_out={out}",
+        *sources,
+    ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
     return sorted((out / "nardy" / "v1").glob("*.py*"))
@@ -35,7 +42,8 @@ def main(argv: list[str]) -> int:
     current = {p.name: p.read_bytes() for p in target.glob("*.py*")} if target.exists() else {}
     if "--check" in argv:
         if current != fresh:
-            stale = sorted(set(current) ^ set(fresh) | {n for n in fresh if current.get(n) != fresh[n]})
+            changed = {n for n in fresh if current.get(n) != fresh[n]}
+            stale = sorted(set(current) ^ set(fresh) | changed)
             print(f"stale generated protocol code: {', '.join(stale)}; run `make proto`")
             return 1
         return 0

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -38,8 +39,9 @@ class ServerConfig:
     max_concurrent_rpcs: int = 20_000
 
 
-async def serve(config: ServerConfig, stop: trio.Event, *,
-                task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def serve(
+    config: ServerConfig, stop: trio.Event, *, task_status=trio.TASK_STATUS_IGNORED
+) -> None:
     """Serve until ``stop`` is set; ``task_status.started`` receives the bound port."""
     store = SQLiteStore(config.db)
     arbiter = Arbiter(store)
@@ -61,11 +63,13 @@ async def serve(config: ServerConfig, stop: trio.Event, *,
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
             )
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
-                ArbiterService(arbiter, bridge, config.heartbeat_s), server)
+                ArbiterService(arbiter, bridge, config.heartbeat_s), server
+            )
             checker = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(checker, server)
             reflection.enable_server_reflection(
-                [SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+                [SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+            )
             port = server.add_insecure_port(f"{config.host}:{config.port}")
             await server.start()
             for name in ("", SERVICE):
@@ -133,10 +137,8 @@ class EmbeddedServer:
 
     def stop(self) -> None:
         if self._token is not None and self._stop is not None:
-            try:
+            with contextlib.suppress(trio.RunFinishedError):
                 self._token.run_sync_soon(self._stop.set)
-            except trio.RunFinishedError:
-                pass
         self._thread.join()
 
     def __enter__(self) -> EmbeddedServer:

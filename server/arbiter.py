@@ -117,8 +117,9 @@ class Arbiter:
     # -- players and tokens -------------------------------------------------------------
     def register_player(self, name: str, bot: bool) -> tuple[str, str]:
         if not NAME.match(name):
-            raise ArbiterError(Code.INVALID_ARGUMENT,
-                               "a player name is 1-40 letters, digits, '.', '_' or '-'")
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
+            )
         if name in self.by_name:
             raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken")
         player = Player(new_id(), name, bot)
@@ -132,8 +133,9 @@ class Arbiter:
     def authenticate(self, token: str | None, *, required: bool = True) -> Principal | None:
         if not token:
             if required:
-                raise ArbiterError(Code.UNAUTHENTICATED,
-                                   "missing token: send 'authorization: Bearer <token>'")
+                raise ArbiterError(
+                    Code.UNAUTHENTICATED, "missing token: send 'authorization: Bearer <token>'"
+                )
             return None
         principal = self.tokens.get(token_hash(token))
         if principal is None:
@@ -172,10 +174,18 @@ class Arbiter:
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         match = MatchSession(
-            self, new_id(), spec.options, spec.target, (seats[0], seats[1]),
-            turn_ms=spec.turn_ms, time_bank_ms=spec.time_bank_ms,
-            auto_play_forced=spec.auto_play_forced, dice=dice, start=start,
-            start_timeout=spec.start_timeout_ms / 1000, new_id=new_id,
+            self,
+            new_id(),
+            spec.options,
+            spec.target,
+            (seats[0], seats[1]),
+            turn_ms=spec.turn_ms,
+            time_bank_ms=spec.time_bank_ms,
+            auto_play_forced=spec.auto_play_forced,
+            dice=dice,
+            start=start,
+            start_timeout=spec.start_timeout_ms / 1000,
+            new_id=new_id,
         )
         seat_tokens = ["", ""]
         for seat in seats:
@@ -189,8 +199,13 @@ class Arbiter:
         self.game_created(match.current)
         assert self.nursery is not None
         self.nursery.start_soon(self._run_match, match)
-        log.info("match created id=%s target=%d seats=%s,%s", match.id, spec.target,
-                 seats[0].name, seats[1].name)
+        log.info(
+            "match created id=%s target=%d seats=%s,%s",
+            match.id,
+            spec.target,
+            seats[0].name,
+            seats[1].name,
+        )
         return match, seat_tokens[0], seat_tokens[1]
 
     async def _run_match(self, match: MatchSession) -> None:
@@ -229,8 +244,9 @@ class Arbiter:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
-    def subscribe_game(self, token: str | None, game_id: str, after_seq: int, from_start: bool,
-                       sink: Sink) -> tuple[GameSession, int | None, list, bool]:
+    def subscribe_game(
+        self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
+    ) -> tuple[GameSession, int | None, list, bool]:
         """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
         principal = self.authenticate(token, required=False)
         game = self.game(game_id)
@@ -245,8 +261,9 @@ class Arbiter:
         if game is not None:
             game.unsubscribe(sink, seat)
 
-    def submit_play(self, token: str | None, game_id: str, turn_id: int, notation: str | None,
-                    end: str | None) -> Accepted:
+    def submit_play(
+        self, token: str | None, game_id: str, turn_id: int, notation: str | None, end: str | None
+    ) -> Accepted:
         game, seat = self._seat_for_action(token, game_id)
         return game.submit(seat, turn_id, notation, end)
 
@@ -315,4 +332,3 @@ class Arbiter:
                 sink.send(PlayerNote(Note.SERVER_SHUTDOWN))
                 sink.close()
             sinks.clear()
-

@@ -17,6 +17,7 @@ Neither side ever blocks waiting for the other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -67,10 +68,8 @@ class Bridge:
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` in the trio thread without waiting (cleanup after a stream)."""
-        try:
+        with contextlib.suppress(ArbiterError):  # the core is gone: nothing to clean up
             self._schedule(lambda: fn(*args))
-        except ArbiterError:
-            pass  # the core is gone; nothing left to clean up
 
     def _schedule(self, fn: Callable[[], None]) -> None:
         try:
@@ -113,8 +112,11 @@ def _deliver(queue: asyncio.Queue, item: Any) -> None:
 class Transport:
     """The grpc.aio server on an asyncio loop in its own thread."""
 
-    def __init__(self, setup: Callable[[asyncio.AbstractEventLoop], Awaitable[int]],
-                 shutdown: Callable[[float], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        setup: Callable[[asyncio.AbstractEventLoop], Awaitable[int]],
+        shutdown: Callable[[float], Awaitable[None]],
+    ) -> None:
         self._setup = setup
         self._shutdown = shutdown
         self._ready = threading.Event()

@@ -1,4 +1,4 @@
-"""``nardy.v1.ArbiterService`` on grpc.aio: requests in, core calls across the bridge, replies out."""
+"""``nardy.v1.ArbiterService`` on grpc.aio: requests in, core calls over the bridge, replies out."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ log = logging.getLogger("nardy.server")
 
 HEARTBEAT_S = 15.0
 MAX_NOTATION = 200
-PLAYER_EVENT = {Note.GAME_ASSIGNED: api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
-                Note.GAME_OVER: api.PLAYER_EVENT_TYPE_GAME_OVER,
-                Note.HEARTBEAT: api.PLAYER_EVENT_TYPE_HEARTBEAT,
-                Note.SERVER_SHUTDOWN: api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN}
+PLAYER_EVENT = {
+    Note.GAME_ASSIGNED: api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
+    Note.GAME_OVER: api.PLAYER_EVENT_TYPE_GAME_OVER,
+    Note.HEARTBEAT: api.PLAYER_EVENT_TYPE_HEARTBEAT,
+    Note.SERVER_SHUTDOWN: api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN,
+}
 
 
 def bearer(context: grpc.aio.ServicerContext) -> str | None:
@@ -55,8 +57,9 @@ class ArbiterService(api_grpc.ArbiterServiceServicer):
             await _abort(context, e)
 
     async def RegisterPlayer(self, request, context):
-        player_id, token = await self._call(context, self.arbiter.register_player,
-                                            request.name, request.bot)
+        player_id, token = await self._call(
+            context, self.arbiter.register_player, request.name, request.bot
+        )
         return api.RegisterPlayerResponse(player_id=player_id, token=token)
 
     async def CreateMatch(self, request, context):
@@ -75,14 +78,16 @@ class ArbiterService(api_grpc.ArbiterServiceServicer):
             dice_script=tuple(request.dice),
         )
         match, t1, t2 = await self._call(context, self.arbiter.create_match, spec)
-        return api.CreateMatchResponse(match_id=match.id, game_id=match.current.id,
-                                       first_seat_token=t1, second_seat_token=t2)
+        return api.CreateMatchResponse(
+            match_id=match.id, game_id=match.current.id, first_seat_token=t1, second_seat_token=t2
+        )
 
     async def GetGame(self, request, context):
         game = await self._call(context, self.arbiter.game, request.game_id)
         snap = await self.bridge.call(game.snapshot)
-        return api.GetGameResponse(state=views.state_pb(game, snap, None),
-                                   last_seq=len(game.events))
+        return api.GetGameResponse(
+            state=views.state_pb(game, snap, None), last_seq=len(game.events)
+        )
 
     async def ListGames(self, request, context):
         games = await self._call(context, self.arbiter.list_games, request.status, request.limit)
@@ -93,8 +98,13 @@ class ArbiterService(api_grpc.ArbiterServiceServicer):
         queue: asyncio.Queue = asyncio.Queue()
         sink = QueueSink(asyncio.get_running_loop(), queue)
         game, seat, backlog, live = await self._call(
-            context, self.arbiter.subscribe_game, bearer(context), request.game_id,
-            request.after_seq, request.from_start, sink,
+            context,
+            self.arbiter.subscribe_game,
+            bearer(context),
+            request.game_id,
+            request.after_seq,
+            request.from_start,
+            sink,
         )
 
         def view(event: Event) -> pb.GameEvent:
@@ -144,15 +154,25 @@ class ArbiterService(api_grpc.ArbiterServiceServicer):
         which = request.WhichOneof("play")
         text = request.notation if which == "notation" else request.end_position
         if which is None or len(text) > MAX_NOTATION:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                "give the play as notation or end_position (at most 200 chars)")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "give the play as notation or end_position (at most 200 chars)",
+            )
         answer = await self._call(
-            context, self.arbiter.submit_play, bearer(context), request.game_id,
-            request.turn_id, text if which == "notation" else None,
+            context,
+            self.arbiter.submit_play,
+            bearer(context),
+            request.game_id,
+            request.turn_id,
+            text if which == "notation" else None,
             text if which == "end_position" else None,
         )
-        return api.SubmitPlayResponse(notation=answer.notation, end_position=answer.end_position,
-                                      duplicate=answer.duplicate, used_ms=answer.used_ms)
+        return api.SubmitPlayResponse(
+            notation=answer.notation,
+            end_position=answer.end_position,
+            duplicate=answer.duplicate,
+            used_ms=answer.used_ms,
+        )
 
     async def Resign(self, request, context):
         result = await self._call(context, self.arbiter.resign, bearer(context), request.game_id)

@@ -249,8 +249,11 @@ class GameSession:
         self.throws = tuple(throws)
         self.status = Status.IN_PROGRESS
         self.emit(EventType.GAME_STARTED, throws=self.throws)
-        self.log("started white=%s black=%s", self.seat_of(Color.WHITE).name,
-                 self.seat_of(Color.BLACK).name)
+        self.log(
+            "started white=%s black=%s",
+            self.seat_of(Color.WHITE).name,
+            self.seat_of(Color.BLACK).name,
+        )
         first = None
         if self.options.opening is Opening.USE_OPENING_DICE and throws:
             first = tuple(sorted(throws[-1], reverse=True))

@@ -56,17 +56,25 @@ class SQLiteStore:
         self.db.executescript(SCHEMA)
 
     def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None:
-        self.db.execute("INSERT INTO players (id, name, bot, token_hash) VALUES (?,?,?,?)",
-                        (player_id, name, int(bot), token_hash))
+        self.db.execute(
+            "INSERT INTO players (id, name, bot, token_hash) VALUES (?,?,?,?)",
+            (player_id, name, int(bot), token_hash),
+        )
 
     def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None:
         self.db.execute("INSERT INTO seat_tokens VALUES (?,?,?)", (match_id, seat, token_hash))
 
     def add_match(self, match: MatchSession) -> None:
         o = match.options
-        options = {"variant": o.variant, "koks": o.koks, "opening": str(o.opening),
-                   "colours": str(o.colours), "turn_ms": match.turn_ms,
-                   "time_bank_ms": match.time_bank_ms, "auto_play_forced": match.auto_play_forced}
+        options = {
+            "variant": o.variant,
+            "koks": o.koks,
+            "opening": str(o.opening),
+            "colours": str(o.colours),
+            "turn_ms": match.turn_ms,
+            "time_bank_ms": match.time_bank_ms,
+            "auto_play_forced": match.auto_play_forced,
+        }
         seats = [{"name": s.name, "bot": s.bot, "player_id": s.player_id} for s in match.seats]
         self.db.execute(
             "INSERT INTO matches (id, target, options, seats, seed) VALUES (?,?,?,?,?)",
@@ -74,27 +82,43 @@ class SQLiteStore:
         )
 
     def update_match(self, match: MatchSession) -> None:
-        self.db.execute("UPDATE matches SET scores=? WHERE id=?",
-                        (json.dumps(match.match.scores), match.id))
+        self.db.execute(
+            "UPDATE matches SET scores=? WHERE id=?", (json.dumps(match.match.scores), match.id)
+        )
 
     def add_game(self, game: GameSession) -> None:
-        self.db.execute("INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
-                        (game.id, game.match.id, game.number, int(game.status)))
+        self.db.execute(
+            "INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
+            (game.id, game.match.id, game.number, int(game.status)),
+        )
 
     def update_game(self, game: GameSession) -> None:
         r = game.result
-        result = None if r is None else json.dumps(
-            {"winner": r.winner.letter, "kind": str(r.kind), "points": r.points,
-             "termination": str(r.termination)})
-        self.db.execute("UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
-                        (int(game.status), game.white_seat, result, game.id))
+        result = (
+            None
+            if r is None
+            else json.dumps(
+                {
+                    "winner": r.winner.letter,
+                    "kind": str(r.kind),
+                    "points": r.points,
+                    "termination": str(r.termination),
+                }
+            )
+        )
+        self.db.execute(
+            "UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
+            (int(game.status), game.white_seat, result, game.id),
+        )
 
     def append_event(self, game: GameSession, event: Event) -> None:
         from server.views import event_pb
 
         data = event_pb(game, event, None).SerializeToString()
-        self.db.execute("INSERT INTO events VALUES (?,?,?,?,?)",
-                        (game.id, event.seq, int(event.type), event.time, data))
+        self.db.execute(
+            "INSERT INTO events VALUES (?,?,?,?,?)",
+            (game.id, event.seq, int(event.type), event.time, data),
+        )
 
     def close(self) -> None:
         self.db.close()

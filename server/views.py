@@ -12,28 +12,42 @@ from server.session import Event, GameSession, Seat, Snapshot, Status
 
 COLOR = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK, None: pb.COLOR_UNSPECIFIED}
 FROM_COLOR = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
-OPENING = {Opening.FRESH_ROLL: pb.OPENING_RULE_FRESH_ROLL,
-           Opening.USE_OPENING_DICE: pb.OPENING_RULE_USE_OPENING_DICE}
-COLOURS = {Colours.ALTERNATE: pb.COLOUR_RULE_ALTERNATE,
-           Colours.THROW_EACH_GAME: pb.COLOUR_RULE_THROW_EACH_GAME}
+OPENING = {
+    Opening.FRESH_ROLL: pb.OPENING_RULE_FRESH_ROLL,
+    Opening.USE_OPENING_DICE: pb.OPENING_RULE_USE_OPENING_DICE,
+}
+COLOURS = {
+    Colours.ALTERNATE: pb.COLOUR_RULE_ALTERNATE,
+    Colours.THROW_EACH_GAME: pb.COLOUR_RULE_THROW_EACH_GAME,
+}
 KIND = {"oin": pb.RESULT_KIND_OIN, "mars": pb.RESULT_KIND_MARS, "koks": pb.RESULT_KIND_KOKS}
-TERMINATION = {"normal": pb.TERMINATION_NORMAL, "timeout": pb.TERMINATION_TIMEOUT,
-               "resignation": pb.TERMINATION_RESIGNATION,
-               "abandonment": pb.TERMINATION_ABANDONMENT}
+TERMINATION = {
+    "normal": pb.TERMINATION_NORMAL,
+    "timeout": pb.TERMINATION_TIMEOUT,
+    "resignation": pb.TERMINATION_RESIGNATION,
+    "abandonment": pb.TERMINATION_ABANDONMENT,
+}
 
 
 def options_from_pb(msg: pb.GameOptions) -> GameOptions:
     opening = {v: k for k, v in OPENING.items()}.get(msg.opening, Opening.FRESH_ROLL)
     colours = {v: k for k, v in COLOURS.items()}.get(msg.colours, Colours.ALTERNATE)
-    return GameOptions(variant=msg.variant or "long", koks=msg.koks, opening=opening,
-                       colours=colours)
+    return GameOptions(
+        variant=msg.variant or "long", koks=msg.koks, opening=opening, colours=colours
+    )
 
 
 def options_pb(game: GameSession) -> pb.GameOptions:
     o, m = game.options, game.match
-    return pb.GameOptions(variant=o.variant, koks=o.koks, opening=OPENING[o.opening],
-                          colours=COLOURS[o.colours], turn_time_ms=m.turn_ms,
-                          time_bank_ms=m.time_bank_ms, auto_play_forced=m.auto_play_forced)
+    return pb.GameOptions(
+        variant=o.variant,
+        koks=o.koks,
+        opening=OPENING[o.opening],
+        colours=COLOURS[o.colours],
+        turn_time_ms=m.turn_ms,
+        time_bank_ms=m.time_bank_ms,
+        auto_play_forced=m.auto_play_forced,
+    )
 
 
 def player_pb(seat: Seat | None) -> pb.Player | None:
@@ -43,8 +57,12 @@ def player_pb(seat: Seat | None) -> pb.Player | None:
 def result_pb(result: GameResult | None) -> pb.GameResult | None:
     if result is None:
         return None
-    return pb.GameResult(winner=COLOR[result.winner], kind=KIND[result.kind],
-                         termination=TERMINATION[result.termination], points=result.points)
+    return pb.GameResult(
+        winner=COLOR[result.winner],
+        kind=KIND[result.kind],
+        termination=TERMINATION[result.termination],
+        points=result.points,
+    )
 
 
 def legal_pb(play: Play) -> pb.LegalPlay:
@@ -69,15 +87,22 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         white=player_pb(white),
         black=player_pb(black),
         position=pos.text(),
-        board=pb.Board(points=pos.board, white_off=pos.borne_off(Color.WHITE),
-                       black_off=pos.borne_off(Color.BLACK)),
+        board=pb.Board(
+            points=pos.board,
+            white_off=pos.borne_off(Color.WHITE),
+            black_off=pos.borne_off(Color.BLACK),
+        ),
         side_to_move=COLOR[pos.turn] if snap.status is Status.IN_PROGRESS else 0,
         dice=snap.dice,
         turn_id=snap.turn_id,
         white_clock=pb.Clock(remaining_ms=snap.clocks[0][0], bank_ms=snap.clocks[0][1]),
         black_clock=pb.Clock(remaining_ms=snap.clocks[1][0], bank_ms=snap.clocks[1][1]),
-        match=pb.MatchScore(target=game.match.match.target, white_points=snap.scores[0],
-                            black_points=snap.scores[1], over=snap.match_over),
+        match=pb.MatchScore(
+            target=game.match.match.target,
+            white_points=snap.scores[0],
+            black_points=snap.scores[1],
+            over=snap.match_over,
+        ),
         result=result_pb(snap.result),
         seeded=game.match.seeded,
         next_game_id=snap.next_game_id,
@@ -103,15 +128,24 @@ def event_pb(game: GameSession, event: Event, audience: Color | None) -> pb.Game
     if base is None:
         ts = Timestamp()
         ts.FromNanoseconds(int(event.time * 1e9))
-        base = pb.GameEvent(seq=event.seq, type=int(event.type),
-                            state=state_pb(game, event.snapshot, None), time=ts)
+        base = pb.GameEvent(
+            seq=event.seq, type=int(event.type), state=state_pb(game, event.snapshot, None), time=ts
+        )
         if event.play is not None:
             p = event.play
-            base.play.CopyFrom(pb.PlayRecord(side=COLOR[p.side], dice=p.dice,
-                                             notation=p.notation, turn_id=p.turn_id,
-                                             automatic=p.automatic, used_ms=p.used_ms))
-        base.opening_throws.extend(pb.OpeningThrow(first_player_die=a, second_player_die=b)
-                                   for a, b in event.throws)
+            base.play.CopyFrom(
+                pb.PlayRecord(
+                    side=COLOR[p.side],
+                    dice=p.dice,
+                    notation=p.notation,
+                    turn_id=p.turn_id,
+                    automatic=p.automatic,
+                    used_ms=p.used_ms,
+                )
+            )
+        base.opening_throws.extend(
+            pb.OpeningThrow(first_player_die=a, second_player_die=b) for a, b in event.throws
+        )
         views[None] = base
     if audience is None:
         return base
@@ -128,9 +162,17 @@ def summary_pb(game: GameSession) -> api.GameSummary:
     if game.white_seat is not None:
         white, black = game.seat_of(Color.WHITE), game.seat_of(Color.BLACK)
     return api.GameSummary(
-        game_id=game.id, match_id=game.match.id, game_number=game.number,
-        status=int(game.status), white=player_pb(white), black=player_pb(black),
+        game_id=game.id,
+        match_id=game.match.id,
+        game_number=game.number,
+        status=int(game.status),
+        white=player_pb(white),
+        black=player_pb(black),
         result=result_pb(game.result),
-        match=pb.MatchScore(target=game.match.match.target, white_points=snap.scores[0],
-                            black_points=snap.scores[1], over=snap.match_over),
+        match=pb.MatchScore(
+            target=game.match.match.target,
+            white_points=snap.scores[0],
+            black_points=snap.scores[1],
+            over=snap.match_over,
+        ),
     )

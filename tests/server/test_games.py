@@ -20,8 +20,9 @@ async def collect(seat, game_id, engine):
     async for ev in seat.events(game_id):
         events.append(ev)
         if ev.type == pb.EVENT_TYPE_TURN_STARTED and ev.state.side_to_move == ev.state.your_color:
-            await seat.submit(game_id, ev.state.turn_id,
-                              end_position=wrapped(_Turn(ev.state)).end_position)
+            await seat.submit(
+                game_id, ev.state.turn_id, end_position=wrapped(_Turn(ev.state)).end_position
+            )
     return events
 
 
@@ -41,7 +42,8 @@ async def test_full_game_between_two_clients(client):
         n.start_soon(seat, "a", a, 1)
         n.start_soon(seat, "b", b, 2)
     for events in results.values():
-        real = [e for e in events if e.type not in (pb.EVENT_TYPE_SNAPSHOT, pb.EVENT_TYPE_HEARTBEAT)]
+        skip = (pb.EVENT_TYPE_SNAPSHOT, pb.EVENT_TYPE_HEARTBEAT)
+        real = [e for e in events if e.type not in skip]
         assert [e.seq for e in real] == list(range(real[0].seq, real[-1].seq + 1))
         final = events[-1]
         assert final.type == pb.EVENT_TYPE_GAME_FINISHED
@@ -115,8 +117,7 @@ async def test_timeout_loses_by_mars_when_nothing_borne_off(client):
 async def test_timeout_is_oin_when_loser_bore_off(client):
     # white home and one checker off; black home with one off: whoever times out loses oin.
     start = "w/0,0,0,0,0,0,-14,0,0,0,0,0,0,0,0,0,0,0,14,0,0,0,0,0"
-    r, (a, b) = await create(client, seed=5, start_position=start,
-                             options={"turn_time_ms": 300})
+    r, (a, b) = await create(client, seed=5, start_position=start, options={"turn_time_ms": 300})
     async with trio.open_nursery() as n:
         n.start_soon(_drain, a, r.game_id)
         final = await _last_event(b, r.game_id)
@@ -161,7 +162,7 @@ async def _drain(seat, game_id):
 
 
 async def _last_event(seat, game_id):
-    ev = None
+    last = None
     async for ev in seat.events(game_id):
-        pass
-    return ev
+        last = ev
+    return last

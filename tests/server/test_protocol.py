@@ -53,27 +53,35 @@ async def test_refusals_have_the_right_status_codes(client):
         await mover.submit(gid, turn, notation="24/12")
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "illegal play" in info.value.details()
-    assert await _code(mover.submit(gid, turn, notation="nonsense")) == \
-        grpc.StatusCode.INVALID_ARGUMENT
-    assert await _code(mover.submit(gid, turn, end_position="w/1,2,3")) == \
-        grpc.StatusCode.INVALID_ARGUMENT
+    assert (
+        await _code(mover.submit(gid, turn, notation="nonsense"))
+        == grpc.StatusCode.INVALID_ARGUMENT
+    )
+    assert (
+        await _code(mover.submit(gid, turn, end_position="w/1,2,3"))
+        == grpc.StatusCode.INVALID_ARGUMENT
+    )
     # out of turn: FAILED_PRECONDITION
     legal = ev.state.legal_plays or None
-    assert await _code(other.submit(gid, turn, notation="24/18")) == \
-        grpc.StatusCode.FAILED_PRECONDITION
+    assert (
+        await _code(other.submit(gid, turn, notation="24/18"))
+        == grpc.StatusCode.FAILED_PRECONDITION
+    )
     # wrong turn id
-    assert await _code(mover.submit(gid, turn + 5, notation="24/18")) == \
-        grpc.StatusCode.FAILED_PRECONDITION
+    assert (
+        await _code(mover.submit(gid, turn + 5, notation="24/18"))
+        == grpc.StatusCode.FAILED_PRECONDITION
+    )
     # unknown game, missing token, bad token, a seat that is not yours
     assert await _code(mover.submit("nope", turn, notation="24/18")) == grpc.StatusCode.NOT_FOUND
     anon = Client(mover.address, "")
-    assert await _code(anon.submit(gid, turn, notation="24/18")) == \
-        grpc.StatusCode.UNAUTHENTICATED
-    assert await _code(anon.with_token("forged").submit(gid, turn, notation="24/18")) == \
-        grpc.StatusCode.UNAUTHENTICATED
+    assert await _code(anon.submit(gid, turn, notation="24/18")) == grpc.StatusCode.UNAUTHENTICATED
+    assert (
+        await _code(anon.with_token("forged").submit(gid, turn, notation="24/18"))
+        == grpc.StatusCode.UNAUTHENTICATED
+    )
     r2, (x, _) = await create(client)
-    assert await _code(x.submit(gid, turn, notation="24/18")) == \
-        grpc.StatusCode.PERMISSION_DENIED
+    assert await _code(x.submit(gid, turn, notation="24/18")) == grpc.StatusCode.PERMISSION_DENIED
     anon.close()
     # the server is unhurt: the right play goes through
     async for e in mover.events(gid):
@@ -89,14 +97,18 @@ async def test_refusals_have_the_right_status_codes(client):
     assert again.duplicate
     # a different play for the played turn is refused
     if len(legal) > 1:
-        assert await _code(mover.submit(gid, turn, end_position=legal[1].end_position)) == \
-            grpc.StatusCode.FAILED_PRECONDITION
+        assert (
+            await _code(mover.submit(gid, turn, end_position=legal[1].end_position))
+            == grpc.StatusCode.FAILED_PRECONDITION
+        )
     # after the game is over
     await other.resign(gid) if (await client.get_game(gid)).state.side_to_move else None
     state = (await client.get_game(gid)).state
     assert state.status == pb.GAME_STATUS_FINISHED
-    assert await _code(mover.submit(gid, state.turn_id, notation="24/18")) == \
-        grpc.StatusCode.FAILED_PRECONDITION
+    assert (
+        await _code(mover.submit(gid, state.turn_id, notation="24/18"))
+        == grpc.StatusCode.FAILED_PRECONDITION
+    )
     assert await _code(mover.resign(gid)) == grpc.StatusCode.FAILED_PRECONDITION
     assert await _code(client.get_game("missing")) == grpc.StatusCode.NOT_FOUND
 
@@ -123,8 +135,7 @@ async def test_resubscribe_with_last_seq_misses_nothing(client):
                 st = ev.state
                 if st.legal_plays and st.side_to_move == st.your_color:
                     try:
-                        await seat.submit(gid, st.turn_id,
-                                          end_position=engine(_T(st)).end_position)
+                        await seat.submit(gid, st.turn_id, end_position=engine(_T(st)).end_position)
                     except grpc.RpcError as e:
                         assert e.code() == grpc.StatusCode.FAILED_PRECONDITION
                 if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
@@ -156,8 +167,11 @@ async def test_health_and_reflection(server):
             assert resp.status == health_pb2.HealthCheckResponse.SERVING
         refl = reflection_pb2_grpc.ServerReflectionStub(ch)
         reqs = iter([reflection_pb2.ServerReflectionRequest(list_services="")])
-        names = {s.name for r in refl.ServerReflectionInfo(reqs, timeout=5)
-                 for s in r.list_services_response.service}
+        names = {
+            s.name
+            for r in refl.ServerReflectionInfo(reqs, timeout=5)
+            for s in r.list_services_response.service
+        }
         assert {"nardy.v1.ArbiterService", "grpc.health.v1.Health"} <= names
     finally:
         ch.close()
@@ -170,8 +184,9 @@ async def test_two_hundred_concurrent_games(client):
     """200 games at once to completion; they start from a bear-off race to keep CI short."""
     games = []
     for i in range(200):
-        r, seats = await create(client, seed=1000 + i, start_position=RACE,
-                                options={"auto_play_forced": True})
+        r, seats = await create(
+            client, seed=1000 + i, start_position=RACE, options={"auto_play_forced": True}
+        )
         games.append((r.game_id, seats))
     finals = {}
 

@@ -1,0 +1,370 @@
+"""A hand-written evaluation of long nardy positions (RULES.md), fast enough for search.
+
+:func:`evaluate` turns a position into an **equity** for one side: the expected value of
+the game's outcome, where each of the four outcomes (win oin, win mars, lose oin, lose
+mars) is worth :class:`Values` (points by default, match winning chances with
+:func:`match_values`). It is built from three estimates:
+
+* ``p_win``: the chance that the side wins, a logistic function of features that
+  compare the two sides (``CONTACT`` weights while the armies can still block each other,
+  ``RACE`` weights once they have passed each other);
+* ``p_mars_win`` / ``p_mars_loss``: the chance that a win (a loss) is a mars, given that
+  it happens, a logistic function of how far the loser is from bearing off its first
+  checker against the winner's race (``MARS`` weights); exactly 0 when the loser has
+  already borne off a checker.
+
+The features, for each side S against its opponent T (always taken as "S minus T", so
+the evaluation is antisymmetric: what is good for one side is bad for the other):
+
+``pips``        the race: T's pip count minus S's, in 10s of pips.
+``head``        checkers still on the head (one may leave per turn: a time bomb).
+``head_late``   head checkers weighted by how far the opponent has got (worse late).
+``off``         checkers borne off.
+``home``        checkers in the home (points 6..1).
+``cross``       pips S still needs to bring every checker home, in 10s.
+``points``      distinct points held outside the head (spread: flexibility, blocking).
+``stack``       checkers beyond 3 on one point (outside the head): rigid, wasted.
+``key``         points held in the quarter just after the opponent's head (S's 11..7 =
+                T's 23..19), which every one of T's head checkers has to pass.
+``block1..6``   T's checkers with exactly 1..6 of the six points in front of them held
+                by S (their blocked landing spots; 6 is possible only when the six-point
+                rule allows it).
+``run3..5``     T's checkers behind a run (block) of 3, 4, 5+ consecutive points of S
+                along T's path: each must get past the run.
+``roll``        +1 when S is on roll (the side to move has a tempo, about 8 pips).
+
+In a race only the race matters: effective pip counts (pips plus a penalty for checkers
+stacked deep in the home and for gaps), checkers left and the roll. Mars: a win is a
+mars when the loser has borne off nothing; its chance compares the pips the loser needs
+to reach its first bear-off with the winner's race.
+
+The weights below were first set by hand, then refit by logistic regression on the
+outcomes of self-play games (``engines/tune.py``); every weight is in this file.
+Everything is pure Python on the position tuple, a few tens of microseconds a call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from nardy.position import Color, Position
+
+# ---------------------------------------------------------------------------------------
+# Weights: the single place where the evaluation is tuned.
+# ---------------------------------------------------------------------------------------
+
+#: Contact phase: logit of S's winning chance = sum of weight * feature (S minus T).
+CONTACT: dict[str, float] = {
+    "pips": 0.55,
+    "head": -0.10,
+    "head_late": -0.60,
+    "off": 0.10,
+    "home": 0.02,
+    "cross": -0.05,
+    "points": 0.06,
+    "stack": -0.05,
+    "key": 0.12,
+    "block1": 0.01,
+    "block2": 0.03,
+    "block3": 0.06,
+    "block4": 0.10,
+    "block5": 0.16,
+    "block6": 0.25,
+    "run3": 0.03,
+    "run4": 0.06,
+    "run5": 0.10,
+    "roll": 0.30,
+}
+
+#: Race phase (no more contact): logit = weights * features scaled by the race length.
+RACE: dict[str, float] = {
+    "epc": 3.2,  # (T's effective pips - S's) / sqrt(total pips)
+    "roll": 0.75,  # S on roll (+1) or not (-1), / sqrt(total pips) * 10
+}
+
+#: Mars given a win: logit = weights * features of the loser's lag.
+MARS: dict[str, float] = {
+    "bias": -1.0,
+    "lag": 2.0,  # (loser's pips to its first bear-off - winner's effective pips) / sqrt
+    "roll": 0.2,  # winner on roll
+}
+
+FEATURES = tuple(CONTACT)
+EPC_STACK = (0.0, 2.0, 1.0, 0.5)  # wasted pips per extra checker on home points 1, 2, 3
+EPC_GAP = 1.0  # wasted pips per empty point among 4..6 while checkers are above it
+
+
+# ---------------------------------------------------------------------------------------
+# Outcome values
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Values:
+    """What each outcome is worth to the side evaluated (any affine scale)."""
+
+    win: float = 1.0
+    win_mars: float = 2.0
+    loss: float = -1.0
+    loss_mars: float = -2.0
+
+
+POINTS = Values()
+#: Mars rate assumed by the match equity table.
+MARS_RATE = 0.15
+
+
+def match_winning_chance(need: int, opp_need: int, mars_rate: float = MARS_RATE) -> float:
+    """Chance to win a match needing ``need`` points against ``opp_need``, if each game is
+    won by either side half the time and is a mars with probability ``mars_rate``."""
+    table: dict[tuple[int, int], float] = {}
+
+    def mwc(a: int, b: int) -> float:
+        if a <= 0:
+            return 1.0
+        if b <= 0:
+            return 0.0
+        key = (a, b)
+        if key not in table:
+            g = mars_rate
+            table[key] = 0.5 * (
+                (1 - g) * mwc(a - 1, b) + g * mwc(a - 2, b) + (1 - g) * mwc(a, b - 1)
+                + g * mwc(a, b - 2)
+            )
+        return table[key]
+
+    return mwc(need, opp_need)
+
+
+@lru_cache(maxsize=256)
+def match_values(target: int, mine: int, theirs: int) -> Values:
+    """Outcome values in match winning chances, rescaled so that an oin is worth about 1.
+
+    With a match to ``target`` points at ``mine``:``theirs``: a mars is worth no more than
+    an oin when one point is enough, and double when the points count in full.
+    """
+    if target <= 0:
+        return POINTS
+    need, opp = max(target - mine, 1), max(target - theirs, 1)
+    w1 = match_winning_chance(need - 1, opp)
+    w2 = match_winning_chance(need - 2, opp)
+    l1 = match_winning_chance(need, opp - 1)
+    l2 = match_winning_chance(need, opp - 2)
+    mid, half = (w1 + l1) / 2, (w1 - l1) / 2 or 1.0
+    return Values((w1 - mid) / half, (w2 - mid) / half, (l1 - mid) / half, (l2 - mid) / half)
+
+
+def values_for(match) -> Values:
+    """Outcome values for ``match``: None (points), a :class:`Values`, or a
+    ``(target, my_points, their_points)`` tuple (match winning chances)."""
+    if match is None:
+        return POINTS
+    if isinstance(match, Values):
+        return match
+    target, mine, theirs = match
+    return match_values(int(target), int(mine), int(theirs))
+
+
+# ---------------------------------------------------------------------------------------
+# Features
+# ---------------------------------------------------------------------------------------
+
+
+def sides(board: tuple[int, ...], color: Color) -> tuple[list[int], list[int]]:
+    """``(s, t)``: each side's counts by its own point, index ``p - 1`` (S = ``color``)."""
+    w = [c if c > 0 else 0 for c in reversed(board)]
+    b = [-c if c < 0 else 0 for c in board[11::-1] + board[:11:-1]]
+    return (w, b) if color is Color.WHITE else (b, w)
+
+
+def _side(s: list[int], t: list[int]) -> tuple:
+    """Per-side numbers for S (counts ``s``) against T (counts ``t``), by own points."""
+    pips = 0
+    on = 0
+    home = 0
+    cross = 0
+    points = 0
+    stack = 0
+    for i in range(24):
+        c = s[i]
+        if c:
+            on += c
+            pips += c * (i + 1)
+            if i < 6:
+                home += c
+            else:
+                cross += c * (i - 5)
+            if i < 23:
+                points += 1
+                if c > 3:
+                    stack += c - 3
+    # S's points along T's path: index q - 1 of T's point q.
+    held = [1 if c else 0 for c in s[12:] + s[:12]]
+    key = held[18] + held[19] + held[20] + held[21] + held[22]
+    # blocked landing spots in front of every T checker (window of six below it)
+    b = [0, 0, 0, 0, 0, 0, 0]
+    win = 0
+    for j in range(24):
+        tj = t[j]
+        if tj:
+            b[win] += tj
+        win += held[j]
+        if j >= 6:
+            win -= held[j - 6]
+    # runs of held points and T checkers behind them, scanning from T's head down
+    r3 = r4 = r5 = 0
+    behind = 0
+    run = 0
+    run_behind = 0
+    for j in range(23, -1, -1):
+        if held[j]:
+            if not run:
+                run_behind = behind
+            run += 1
+        else:
+            if run >= 3:
+                if run == 3:
+                    r3 += run_behind
+                elif run == 4:
+                    r4 += run_behind
+                else:
+                    r5 += run_behind
+            run = 0
+            behind += t[j]
+    if run >= 3:
+        if run == 3:
+            r3 += run_behind
+        elif run == 4:
+            r4 += run_behind
+        else:
+            r5 += run_behind
+    return pips, on, home, cross, points, stack, key, b, r3, r4, r5, s[23]
+
+
+def _contact(s: list[int], t: list[int]) -> bool:
+    """True while some checker of one side still has to pass a checker of the other."""
+    top = 23
+    while top >= 0 and not s[top]:
+        top -= 1
+    ts = t[12:] + t[:12]  # T's checkers by S's points
+    if any(ts[:top]):
+        return True
+    top = 23
+    while top >= 0 and not t[top]:
+        top -= 1
+    st = s[12:] + s[:12]
+    return any(st[:top])
+
+
+def _epc(s: list[int], pips: int) -> float:
+    """Effective pip count of a side in a race: pips plus bear-off waste."""
+    e = pips + EPC_STACK[1] * max(0, s[0] - 1) + EPC_STACK[2] * max(0, s[1] - 1)
+    e += EPC_STACK[3] * max(0, s[2] - 2)
+    above = any(s[6:])
+    for i in (5, 4, 3):
+        if s[i]:
+            above = True
+        elif above:
+            e += EPC_GAP
+    return e
+
+
+def _mars_lag(t: list[int], s_epc: float) -> float:
+    """How far the loser T is behind in the race to its first checker off, scaled."""
+    need = 0
+    low = 6
+    for i in range(24):
+        c = t[i]
+        if c:
+            if i >= 6:
+                need += c * (i - 5)
+            elif i < low:
+                low = i
+    # once all are home, a checker must still reach off: at least its own point
+    need += (low + 1) if low < 6 else 1
+    return (need + 4 - s_epc) / math.sqrt(need + s_epc + 16)
+
+
+def features(pos: Position, color: Color) -> dict[str, float]:
+    """The contact features of ``pos`` for ``color`` (S) against its opponent (T)."""
+    s, t = sides(pos.board, color)
+    a = _side(s, t)
+    z = _side(t, s)
+    return _contact_features(a, z, 1 if pos.turn is color else -1)
+
+
+def _contact_features(a: tuple, z: tuple, roll: int) -> dict[str, float]:
+    ps, pt = a[0], z[0]
+    prog_t = (360 - pt) / 360  # how far each side's opponent has got
+    prog_s = (360 - ps) / 360
+    ba, bz = a[7], z[7]
+    return {
+        "pips": (pt - ps) / 10,
+        "head": a[11] - z[11],
+        "head_late": a[11] * prog_t - z[11] * prog_s,
+        "off": (15 - a[1]) - (15 - z[1]),
+        "home": a[2] - z[2],
+        "cross": (a[3] - z[3]) / 10,
+        "points": a[4] - z[4],
+        "stack": a[5] - z[5],
+        "key": a[6] - z[6],
+        "block1": ba[1] - bz[1],
+        "block2": ba[2] - bz[2],
+        "block3": ba[3] - bz[3],
+        "block4": ba[4] - bz[4],
+        "block5": ba[5] - bz[5],
+        "block6": ba[6] - bz[6],
+        "run3": a[8] - z[8],
+        "run4": a[9] - z[9],
+        "run5": a[10] - z[10],
+        "roll": roll,
+    }
+
+
+def _sigmoid(x: float) -> float:
+    if x < -30:
+        return 0.0
+    if x > 30:
+        return 1.0
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def estimates(pos: Position, color: Color) -> tuple[float, float, float]:
+    """``(p_win, p_mars_given_win, p_mars_given_loss)`` for ``color``."""
+    s, t = sides(pos.board, color)
+    on_s = sum(s)
+    on_t = sum(t)
+    if on_s == 0 or on_t == 0:  # the game is over
+        if on_s == 0:
+            return 1.0, (1.0 if on_t == 15 else 0.0), 0.0
+        return 0.0, 0.0, (1.0 if on_s == 15 else 0.0)
+    roll = 1 if pos.turn is color else -1
+    ps = sum(c * (i + 1) for i, c in enumerate(s) if c)
+    pt = sum(c * (i + 1) for i, c in enumerate(t) if c)
+    es, et = _epc(s, ps), _epc(t, pt)
+    if _contact(s, t):
+        a = _side(s, t)
+        z = _side(t, s)
+        f = _contact_features(a, z, roll)
+        x = 0.0
+        for name, w in CONTACT.items():
+            x += w * f[name]
+    else:
+        scale = math.sqrt(ps + pt + 20)
+        x = RACE["epc"] * (et - es) / scale + RACE["roll"] * roll * 10 / scale
+    p = _sigmoid(x)
+    mw = _sigmoid(MARS["bias"] + MARS["lag"] * _mars_lag(t, es) + MARS["roll"] * roll) if (
+        on_t == 15) else 0.0
+    ml = _sigmoid(MARS["bias"] + MARS["lag"] * _mars_lag(s, et) - MARS["roll"] * roll) if (
+        on_s == 15) else 0.0
+    return p, mw, ml
+
+
+def evaluate(pos: Position, color: Color, values: Values = POINTS) -> float:
+    """The equity of ``pos`` for ``color``: expected outcome value (see :class:`Values`)."""
+    p, mw, ml = estimates(pos, color)
+    v = values
+    return p * (v.win + mw * (v.win_mars - v.win)) + (1 - p) * (
+        v.loss + ml * (v.loss_mars - v.loss))
