@@ -20,10 +20,11 @@ which is its canonical notation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import operator
+from typing import NamedTuple
 
 from nardy.notation import format_step
-from nardy.position import ABS, CHECKERS, HEAD, POINTS, Position
+from nardy.position import CHECKERS, HEAD, POINTS, Color, Position
 
 OFF = 0
 FIRST_TURN_DOUBLES = frozenset({3, 4, 6})
@@ -33,8 +34,7 @@ _ALL = (1 << POINTS) - 1
 BIT = (0, *(1 << ((p + 12 if p <= 12 else p - 12) - 1) for p in range(1, 25)))
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One die moving one checker: ``src`` -> ``dst`` in the mover's points (``dst`` 0 = off)."""
 
     src: int
@@ -45,8 +45,7 @@ class Step:
         return format_step(self.src, self.dst)
 
 
-@dataclass(frozen=True, slots=True)
-class Play:
+class Play(NamedTuple):
     """A legal play: the end position (opponent to move) and a canonical step sequence."""
 
     steps: tuple[Step, ...]
@@ -55,12 +54,28 @@ class Play:
     def notation(self) -> str:
         return " ".join(map(str, self.steps)) or "-"
 
-    __str__ = notation
+    def __str__(self) -> str:
+        return self.notation()
 
 
 def runs(mask: int) -> int:
     """Bits ``lo-1`` of every six-point run ``lo..lo+5`` (opponent points) in ``mask``."""
     return mask & (mask >> 1) & (mask >> 2) & (mask >> 3) & (mask >> 4) & (mask >> 5)
+
+
+# The search packs the mover's counts into one int, a byte per point: byte p holds the
+# count on point p (1..24) and byte 0 the borne-off count. A step is two additions.
+UNIT = tuple(1 << (8 * p) for p in range(25))
+HOME_BITS = 0b1111110  # occupancy bits of points 1..6
+ZEROS = (0,) * POINTS
+
+
+def pack(m: tuple[int, ...] | list[int]) -> int:
+    return int.from_bytes(bytes(m), "little")
+
+
+def unpack(packed: int) -> tuple[int, ...]:
+    return tuple(packed.to_bytes(25, "little"))
 
 
 class Turn:
@@ -76,7 +91,7 @@ class Turn:
         "head_limit",
         "start",
         "_others",
-        "_order",
+        "_movers",
     )
 
     def __init__(self, position: Position, dice: tuple[int, int]) -> None:
@@ -84,33 +99,32 @@ class Turn:
         self.color = color = position.turn
         self.next_turn = color.opponent
         self.dice = dice
-        s = color.sign
-        idx = ABS[color]
-        opp = ABS[self.next_turn]
         board = position.board
-        m = [0] * (POINTS + 1)
-        for p in range(1, 25):
-            c = board[idx[p]] * s
-            if c > 0:
-                m[p] = c
+        white = color is Color.WHITE
+        # the board as the mover's points 1..24 (see position.ABS), mover's counts positive
+        rel = board[::-1] if white else tuple(map(operator.neg, board[11::-1] + board[:11:-1]))
+        m = [0, *map(max, rel, ZEROS)]
         m[OFF] = CHECKERS - sum(m)
         # closed[p]: an opposing checker stands on the mover's point p.
-        self.closed = tuple(p > 0 and board[idx[p]] * s < 0 for p in range(25))
-        # lowest opponent point holding an opposing checker (0 if any is borne off).
-        opp_on = [q for q in range(1, 25) if board[opp[q]] * s < 0]
-        lowest = 0 if sum(-board[opp[q]] * s for q in opp_on) < CHECKERS else min(opp_on)
+        self.closed = (False, *map(operator.lt, rel, ZEROS))
+        # The opponent's points 1..12 are the mover's 13..24, its 13..24 the mover's 1..12;
+        # lowest: the lowest opponent point with an opposing checker (0 if any is off).
+        by_q = rel[12:] + rel[:12]
+        opp = tuple(map(min, by_q, ZEROS))
+        lowest = 0 if -sum(opp) < CHECKERS else next(q for q, c in enumerate(opp, 1) if c)
         # forbidden: runs whose lowest point lo has no opposing checker below it.
         self.forbidden = (1 << lowest) - 1
         self.start = tuple(m)
         double = dice[0] == dice[1]
         first = m[HEAD] == CHECKERS
         self.head_limit = 2 if first and double and dice[0] in FIRST_TURN_DOUBLES else 1
-        # For end positions: the opponent's signed counts alone, and the mover's points
-        # listed in absolute order (a = 0..23).
-        self._others = tuple(c if c * s < 0 else 0 for c in board)
-        self._order = tuple(idx.index(a) for a in range(POINTS))
+        # For end positions: the opponent's signed counts alone, and how to list the mover's
+        # bytes (points) in absolute order a = 0..23.
+        self._others = tuple(map(min if white else max, board, ZEROS))
+        self._movers = slice(24, 0, -1) if color is Color.WHITE else None
 
     def mask(self, m: tuple[int, ...] | list[int]) -> int:
+        """The run mask (opponent's path order) of the mover's board ``m``."""
         mask = 0
         for p in range(1, 25):
             if m[p]:
@@ -119,43 +133,58 @@ class Turn:
 
     def end_position(self, m: tuple[int, ...] | list[int]) -> Position:
         """The board after the mover's play ``m``, with the opponent to move."""
-        s = self.color.sign
-        others = self._others
-        board = tuple(others[a] + s * m[p] for a, p in enumerate(self._order))
+        return self._end(pack(m))
+
+    def _end(self, packed: int) -> Position:
+        b = packed.to_bytes(25, "little")
+        mine = b[24:0:-1] if self._movers else b[12:0:-1] + b[24:12:-1]
+        if self.color is Color.WHITE:
+            board = tuple(map(operator.add, self._others, mine))
+        else:
+            board = tuple(map(operator.sub, self._others, mine))
         return Position(self.next_turn, board)
 
-    def step_targets(self, m, mask: int, heads_used: int, die: int):
-        """Every single step of ``die`` legal from ``m``: ``(src, dst, m', mask')`` tuples."""
-        home_only = not any(m[7:25])
-        sources = [p for p in range(6 if home_only else 24, 0, -1) if m[p]]
-        return self._steps(m, mask, heads_used, die, sources, home_only)
+    def step_targets(self, m: tuple[int, ...], mask: int, heads_used: int, die: int):
+        """Every single step of ``die`` legal from board ``m``: ``(src, dst, m', mask')``."""
+        packed = pack(m)
+        occ = sum(1 << p for p in range(1, 25) if m[p])
+        return [
+            (src, dst, unpack(n), nmask)
+            for src, dst, n, _, nmask in self._steps(packed, occ, mask, heads_used, die)
+        ]
 
-    def _steps(self, m, mask, heads_used, die, sources, home_only):
+    def _steps(self, m: int, occ: int, mask: int, heads_used: int, die: int) -> list:
+        """Single steps of ``die``: ``(src, dst, m', occ', mask')`` in search order."""
         closed = self.closed
         forbidden = self.forbidden
+        home_only = not occ >> 7
+        sources = occ & HOME_BITS if home_only else occ
+        highest = occ.bit_length() - 1
         out = []
-        for src in sources:
+        while sources:
+            src = sources.bit_length() - 1
+            sources ^= 1 << src
             if src == HEAD and heads_used >= self.head_limit:
                 continue
+            single = (m >> (8 * src)) & 255 == 1
             dst = src - die
             if dst >= 1:
                 if closed[dst]:
                     continue
                 nmask = mask | BIT[dst]
-                if m[src] == 1:
+                nocc = occ | (1 << dst)
+                if single:
                     nmask &= ~BIT[src]
+                    nocc &= ~(1 << src)
                 if runs(nmask) & forbidden:
                     continue
             else:
                 # bear off: all home, and an exact die or no checker higher (§4.2-4.4)
-                if not home_only or (dst < 0 and src != sources[0]):
+                if not home_only or (dst < 0 and src != highest):
                     continue
                 dst = OFF
-                nmask = mask if m[src] > 1 else mask & ~BIT[src]
-            n = list(m)
-            n[src] -= 1
-            n[dst] += 1
-            out.append((src, dst, n, nmask))
+                nmask, nocc = (mask & ~BIT[src], occ & ~(1 << src)) if single else (mask, occ)
+            out.append((src, dst, m - UNIT[src] + UNIT[dst], nocc, nmask))
         return out
 
 
@@ -165,55 +194,106 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
     An empty list means no die can be played: the turn passes (§3.6).
     """
     turn = Turn(position, dice)
-    return [
-        Play(tuple(Step(*s) for s in steps), turn.end_position(m)) for m, steps in _search(turn)
-    ]
+    end, make = turn._end, Step._make
+    return [Play(tuple(map(make, steps)), end(m)) for m, steps in _search(turn)]
 
 
 Path = tuple[tuple[int, int, int], ...]  # (src, dst, die) steps
+_OFF_ALL = CHECKERS * UNIT[OFF]  # the packed board of a side that has borne off all 15
+_REST = 1 << 200  # key offset: which die is left, for the two orders of a non-double
 
 
-def _search(turn: Turn) -> list[tuple[tuple[int, ...], Path]]:
-    """Breadth-first search over dice; returns (mover board, canonical steps) of each play."""
+def _search(turn: Turn) -> list[tuple[int, Path]]:
+    """Breadth-first search over dice; returns (packed mover board, canonical steps) per play.
+
+    This is :meth:`Turn._steps` unrolled into the level loop: it is the hot path of every
+    engine and of the arbiter, and the two are cross-checked against a naive reference.
+    """
     a, b = turn.dice
     dice = (a,) * 4 if a == b else (max(a, b), min(a, b))
-    start = turn.start
-    head0 = start[HEAD]
-    steps_of = turn._steps
-    # A level maps (board, remaining dice) to (run mask, first step sequence reaching it).
-    level: dict = {(start, dice): (turn.mask(start), ())}
-    finished: dict[tuple[int, ...], Path] = {}
+    start = pack(turn.start)
+    head0 = turn.start[HEAD]
+    head_limit = turn.head_limit
+    closed = turn.closed
+    forbidden = turn.forbidden
+    bit = BIT
+    unit = UNIT
+    occ0 = sum(1 << p for p in range(1, 25) if turn.start[p])
+    # A level maps a key (board, plus the die left for a non-double's first step) to
+    # (board, occupancy, run mask, dice left, first step sequence reaching it).
+    level: dict = {start: (start, occ0, turn.mask(turn.start), dice, ())}
+    finished: dict[int, Path] = {}
+    complete: dict[int, Path] = {}
     while True:
         nxt: dict = {}
-        for (m, remaining), (mask, steps) in level.items():
-            heads = head0 - m[HEAD]
-            home_only = not any(m[7:25])
-            sources = [p for p in range(6 if home_only else 24, 0, -1) if m[p]]
+        for m, occ, mask, remaining, steps in level.values():
+            home_only = not occ >> 7
+            srcs = occ & HOME_BITS if home_only else occ
+            if head0 - (m >> 192) >= head_limit:
+                srcs &= ~(1 << HEAD)  # the head rule (§3.4)
+            highest = occ.bit_length() - 1
+            sources = []
+            while srcs:
+                src = srcs.bit_length() - 1
+                srcs ^= 1 << src
+                sources.append((src, (m >> (8 * src)) & 255 == 1))
             for i, die in enumerate(remaining):
                 if i and die == remaining[i - 1]:
                     continue
                 rest = remaining[:i] + remaining[i + 1 :]
-                for src, dst, n, nmask in steps_of(m, mask, heads, die, sources, home_only):
-                    board = tuple(n)
-                    if board[OFF] == CHECKERS:  # the game ends; unplayed dice lapse (§4.6)
-                        finished.setdefault(board, (*steps, (src, dst, die)))
-                    elif (board, rest) not in nxt:
-                        nxt[board, rest] = (nmask, (*steps, (src, dst, die)))
+                tag = _REST * rest[0] if len(rest) == 1 else 0
+                for src, single in sources:
+                    dst = src - die
+                    if dst >= 1:
+                        if closed[dst]:  # §3.2
+                            continue
+                        if single:
+                            nmask = (mask | bit[dst]) & ~bit[src]
+                            nocc = (occ | (1 << dst)) & ~(1 << src)
+                        else:
+                            nmask = mask | bit[dst]
+                            nocc = occ | (1 << dst)
+                        if forbidden and (
+                            nmask
+                            & (nmask >> 1)
+                            & (nmask >> 2)
+                            & (nmask >> 3)
+                            & (nmask >> 4)
+                            & (nmask >> 5)
+                            & forbidden
+                        ):
+                            continue  # the six-point rule (§3.5)
+                    else:
+                        # bear off: all home, and an exact die or no checker higher (§4.2-4.4)
+                        if not home_only or (dst < 0 and src != highest):
+                            continue
+                        dst = OFF
+                        if single:
+                            nmask, nocc = mask & ~bit[src], occ & ~(1 << src)
+                        else:
+                            nmask, nocc = mask, occ
+                    n = m - unit[src] + unit[dst]
+                    if n == _OFF_ALL:  # the game ends; unplayed dice lapse (§4.6)
+                        finished.setdefault(n, (*steps, (src, dst, die)))
+                    elif not rest:  # the last die: a complete play, nothing to expand
+                        if n not in complete:
+                            complete[n] = (*steps, (src, dst, die))
+                    elif n + tag not in nxt:
+                        nxt[n + tag] = (n, nocc, nmask, rest, (*steps, (src, dst, die)))
         if not nxt:
             break
         level = nxt
-    # A play that ends the game counts as using every die; others must use the most dice.
-    most = len(dice) if finished else len(next(iter(level.values()))[1])
-    plays = dict(finished)
-    for (m, _), (_, steps) in level.items():
-        if steps and len(steps) == most:
-            plays.setdefault(m, steps)
+    if complete or finished:  # every die played, or the game over (counts as all, §4.6)
+        finished.update((m, steps) for m, steps in complete.items() if m not in finished)
+        return list(finished.items())
+    # Not every die can be played: the plays that use the most dice (§3.6).
+    plays = {m: steps for m, _, _, _, steps in level.values() if steps}
     return _larger_die_rule(list(plays.items()), dice)
 
 
 def _larger_die_rule(
-    plays: list[tuple[tuple[int, ...], Path]], dice: tuple[int, ...]
-) -> list[tuple[tuple[int, ...], Path]]:
+    plays: list[tuple[int, Path]], dice: tuple[int, ...]
+) -> list[tuple[int, Path]]:
     """With two different dice of which only one can be played, the larger must be (§3.6)."""
     if len(dice) == 2 and plays and all(len(s) == 1 for _, s in plays):
         larger = [(m, s) for m, s in plays if s[0][2] == dice[0]]

@@ -11,8 +11,8 @@ Two coordinate systems meet here:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 CHECKERS = 15
 POINTS = 24
@@ -69,8 +69,7 @@ ABS: tuple[tuple[int, ...], tuple[int, ...]] = (
 _TEXT = re.compile(r"^\s*([A-Za-z]+)\s*/\s*(.*?)\s*$", re.S)
 
 
-@dataclass(frozen=True, slots=True)
-class Position:
+class Position(NamedTuple):
     """An immutable, hashable long nardy position.
 
     ``board`` holds the 24 counts by absolute index, white positive and black negative;
@@ -125,7 +124,8 @@ class Position:
         """The position text (RULES.md §1)."""
         return f"{self.turn.letter}/{','.join(map(str, self.board))}"
 
-    __str__ = text
+    def __str__(self) -> str:
+        return self.text()
 
     # -- queries ------------------------------------------------------------------------
     def count(self, color: Color, point: int) -> int:

@@ -113,14 +113,10 @@ def reference_plays(pos: Position, dice: tuple[int, int]) -> set[str]:
     head_limit = 2 if first_turn and d1 == d2 and d1 in FIRST_TURN_DOUBLES else 1
 
     # nodes: (end text, dice counted, dice used in order) for every reachable state.
+    # Deliberately no memo of visited states: every step sequence is walked.
     nodes: set[tuple[str, int, tuple[int, ...]]] = set()
-    seen: set[tuple] = set()  # (board, dice left, head allowance, dice order if 2 dice)
 
     def dfs(b, remaining: list[int], heads_left: int, used: tuple[int, ...]) -> None:
-        key = (tuple(b), tuple(sorted(remaining)), heads_left, used if n == 2 else ())
-        if key in seen:
-            return
-        seen.add(key)
         finished = on_board(b, color) == 0
         # §4.6: the game ends when the 15th checker is off; the other dice lapse, so a
         # finished game counts as having played every die.
