@@ -90,7 +90,12 @@ def channel(
 
 
 class Client:
-    """An arbiter connection for trio code. Use ``async with Client(...)`` or call close()."""
+    """An arbiter connection for trio code. Use ``async with Client(...)`` or call close().
+
+    ``address`` defaults to ``$NARDY_SERVER``; ``token`` is a player or seat token, or None
+    for an anonymous (spectator) connection. Engines launched by a runner get their token
+    from ``$NARDY_TOKEN`` through :func:`run_engine`.
+    """
 
     def __init__(
         self,
@@ -103,7 +108,7 @@ class Client:
         shared: grpc.Channel | None = None,
     ) -> None:
         self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
-        self.token = token if token is not None else os.environ.get(ENV_TOKEN)
+        self.token = token
         self.timeout = timeout
         self._owns_channel = shared is None
         self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
@@ -287,22 +292,59 @@ def my_turn(ev: pb.GameEvent) -> bool:
 async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameState:
     """Play one game with ``engine`` to its end; returns the final state."""
     state = None
+    played = 0  # the last turn this seat has answered
     async for ev in client.events(game_id):
         state = ev.state
-        if not my_turn(ev):
+        if not my_turn(ev) or state.turn_id <= played:
             continue
         choice = engine(TurnInfo(ev.state))
-        try:
-            if isinstance(choice, str):
-                await client.submit(game_id, state.turn_id, notation=choice)
-            else:
-                await client.submit(game_id, state.turn_id, end_position=choice.end_position)
-        except grpc.RpcError as e:
-            if e.code() in RETRYABLE:
-                continue  # the resumed stream shows whether the play landed
-            log.warning("game %s turn %d: play refused: %s", game_id, state.turn_id, e.details())
+        if await submit_play(client, game_id, state, choice):
+            played = state.turn_id
     assert state is not None
     return state
+
+
+async def submit_play(
+    client: Client,
+    game_id: str,
+    state: pb.GameState,
+    choice: pb.LegalPlay | str,
+    *,
+    attempts: int = 5,
+) -> bool:
+    """Submit ``choice`` for the turn of ``state``; True once the arbiter has it.
+
+    Plays are idempotent, so a call that failed in transit is simply sent again. A play the
+    arbiter refuses is replaced by the first legal play (and logged), so that a faulty
+    engine loses the quality of a move, not the game on time.
+    """
+    fields = (
+        {"notation": choice} if isinstance(choice, str) else {"end_position": choice.end_position}
+    )
+    delay = 0.05
+    for _ in range(attempts):
+        try:
+            await client.submit(game_id, state.turn_id, **fields)
+            return True
+        except grpc.RpcError as e:
+            code = e.code()
+            if code in RETRYABLE:
+                await trio.sleep(delay)
+                delay *= 2
+                continue
+            if code == grpc.StatusCode.INVALID_ARGUMENT and state.legal_plays:
+                log.warning(
+                    "game %s turn %d: play refused (%s); playing %s instead",
+                    game_id,
+                    state.turn_id,
+                    e.details(),
+                    state.legal_plays[0].notation,
+                )
+                fields = {"end_position": state.legal_plays[0].end_position}
+                continue
+            log.warning("game %s turn %d: %s", game_id, state.turn_id, e.details())
+            return False
+    return False
 
 
 async def play_forever(
@@ -313,7 +355,7 @@ async def play_forever(
     max_games: int | None = None,
 ) -> None:
     """Play every game the player is seated in, concurrently, as they are announced."""
-    async with Client(address, token) as client:
+    async with Client(address, token if token is not None else os.environ.get(ENV_TOKEN)) as client:
         seen: set[str] = set()
         finished = trio.Event()
         count = 0

@@ -1,0 +1,159 @@
+"""`nardy check-engine` as a user runs it: a real subprocess against fixture engines.
+
+The three checks run at the same time (each is mostly waiting on clocks), so the module
+takes about as long as the slowest one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clients import check_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SCENARIOS = [sc.name for sc in check_engine.scenarios()]
+
+
+def command(fixture: str, turn_ms: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "nardy",
+        "check-engine",
+        "--turn-ms",
+        str(turn_ms),
+        "--",
+        sys.executable,
+        str(FIXTURES / fixture),
+    ]
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NARDY_SERVER", "NARDY_TOKEN")}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """name -> (exit code, stdout, stderr) for the good, broken and stalling engines."""
+    # A passing engine answers at once, so its run does not wait on the clock: keep the
+    # default 3000 ms. The failing ones wait out every clock: make them short.
+    plans = {
+        "random": ("random_engine.py", 3000),
+        "broken": ("broken_engine.py", 1000),
+        "stall": ("stall_engine.py", 1000),
+    }
+    procs = {
+        name: subprocess.Popen(
+            command(fixture, ms),
+            cwd=ROOT,
+            env=environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, (fixture, ms) in plans.items()
+    }
+    results = {}
+    try:
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=150)
+            results[name] = (proc.returncode, out, err)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    yield results
+    for _, out, _ in results.values():  # failed runs keep their logs: remove them here
+        m = re.search(r"engine logs in (\S+)", out)
+        if m and "nardy-check-" in m.group(1):
+            shutil.rmtree(m.group(1), ignore_errors=True)
+
+
+def lines(out: str, tag: str) -> dict[str, str]:
+    """scenario name -> the rest of its PASS/FAIL line."""
+    found = {}
+    for line in out.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) >= 2 and parts[0] == tag:
+            found[parts[1]] = parts[2] if len(parts) > 2 else ""
+    return found
+
+
+def test_scenario_setups_hold():
+    check_engine.check_setups()
+
+
+def test_random_engine_passes_every_scenario(runs):
+    code, out, err = runs["random"]
+    assert code == 0, out + err
+    passed = lines(out, "PASS")
+    assert sorted(passed) == sorted(SCENARIOS), out
+    assert not lines(out, "FAIL")
+    assert f"OK: all {len(SCENARIOS)} scenarios passed" in out
+    assert "\x1b[" not in out  # no colour when not a TTY
+    assert passed["no-legal-play"].startswith("(turn 1 (6-5) passed by the arbiter")
+    assert "refused with INVALID_ARGUMENT" in passed["illegal-play-refused"]
+    assert "resumed with" in passed["drop-and-resume"]
+
+
+def test_broken_engine_fails_with_the_refusals_in_the_reason(runs):
+    code, out, err = runs["broken"]
+    assert code == 1, out + err
+    failed = lines(out, "FAIL")
+    assert sorted(failed) == sorted(SCENARIOS), out
+    for reason in failed.values():
+        assert "no play within the clock" in reason
+        assert "INVALID_ARGUMENT: illegal play" in reason  # the engine's own log, quoted
+    m = re.search(r"FAILED: 10 of 10 scenarios failed .*; engine logs in (\S+)", out)
+    assert m, out
+    log = Path(m.group(1)) / "01-first-turn-6-6.log"
+    assert "refused" in log.read_text()
+
+
+def test_stalling_engine_fails_on_the_clock(runs):
+    code, out, err = runs["stall"]
+    assert code == 1, out + err
+    failed = lines(out, "FAIL")
+    assert sorted(failed) == sorted(SCENARIOS), out
+    assert failed["first-turn-6-6"] == "no play within the clock (turn 1, dice 6-6, 1000 ms clock)"
+    assert all(r.startswith("no play within the clock") for r in failed.values())
+
+
+def test_no_engine_process_outlives_the_check(runs):
+    proc = Path("/proc")
+    if not proc.is_dir():
+        pytest.skip("needs /proc")
+    left = []
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if str(FIXTURES) in cmdline:
+                left.append(cmdline.replace("\0", " "))
+    assert not left
+
+
+def test_no_command_is_a_usage_error():
+    r = subprocess.run(
+        [sys.executable, "-m", "nardy", "check-engine", "--"],
+        cwd=ROOT,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2
+    assert "usage: nardy check-engine" in r.stderr
