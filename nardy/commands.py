@@ -7,6 +7,9 @@ import logging
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from clients.commands import register as register_clients
+
+    register_clients(sub)  # play, watch, replay, standings (programs for people)
     p = sub.add_parser("serve", help="run the arbiter (gRPC server)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=50051, help="port (default 50051; 0 = any)")
