@@ -17,6 +17,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-level", default="INFO")
     p.set_defaults(func=_serve)
 
+    p = sub.add_parser(
+        "ladder", help="run a local tournament between engine processes",
+        description="Start an embedded arbiter, launch each engine command as a process and "
+        "play duplicate-dice pairs until --games are done or the SPRT decides.")
+    p.add_argument("--engine", action="append", default=[], metavar="NAME=CMD", required=True,
+                   help="an engine: its name and the command that runs it (repeat)")
+    p.add_argument("--games", type=int, default=100, help="games to play in all (default 100)")
+    p.add_argument("--sprt", metavar="ELO0,ELO1,ALPHA,BETA",
+                   help="instead of --games: stop when the SPRT decides (two engines)")
+    p.add_argument("--concurrency", type=int, default=2, help="games at once (default 2)")
+    p.add_argument("--time-per-move", type=int, default=1000, metavar="MS",
+                   help="turn time in ms (default 1000)")
+    p.add_argument("--db", help="SQLite file; running again with it continues (default: temp)")
+    p.add_argument("--records", metavar="DIR", help="write a record of every game here")
+    p.set_defaults(func=_ladder)
+
+    p = sub.add_parser("export", help="write a game's record (text or JSON)")
+    p.add_argument("game", help="game id")
+    p.add_argument("--server", default="127.0.0.1:50051", help="arbiter address")
+    p.add_argument("--json", action="store_true", help="JSON instead of the text format")
+    p.add_argument("-o", "--output", help="file to write (default stdout)")
+    p.set_defaults(func=_export)
+
     p = sub.add_parser("demo", help="play a quick game and print it")
     p.set_defaults(func=_demo)
 
@@ -53,6 +76,18 @@ def _serve(args: argparse.Namespace) -> int:
     )
     run_forever(ServerConfig(host=args.host, port=args.port, db=args.db))
     return 0
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    from clients.ladder_runner import main
+
+    return main(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from clients.export import main
+
+    return main(args)
 
 
 def _engine(args: argparse.Namespace) -> int:

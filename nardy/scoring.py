@@ -17,6 +17,7 @@ class Termination(StrEnum):
     TIMEOUT = "timeout"
     RESIGNATION = "resignation"
     ABANDONMENT = "abandonment"
+    ILLEGAL_PLAYS = "illegal-plays"  # too many refused plays in one game (ladders)
 
 
 class Kind(StrEnum):
@@ -65,6 +66,8 @@ def result(position: Position, *, koks: bool = False) -> GameResult | None:
 
 
 def forfeit(position: Position, loser: Color, termination: Termination) -> GameResult:
-    """The side that timed out, resigned or left loses: mars if it bore off nothing (§5)."""
+    """The side that timed out, resigned or left loses: mars if it bore off nothing (§5).
+
+    A loss by too many illegal plays (a ladder rule) is scored the same way."""
     kind = Kind.OIN if position.borne_off(loser) else Kind.MARS
     return GameResult(loser.opponent, kind, termination)

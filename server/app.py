@@ -17,15 +17,16 @@ import trio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from nardy.v1 import arbiter_pb2, arbiter_pb2_grpc
+from nardy.v1 import arbiter_pb2, arbiter_pb2_grpc, ladder_pb2, ladder_pb2_grpc
 from server.arbiter import Arbiter
 from server.bridge import Bridge, Transport
-from server.service import HEARTBEAT_S, ArbiterService
+from server.service import HEARTBEAT_S, ArbiterService, LadderService
 from server.store import SQLiteStore
 
 log = logging.getLogger("nardy.server")
 
 SERVICE = arbiter_pb2.DESCRIPTOR.services_by_name["ArbiterService"].full_name
+LADDER_SERVICE = ladder_pb2.DESCRIPTOR.services_by_name["LadderService"].full_name
 
 
 @dataclass
@@ -42,7 +43,7 @@ class ServerConfig:
 async def serve(
     config: ServerConfig, stop: trio.Event, *, task_status=trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Serve until ``stop`` is set; ``task_status.started`` receives the bound port."""
+    """Serve until ``stop`` is set; ``task_status.started`` receives (port, arbiter)."""
     store = SQLiteStore(config.db)
     arbiter = Arbiter(store)
     async with trio.open_nursery() as nursery:
@@ -65,14 +66,17 @@ async def serve(
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
                 ArbiterService(arbiter, bridge, config.heartbeat_s), server
             )
+            ladder_pb2_grpc.add_LadderServiceServicer_to_server(
+                LadderService(arbiter, bridge), server
+            )
             checker = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(checker, server)
             reflection.enable_server_reflection(
-                [SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+                [SERVICE, LADDER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
             )
             port = server.add_insecure_port(f"{config.host}:{config.port}")
             await server.start()
-            for name in ("", SERVICE):
+            for name in ("", SERVICE, LADDER_SERVICE):
                 await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
             parts.update(server=server, health=checker)
             return port
@@ -85,7 +89,7 @@ async def serve(
         transport = Transport(setup, shutdown)
         port = await trio.to_thread.run_sync(transport.start)
         log.info("serving nardy.v1 on %s:%d db=%s", config.host, port, config.db)
-        task_status.started(port)
+        task_status.started((port, arbiter))
         try:
             await stop.wait()
         finally:
@@ -119,6 +123,7 @@ class EmbeddedServer:
         self.config = ServerConfig(port=0, db=db, **options)
         self.port = 0
         self._token: trio.lowlevel.TrioToken | None = None
+        self._arbiter = None
         self._stop: trio.Event | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -141,6 +146,14 @@ class EmbeddedServer:
                 self._token.run_sync_soon(self._stop.set)
         self._thread.join()
 
+    def call(self, fn, *args):
+        """Run ``fn(*args)`` in the arbiter's trio thread (operator tasks, e.g. reissue_token)."""
+        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+
+    @property
+    def arbiter(self):
+        return self._arbiter
+
     def __enter__(self) -> EmbeddedServer:
         return self.start()
 
@@ -152,7 +165,7 @@ class EmbeddedServer:
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             async with trio.open_nursery() as nursery:
-                self.port = await nursery.start(serve, self.config, self._stop)
+                self.port, self._arbiter = await nursery.start(serve, self.config, self._stop)
                 self._ready.set()
 
         try:

@@ -20,6 +20,7 @@ from nardy.dice import Dice
 from nardy.match import GameOptions
 from nardy.variant import VARIANTS
 from server.errors import ArbiterError, Code
+from server.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.session import (
     DEFAULT_TURN_MS,
     Accepted,
@@ -94,6 +95,9 @@ class MatchSpec:
     start_timeout_ms: int = 60_000
     start_position: str = ""
     dice_script: tuple[int, ...] = ()
+    illegal_play_limit: int = 0
+    ladder: str = ""
+    pair_id: str = ""
 
 
 class Arbiter:
@@ -105,12 +109,14 @@ class Arbiter:
         self.matches: dict[str, MatchSession] = {}
         self.games: dict[str, GameSession] = {}
         self.player_sinks: dict[str, set[Sink]] = {}
+        self.ladders: dict[str, Ladder] = {}
         self.nursery: trio.Nursery | None = None
         self.closing = False
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
+            self.restore()
             task_status.started()
             await trio.sleep_forever()
 
@@ -186,6 +192,9 @@ class Arbiter:
             start=start,
             start_timeout=spec.start_timeout_ms / 1000,
             new_id=new_id,
+            illegal_play_limit=spec.illegal_play_limit,
+            ladder=spec.ladder,
+            pair_id=spec.pair_id,
         )
         seat_tokens = ["", ""]
         for seat in seats:
@@ -221,9 +230,12 @@ class Arbiter:
             raise ArbiterError(Code.NOT_FOUND, f"no game {game_id!r}")
         return game
 
-    def list_games(self, status: int, limit: int) -> list[GameSession]:
-        games = [g for g in reversed(self.games.values()) if not status or g.status == status]
-        return games[: max(1, min(limit or 50, 500))]
+    def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
+        games = [
+            g for g in reversed(self.games.values())
+            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder)
+        ]
+        return games[: max(1, min(limit or 50, 10_000))]
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -317,6 +329,72 @@ class Arbiter:
     def game_over(self, game: GameSession) -> None:
         self.store.update_game(game)
         self._notify(game, Note.GAME_OVER)
+        if game.match.ladder in self.ladders:
+            self.ladders[game.match.ladder].game_over(game)
+
+    # -- ladders ------------------------------------------------------------------------
+    def create_ladder(self, name: str, options: LadderOptions) -> tuple[Ladder, bool]:
+        """The ladder ``name``, created with ``options`` if it does not exist yet."""
+        if not NAME.match(name):
+            raise ArbiterError(Code.INVALID_ARGUMENT,
+                               "a ladder name is 1-40 letters, digits, '.', '_' or '-'")
+        if name in self.ladders:
+            return self.ladders[name], False
+        if not 0 < options.turn_ms <= MAX_TURN_MS or options.max_games_per_bot < 2:
+            raise ArbiterError(Code.INVALID_ARGUMENT,
+                               "a ladder needs a turn time and room for a pair (2 games)")
+        ladder = self._open_ladder(name, options)
+        self.store.add_ladder(name, options)
+        log.info("ladder created name=%s %s", name, options)
+        return ladder, True
+
+    def _open_ladder(self, name: str, options: LadderOptions) -> Ladder:
+        ladder = self.ladders[name] = Ladder(self, name, options)
+        assert self.nursery is not None
+        self.nursery.start_soon(ladder.run)
+        return ladder
+
+    def ladder(self, name: str) -> Ladder:
+        if name not in self.ladders:
+            raise ArbiterError(Code.NOT_FOUND, f"no ladder {name!r}")
+        return self.ladders[name]
+
+    def join_ladder(self, token: str | None, name: str, ready: bool) -> None:
+        principal = self.authenticate(token)
+        if principal is None or principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "joining a ladder needs a player token")
+        player = self.players[principal.player_id]
+        self.ladder(name).join(player.id, player.name, ready)
+
+    def reissue_token(self, name: str) -> str:
+        """A new token for a registered player (operator use, e.g. a resumed local ladder);
+        the old one stops working."""
+        player = self.by_name.get(name)
+        if player is None:
+            raise ArbiterError(Code.NOT_FOUND, f"no player named {name!r}")
+        for key, principal in list(self.tokens.items()):
+            if principal.player_id == player.id:
+                del self.tokens[key]
+        token = secrets.token_urlsafe(32)
+        self.tokens[token_hash(token)] = Principal(player_id=player.id)
+        self.store.set_player_token(player.id, token_hash(token))
+        return token
+
+    # -- restart ------------------------------------------------------------------------
+    def restore(self) -> None:
+        """Load what outlives a restart: players and their tokens, ladders and results."""
+        for player_id, name, bot, digest in self.store.load_players():
+            player = Player(player_id, name, bool(bot))
+            self.players[player_id] = self.by_name[name] = player
+            self.tokens[digest] = Principal(player_id=player_id)
+        for name, options in self.store.load_ladders():
+            ladder = self._open_ladder(name, LadderOptions(**options))
+            for record in self.store.load_ladder_games(name):
+                ladder.restore(LadderGame(**record))
+            for player_id, ready in self.store.load_ladder_members(name):
+                if player_id in self.players:
+                    ladder.members[player_id] = Member(
+                        player_id, self.players[player_id].name, bool(ready))
 
     def journal(self, game: GameSession, event) -> None:
         self.store.append_event(game, event)

@@ -12,10 +12,13 @@ import grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
+from nardy.v1 import ladder_pb2 as ladder_pb
+from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, MatchSpec, Note, PlayerNote
 from server.bridge import CLOSE, Bridge, QueueSink
 from server.errors import ArbiterError
+from server.ladder import LadderOptions
 from server.session import DEFAULT_TURN_MS, Event, EventType
 
 log = logging.getLogger("nardy.server")
@@ -90,7 +93,8 @@ class ArbiterService(api_grpc.ArbiterServiceServicer):
         )
 
     async def ListGames(self, request, context):
-        games = await self._call(context, self.arbiter.list_games, request.status, request.limit)
+        games = await self._call(context, self.arbiter.list_games, request.status, request.limit,
+            request.ladder)
         summaries = await self.bridge.call(lambda: [views.summary_pb(g) for g in games])
         return api.ListGamesResponse(games=summaries)
 
@@ -188,3 +192,124 @@ def player_event(note: PlayerNote) -> api.PlayerEvent:
         msg.color = views.COLOR[game.color_of(note.seat)]
         msg.opponent.CopyFrom(views.player_pb(game.match.seats[1 - note.seat]))
     return msg
+
+
+class LadderService(ladder_grpc.LadderServiceServicer):
+    def __init__(self, arbiter: Arbiter, bridge: Bridge) -> None:
+        self.arbiter = arbiter
+        self.bridge = bridge
+
+    async def _call(self, context, fn, *args):
+        try:
+            return await self.bridge.call(fn, *args)
+        except ArbiterError as e:
+            await _abort(context, e)
+
+    async def CreateLadder(self, request, context):
+        o = request.options
+        options = LadderOptions(
+            turn_ms=o.turn_time_ms or 1000,
+            time_bank_ms=o.time_bank_ms,
+            max_games_per_bot=o.max_games_per_bot or 2,
+            illegal_play_limit=o.illegal_play_limit or 3,
+            max_games=o.max_games,
+            max_concurrent_games=o.max_concurrent_games,
+        )
+        ladder, created = await self._call(
+            context, self.arbiter.create_ladder, request.name, options
+        )
+        return ladder_pb.CreateLadderResponse(
+            name=ladder.name, created=created, options=ladder_options_pb(ladder.options)
+        )
+
+    async def JoinLadder(self, request, context):
+        await self._call(
+            context, self.arbiter.join_ladder, bearer(context), request.ladder, request.ready
+        )
+        return ladder_pb.JoinLadderResponse()
+
+    async def GetStandings(self, request, context):
+        return await self._call(context, standings_pb, self.arbiter, request.ladder)
+
+    async def GetCrosstable(self, request, context):
+        return await self._call(context, crosstable_pb, self.arbiter, request.ladder)
+
+
+def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:
+    return ladder_pb.LadderOptions(
+        turn_time_ms=o.turn_ms,
+        time_bank_ms=o.time_bank_ms,
+        max_games_per_bot=o.max_games_per_bot,
+        illegal_play_limit=o.illegal_play_limit,
+        max_games=o.max_games,
+        max_concurrent_games=o.max_concurrent_games,
+    )
+
+
+def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
+    """Runs in the trio thread: the ladder's rows as a message."""
+    ladder = arbiter.ladder(name)
+    members = {m.name: m for m in ladder.members.values()}
+    out = ladder_pb.GetStandingsResponse(
+        ladder=name,
+        finished_games=ladder.finished_games(),
+        voided_games=sum(1 for r in ladder.results if r.voided),
+        games_in_progress=len(ladder.in_progress),
+    )
+    for rank, row in enumerate(ladder.rows(), 1):
+        elo = ladder.elo(row)
+        member = members.get(row.name)
+        out.rows.append(
+            ladder_pb.StandingsRow(
+                rank=rank,
+                player=pb.Player(name=row.name, bot=True),
+                elo=ladder_pb.Interval(value=elo.elo, low=elo.low, high=elo.high),
+                skill_mu=ladder.skill.mu(row.name),
+                skill_sigma=ladder.skill.sigma(row.name),
+                skill_conservative=ladder.skill.conservative(row.name),
+                games=row.games,
+                wins=row.wins,
+                losses=row.losses,
+                points_for=row.points_for,
+                points_against=row.points_against,
+                mars_wins=row.mars_wins,
+                mars_losses=row.mars_losses,
+                timeouts=row.timeouts,
+                disconnects=row.disconnects,
+                illegal_play_losses=row.illegal_play_losses,
+                avg_move_ms=row.avg_move_ms,
+                playing=member.playing if member else 0,
+                ready=member.ready if member else False,
+            )
+        )
+    return out
+
+
+def crosstable_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetCrosstableResponse:
+    """Runs in the trio thread: head-to-head records for every two bots that met."""
+    ladder = arbiter.ladder(name)
+    cells: dict[tuple[str, str], ladder_pb.CrosstableCell] = {}
+
+    def cell(a: str, b: str) -> ladder_pb.CrosstableCell:
+        if (a, b) not in cells:
+            cells[a, b] = ladder_pb.CrosstableCell(player=a, opponent=b)
+        return cells[a, b]
+
+    for r in ladder.results:
+        if r.voided:
+            continue
+        win, loss = cell(r.winner, r.loser), cell(r.loser, r.winner)
+        win.wins += 1
+        loss.losses += 1
+        win.points_for += r.points
+        loss.points_against += r.points
+    for a, b, wins_a in ladder.pair_outcomes():
+        for me, other, won in ((a, b, wins_a), (b, a, 2 - wins_a)):
+            c = cell(me, other)
+            if won == 0:
+                c.pairs_lost += 1
+            elif won == 1:
+                c.pairs_split += 1
+            else:
+                c.pairs_won += 1
+    return ladder_pb.GetCrosstableResponse(cells=[cells[k] for k in sorted(cells)])

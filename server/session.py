@@ -94,6 +94,7 @@ class Snapshot:
     result: GameResult | None
     legal: tuple[Play, ...]  # for the side to move while a play is awaited
     next_game_id: str
+    refused: tuple[int, int]  # plays refused as illegal: white's, black's
 
 
 class Sink(Protocol):
@@ -139,6 +140,9 @@ class GameSession:
         self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
         self.all_present = trio.Event()
         self.accepted: dict[int, tuple[Position, Accepted]] = {}  # turn_id -> play answer
+        self.refused = {Color.WHITE: 0, Color.BLACK: 0}  # plays refused as illegal, per side
+        self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
+        self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
         self.throws: tuple[tuple[int, int], ...] = ()
 
@@ -214,6 +218,7 @@ class GameSession:
             result=self.result,
             legal=self.legal,
             next_game_id=self.next_game_id,
+            refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
         )
 
     def _event(self, kind: EventType, *, record: bool = True, **extra) -> Event:
@@ -335,6 +340,8 @@ class GameSession:
         over = used - self.match.turn_ms
         if over > 0:
             self.bank[mover] = max(0, int(self.bank[mover] - over))
+        self.used_ms[mover] += int(used)
+        self.plays_made[mover] += 1
         answer = self._apply(play, mover, automatic=False, used_ms=int(used))
         self._wake.set()
         return answer
@@ -359,21 +366,27 @@ class GameSession:
         return None
 
     def _read_play(self, notation: str | None, end: str | None) -> Play:
-        if end is not None:
-            try:
-                target = Position.parse(end)
-            except ValueError as e:
-                raise ArbiterError(Code.INVALID_ARGUMENT, f"end_position: {e}") from None
+        try:
+            if end is None:
+                return self.variant.match_play(self.position, self.dice, notation or "")
+            target = Position.parse(end)
             for play in self.legal:
                 if play.end == target:
                     return play
-            raise ArbiterError(
-                Code.INVALID_ARGUMENT, "end_position is not the end of any legal play this turn"
-            )
-        try:
-            return self.variant.match_play(self.position, self.dice, notation or "")
+            raise IllegalPlay("end_position is not the end of any legal play this turn")
         except (IllegalPlay, ValueError) as e:
+            self._refuse(self.position.turn)
             raise ArbiterError(Code.INVALID_ARGUMENT, f"illegal play: {e}") from None
+
+    def _refuse(self, mover: Color) -> None:
+        """Count a refused play; past the game's limit the mover loses (ladder rule)."""
+        self.refused[mover] += 1
+        limit = self.match.illegal_play_limit
+        if limit and self.refused[mover] >= limit and self.result is None:
+            self.log("%s lost: %d illegal plays", mover.name.lower(), self.refused[mover])
+            self.legal = ()
+            self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
+            self._wake.set()
 
     def resign(self, seat: int) -> GameResult:
         if self.status is not Status.IN_PROGRESS or self.result is not None:
@@ -417,6 +430,9 @@ class MatchSession:
         turn_ms: int,
         time_bank_ms: int,
         auto_play_forced: bool,
+        illegal_play_limit: int = 0,
+        ladder: str = "",
+        pair_id: str = "",
         dice: Dice,
         start: Position | None,
         start_timeout: float,
@@ -430,6 +446,9 @@ class MatchSession:
         self.turn_ms = turn_ms
         self.time_bank_ms = time_bank_ms
         self.auto_play_forced = auto_play_forced
+        self.illegal_play_limit = illegal_play_limit
+        self.ladder = ladder
+        self.pair_id = pair_id
         self.dice = dice
         self.seeded = not dice.fair
         self.start = start

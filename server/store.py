@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from server.ladder import LadderGame, LadderOptions
     from server.session import Event, GameSession, MatchSession
 
 SCHEMA = """
@@ -29,6 +31,12 @@ CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY, match_id TEXT NOT NULL REFERENCES matches(id), number INTEGER NOT NULL,
     status INTEGER NOT NULL, white_seat INTEGER, result TEXT,
     created REAL DEFAULT (unixepoch('subsec')));
+CREATE TABLE IF NOT EXISTS ladders (name TEXT PRIMARY KEY, options TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ladder_members (
+    ladder TEXT NOT NULL, player_id TEXT NOT NULL, ready INTEGER NOT NULL,
+    PRIMARY KEY (ladder, player_id));
+CREATE TABLE IF NOT EXISTS ladder_games (
+    ladder TEXT NOT NULL, game_id TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     game_id TEXT NOT NULL REFERENCES games(id), seq INTEGER NOT NULL, type INTEGER NOT NULL,
     time REAL NOT NULL, data BLOB NOT NULL, PRIMARY KEY (game_id, seq)) WITHOUT ROWID;
@@ -43,6 +51,14 @@ class Store(Protocol):
     def add_game(self, game: GameSession) -> None: ...
     def update_game(self, game: GameSession) -> None: ...
     def append_event(self, game: GameSession, event: Event) -> None: ...
+    def set_player_token(self, player_id: str, token_hash: str) -> None: ...
+    def load_players(self) -> list[tuple[str, str, int, str]]: ...
+    def add_ladder(self, name: str, options: LadderOptions) -> None: ...
+    def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None: ...
+    def add_ladder_game(self, ladder: str, record: LadderGame) -> None: ...
+    def load_ladders(self) -> list[tuple[str, dict]]: ...
+    def load_ladder_games(self, ladder: str) -> list[dict]: ...
+    def load_ladder_members(self, ladder: str) -> list[tuple[str, int]]: ...
     def close(self) -> None: ...
 
 
@@ -119,6 +135,42 @@ class SQLiteStore:
             "INSERT INTO events VALUES (?,?,?,?,?)",
             (game.id, event.seq, int(event.type), event.time, data),
         )
+
+    def set_player_token(self, player_id: str, token_hash: str) -> None:
+        self.db.execute("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
+
+    def load_players(self) -> list[tuple[str, str, int, str]]:
+        return self.db.execute("SELECT id, name, bot, token_hash FROM players").fetchall()
+
+    # -- ladders ------------------------------------------------------------------------
+    def add_ladder(self, name: str, options: LadderOptions) -> None:
+        self.db.execute("INSERT INTO ladders VALUES (?,?)", (name, json.dumps(asdict(options))))
+
+    def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None:
+        self.db.execute("INSERT OR REPLACE INTO ladder_members VALUES (?,?,?)",
+                        (ladder, player_id, int(ready)))
+
+    def add_ladder_game(self, ladder: str, record: LadderGame) -> None:
+        self.db.execute("INSERT OR REPLACE INTO ladder_games VALUES (?,?,?)",
+                        (ladder, record.game_id, json.dumps(asdict(record))))
+
+    def load_ladders(self) -> list[tuple[str, dict]]:
+        rows = self.db.execute("SELECT name, options FROM ladders ORDER BY rowid").fetchall()
+        return [(name, json.loads(options)) for name, options in rows]
+
+    def load_ladder_games(self, ladder: str) -> list[dict]:
+        rows = self.db.execute("SELECT record FROM ladder_games WHERE ladder=? ORDER BY rowid",
+                               (ladder,)).fetchall()
+        out = []
+        for (text,) in rows:
+            record = json.loads(text)
+            record["used_ms"], record["plays"] = tuple(record["used_ms"]), tuple(record["plays"])
+            out.append(record)
+        return out
+
+    def load_ladder_members(self, ladder: str) -> list[tuple[str, int]]:
+        return self.db.execute("SELECT player_id, ready FROM ladder_members WHERE ladder=?",
+                               (ladder,)).fetchall()
 
     def close(self) -> None:
         self.db.close()

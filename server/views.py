@@ -26,6 +26,7 @@ TERMINATION = {
     "timeout": pb.TERMINATION_TIMEOUT,
     "resignation": pb.TERMINATION_RESIGNATION,
     "abandonment": pb.TERMINATION_ABANDONMENT,
+    "illegal-plays": pb.TERMINATION_ILLEGAL_PLAYS,
 }
 
 
@@ -47,6 +48,7 @@ def options_pb(game: GameSession) -> pb.GameOptions:
         turn_time_ms=m.turn_ms,
         time_bank_ms=m.time_bank_ms,
         auto_play_forced=m.auto_play_forced,
+        illegal_play_limit=m.illegal_play_limit,
     )
 
 
@@ -106,6 +108,9 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         result=result_pb(snap.result),
         seeded=game.match.seeded,
         next_game_id=snap.next_game_id,
+        white_refused=snap.refused[0],
+        black_refused=snap.refused[1],
+        ladder=game.match.ladder,
     )
     _personalise(state, snap, audience)
     return state

@@ -92,12 +92,14 @@ class GetGameResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[_game_pb2.GameState, _Mapping]] = ..., last_seq: _Optional[int] = ...) -> None: ...
 
 class ListGamesRequest(_message.Message):
-    __slots__ = ("status", "limit")
+    __slots__ = ("status", "limit", "ladder")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    LADDER_FIELD_NUMBER: _ClassVar[int]
     status: _game_pb2.GameStatus
     limit: int
-    def __init__(self, status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., limit: _Optional[int] = ...) -> None: ...
+    ladder: str
+    def __init__(self, status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., limit: _Optional[int] = ..., ladder: _Optional[str] = ...) -> None: ...
 
 class GameSummary(_message.Message):
     __slots__ = ("game_id", "match_id", "game_number", "status", "white", "black", "result", "match")

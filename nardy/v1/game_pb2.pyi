@@ -31,6 +31,7 @@ class Termination(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TERMINATION_TIMEOUT: _ClassVar[Termination]
     TERMINATION_RESIGNATION: _ClassVar[Termination]
     TERMINATION_ABANDONMENT: _ClassVar[Termination]
+    TERMINATION_ILLEGAL_PLAYS: _ClassVar[Termination]
 
 class ResultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -76,6 +77,7 @@ TERMINATION_NORMAL: Termination
 TERMINATION_TIMEOUT: Termination
 TERMINATION_RESIGNATION: Termination
 TERMINATION_ABANDONMENT: Termination
+TERMINATION_ILLEGAL_PLAYS: Termination
 RESULT_KIND_UNSPECIFIED: ResultKind
 RESULT_KIND_OIN: ResultKind
 RESULT_KIND_MARS: ResultKind
@@ -98,7 +100,7 @@ EVENT_TYPE_HEARTBEAT: EventType
 EVENT_TYPE_SERVER_SHUTDOWN: EventType
 
 class GameOptions(_message.Message):
-    __slots__ = ("variant", "koks", "opening", "colours", "turn_time_ms", "time_bank_ms", "auto_play_forced")
+    __slots__ = ("variant", "koks", "opening", "colours", "turn_time_ms", "time_bank_ms", "auto_play_forced", "illegal_play_limit")
     VARIANT_FIELD_NUMBER: _ClassVar[int]
     KOKS_FIELD_NUMBER: _ClassVar[int]
     OPENING_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +108,7 @@ class GameOptions(_message.Message):
     TURN_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     TIME_BANK_MS_FIELD_NUMBER: _ClassVar[int]
     AUTO_PLAY_FORCED_FIELD_NUMBER: _ClassVar[int]
+    ILLEGAL_PLAY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     variant: str
     koks: bool
     opening: OpeningRule
@@ -113,7 +116,8 @@ class GameOptions(_message.Message):
     turn_time_ms: int
     time_bank_ms: int
     auto_play_forced: bool
-    def __init__(self, variant: _Optional[str] = ..., koks: _Optional[bool] = ..., opening: _Optional[_Union[OpeningRule, str]] = ..., colours: _Optional[_Union[ColourRule, str]] = ..., turn_time_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., auto_play_forced: _Optional[bool] = ...) -> None: ...
+    illegal_play_limit: int
+    def __init__(self, variant: _Optional[str] = ..., koks: _Optional[bool] = ..., opening: _Optional[_Union[OpeningRule, str]] = ..., colours: _Optional[_Union[ColourRule, str]] = ..., turn_time_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., auto_play_forced: _Optional[bool] = ..., illegal_play_limit: _Optional[int] = ...) -> None: ...
 
 class Board(_message.Message):
     __slots__ = ("points", "white_off", "black_off")
@@ -185,7 +189,7 @@ class MatchScore(_message.Message):
     def __init__(self, target: _Optional[int] = ..., white_points: _Optional[int] = ..., black_points: _Optional[int] = ..., over: _Optional[bool] = ...) -> None: ...
 
 class GameState(_message.Message):
-    __slots__ = ("game_id", "match_id", "game_number", "status", "options", "white", "black", "position", "board", "side_to_move", "dice", "turn_id", "white_clock", "black_clock", "match", "result", "legal_plays", "your_color", "seeded", "next_game_id")
+    __slots__ = ("game_id", "match_id", "game_number", "status", "options", "white", "black", "position", "board", "side_to_move", "dice", "turn_id", "white_clock", "black_clock", "match", "result", "legal_plays", "your_color", "seeded", "next_game_id", "white_refused", "black_refused", "ladder")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_NUMBER_FIELD_NUMBER: _ClassVar[int]
@@ -206,6 +210,9 @@ class GameState(_message.Message):
     YOUR_COLOR_FIELD_NUMBER: _ClassVar[int]
     SEEDED_FIELD_NUMBER: _ClassVar[int]
     NEXT_GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    WHITE_REFUSED_FIELD_NUMBER: _ClassVar[int]
+    BLACK_REFUSED_FIELD_NUMBER: _ClassVar[int]
+    LADDER_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     match_id: str
     game_number: int
@@ -226,7 +233,10 @@ class GameState(_message.Message):
     your_color: Color
     seeded: bool
     next_game_id: str
-    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., options: _Optional[_Union[GameOptions, _Mapping]] = ..., white: _Optional[_Union[Player, _Mapping]] = ..., black: _Optional[_Union[Player, _Mapping]] = ..., position: _Optional[str] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., side_to_move: _Optional[_Union[Color, str]] = ..., dice: _Optional[_Iterable[int]] = ..., turn_id: _Optional[int] = ..., white_clock: _Optional[_Union[Clock, _Mapping]] = ..., black_clock: _Optional[_Union[Clock, _Mapping]] = ..., match: _Optional[_Union[MatchScore, _Mapping]] = ..., result: _Optional[_Union[GameResult, _Mapping]] = ..., legal_plays: _Optional[_Iterable[_Union[LegalPlay, _Mapping]]] = ..., your_color: _Optional[_Union[Color, str]] = ..., seeded: _Optional[bool] = ..., next_game_id: _Optional[str] = ...) -> None: ...
+    white_refused: int
+    black_refused: int
+    ladder: str
+    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., options: _Optional[_Union[GameOptions, _Mapping]] = ..., white: _Optional[_Union[Player, _Mapping]] = ..., black: _Optional[_Union[Player, _Mapping]] = ..., position: _Optional[str] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., side_to_move: _Optional[_Union[Color, str]] = ..., dice: _Optional[_Iterable[int]] = ..., turn_id: _Optional[int] = ..., white_clock: _Optional[_Union[Clock, _Mapping]] = ..., black_clock: _Optional[_Union[Clock, _Mapping]] = ..., match: _Optional[_Union[MatchScore, _Mapping]] = ..., result: _Optional[_Union[GameResult, _Mapping]] = ..., legal_plays: _Optional[_Iterable[_Union[LegalPlay, _Mapping]]] = ..., your_color: _Optional[_Union[Color, str]] = ..., seeded: _Optional[bool] = ..., next_game_id: _Optional[str] = ..., white_refused: _Optional[int] = ..., black_refused: _Optional[int] = ..., ladder: _Optional[str] = ...) -> None: ...
 
 class PlayRecord(_message.Message):
     __slots__ = ("side", "dice", "notation", "turn_id", "automatic", "used_ms")

@@ -1,0 +1,447 @@
+"""The board as the terminal client draws it: a pure function of the game state.
+
+:func:`render` turns a ``GameState`` (as the arbiter sends it) into a ``rich.text.Text``:
+the 24 points in the usual two-row layout seen from one side (``perspective``), that
+side's home bottom right and its head top right, as on the seed sites' boards. Point
+numbers are the perspective side's own (24 = its head, 1 = its last point). Beside the
+board: both players with pip counts, borne-off checkers and clocks, the dice and the match
+score. :func:`render_plain` gives the same as plain text (what tests and pipes see).
+
+Nothing here touches a terminal or a clock: live clock values are computed by the caller
+(:func:`live_clocks`) and passed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from nardy.position import ABS, CHECKERS, HEAD, Color, Position, absolute, relative
+from nardy.v1 import game_pb2 as pb
+
+CELL = 4  # characters per point: the checker in column 2, numbers right-aligned in 1..2
+BAR = 1  # width of the bar between the halves
+PANEL = 23  # width of the side panel (the whole board stays within 80 columns)
+STACK = 5  # checkers drawn per point before a count replaces the last one
+PB_COLOR = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
+COLOR_PB = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK}
+
+KIND = {
+    pb.RESULT_KIND_OIN: "oin",
+    pb.RESULT_KIND_MARS: "mars",
+    pb.RESULT_KIND_KOKS: "koks",
+}
+
+
+def termination_name(value: int) -> str:
+    """``TERMINATION_TIMEOUT`` -> ``timeout`` (new values are named without a code change)."""
+    try:
+        name = pb.Termination.Name(value)
+    except ValueError:
+        return "unknown"
+    return name.removeprefix("TERMINATION_").lower().replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Glyphs:
+    white: str
+    black: str
+    target: str
+    h: str  # frame line
+    v: str  # frame column
+    tl: str
+    tr: str
+    bl: str
+    br: str
+    tm: str  # top tee (bar)
+    bm: str  # bottom tee (bar)
+
+
+UNICODE = Glyphs("O", "X", "*", "─", "│", "┌", "┐", "└", "┘", "┬", "┴")
+ASCII = Glyphs("O", "X", "*", "-", "|", "+", "+", "+", "+", "+", "+")
+
+# Styles; without colour (NO_COLOR, not a terminal) only the characters remain.
+S_FRAME = "grey50"
+S_CELL = ("on color(94)", "on color(130)")  # two shades of wood, alternating points
+S_BAR = "on color(58)"
+S_PIECE = {Color.WHITE: "bold bright_white", Color.BLACK: "bold black"}
+S_TARGET = "bold bright_green"
+S_SELECTED = "bold reverse"
+S_HEAD = "bold yellow"
+S_NUMBER = "grey70"
+S_RUNNING = "bold yellow"
+S_LOW = "bold red"
+S_DIM = "grey50"
+
+
+def side_name(color: Color) -> str:
+    return color.name.lower()
+
+
+def fmt_clock(ms: int | None) -> str:
+    """``m:ss``, rounded up, so that 0:00 shows only when the time is gone."""
+    if ms is None:
+        return "-:--"
+    s = max(0, math.ceil(ms / 1000))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def clock_running(state: pb.GameState) -> Color | None:
+    """The side whose clock runs: a turn in progress waits for its play."""
+    if state.status != pb.GAME_STATUS_IN_PROGRESS or not state.dice:
+        return None
+    return PB_COLOR.get(state.side_to_move)
+
+
+def live_clocks(state: pb.GameState, elapsed_s: float) -> tuple[int, int]:
+    """(white ms, black ms) ``elapsed_s`` seconds after ``state`` was received."""
+    w, b = state.white_clock.remaining_ms, state.black_clock.remaining_ms
+    running = clock_running(state)
+    spent = int(elapsed_s * 1000)
+    if running is Color.WHITE:
+        w = max(0, w - spent)
+    elif running is Color.BLACK:
+        b = max(0, b - spent)
+    return w, b
+
+
+def state_for(
+    position: Position,
+    *,
+    dice: Sequence[int] = (),
+    white: str = "white",
+    black: str = "black",
+    to_move: bool = True,
+) -> pb.GameState:
+    """A GameState for a position outside any arbiter (replays of record files)."""
+    return pb.GameState(
+        status=pb.GAME_STATUS_IN_PROGRESS if to_move else pb.GAME_STATUS_FINISHED,
+        position=position.text(),
+        side_to_move=COLOR_PB[position.turn] if to_move else pb.COLOR_UNSPECIFIED,
+        dice=list(dice),
+        white=pb.Player(name=white),
+        black=pb.Player(name=black),
+    )
+
+
+def result_line(state: pb.GameState, you: Color | None = None) -> str:
+    """``white (alice) wins: mars, 2 points`` / ``You win ...`` / ``... lost on time``."""
+    r = state.result
+    if not r.winner:
+        return ""
+    winner = PB_COLOR[r.winner]
+    names = {Color.WHITE: state.white.name, Color.BLACK: state.black.name}
+    kind = KIND.get(r.kind, "?")
+    pts = f"{r.points} point{'s' if r.points != 1 else ''}"
+    how = termination_name(r.termination)
+    if you is not None:
+        who = "You win" if winner is you else f"{names[winner] or side_name(winner)} wins"
+    else:
+        who = f"{side_name(winner).capitalize()} ({names[winner]}) wins"
+    why = {
+        "timeout": "on time",
+        "abandonment": "by abandonment (the loser's clock ran out while away)",
+        "resignation": "by resignation",
+        "illegal plays": "by too many refused plays",
+    }.get(how, "")
+    loser = winner.opponent
+    if you is not None and how == "timeout":
+        why = "you ran out of time" if loser is you else "the opponent ran out of time"
+        return f"{who} by {kind}, {pts}: {why}"
+    return f"{who} by {kind}, {pts}" + (f" ({why})" if why else "")
+
+
+def score_line(state: pb.GameState, you: Color | None = None) -> str:
+    m = state.match
+    if not m.target:
+        return ""
+    names = {Color.WHITE: state.white.name or "white", Color.BLACK: state.black.name or "black"}
+    pts = {Color.WHITE: m.white_points, Color.BLACK: m.black_points}
+    if you is not None:
+        them = you.opponent
+        text = f"match to {m.target}: you {pts[you]} - {pts[them]} {names[them]}"
+    else:
+        text = (
+            f"match to {m.target}: {names[Color.WHITE]} {pts[Color.WHITE]}"
+            f" - {pts[Color.BLACK]} {names[Color.BLACK]}"
+        )
+    return text + (" (match over)" if m.over else "")
+
+
+def render(
+    state: pb.GameState,
+    perspective: Color = Color.WHITE,
+    *,
+    you: Color | None = None,
+    position: Position | None = None,
+    dice_left: Sequence[int] | None = None,
+    targets: Iterable[int] = (),
+    selected: int | None = None,
+    clocks: tuple[int, int] | None = None,
+    marks: Iterable[int] = (),
+    title: str | None = None,
+    unicode: bool = True,
+    show_clocks: bool = True,
+    turn_label: str = "to move",
+) -> Text:
+    """The board of ``state`` seen from ``perspective``.
+
+    ``position`` overrides the state's board (a turn being built step by step);
+    ``dice_left`` the dice still to play (the others are shown as used); ``targets`` and
+    ``selected`` are the perspective side's points (0 = off) to mark as legal targets and
+    as the chosen checker; ``marks`` absolute indices to underline (the last play's
+    points); ``clocks`` (white ms, black ms) the live clock values; ``you`` the person's
+    side, labelled "you". ``show_clocks=False`` leaves the clocks out (replays).
+    """
+    g = UNICODE if unicode else ASCII
+    pos = position or (Position.parse(state.position) if state.position else Position.start())
+    me = perspective
+    opp = me.opponent
+    targets = set(targets)
+    marks = set(marks)
+    running = clock_running(state)
+    if clocks is None:
+        clocks = (state.white_clock.remaining_ms, state.black_clock.remaining_ms)
+    clock_of = {Color.WHITE: clocks[0], Color.BLACK: clocks[1]}
+    names = {
+        Color.WHITE: state.white.name or "white",
+        Color.BLACK: state.black.name or "black",
+    }
+    glyph = {Color.WHITE: g.white, Color.BLACK: g.black}
+    in_progress = state.status == pb.GAME_STATUS_IN_PROGRESS
+    to_move = PB_COLOR.get(state.side_to_move) if in_progress else None
+
+    def count_at(p: int) -> tuple[int, Color | None]:
+        c = pos.board[ABS[me][p]]
+        if c > 0:
+            return c, Color.WHITE
+        if c < 0:
+            return -c, Color.BLACK
+        return 0, None
+
+    top = list(range(13, 25))  # left to right: 13..24 (the head, 24, top right)
+    bottom = list(range(12, 0, -1))  # 12..1 (home, 6..1, bottom right)
+    heads = {HEAD: "top", relative(me, ABS[opp][HEAD]): "bottom"}
+
+    def cell(p: int, row: int, shade: str) -> Text:
+        n, owner = count_at(p)
+        t = Text(style=shade)
+        if owner is not None and row < min(n, STACK):
+            if n > STACK and row == STACK - 1:
+                t.append(f"{n:>3} ", style=S_PIECE[owner])
+            else:
+                style = S_PIECE[owner]
+                if p == selected and row == min(n, STACK) - 1:
+                    style += " reverse"
+                if ABS[me][p] in marks and row == min(n, STACK) - 1:
+                    style += " underline"
+                t.append("  ")
+                t.append(glyph[owner], style=style)
+                t.append(" ")
+        elif p in targets and row == n:
+            t.append("  ")
+            t.append(g.target, style=S_TARGET)
+            t.append(" ")
+        else:
+            t.append(" " * CELL)
+        return t
+
+    def half_row(points: list[int], row: int) -> Text:
+        t = Text()
+        for p in points:
+            t.append_text(cell(p, row, S_CELL[p % 2]))
+        return t
+
+    def number_row(points: list[int]) -> Text:
+        t = Text()
+        for p in points:
+            if p == selected:
+                t.append(f"[{p:>2}]", style=S_SELECTED)
+            elif p in targets:
+                t.append(f"{p:>3}", style=S_TARGET)
+                t.append(g.target, style=S_TARGET)
+            else:
+                t.append(f" {p:>2} ", style=S_NUMBER)
+        return t
+
+    def frame(left: str, mid: str, right: str, points: list[int], where: str) -> Text:
+        t = Text(" ")
+        t.append(left, style=S_FRAME)
+        for i, p in enumerate(points):
+            if i == 6:
+                t.append(mid + g.h * BAR + mid, style=S_FRAME)
+            if heads.get(p) == where:
+                t.append(g.h * 2, style=S_FRAME)
+                t.append("H", style=S_HEAD)
+                t.append(g.h, style=S_FRAME)
+            else:
+                t.append(g.h * CELL, style=S_FRAME)
+        t.append(right, style=S_FRAME)
+        return t
+
+    def stack_line(points: list[int], row: int) -> Text:
+        t = Text(" ")
+        t.append(g.v, style=S_FRAME)
+        t.append_text(half_row(points[:6], row))
+        t.append(g.v, style=S_FRAME)
+        t.append(" " * BAR, style=S_BAR)
+        t.append(g.v, style=S_FRAME)
+        t.append_text(half_row(points[6:], row))
+        t.append(g.v, style=S_FRAME)
+        return t
+
+    def numbers_line(points: list[int]) -> Text:
+        t = Text("  ")
+        t.append_text(number_row(points[:6]))
+        t.append(" " * (BAR + 2))
+        t.append_text(number_row(points[6:]))
+        return t
+
+    def dice_text() -> Text:
+        t = Text()
+        dice = list(state.dice)
+        if not dice:
+            return t
+        a, b = dice[0], dice[1]
+        full = [a] * 4 if a == b else [a, b]
+        left = list(dice_left) if dice_left is not None else list(full)
+        for d in full:
+            if d in left:
+                left.remove(d)
+                t.append(f"[{d}]", style="bold")
+            else:
+                t.append(f"({d})", style=S_DIM)
+        return t
+
+    def middle_line() -> Text:
+        """The bar row: the dice of the turn, in the half of the side to move."""
+        dice = dice_text()
+        half = CELL * 6
+        left = Text(" " * half, style=S_CELL[0])
+        right = Text(" " * half, style=S_CELL[0])
+        if dice.plain:
+            pad = max(0, (half - len(dice.plain)) // 2)
+            filled = Text(" " * pad, style=S_CELL[0])
+            filled.append_text(dice)
+            filled.append(" " * (half - pad - len(dice.plain)), style=S_CELL[0])
+            if to_move is me:
+                right = filled
+            else:
+                left = filled
+        t = Text(" ")
+        t.append(g.v, style=S_FRAME)
+        t.append_text(left)
+        t.append(g.v, style=S_FRAME)
+        t.append(" " * BAR, style=S_BAR)
+        t.append(g.v, style=S_FRAME)
+        t.append_text(right)
+        t.append(g.v, style=S_FRAME)
+        return t
+
+    points = {Color.WHITE: state.match.white_points, Color.BLACK: state.match.black_points}
+
+    def player_lines(color: Color) -> list[Text]:
+        label = Text()
+        label.append(glyph[color], style=S_PIECE[color] + " " + S_CELL[0])
+        name = names[color]
+        extra = f" ({side_name(color)})"
+        if color is you:
+            extra = f" (you, {side_name(color)})"
+        room = PANEL - 2 - len(extra)
+        if len(name) > room:
+            name = name[: max(1, room - 1)] + "~"
+        label.append(f" {name}")
+        label.append(extra, style="bold" if color is you else S_DIM)
+        stats = Text(f"pips {pos.pips(color):>3}  off")
+        if color is me and 0 in targets:
+            stats.append(g.target, style=S_TARGET)
+        else:
+            stats.append(" ")
+        stats.append(f"{pos.borne_off(color):>2}")
+        if state.match.target:
+            stats.append(f"  pts {points[color]}")
+        clock = Text("clock " if show_clocks else "")
+        ms = clock_of[color]
+        style = ""
+        if running is color:
+            style = S_LOW if ms is not None and ms < 10_000 else S_RUNNING
+        if show_clocks:
+            clock.append(fmt_clock(ms), style=style)
+        if to_move is color:
+            clock.append(("  < " if show_clocks else "< ") + turn_label, style="bold")
+        return [label, stats, clock]
+
+    # -- the side panel, one entry per board line ---------------------------------------
+    panel: list[Text] = [Text() for _ in range(15)]
+    for i, t in enumerate(player_lines(opp)):
+        panel[1 + i] = t
+    for i, t in enumerate(player_lines(me)):
+        panel[11 + i] = t
+    if state.match.target:
+        over = ", over" if state.match.over else ""
+        panel[6] = Text(f"match to {state.match.target}{over}", style="bold")
+    if state.game_number:
+        panel[5] = Text(f"game {state.game_number}", style=S_DIM)
+    if state.status == pb.GAME_STATUS_FINISHED and state.result.winner:
+        winner = PB_COLOR[state.result.winner]
+        kind = KIND.get(state.result.kind, "?")
+        who = "you win" if winner is you else f"{side_name(winner)} wins"
+        panel[7] = Text(f"{who}: {kind} (+{state.result.points})", style="bold")
+    elif state.status == pb.GAME_STATUS_WAITING:
+        panel[7] = Text("waiting for players", style=S_DIM)
+    elif state.status == pb.GAME_STATUS_ABORTED:
+        panel[7] = Text("game aborted", style="bold")
+    if state.seeded:
+        panel[8] = Text("dice scripted/seeded", style=S_DIM)
+
+    lines: list[Text] = []
+    if title:
+        lines.append(Text(title, style="bold"))
+    board_lines = [numbers_line(top), frame(g.tl, g.tm, g.tr, top, "top")]
+    board_lines += [stack_line(top, r) for r in range(STACK)]
+    board_lines.append(middle_line())
+    board_lines += [stack_line(bottom, r) for r in reversed(range(STACK))]
+    board_lines += [frame(g.bl, g.bm, g.br, bottom, "bottom"), numbers_line(bottom)]
+    width = max(len(t.plain) for t in board_lines)
+    for line, side in zip(board_lines, panel, strict=True):
+        line = line.copy()
+        if side.plain:
+            line.append(" " * (width - len(line.plain) + 2))
+            line.append_text(side)
+        line.rstrip()
+        lines.append(line)
+    return Text("\n").join(lines)
+
+
+def render_plain(state: pb.GameState, perspective: Color = Color.WHITE, **kw) -> str:
+    """The board as plain text, without colour (what ``NO_COLOR`` and pipes show)."""
+    return render(state, perspective, **kw).plain
+
+
+def play_marks(color: Color, notation: str) -> set[int]:
+    """Absolute indices of the points a play landed on (for underlining the last play)."""
+    out: set[int] = set()
+    for token in notation.split():
+        parts = token.split("(")[0].split("/")
+        last = parts[-1]
+        if last.isdigit() and 1 <= int(last) <= 24:
+            out.add(absolute(color, int(last)))
+    return out
+
+
+__all__ = [
+    "CHECKERS",
+    "clock_running",
+    "fmt_clock",
+    "live_clocks",
+    "play_marks",
+    "render",
+    "render_plain",
+    "result_line",
+    "score_line",
+    "state_for",
+    "termination_name",
+]

@@ -1,0 +1,105 @@
+"""Game records from the arbiter: `nardy export GAME` and the ladder runner's --records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import grpc
+
+from nardy import Color, Position
+from nardy.record import GameRecord, TurnRecord, dumps, to_json
+from nardy.scoring import GameResult, Kind, Termination
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
+
+SIDE = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
+KIND = {pb.RESULT_KIND_OIN: Kind.OIN, pb.RESULT_KIND_MARS: Kind.MARS,
+        pb.RESULT_KIND_KOKS: Kind.KOKS}
+HOW = {pb.TERMINATION_NORMAL: Termination.NORMAL, pb.TERMINATION_TIMEOUT: Termination.TIMEOUT,
+       pb.TERMINATION_RESIGNATION: Termination.RESIGNATION,
+       pb.TERMINATION_ABANDONMENT: Termination.ABANDONMENT,
+       pb.TERMINATION_ILLEGAL_PLAYS: Termination.ILLEGAL_PLAYS}
+
+
+def game_events(stub: api_grpc.ArbiterServiceStub, game_id: str) -> list[pb.GameEvent]:
+    """Every event recorded so far of a game (a spectator's view)."""
+    last = stub.GetGame(api.GetGameRequest(game_id=game_id)).last_seq
+    events: list[pb.GameEvent] = []
+    if not last:
+        return events
+    stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id, from_start=True),
+                                timeout=30)
+    for ev in stream:
+        if ev.type == pb.EVENT_TYPE_HEARTBEAT:
+            continue
+        events.append(ev)
+        if ev.seq >= last:
+            break
+    stream.cancel()
+    return events
+
+
+def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
+    """The game record of one game's events."""
+    if not events:
+        raise ValueError("no events")
+    first = next((e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED), events[0])
+    st = first.state
+    last = events[-1].state
+    date = datetime.fromtimestamp(first.time.ToNanoseconds() / 1e9, UTC)
+    headers = {
+        "Game": str(st.game_number),
+        "Variant": st.options.variant or "long",
+        "White": st.white.name,
+        "Black": st.black.name,
+        "Match": str(st.match.target),
+        "TimeControl": f"{st.options.turn_time_ms} ms per turn"
+        + (f" + {st.options.time_bank_ms} ms bank" if st.options.time_bank_ms else ""),
+        "Date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if st.seeded:
+        headers["Dice"] = "seeded"
+    if st.ladder:
+        headers["Ladder"] = st.ladder
+    turns = [TurnRecord(SIDE[e.play.side], (e.play.dice[0], e.play.dice[1]), e.play.notation)
+             for e in events
+             if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)]
+    result = None
+    if last.status == pb.GAME_STATUS_FINISHED:
+        r = last.result
+        result = GameResult(SIDE[r.winner], KIND[r.kind], HOW[r.termination])
+        headers["Score"] = f"{last.match.white_points}-{last.match.black_points}"
+    start = Position.parse(st.position)  # the board as the game started
+    return GameRecord(headers=headers, start=start, turns=turns, result=result)
+
+
+def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
+    """Write a text record of every finished game of ``ladder`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    games = stub.ListGames(api.ListGamesRequest(ladder=ladder, limit=10_000,
+                                                status=pb.GAME_STATUS_FINISHED)).games
+    for g in games:
+        path = out / f"{g.game_id}.nrd"
+        if not path.exists():
+            path.write_text(dumps([record_from_events(game_events(stub, g.game_id))]))
+    return len(games)
+
+
+def main(args: argparse.Namespace) -> int:
+    with grpc.insecure_channel(args.server) as channel:
+        stub = api_grpc.ArbiterServiceStub(channel)
+        try:
+            record = record_from_events(game_events(stub, args.game))
+        except grpc.RpcError as e:
+            print(f"nardy export: {e.details()}", file=sys.stderr)
+            return 1
+    text = to_json([record]) if args.json else dumps([record])
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0

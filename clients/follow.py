@@ -1,0 +1,172 @@
+"""Following a game's events for people: resume after a lost connection and say so.
+
+The SDK's ``Client.events`` already resumes silently; a person must be told when the
+connection drops and when the game is back, so this loop subscribes with ``resume=False``
+and handles the retries itself: on a retryable status it says "connection lost", probes
+the arbiter with ``GetGame`` every so often, and subscribes again with ``after_seq`` = the
+last event seen, so that nothing is missed or repeated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import grpc
+import trio
+
+from clients.board import KIND, PB_COLOR, side_name, termination_name
+from nardy.client import END_TYPES, RETRYABLE, Client
+from nardy.position import Color
+from nardy.v1 import game_pb2 as pb
+
+MAX_BACKOFF = 4.0
+
+
+class GameGone(Exception):
+    """The game cannot be followed any more (unknown game, refused, ...)."""
+
+
+async def follow(
+    client: Client,
+    game_id: str,
+    on_event: Callable[[pb.GameEvent], None],
+    say: Callable[[str], None],
+    *,
+    from_start: bool = False,
+) -> pb.GameEvent:
+    """Feed every event of ``game_id`` to ``on_event`` until it ends; return the last one.
+
+    Lost connections and server restarts are retried for as long as it takes (the caller
+    can cancel); a refusal (unknown game, bad token) raises :class:`GameGone`.
+    """
+    last = 0
+    lost = False
+    backoff = 0.25
+    while True:
+        try:
+            if lost:
+                await client.get_game(game_id)  # fails fast while the arbiter is away
+            events = client.events(
+                game_id, after_seq=last, from_start=from_start and last == 0, resume=False
+            )
+            async with contextlib.aclosing(events) as stream:
+                if lost:
+                    say(f"Connection back: game resumed after event {last}.")
+                    lost = False
+                    backoff = 0.25
+                async for ev in stream:
+                    if ev.type != pb.EVENT_TYPE_HEARTBEAT:
+                        last = max(last, ev.seq)
+                    on_event(ev)
+                    if ev.type in END_TYPES:
+                        return ev
+                    if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
+                        say("The arbiter is restarting; the client will resume the game.")
+            lost = True
+        except grpc.RpcError as e:
+            if e.code() not in RETRYABLE:
+                raise GameGone(f"{e.code().name.lower()}: {e.details()}") from None
+            if not lost:
+                say(f"Connection lost ({e.code().name.lower()}); resuming the game by itself...")
+            lost = True
+        await trio.sleep(backoff)
+        backoff = min(MAX_BACKOFF, backoff * 2)
+
+
+def names_of(state: pb.GameState) -> dict[Color, str]:
+    return {
+        Color.WHITE: state.white.name or "white",
+        Color.BLACK: state.black.name or "black",
+    }
+
+
+def who(state: pb.GameState, color: Color, you: Color | None) -> str:
+    if color is you:
+        return "You"
+    name = names_of(state)[color]
+    if you is None:
+        return f"{side_name(color).capitalize()} ({name})"
+    return name
+
+
+def dice_text(dice) -> str:
+    return "-".join(str(d) for d in dice)
+
+
+def describe(ev: pb.GameEvent, you: Color | None = None) -> str | None:
+    """One line about an event, or None for events that need no words."""
+    st = ev.state
+    t = ev.type
+    if t == pb.EVENT_TYPE_GAME_STARTED:
+        names = names_of(st)
+        if you is None:
+            colours = f"{names[Color.WHITE]} plays white, {names[Color.BLACK]} plays black"
+        else:
+            them = you.opponent
+            colours = f"you play {side_name(you)}, {names[them]} plays {side_name(them)}"
+        text = f"Game {st.game_number} started: {colours}."
+        if ev.opening_throws:
+            throws = ", ".join(
+                f"{o.first_player_die}-{o.second_player_die}" for o in ev.opening_throws
+            )
+            text += f" Opening throw {throws}; white moves first."
+        return text
+    if t == pb.EVENT_TYPE_PLAY_MADE:
+        side = PB_COLOR[ev.play.side]
+        auto = " (automatic)" if ev.play.automatic else ""
+        return f"{who(st, side, you)} played {dice_text(ev.play.dice)}: {ev.play.notation}{auto}"
+    if t == pb.EVENT_TYPE_TURN_PASSED:
+        side = PB_COLOR[ev.play.side]
+        return (
+            f"{who(st, side, you)} rolled {dice_text(ev.play.dice)}: no legal play, "
+            "the turn passes."
+        )
+    if t == pb.EVENT_TYPE_GAME_FINISHED:
+        return finished_text(st, you)
+    if t == pb.EVENT_TYPE_GAME_ABORTED:
+        return "The game was aborted (a player did not arrive in time)."
+    return None
+
+
+def finished_text(st: pb.GameState, you: Color | None = None) -> str:
+    r = st.result
+    if not r.winner:
+        return "The game is over."
+    winner = PB_COLOR[r.winner]
+    kind = KIND.get(r.kind, "?")
+    how = termination_name(r.termination)
+    pts = f"{r.points} point{'s' if r.points != 1 else ''}"
+    head = f"{who(st, winner, you)} {'win' if winner is you else 'wins'} by {kind} ({pts})"
+    loser = winner.opponent
+    reason = {
+        "timeout": "ran out of time",
+        "abandonment": "left: the clock ran out while disconnected",
+        "resignation": "resigned",
+        "illegal plays": "had too many plays refused",
+    }.get(how)
+    if reason:
+        name = "you" if loser is you else who(st, loser, you)
+        head += f": {name} {reason}"
+    return head + "."
+
+
+def score_text(st: pb.GameState, you: Color | None = None) -> str:
+    m = st.match
+    names = names_of(st)
+    pts = {Color.WHITE: m.white_points, Color.BLACK: m.black_points}
+    if you is not None:
+        them = you.opponent
+        text = f"Match to {m.target}: you {pts[you]}, {names[them]} {pts[them]}"
+    else:
+        text = (
+            f"Match to {m.target}: {names[Color.WHITE]} {pts[Color.WHITE]}, "
+            f"{names[Color.BLACK]} {pts[Color.BLACK]}"
+        )
+    if m.over:
+        leader = Color.WHITE if pts[Color.WHITE] > pts[Color.BLACK] else Color.BLACK
+        if leader is you:
+            text += " - you win the match!"
+        else:
+            text += f" - {names[leader]} wins the match."
+    return text

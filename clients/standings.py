@@ -1,0 +1,113 @@
+"""``nardy standings``: a ladder table from the arbiter's finished games.
+
+For now the table is computed here from ``ListGames`` (finished games, newest 500): per
+player the games, wins, losses, points won and lost, and wins by mars or more. When the
+ladder RPCs are in the protocol this command should ask them instead (ratings, rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+import grpc
+from rich.console import Console
+from rich.table import Table
+
+from clients.term import run_trio
+from nardy.client import Client
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
+
+LIMIT = 500
+
+
+@dataclass
+class Row:
+    name: str
+    bot: bool = False
+    games: int = 0
+    won: int = 0
+    lost: int = 0
+    points_for: int = 0
+    points_against: int = 0
+    mars: int = 0  # games won by mars (or koks)
+
+    @property
+    def diff(self) -> int:
+        return self.points_for - self.points_against
+
+
+def table_rows(games: list[api.GameSummary]) -> list[Row]:
+    """Per-player totals over finished games, best first (wins, then point difference)."""
+    rows: dict[str, Row] = {}
+    for g in games:
+        if g.status != pb.GAME_STATUS_FINISHED or not g.result.winner:
+            continue
+        players = {pb.COLOR_WHITE: g.white, pb.COLOR_BLACK: g.black}
+        for color, player in players.items():
+            row = rows.setdefault(player.name, Row(player.name, player.bot))
+            row.games += 1
+            if color == g.result.winner:
+                row.won += 1
+                row.points_for += g.result.points
+                if g.result.kind in (pb.RESULT_KIND_MARS, pb.RESULT_KIND_KOKS):
+                    row.mars += 1
+            else:
+                row.lost += 1
+                row.points_against += g.result.points
+    return sorted(rows.values(), key=lambda r: (-r.won, -r.diff, r.lost, r.name))
+
+
+def build_table(rows: list[Row], server: str) -> Table:
+    table = Table(title=f"Standings on {server} (finished games)", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("player")
+    for name in ("games", "won", "lost", "win %", "pts +", "pts -", "diff", "mars"):
+        table.add_column(name, justify="right")
+    for i, r in enumerate(rows, 1):
+        pct = f"{100 * r.won / r.games:.0f}" if r.games else "-"
+        table.add_row(
+            str(i),
+            r.name + (" (bot)" if r.bot else ""),
+            str(r.games),
+            str(r.won),
+            str(r.lost),
+            pct,
+            str(r.points_for),
+            str(r.points_against),
+            f"{r.diff:+d}",
+            str(r.mars),
+        )
+    return table
+
+
+async def _main(args: argparse.Namespace) -> int:
+    async with Client(args.server) as client:
+        try:
+            r = await client.call(
+                "ListGames", api.ListGamesRequest(status=pb.GAME_STATUS_FINISHED, limit=LIMIT)
+            )
+        except grpc.RpcError as e:
+            print(f"nardy standings: cannot reach {args.server}: {e.details()}", file=sys.stderr)
+            return 1
+    rows = table_rows(list(r.games))
+    console = Console(highlight=False)
+    if not rows:
+        console.print(f"No finished games on {args.server} yet.")
+        return 0
+    console.print(build_table(rows, args.server))
+    if len(r.games) >= LIMIT:
+        console.print(f"(from the newest {LIMIT} finished games)")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return run_trio(_main, args)
+    except KeyboardInterrupt:
+        return 130
+
+
+__all__ = ["Row", "build_table", "table_rows"]

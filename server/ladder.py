@@ -1,0 +1,251 @@
+"""Bot-vs-bot ladders: continuous pairing in duplicate-dice pairs, results and standings.
+
+A ladder is a trio task that pairs its ready bots whenever one becomes free. Each pairing
+is two single games with one secret seed and the seats swapped: the same opening throw
+then gives white to the other bot, and every turn's dice repeat, so the pair cancels most
+of the luck of the dice. Games the server voids (ABORTED, no result) never count.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import trio
+
+from nardy.match import GameOptions
+from nardy.scoring import Kind, Termination
+from nardy.stats import SkillTable, elo_pairs
+from server.session import GameSession, Status
+
+log = logging.getLogger("nardy.server")
+
+
+@dataclass(frozen=True)
+class LadderOptions:
+    turn_ms: int = 1000
+    time_bank_ms: int = 0
+    max_games_per_bot: int = 2
+    illegal_play_limit: int = 3
+    max_games: int = 0  # stop pairing after this many finished games (0: never)
+    max_concurrent_games: int = 0  # games in progress at once, all bots together (0: any)
+
+
+@dataclass(frozen=True)
+class LadderGame:
+    """One finished ladder game, as the standings count it."""
+
+    pair_id: str
+    game_id: str
+    white: str
+    black: str
+    winner: str  # "" when voided
+    points: int
+    kind: str
+    termination: str
+    voided: bool
+    used_ms: tuple[int, int]  # white's, black's thinking time
+    plays: tuple[int, int]
+
+    @property
+    def loser(self) -> str:
+        return self.black if self.winner == self.white else self.white
+
+
+@dataclass
+class Member:
+    player_id: str
+    name: str
+    ready: bool = False
+    playing: int = 0
+
+
+@dataclass
+class Row:
+    """A bot's line in the standings (see StandingsRow in ladder.proto)."""
+
+    name: str
+    games: int = 0
+    wins: int = 0
+    losses: int = 0
+    points_for: int = 0
+    points_against: int = 0
+    mars_wins: int = 0
+    mars_losses: int = 0
+    timeouts: int = 0
+    disconnects: int = 0
+    illegal_play_losses: int = 0
+    used_ms: int = 0
+    plays: int = 0
+    pairs: list[int] = field(default_factory=lambda: [0, 0, 0])  # pairs won 0 / 1 / 2 games
+
+    @property
+    def avg_move_ms(self) -> float:
+        return self.used_ms / self.plays if self.plays else 0.0
+
+
+class Ladder:
+    def __init__(self, arbiter, name: str, options: LadderOptions) -> None:
+        self.arbiter = arbiter
+        self.name = name
+        self.options = options
+        self.members: dict[str, Member] = {}
+        self.results: list[LadderGame] = []
+        self.pairs: dict[str, list[str]] = {}  # pair id -> its two game ids
+        self.in_progress: set[str] = set()
+        self.skill = SkillTable()
+        self.met: dict[frozenset, int] = defaultdict(int)  # pairings so far
+        self._wake = trio.Event()
+
+    # -- membership ---------------------------------------------------------------------
+    def join(self, player_id: str, name: str, ready: bool) -> None:
+        member = self.members.setdefault(player_id, Member(player_id, name))
+        member.ready = ready
+        self.arbiter.store.set_ladder_member(self.name, player_id, ready)
+        self._wake.set()
+
+    # -- pairing ------------------------------------------------------------------------
+    async def run(self) -> None:
+        while True:
+            self._pair()
+            self._wake = trio.Event()
+            with trio.move_on_after(1.0):
+                await self._wake.wait()
+
+    def finished_games(self) -> int:
+        return sum(1 for r in self.results if not r.voided)
+
+    def _pair(self) -> None:
+        cap = self.options.max_games_per_bot
+        limit = self.options.max_games
+        free = [m for m in self.members.values() if m.ready and m.playing + 2 <= cap]
+        free.sort(key=lambda m: -self.skill.conservative(m.name))
+        while len(free) >= 2:
+            if limit and self.finished_games() + len(self.in_progress) + 2 > limit:
+                return
+            cap_all = self.options.max_concurrent_games
+            if cap_all and len(self.in_progress) + 2 > max(2, cap_all):
+                return
+            a = free.pop(0)
+            # the closest in rating among those met least often
+            b = min(free, key=lambda m: (self.met[frozenset((a.name, m.name))],
+                                         abs(self.skill.conservative(a.name)
+                                             - self.skill.conservative(m.name))))
+            free.remove(b)
+            self._start_pair(a, b)
+
+    def _start_pair(self, a: Member, b: Member) -> None:
+        from server.arbiter import MatchSpec
+
+        seed = secrets.randbits(63)
+        pair_id = secrets.token_hex(4)
+        games = []
+        for first, second in ((a, b), (b, a)):
+            spec = MatchSpec(
+                options=GameOptions(), target=1, first=(first.name, ""),
+                second=(second.name, ""), seed=seed, turn_ms=self.options.turn_ms,
+                time_bank_ms=self.options.time_bank_ms, auto_play_forced=True,
+                start_timeout_ms=30_000, illegal_play_limit=self.options.illegal_play_limit,
+                ladder=self.name, pair_id=pair_id,
+            )
+            match, _, _ = self.arbiter.create_match(spec)
+            games.append(match.current.id)
+            self.in_progress.add(match.current.id)
+        self.pairs[pair_id] = games
+        a.playing += 2
+        b.playing += 2
+        self.met[frozenset((a.name, b.name))] += 1
+        log.info("ladder=%s pair=%s %s vs %s games=%s", self.name, pair_id, a.name, b.name,
+                 ",".join(games))
+
+    # -- results ------------------------------------------------------------------------
+    def game_over(self, game: GameSession) -> None:
+        """Count a finished (or voided) game of this ladder."""
+        self.in_progress.discard(game.id)
+        for seat in game.match.seats:
+            member = self.members.get(seat.player_id or "")
+            if member is not None:
+                member.playing = max(0, member.playing - 1)
+        record = self._record(game)
+        self.results.append(record)
+        self.arbiter.store.add_ladder_game(self.name, record)
+        if not record.voided:
+            self.skill.record(record.winner, record.loser)
+        self._wake.set()
+
+    def restore(self, record: LadderGame) -> None:
+        """Take back a result from the store after a restart."""
+        self.results.append(record)
+        self.pairs.setdefault(record.pair_id, []).append(record.game_id)
+        if not record.voided:
+            self.skill.record(record.winner, record.loser)
+            self.met[frozenset((record.white, record.black))] += 1
+
+    @staticmethod
+    def _record(game: GameSession) -> LadderGame:
+        from nardy import Color
+
+        r = game.result
+        voided = game.status is Status.ABORTED or r is None
+        white = game.seat_of(Color.WHITE).name if game.white_seat is not None else \
+            game.match.seats[0].name
+        black = game.seat_of(Color.BLACK).name if game.white_seat is not None else \
+            game.match.seats[1].name
+        return LadderGame(
+            pair_id=game.match.pair_id, game_id=game.id, white=white, black=black,
+            winner="" if voided else (white if r.winner is Color.WHITE else black),
+            points=0 if voided else r.points, kind="" if voided else str(r.kind),
+            termination="" if voided else str(r.termination), voided=voided,
+            used_ms=(game.used_ms[Color.WHITE], game.used_ms[Color.BLACK]),
+            plays=(game.plays_made[Color.WHITE], game.plays_made[Color.BLACK]),
+        )
+
+    # -- standings ----------------------------------------------------------------------
+    def rows(self) -> list[Row]:
+        rows: dict[str, Row] = {m.name: Row(m.name) for m in self.members.values()}
+        for r in self.results:
+            if r.voided:
+                continue
+            for name, used, plays in ((r.white, r.used_ms[0], r.plays[0]),
+                                      (r.black, r.used_ms[1], r.plays[1])):
+                row = rows.setdefault(name, Row(name))
+                row.games += 1
+                row.used_ms += used
+                row.plays += plays
+            win, loss = rows[r.winner], rows[r.loser]
+            win.wins += 1
+            loss.losses += 1
+            win.points_for += r.points
+            loss.points_against += r.points
+            if r.kind in (Kind.MARS, Kind.KOKS):
+                win.mars_wins += 1
+                loss.mars_losses += 1
+            if r.termination == Termination.TIMEOUT:
+                loss.timeouts += 1
+            elif r.termination == Termination.ABANDONMENT:
+                loss.disconnects += 1
+            elif r.termination == Termination.ILLEGAL_PLAYS:
+                loss.illegal_play_losses += 1
+        for a, b, wins_a in self.pair_outcomes():
+            rows[a].pairs[wins_a] += 1
+            rows[b].pairs[2 - wins_a] += 1
+        return sorted(rows.values(), key=lambda row: -self.skill.conservative(row.name))
+
+    def pair_outcomes(self) -> list[tuple[str, str, int]]:
+        """(a, b, games a won) for every pair whose two games both counted."""
+        by_pair: dict[str, list[LadderGame]] = defaultdict(list)
+        for r in self.results:
+            by_pair[r.pair_id].append(r)
+        out = []
+        for games in by_pair.values():
+            if len(games) != 2 or any(g.voided for g in games):
+                continue
+            a, b = sorted((games[0].white, games[0].black))
+            out.append((a, b, sum(1 for g in games if g.winner == a)))
+        return out
+
+    def elo(self, row: Row):
+        """The bot's Elo against the field, from its duplicate pairs."""
+        return elo_pairs(tuple(row.pairs))
