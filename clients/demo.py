@@ -1,24 +1,28 @@
-"""`nardy demo`: a quick in-process random game, printed turn by turn."""
+"""`nardy demo` (and `make demo`): the main job on embedded defaults.
+
+A local ladder between the bundled engines (random, greedy, expectimax) on an embedded
+arbiter with a fast time control, for about a minute; it ends with the standings.
+"""
 
 from __future__ import annotations
 
 import argparse
-import random
+import sys
 
-from nardy import Position, legal_plays, result
+ENGINES = ("random", "greedy", "expectimax")
 
 
 def run(args: argparse.Namespace) -> int:
-    rng = random.Random()
-    position = Position.start()
-    turn = 0
-    while (res := result(position)) is None:
-        turn += 1
-        dice = (rng.randint(1, 6), rng.randint(1, 6))
-        plays = legal_plays(position, dice)
-        play = rng.choice(plays) if plays else None
-        side = position.turn.name.lower()
-        print(f"{turn:3d} {side:5s} {dice[0]}-{dice[1]}: {play.notation() if play else '-'}")
-        position = play.end if play else position.passed()
-    print(f"{res}  final {position.text()}")
-    return 0
+    from clients.ladder_runner import run as run_ladder
+
+    engines = [f"{name}={sys.executable} -m nardy engine {name}" for name in ENGINES]
+    ladder = argparse.Namespace(
+        engine=engines,
+        games=args.games,
+        sprt=None,
+        concurrency=4,
+        time_per_move=args.time_per_move,
+        db=args.db,
+        records=args.records,
+    )
+    return run_ladder(ladder)

@@ -17,12 +17,18 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 
 SIDE = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
-KIND = {pb.RESULT_KIND_OIN: Kind.OIN, pb.RESULT_KIND_MARS: Kind.MARS,
-        pb.RESULT_KIND_KOKS: Kind.KOKS}
-HOW = {pb.TERMINATION_NORMAL: Termination.NORMAL, pb.TERMINATION_TIMEOUT: Termination.TIMEOUT,
-       pb.TERMINATION_RESIGNATION: Termination.RESIGNATION,
-       pb.TERMINATION_ABANDONMENT: Termination.ABANDONMENT,
-       pb.TERMINATION_ILLEGAL_PLAYS: Termination.ILLEGAL_PLAYS}
+KIND = {
+    pb.RESULT_KIND_OIN: Kind.OIN,
+    pb.RESULT_KIND_MARS: Kind.MARS,
+    pb.RESULT_KIND_KOKS: Kind.KOKS,
+}
+HOW = {
+    pb.TERMINATION_NORMAL: Termination.NORMAL,
+    pb.TERMINATION_TIMEOUT: Termination.TIMEOUT,
+    pb.TERMINATION_RESIGNATION: Termination.RESIGNATION,
+    pb.TERMINATION_ABANDONMENT: Termination.ABANDONMENT,
+    pb.TERMINATION_ILLEGAL_PLAYS: Termination.ILLEGAL_PLAYS,
+}
 
 
 def game_events(stub: api_grpc.ArbiterServiceStub, game_id: str) -> list[pb.GameEvent]:
@@ -31,8 +37,9 @@ def game_events(stub: api_grpc.ArbiterServiceStub, game_id: str) -> list[pb.Game
     events: list[pb.GameEvent] = []
     if not last:
         return events
-    stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id, from_start=True),
-                                timeout=30)
+    stream = stub.SubscribeGame(
+        api.SubscribeGameRequest(game_id=game_id, from_start=True), timeout=30
+    )
     for ev in stream:
         if ev.type == pb.EVENT_TYPE_HEARTBEAT:
             continue
@@ -65,9 +72,11 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
         headers["Dice"] = "seeded"
     if st.ladder:
         headers["Ladder"] = st.ladder
-    turns = [TurnRecord(SIDE[e.play.side], (e.play.dice[0], e.play.dice[1]), e.play.notation)
-             for e in events
-             if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)]
+    turns = [
+        TurnRecord(SIDE[e.play.side], (e.play.dice[0], e.play.dice[1]), e.play.notation)
+        for e in events
+        if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
+    ]
     result = None
     if last.status == pb.GAME_STATUS_FINISHED:
         r = last.result
@@ -80,8 +89,9 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
 def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
     """Write a text record of every finished game of ``ladder`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    games = stub.ListGames(api.ListGamesRequest(ladder=ladder, limit=10_000,
-                                                status=pb.GAME_STATUS_FINISHED)).games
+    games = stub.ListGames(
+        api.ListGamesRequest(ladder=ladder, limit=10_000, status=pb.GAME_STATUS_FINISHED)
+    ).games
     for g in games:
         path = out / f"{g.game_id}.nrd"
         if not path.exists():

@@ -58,8 +58,14 @@ class EngineProcess:
         self.log_path = log_dir / f"{self.name}.log"
         env = {**os.environ, "NARDY_SERVER": address, "NARDY_TOKEN": self.token}
         out = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
-        self.proc = subprocess.Popen(self.cmd, env=env, stdout=out, stderr=out,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            env=env,
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         out.close()
         self.started.append(time.monotonic())
         self.counted = False
@@ -136,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
         ladders = ladder_grpc.LadderServiceStub(channel)
         games = 0 if sprt is not None else args.games
         options = lpb.LadderOptions(
-            turn_time_ms=args.time_per_move, max_games=games,
+            turn_time_ms=args.time_per_move,
+            max_games=games,
             max_games_per_bot=max(2, args.concurrency + args.concurrency % 2),
             max_concurrent_games=max(2, args.concurrency),
         )
@@ -145,8 +152,9 @@ def run(args: argparse.Namespace) -> int:
         for engine in engines:
             engine.token = _token(server, arbiter, engine.name)
             engine.start(server.address, log_dir)
-            ladders.JoinLadder(lpb.JoinLadderRequest(ladder=LADDER, ready=True),
-                               metadata=_auth(engine.token))
+            ladders.JoinLadder(
+                lpb.JoinLadderRequest(ladder=LADDER, ready=True), metadata=_auth(engine.token)
+            )
         console.print(f"ladder on {server.address}, db {db}; engine logs in {log_dir}")
         try:
             standings = _watch(console, ladders, engines, server.address, log_dir, target, sprt)
@@ -156,16 +164,21 @@ def run(args: argparse.Namespace) -> int:
         finally:
             for engine in engines:
                 with contextlib.suppress(grpc.RpcError):
-                    ladders.JoinLadder(lpb.JoinLadderRequest(ladder=LADDER, ready=False),
-                                       metadata=_auth(engine.token), timeout=2)
+                    ladders.JoinLadder(
+                        lpb.JoinLadderRequest(ladder=LADDER, ready=False),
+                        metadata=_auth(engine.token),
+                        timeout=2,
+                    )
             for engine in engines:
                 engine.stop()
         cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
         console.print(standings_table(standings, engines))
         console.print(crosstable(cross, [e.name for e in engines]))
         if sprt is not None:
-            console.print(f"SPRT [{sprt.elo0:g}, {sprt.elo1:g}]: {sprt}  -> "
-                          f"{sprt.decision() or 'no decision yet'}")
+            console.print(
+                f"SPRT [{sprt.elo0:g}, {sprt.elo1:g}]: {sprt}  -> "
+                f"{sprt.decision() or 'no decision yet'}"
+            )
         if args.records:
             from clients.export import export_ladder
 
@@ -192,13 +205,27 @@ def _token(server: EmbeddedServer, arbiter, name: str) -> str:
         raise SystemExit(f"nardy ladder: {e}") from None
 
 
-def _watch(console: Console, ladders, engines: list[EngineProcess], address: str,
-           log_dir: Path, target: int, sprt: SprtState | None) -> lpb.GetStandingsResponse:
+def _watch(
+    console: Console,
+    ladders,
+    engines: list[EngineProcess],
+    address: str,
+    log_dir: Path,
+    target: int,
+    sprt: SprtState | None,
+) -> lpb.GetStandingsResponse:
     """Show live progress until the target or the SPRT decision; return the standings."""
     start = None
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[leader]}"),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TextColumn("{task.fields[leader]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
         task = progress.add_task("games", total=target or None, rate="", leader="")
         while True:
             st = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
@@ -206,9 +233,11 @@ def _watch(console: Console, ladders, engines: list[EngineProcess], address: str
             for engine in engines:
                 engine.check(address, log_dir)
                 if engine.crashes >= CRASH_LIMIT and not done:
-                    raise SystemExit(f"nardy ladder: engine {engine.name} exited "
-                                     f"{engine.crashes} times before any game finished; "
-                                     f"its log ({engine.log_path}) ends:\n{engine.log_tail()}")
+                    raise SystemExit(
+                        f"nardy ladder: engine {engine.name} exited "
+                        f"{engine.crashes} times before any game finished; "
+                        f"its log ({engine.log_path}) ends:\n{engine.log_tail()}"
+                    )
             if start is None:
                 start = (time.monotonic(), done)
             elapsed = time.monotonic() - start[0]
@@ -219,8 +248,12 @@ def _watch(console: Console, ladders, engines: list[EngineProcess], address: str
                 cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
                 sprt.counts = pair_counts(cross, engines[0].name, engines[1].name)
                 extra = f"  {sprt}"
-            progress.update(task, completed=done, rate=f"{rate:.2f} games/s",
-                            leader=f"leader: {leader}{extra}" if leader else extra)
+            progress.update(
+                task,
+                completed=done,
+                rate=f"{rate:.2f} games/s",
+                leader=f"leader: {leader}{extra}" if leader else extra,
+            )
             if target and done >= target and not st.games_in_progress:
                 return st
             if sprt is not None and sprt.decision() is not None:
@@ -237,10 +270,23 @@ def pair_counts(cross: lpb.GetCrosstableResponse, a: str, b: str) -> tuple[int, 
 
 def standings_table(st: lpb.GetStandingsResponse, engines: list[EngineProcess]) -> Table:
     crashes = {e.name: e.crashes for e in engines}
-    t = Table(title=f"standings: {st.finished_games} games"
-              + (f", {st.voided_games} voided" if st.voided_games else ""))
-    for col in ("#", "engine", "Elo (95%)", "skill μ-3σ", "games", "W-L", "points",
-                "mars W/L", "timeouts", "crashes", "ms/move"):
+    t = Table(
+        title=f"standings: {st.finished_games} games"
+        + (f", {st.voided_games} voided" if st.voided_games else "")
+    )
+    for col in (
+        "#",
+        "engine",
+        "Elo (95%)",
+        "skill μ-3σ",
+        "games",
+        "W-L",
+        "points",
+        "mars W/L",
+        "timeouts",
+        "crashes",
+        "ms/move",
+    ):
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in st.rows:
         elo = r.elo
@@ -249,12 +295,25 @@ def standings_table(st: lpb.GetStandingsResponse, engines: list[EngineProcess]) 
         elif abs(elo.value) >= 2000:  # every pair won (or lost): no finite estimate
             elo_text = "all won" if elo.value > 0 else "all lost"
         else:
-            elo_text = f"{elo.value:+.0f} [{elo.low:+.0f}, {elo.high:+.0f}]"
-        t.add_row(str(r.rank), r.player.name, elo_text, f"{r.skill_conservative:.2f}",
-                  str(r.games), f"{r.wins}-{r.losses}", f"{r.points_for}-{r.points_against}",
-                  f"{r.mars_wins}/{r.mars_losses}", str(r.timeouts + r.disconnects),
-                  str(crashes.get(r.player.name, 0)), f"{r.avg_move_ms:.1f}")
+            elo_text = f"{elo.value:+.0f} [{_bound(elo.low)}, {_bound(elo.high)}]"
+        t.add_row(
+            str(r.rank),
+            r.player.name,
+            elo_text,
+            f"{r.skill_conservative:.2f}",
+            str(r.games),
+            f"{r.wins}-{r.losses}",
+            f"{r.points_for}-{r.points_against}",
+            f"{r.mars_wins}/{r.mars_losses}",
+            str(r.timeouts + r.disconnects),
+            str(crashes.get(r.player.name, 0)),
+            f"{r.avg_move_ms:.1f}",
+        )
     return t
+
+
+def _bound(x: float) -> str:
+    return f"{x:+.0f}" if abs(x) < 2000 else ("+inf" if x > 0 else "-inf")
 
 
 def crosstable(cross: lpb.GetCrosstableResponse, names: list[str]) -> Table:
@@ -267,8 +326,13 @@ def crosstable(cross: lpb.GetCrosstableResponse, names: list[str]) -> Table:
         row = [a]
         for b in names:
             c = cells.get((a, b))
-            row.append("" if a == b else "-" if c is None else
-                       f"{c.wins}-{c.losses} ({c.pairs_won}/{c.pairs_split}/{c.pairs_lost})")
+            row.append(
+                ""
+                if a == b
+                else "-"
+                if c is None
+                else f"{c.wins}-{c.losses} ({c.pairs_won}/{c.pairs_split}/{c.pairs_lost})"
+            )
         t.add_row(*row)
     return t
 

@@ -40,7 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="file to write (default stdout)")
     p.set_defaults(func=_export)
 
-    p = sub.add_parser("demo", help="play a quick game and print it")
+    p = sub.add_parser("demo", help="a short local ladder of the bundled engines (make demo)")
+    p.add_argument("--games", type=int, default=36, help="games to play (default 36)")
+    p.add_argument("--time-per-move", type=int, default=500, metavar="MS")
+    p.add_argument("--db", help="SQLite file (default: a temporary one)")
+    p.add_argument("--records", metavar="DIR", help="write game records here")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser(

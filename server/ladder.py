@@ -120,20 +120,24 @@ class Ladder:
     def _pair(self) -> None:
         cap = self.options.max_games_per_bot
         limit = self.options.max_games
-        free = [m for m in self.members.values() if m.ready and m.playing + 2 <= cap]
-        free.sort(key=lambda m: -self.skill.conservative(m.name))
-        while len(free) >= 2:
+        cap_all = self.options.max_concurrent_games
+        while True:
             if limit and self.finished_games() + len(self.in_progress) + 2 > limit:
                 return
-            cap_all = self.options.max_concurrent_games
             if cap_all and len(self.in_progress) + 2 > max(2, cap_all):
                 return
-            a = free.pop(0)
-            # the closest in rating among those met least often
-            b = min(free, key=lambda m: (self.met[frozenset((a.name, m.name))],
-                                         abs(self.skill.conservative(a.name)
-                                             - self.skill.conservative(m.name))))
-            free.remove(b)
+            free = [m for m in self.members.values() if m.ready and m.playing + 2 <= cap]
+            if len(free) < 2:
+                return
+            # spread pairings first (the two who met least), then the closest ratings
+            rating = self.skill.conservative
+            a, b = min(
+                ((a, b) for i, a in enumerate(free) for b in free[i + 1 :]),
+                key=lambda p: (
+                    self.met[frozenset((p[0].name, p[1].name))] + p[0].playing + p[1].playing,
+                    abs(rating(p[0].name) - rating(p[1].name)),
+                ),
+            )
             self._start_pair(a, b)
 
     def _start_pair(self, a: Member, b: Member) -> None:
@@ -144,11 +148,18 @@ class Ladder:
         games = []
         for first, second in ((a, b), (b, a)):
             spec = MatchSpec(
-                options=GameOptions(), target=1, first=(first.name, ""),
-                second=(second.name, ""), seed=seed, turn_ms=self.options.turn_ms,
-                time_bank_ms=self.options.time_bank_ms, auto_play_forced=True,
-                start_timeout_ms=30_000, illegal_play_limit=self.options.illegal_play_limit,
-                ladder=self.name, pair_id=pair_id,
+                options=GameOptions(),
+                target=1,
+                first=(first.name, ""),
+                second=(second.name, ""),
+                seed=seed,
+                turn_ms=self.options.turn_ms,
+                time_bank_ms=self.options.time_bank_ms,
+                auto_play_forced=True,
+                start_timeout_ms=30_000,
+                illegal_play_limit=self.options.illegal_play_limit,
+                ladder=self.name,
+                pair_id=pair_id,
             )
             match, _, _ = self.arbiter.create_match(spec)
             games.append(match.current.id)
@@ -157,8 +168,14 @@ class Ladder:
         a.playing += 2
         b.playing += 2
         self.met[frozenset((a.name, b.name))] += 1
-        log.info("ladder=%s pair=%s %s vs %s games=%s", self.name, pair_id, a.name, b.name,
-                 ",".join(games))
+        log.info(
+            "ladder=%s pair=%s %s vs %s games=%s",
+            self.name,
+            pair_id,
+            a.name,
+            b.name,
+            ",".join(games),
+        )
 
     # -- results ------------------------------------------------------------------------
     def game_over(self, game: GameSession) -> None:
@@ -189,15 +206,26 @@ class Ladder:
 
         r = game.result
         voided = game.status is Status.ABORTED or r is None
-        white = game.seat_of(Color.WHITE).name if game.white_seat is not None else \
-            game.match.seats[0].name
-        black = game.seat_of(Color.BLACK).name if game.white_seat is not None else \
-            game.match.seats[1].name
+        white = (
+            game.seat_of(Color.WHITE).name
+            if game.white_seat is not None
+            else game.match.seats[0].name
+        )
+        black = (
+            game.seat_of(Color.BLACK).name
+            if game.white_seat is not None
+            else game.match.seats[1].name
+        )
         return LadderGame(
-            pair_id=game.match.pair_id, game_id=game.id, white=white, black=black,
+            pair_id=game.match.pair_id,
+            game_id=game.id,
+            white=white,
+            black=black,
             winner="" if voided else (white if r.winner is Color.WHITE else black),
-            points=0 if voided else r.points, kind="" if voided else str(r.kind),
-            termination="" if voided else str(r.termination), voided=voided,
+            points=0 if voided else r.points,
+            kind="" if voided else str(r.kind),
+            termination="" if voided else str(r.termination),
+            voided=voided,
             used_ms=(game.used_ms[Color.WHITE], game.used_ms[Color.BLACK]),
             plays=(game.plays_made[Color.WHITE], game.plays_made[Color.BLACK]),
         )
@@ -208,8 +236,10 @@ class Ladder:
         for r in self.results:
             if r.voided:
                 continue
-            for name, used, plays in ((r.white, r.used_ms[0], r.plays[0]),
-                                      (r.black, r.used_ms[1], r.plays[1])):
+            for name, used, plays in (
+                (r.white, r.used_ms[0], r.plays[0]),
+                (r.black, r.used_ms[1], r.plays[1]),
+            ):
                 row = rows.setdefault(name, Row(name))
                 row.games += 1
                 row.used_ms += used
