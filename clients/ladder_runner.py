@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import logging
 import os
 import shlex
@@ -65,6 +66,7 @@ class EngineProcess:
             stderr=out,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         out.close()
         self.started.append(time.monotonic())
@@ -99,6 +101,13 @@ class EngineProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the runner dies, even by SIGKILL (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def parse_engines(specs: list[str]) -> list[EngineProcess]:

@@ -71,12 +71,26 @@ Commands (your turn):
 
 
 # -- the engine process -----------------------------------------------------------------
+# On Linux the engine is started through this stub, which asks the kernel to end it when
+# the client dies (PR_SET_PDEATHSIG), even by SIGKILL, then becomes the engine (execv).
+_ORPHAN_GUARD = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(0)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
 class EngineProcess:
-    """The opponent engine as a process in its own session, output to a log file."""
+    """The opponent engine as a process in its own session, output to a log file; it never
+    outlives the client (stopped on exit, and on Linux by the kernel if the client dies)."""
 
     def __init__(self, cmd: list[str], env: dict[str, str], log_path: str) -> None:
         self.cmd = cmd
         self.log_path = log_path
+        if sys.platform.startswith("linux"):
+            cmd = [sys.executable, "-c", _ORPHAN_GUARD, str(os.getpid()), *cmd]
         with open(log_path, "ab") as f:
             self.proc = subprocess.Popen(
                 cmd,
@@ -143,6 +157,7 @@ class PlayUI:
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
+            nursery.start_soon(self._signals)
             nursery.start_soon(self._input)
             nursery.start_soon(self._ticker)
             if self.engine is not None:
@@ -191,6 +206,13 @@ class PlayUI:
         with trio.move_on_after(timeout if timeout is not None else float("inf")):
             await self.between.wait()
         self.between = None
+
+    async def _signals(self) -> None:
+        """SIGHUP (terminal closed) or SIGTERM: leave cleanly, stopping the engine."""
+        with trio.open_signal_receiver(signal.SIGHUP, signal.SIGTERM) as signals:
+            async for _ in signals:
+                self._leave()
+                return
 
     async def _ticker(self) -> None:
         """Redraw when a clock shown changes (about once a second while one runs)."""
@@ -268,7 +290,6 @@ class PlayUI:
         a, b = st.dice
         builder = TurnBuilder(position, (a, b))
         self.turn = Turn(st.turn_id, position, (a, b), builder)
-        self.confirm = None
         if len(builder.plays) == 1:
             play = builder.plays[0]
             self.note(f"Your roll {a}-{b} has one legal play: {play.notation()} (played for you).")
@@ -375,8 +396,20 @@ class PlayUI:
                     self.note("Input closed; leaving the game.")
                     self._leave()
                     return
+            before = self._turn_key()
             await self.command(line.strip())
             self.redraw()
+            turn = self.turn
+            changed = self._turn_key() != before
+            if not self.screen.live and changed and turn is not None and not turn.sent:
+                self.screen.show(self.board(), self.status_text())
+
+    def _turn_key(self) -> tuple:
+        """What the person's input can change on the board (lines mode reprints on change)."""
+        turn = self.turn
+        if turn is None:
+            return ()
+        return turn.turn_id, tuple(turn.builder.steps), turn.selected
 
     def _leave(self) -> None:
         self.quitting = True

@@ -229,7 +229,7 @@ class Screen:
         try:
             self.out.write(s)
             self.out.flush()
-        except (BrokenPipeError, ValueError):
+        except (OSError, ValueError):  # the terminal is gone (closed window, broken pipe)
             pass
 
     def ansi_lines(self, text: Text) -> list[str]:

@@ -1,0 +1,209 @@
+"""Ladders: the server-hosted ladder over real gRPC and the `nardy ladder` runner as a process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
+from nardy.v1 import ladder_pb2 as lpb
+from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server.app import EmbeddedServer
+
+HERE = Path(__file__).parent
+RANDOM = f"{sys.executable} {HERE.parent / 'clients' / 'fixtures' / 'random_engine.py'}"
+STALL = f"{sys.executable} {HERE.parent / 'clients' / 'fixtures' / 'stall_engine.py'}"
+CRASH = f"{sys.executable} {HERE / 'fixtures' / 'crash_engine.py'}"
+GREEDY = f"{sys.executable} -m nardy engine greedy"
+
+
+def ladder(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nardy", "ladder", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def finished_ids(db: Path) -> set[str]:
+    try:
+        with sqlite3.connect(db) as con:
+            return {row[0] for row in con.execute("SELECT game_id FROM ladder_games")}
+    except sqlite3.OperationalError:  # the runner has not created its tables yet
+        return set()
+
+
+def test_short_ladder_runs_to_completion(tmp_path):
+    db = tmp_path / "l.db"
+    out = ladder(
+        "--engine",
+        f"random={RANDOM}",
+        "--engine",
+        f"greedy={GREEDY}",
+        "--games",
+        "6",
+        "--concurrency",
+        "2",
+        "--time-per-move",
+        "2000",
+        "--db",
+        str(db),
+        "--records",
+        str(tmp_path / "records"),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "standings: 6 games" in out.stdout
+    assert len(finished_ids(db)) == 6
+    records = sorted((tmp_path / "records").glob("*.nrd"))
+    assert len(records) == 6
+    from nardy.record import load, replay
+
+    for path in records:  # every record replays legally to its stated result (§5)
+        (game,) = load(path)
+        replay(game)
+        assert game.result is not None
+
+
+def test_pairs_share_dice_with_colours_swapped(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "a.db")) as srv:
+        ch = grpc.insecure_channel(srv.address)
+        stub, lstub = api_grpc.ArbiterServiceStub(ch), ladder_grpc.LadderServiceStub(ch)
+        lstub.CreateLadder(
+            lpb.CreateLadderRequest(
+                name="dup", options=lpb.LadderOptions(turn_time_ms=3000, max_games=2)
+            )
+        )
+        procs = []
+        try:
+            for name in ("a", "b"):
+                token = stub.RegisterPlayer(api.RegisterPlayerRequest(name=name, bot=True)).token
+                procs.append(
+                    subprocess.Popen(
+                        [*RANDOM.split()],
+                        env={**os.environ, "NARDY_SERVER": srv.address, "NARDY_TOKEN": token},
+                    )
+                )
+                lstub.JoinLadder(
+                    lpb.JoinLadderRequest(ladder="dup", ready=True),
+                    metadata=(("authorization", f"Bearer {token}"),),
+                )
+            deadline = time.monotonic() + 60
+            while lstub.GetStandings(lpb.GetStandingsRequest(ladder="dup")).finished_games < 2:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        finally:
+            for p in procs:
+                p.kill()
+        games = stub.ListGames(api.ListGamesRequest(ladder="dup")).games
+        assert len(games) == 2
+        rolls, whites = [], []
+        for g in games:
+            events = list(
+                stub.SubscribeGame(api.SubscribeGameRequest(game_id=g.game_id, from_start=True))
+            )
+            rolls.append(
+                [
+                    tuple(e.play.dice)
+                    for e in events
+                    if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
+                ]
+            )
+            whites.append(events[-1].state.white.name)
+            assert events[-1].state.seeded
+        n = min(map(len, rolls))
+        assert n > 5 and rolls[0][:n] == rolls[1][:n]  # the same dice, turn by turn
+        assert whites[0] != whites[1]  # with the colours swapped
+        ch.close()
+
+
+def test_crashing_engine_is_restarted_and_charged(tmp_path):
+    out = ladder(
+        "--engine",
+        f"crashy={CRASH}",
+        "--engine",
+        f"random={RANDOM}",
+        "--games",
+        "2",
+        "--time-per-move",
+        "800",
+        "--db",
+        str(tmp_path / "c.db"),
+    )
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if "crashy" in line and "│" in line)
+    cells = [c.strip() for c in row.split("│")]
+    # columns: #, engine, Elo, skill, games, W-L, points, mars, timeouts, crashes, ms/move
+    assert cells[2] == "crashy"
+    assert int(cells[9]) >= 1, row  # lost games on its clock while dead (disconnects)
+    assert int(cells[10]) >= 1, row  # and the runner counted and restarted the crash
+
+
+def test_stalling_engine_times_out(tmp_path):
+    out = ladder(
+        "--engine",
+        f"staller={STALL}",
+        "--engine",
+        f"random={RANDOM}",
+        "--games",
+        "2",
+        "--time-per-move",
+        "300",
+        "--db",
+        str(tmp_path / "s.db"),
+    )
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if "staller" in line and "│" in line)
+    cells = [c.strip() for c in row.split("│")]
+    assert cells[6] == "0-2" and int(cells[9]) == 2, row
+
+
+@pytest.mark.parametrize("kill_after", [2])
+def test_resume_after_the_runner_is_killed_loses_no_finished_game(tmp_path, kill_after):
+    db = tmp_path / "r.db"
+    args = [
+        sys.executable,
+        "-m",
+        "nardy",
+        "ladder",
+        "--engine",
+        f"r1={RANDOM}",
+        "--engine",
+        f"r2={RANDOM}",
+        "--games",
+        "8",
+        "--concurrency",
+        "2",
+        "--time-per-move",
+        "2000",
+        "--db",
+        str(db),
+    ]
+    proc = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not db.exists() or len(finished_ids(db)) < kill_after:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the runner, the arbiter in it, and its engines
+        proc.wait()
+    before = finished_ids(db)
+    assert len(before) >= kill_after
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    after = finished_ids(db)
+    assert before <= after  # nothing finished was lost
+    assert "standings: 8 games" in out.stdout
