@@ -43,6 +43,30 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
+def encode_event(event: Event) -> bytes:
+    """A compact journal entry: everything needed to rebuild the event, as JSON."""
+    s = event.snapshot
+    r = s.result
+    entry = {
+        "status": int(s.status),
+        "position": s.position.text(),
+        "dice": list(s.dice),
+        "turn": s.turn_id,
+        "clocks": s.clocks,
+        "scores": s.scores,
+        "over": s.match_over,
+        "next": s.next_game_id,
+        "refused": s.refused,
+        "result": None if r is None else [r.winner.letter, str(r.kind), str(r.termination)],
+    }
+    if event.play is not None:
+        p = event.play
+        entry["play"] = [p.side.letter, list(p.dice), p.notation, p.turn_id, p.automatic, p.used_ms]
+    if event.throws:
+        entry["throws"] = event.throws
+    return json.dumps(entry, separators=(",", ":")).encode()
+
+
 class Store(Protocol):
     def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None: ...
     def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None: ...
@@ -128,12 +152,9 @@ class SQLiteStore:
         )
 
     def append_event(self, game: GameSession, event: Event) -> None:
-        from server.views import event_pb
-
-        data = event_pb(game, event, None).SerializeToString()
         self.db.execute(
             "INSERT INTO events VALUES (?,?,?,?,?)",
-            (game.id, event.seq, int(event.type), event.time, data),
+            (game.id, event.seq, int(event.type), event.time, encode_event(event)),
         )
 
     def set_player_token(self, player_id: str, token_hash: str) -> None:
@@ -147,20 +168,24 @@ class SQLiteStore:
         self.db.execute("INSERT INTO ladders VALUES (?,?)", (name, json.dumps(asdict(options))))
 
     def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None:
-        self.db.execute("INSERT OR REPLACE INTO ladder_members VALUES (?,?,?)",
-                        (ladder, player_id, int(ready)))
+        self.db.execute(
+            "INSERT OR REPLACE INTO ladder_members VALUES (?,?,?)", (ladder, player_id, int(ready))
+        )
 
     def add_ladder_game(self, ladder: str, record: LadderGame) -> None:
-        self.db.execute("INSERT OR REPLACE INTO ladder_games VALUES (?,?,?)",
-                        (ladder, record.game_id, json.dumps(asdict(record))))
+        self.db.execute(
+            "INSERT OR REPLACE INTO ladder_games VALUES (?,?,?)",
+            (ladder, record.game_id, json.dumps(asdict(record))),
+        )
 
     def load_ladders(self) -> list[tuple[str, dict]]:
         rows = self.db.execute("SELECT name, options FROM ladders ORDER BY rowid").fetchall()
         return [(name, json.loads(options)) for name, options in rows]
 
     def load_ladder_games(self, ladder: str) -> list[dict]:
-        rows = self.db.execute("SELECT record FROM ladder_games WHERE ladder=? ORDER BY rowid",
-                               (ladder,)).fetchall()
+        rows = self.db.execute(
+            "SELECT record FROM ladder_games WHERE ladder=? ORDER BY rowid", (ladder,)
+        ).fetchall()
         out = []
         for (text,) in rows:
             record = json.loads(text)
@@ -169,8 +194,9 @@ class SQLiteStore:
         return out
 
     def load_ladder_members(self, ladder: str) -> list[tuple[str, int]]:
-        return self.db.execute("SELECT player_id, ready FROM ladder_members WHERE ladder=?",
-                               (ladder,)).fetchall()
+        return self.db.execute(
+            "SELECT player_id, ready FROM ladder_members WHERE ladder=?", (ladder,)
+        ).fetchall()
 
     def close(self) -> None:
         self.db.close()
