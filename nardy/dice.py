@@ -30,6 +30,7 @@ class Dice:
             raise ValueError("scripted dice must be 1..6")
         self.seed = seed
         self.script = list(script)
+        self.rolled = 0  # dice thrown so far (to pick up a seeded sequence after a restart)
         self._rng = random.Random(seed) if seed is not None else secrets.SystemRandom()
 
     @property
@@ -38,9 +39,15 @@ class Dice:
         return self.seed is None and not self.script
 
     def die(self) -> int:
+        self.rolled += 1
         if self.script:
             return self.script.pop(0)
         return self._rng.randint(1, 6)
 
     def roll(self) -> tuple[int, int]:
         return self.die(), self.die()
+
+    def skip(self, n: int) -> None:
+        """Throw ``n`` dice away: the state after ``n`` throws of the same seed and script."""
+        for _ in range(n):
+            self.die()

@@ -21,6 +21,7 @@ from nardy.match import GameOptions
 from nardy.variant import VARIANTS
 from server.errors import ArbiterError, Code
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.recovery import restore_match
 from server.session import (
     DEFAULT_TURN_MS,
     Accepted,
@@ -232,7 +233,8 @@ class Arbiter:
 
     def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
         games = [
-            g for g in reversed(self.games.values())
+            g
+            for g in reversed(self.games.values())
             if (not status or g.status == status) and (not ladder or g.match.ladder == ladder)
         ]
         return games[: max(1, min(limit or 50, 10_000))]
@@ -336,13 +338,15 @@ class Arbiter:
     def create_ladder(self, name: str, options: LadderOptions) -> tuple[Ladder, bool]:
         """The ladder ``name``, created with ``options`` if it does not exist yet."""
         if not NAME.match(name):
-            raise ArbiterError(Code.INVALID_ARGUMENT,
-                               "a ladder name is 1-40 letters, digits, '.', '_' or '-'")
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a ladder name is 1-40 letters, digits, '.', '_' or '-'"
+            )
         if name in self.ladders:
             return self.ladders[name], False
         if not 0 < options.turn_ms <= MAX_TURN_MS or options.max_games_per_bot < 2:
-            raise ArbiterError(Code.INVALID_ARGUMENT,
-                               "a ladder needs a turn time and room for a pair (2 games)")
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
+            )
         ladder = self._open_ladder(name, options)
         self.store.add_ladder(name, options)
         log.info("ladder created name=%s %s", name, options)
@@ -394,7 +398,42 @@ class Arbiter:
             for player_id, ready in self.store.load_ladder_members(name):
                 if player_id in self.players:
                     ladder.members[player_id] = Member(
-                        player_id, self.players[player_id].name, bool(ready))
+                        player_id, self.players[player_id].name, bool(ready)
+                    )
+        for match_id, seat, digest in self.store.load_seat_tokens():
+            self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+        for row in self.store.load_matches():
+            match = restore_match(self, row, new_id)
+            self.matches[match.id] = match
+            for game in match.games:
+                self.games[game.id] = game
+            self._restore_ladder_games(match)
+            if not match.match.over and match.current.status in (
+                Status.WAITING,
+                Status.IN_PROGRESS,
+            ):
+                assert self.nursery is not None
+                self.nursery.start_soon(self._run_match, match)
+                log.info("match %s restored (game %s)", match.id, match.current.id)
+
+    def _restore_ladder_games(self, match: MatchSession) -> None:
+        """Put a restored ladder game back in its ladder's books."""
+        ladder = self.ladders.get(match.ladder)
+        if ladder is None:
+            return
+        counted = {r.game_id for r in ladder.results}
+        for game in match.games:
+            if game.id in counted:
+                continue
+            if game.status in (Status.FINISHED, Status.ABORTED):
+                ladder.game_over(game)  # ended just before the restart, not yet counted
+                continue
+            ladder.in_progress.add(game.id)
+            ladder.pairs.setdefault(match.pair_id, []).append(game.id)
+            for seat in match.seats:
+                member = ladder.members.get(seat.player_id or "")
+                if member is not None:
+                    member.playing += 1
 
     def journal(self, game: GameSession, event) -> None:
         self.store.append_event(game, event)

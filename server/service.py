@@ -93,8 +93,9 @@ class ArbiterService(api_grpc.ArbiterServiceServicer):
         )
 
     async def ListGames(self, request, context):
-        games = await self._call(context, self.arbiter.list_games, request.status, request.limit,
-            request.ladder)
+        games = await self._call(
+            context, self.arbiter.list_games, request.status, request.limit, request.ladder
+        )
         summaries = await self.bridge.call(lambda: [views.summary_pb(g) for g in games])
         return api.ListGamesResponse(games=summaries)
 

@@ -262,6 +262,21 @@ class GameSession:
         first = None
         if self.options.opening is Opening.USE_OPENING_DICE and throws:
             first = tuple(sorted(throws[-1], reverse=True))
+        return await self._play_on(first)
+
+    async def resume(self) -> GameResult:
+        """Go on with a game restored from the journal after a restart.
+
+        A turn that was awaiting its play starts again with the same dice and a fresh
+        clock (a new TURN_STARTED with the same turn_id): the outage is not charged.
+        """
+        self.log("resumed at turn %d", self.turn_id)
+        if self.result is None and self.dice and self.turn_id not in self.accepted:
+            mover = self.position.turn
+            await self._await_play(mover, tuple(self.variant.legal_plays(self.position, self.dice)))
+        return await self._play_on(None)
+
+    async def _play_on(self, first: tuple[int, int] | None) -> GameResult:
         while self.result is None:
             await trio.lowlevel.checkpoint()
             dice = first or self.match.dice.roll()
@@ -283,7 +298,11 @@ class GameSession:
         if len(plays) == 1 and self.match.auto_play_forced:
             self._apply(plays[0], mover, automatic=True, used_ms=0)
             return
-        self.legal = tuple(plays)
+        await self._await_play(mover, tuple(plays))
+
+    async def _await_play(self, mover: Color, plays: tuple[Play, ...]) -> None:
+        """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
+        self.legal = plays
         self.turn_started = trio.current_time()
         self.deadline = self.turn_started + (self.match.turn_ms + self.bank[mover]) / 1000
         self._wake = trio.Event()
@@ -469,14 +488,19 @@ class MatchSession:
     async def run(self) -> None:
         while True:
             game = self.current
-            with trio.move_on_after(self.start_timeout):
-                await game.all_present.wait()
-            if not game.all_present.is_set():
-                game.abort("a seat did not arrive in time")
-                self.arbiter.game_over(game)
-                return
-            white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
-            result = await game.run(white, throws)
+            if game.status is Status.IN_PROGRESS:  # restored after a restart
+                white = game.white_seat
+                assert white is not None
+                result = await game.resume()
+            else:
+                with trio.move_on_after(self.start_timeout):
+                    await game.all_present.wait()
+                if not game.all_present.is_set():
+                    game.abort("a seat did not arrive in time")
+                    self.arbiter.game_over(game)
+                    return
+                white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
+                result = await game.run(white, throws)
             self.match.record(white, result)
             if not self.match.over:
                 nxt = GameSession(self, self.new_id(), game.number + 1)

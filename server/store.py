@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS seat_tokens (
     PRIMARY KEY (match_id, seat));
 CREATE TABLE IF NOT EXISTS matches (
     id TEXT PRIMARY KEY, target INTEGER NOT NULL, options TEXT NOT NULL, seats TEXT NOT NULL,
-    seed INTEGER, scores TEXT NOT NULL DEFAULT '[0,0]',
+    seed INTEGER, script TEXT NOT NULL DEFAULT '[]', start TEXT NOT NULL DEFAULT '',
+    scores TEXT NOT NULL DEFAULT '[0,0]',
     created REAL DEFAULT (unixepoch('subsec')));
 CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY, match_id TEXT NOT NULL REFERENCES matches(id), number INTEGER NOT NULL,
@@ -43,7 +44,7 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-def encode_event(event: Event) -> bytes:
+def encode_event(game: GameSession, event: Event) -> bytes:
     """A compact journal entry: everything needed to rebuild the event, as JSON."""
     s = event.snapshot
     r = s.result
@@ -64,6 +65,9 @@ def encode_event(event: Event) -> bytes:
         entry["play"] = [p.side.letter, list(p.dice), p.notation, p.turn_id, p.automatic, p.used_ms]
     if event.throws:
         entry["throws"] = event.throws
+    if event.type == 2:  # GAME_STARTED: who took white
+        entry["white_seat"] = game.white_seat
+    entry["rolled"] = game.match.dice.rolled
     return json.dumps(entry, separators=(",", ":")).encode()
 
 
@@ -114,11 +118,24 @@ class SQLiteStore:
             "turn_ms": match.turn_ms,
             "time_bank_ms": match.time_bank_ms,
             "auto_play_forced": match.auto_play_forced,
+            "illegal_play_limit": match.illegal_play_limit,
+            "ladder": match.ladder,
+            "pair_id": match.pair_id,
+            "start_timeout": match.start_timeout,
         }
         seats = [{"name": s.name, "bot": s.bot, "player_id": s.player_id} for s in match.seats]
         self.db.execute(
-            "INSERT INTO matches (id, target, options, seats, seed) VALUES (?,?,?,?,?)",
-            (match.id, match.match.target, json.dumps(options), json.dumps(seats), match.dice.seed),
+            "INSERT INTO matches (id, target, options, seats, seed, script, start) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (
+                match.id,
+                match.match.target,
+                json.dumps(options),
+                json.dumps(seats),
+                match.dice.seed,
+                json.dumps(match.dice.script),
+                match.start.text() if match.start else "",
+            ),
         )
 
     def update_match(self, match: MatchSession) -> None:
@@ -154,7 +171,7 @@ class SQLiteStore:
     def append_event(self, game: GameSession, event: Event) -> None:
         self.db.execute(
             "INSERT INTO events VALUES (?,?,?,?,?)",
-            (game.id, event.seq, int(event.type), event.time, encode_event(event)),
+            (game.id, event.seq, int(event.type), event.time, encode_event(game, event)),
         )
 
     def set_player_token(self, player_id: str, token_hash: str) -> None:
@@ -197,6 +214,32 @@ class SQLiteStore:
         return self.db.execute(
             "SELECT player_id, ready FROM ladder_members WHERE ladder=?", (ladder,)
         ).fetchall()
+
+    # -- recovery -----------------------------------------------------------------------
+    def load_matches(self) -> list[dict]:
+        cols = ("id", "target", "options", "seats", "seed", "script", "start")
+        rows = self.db.execute(f"SELECT {', '.join(cols)} FROM matches ORDER BY rowid")
+        out = []
+        for row in rows.fetchall():
+            m = dict(zip(cols, row, strict=True))
+            for key in ("options", "seats", "script"):
+                m[key] = json.loads(m[key])
+            out.append(m)
+        return out
+
+    def load_games(self, match_id: str) -> list[tuple[str, int]]:
+        return self.db.execute(
+            "SELECT id, number FROM games WHERE match_id=? ORDER BY number", (match_id,)
+        ).fetchall()
+
+    def load_events(self, game_id: str) -> list[tuple[int, int, float, dict]]:
+        rows = self.db.execute(
+            "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq", (game_id,)
+        ).fetchall()
+        return [(seq, kind, t, json.loads(data)) for seq, kind, t, data in rows]
+
+    def load_seat_tokens(self) -> list[tuple[str, int, str]]:
+        return self.db.execute("SELECT match_id, seat, token_hash FROM seat_tokens").fetchall()
 
     def close(self) -> None:
         self.db.close()

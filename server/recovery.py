@@ -1,0 +1,123 @@
+"""Rebuilding matches and games from the journal after a restart (or a kill -9).
+
+Every event was committed before anyone was told of it, so the journal holds the whole
+history: finished games come back as they ended, and games in progress go on from their
+last event (see GameSession.resume): the same position, the same dice for a turn awaiting
+its play, and a fresh clock for the side to move.
+"""
+
+from __future__ import annotations
+
+from nardy import Color, GameResult, Position
+from nardy.dice import Dice
+from nardy.match import Colours, GameOptions, Opening
+from nardy.scoring import Kind, Termination
+from server.session import (
+    Accepted,
+    Event,
+    EventType,
+    GameSession,
+    MatchSession,
+    PlayRecord,
+    Seat,
+    Snapshot,
+    Status,
+)
+
+
+def decode_result(data: list | None) -> GameResult | None:
+    if not data:
+        return None
+    winner, kind, how = data
+    return GameResult(Color.from_letter(winner), Kind(kind), Termination(how))
+
+
+def restore_match(arbiter, row: dict, new_id) -> MatchSession:
+    """The match of a ``matches`` row with all its games, as far as the journal goes."""
+    o = row["options"]
+    options = GameOptions(
+        variant=o["variant"],
+        koks=o["koks"],
+        opening=Opening(o["opening"]),
+        colours=Colours(o["colours"]),
+    )
+    seats = tuple(Seat(i, s["name"], s["bot"], s["player_id"]) for i, s in enumerate(row["seats"]))
+    match = MatchSession(
+        arbiter,
+        row["id"],
+        options,
+        row["target"],
+        (seats[0], seats[1]),
+        turn_ms=o["turn_ms"],
+        time_bank_ms=o["time_bank_ms"],
+        auto_play_forced=o["auto_play_forced"],
+        dice=Dice(row["seed"], row["script"]),
+        start=Position.parse(row["start"]) if row["start"] else None,
+        start_timeout=o.get("start_timeout", 60.0),
+        new_id=new_id,
+        illegal_play_limit=o.get("illegal_play_limit", 0),
+        ladder=o.get("ladder", ""),
+        pair_id=o.get("pair_id", ""),
+    )
+    match.games = []
+    rolled = 0
+    for game_id, number in arbiter.store.load_games(match.id):
+        game = GameSession(match, game_id, number)
+        entries = arbiter.store.load_events(game_id)
+        restore_game(game, entries)
+        rolled = max([rolled, *(e["rolled"] for _, _, _, e in entries)])
+        match.games.append(game)
+        if game.status is Status.FINISHED and game.result is not None:
+            assert game.white_seat is not None
+            match.match.record(game.white_seat, game.result)
+    match.dice.skip(rolled)
+    return match
+
+
+def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]]) -> None:
+    """Replay journal entries into ``game``: its events, state, and answered plays."""
+    for seq, kind, when, e in entries:
+        snap = Snapshot(
+            status=Status(e["status"]),
+            position=Position.parse(e["position"]),
+            dice=tuple(e["dice"]),
+            turn_id=e["turn"],
+            clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
+            scores=tuple(e["scores"]),
+            match_over=e["over"],
+            result=decode_result(e["result"]),
+            legal=(),
+            next_game_id=e["next"],
+            refused=tuple(e["refused"]),
+        )
+        play = None
+        if "play" in e:
+            side, dice, notation, turn_id, automatic, used = e["play"]
+            play = PlayRecord(
+                Color.from_letter(side), tuple(dice), notation, turn_id, automatic, used
+            )
+        throws = tuple(tuple(t) for t in e.get("throws", ()))
+        event = Event(seq, EventType(kind), when, snap, play, throws)
+        game.events.append(event)
+        if event.type is EventType.GAME_STARTED:
+            game.white_seat = e["white_seat"]
+            game.throws = throws
+        if event.type is EventType.PLAY_MADE and play is not None:
+            game.accepted[play.turn_id] = (
+                snap.position,
+                Accepted(play.notation, snap.position.text(), play.used_ms),
+            )
+            if not play.automatic:
+                game.used_ms[play.side] += play.used_ms
+                game.plays_made[play.side] += 1
+    if not game.events:
+        return
+    last = game.events[-1].snapshot
+    game.status = last.status
+    game.position = last.position
+    game.turn_id = last.turn_id
+    game.dice = last.dice
+    game.result = last.result
+    game.next_game_id = last.next_game_id
+    game.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
+    game.bank = {Color.WHITE: last.clocks[0][1], Color.BLACK: last.clocks[1][1]}

@@ -1,0 +1,112 @@
+"""Nothing is lost: kill -9 the real server mid-game, restart it on the same SQLite file,
+finish the game, and compare with the same game played without interruption."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import trio
+
+from nardy.client import Client, play_game
+from nardy.v1 import game_pb2 as pb
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, db: str) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nardy",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            db,
+            "--log-level",
+            "WARNING",
+        ],
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:  # wait until it accepts connections
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+
+
+def first_legal(turn):
+    return turn.legal[0]
+
+
+async def play_match(address: str, *, kill_at: int | None = None, restart=None):
+    """Play a seeded game with deterministic engines; optionally kill the server after
+    ``kill_at`` plays (before answering), restart it, and go on. Returns the plays."""
+    async with Client(address) as client:
+        r = await client.create_match(seed=4242, options=pb.GameOptions(turn_time_ms=30_000))
+        seats = [client.with_token(r.first_seat_token), client.with_token(r.second_seat_token)]
+        plays = 0
+        killed = trio.Event()
+
+        def engine(turn):
+            nonlocal plays
+            plays += 1
+            if kill_at is not None and plays == kill_at:
+                restart()  # kill -9 and start again, before this play reaches the server
+                killed.set()
+            return first_legal(turn)
+
+        async with trio.open_nursery() as n:
+            for seat in seats:
+                n.start_soon(play_game, seat, r.game_id, engine)
+        events = []
+        async for ev in client.events(r.game_id, from_start=True):
+            events.append(ev)
+        return [e.play.notation for e in events if e.type == pb.EVENT_TYPE_PLAY_MADE], events
+
+
+async def test_kill_9_mid_game_and_resume(tmp_path):
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    reference_proc = start_server(port, str(tmp_path / "ref.db"))
+    try:
+        reference, _ = await play_match(address)
+    finally:
+        reference_proc.terminate()
+        reference_proc.wait()
+
+    db = str(tmp_path / "crash.db")
+    procs = [start_server(port, db)]
+
+    def restart():
+        os.kill(procs[-1].pid, signal.SIGKILL)
+        procs[-1].wait()
+        procs.append(start_server(port, db))
+
+    try:
+        plays, events = await play_match(address, kill_at=9, restart=restart)
+    finally:
+        procs[-1].terminate()
+        procs[-1].wait()
+    assert len(procs) == 2
+    assert plays == reference  # the same dice and the same plays, turn by turn
+    final = events[-1].state
+    assert final.status == pb.GAME_STATUS_FINISHED
+    # the turn in progress at the kill was announced again with the same turn id
+    started = [e.state.turn_id for e in events if e.type == pb.EVENT_TYPE_TURN_STARTED]
+    assert len(started) == len(set(started)) + 1
+    seqs = [e.seq for e in events]
+    assert seqs == list(range(1, len(seqs) + 1))
