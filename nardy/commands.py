@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -73,12 +74,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from server.app import ServerConfig, run_forever
+    from server.app import ServerConfig, run_forever, unwrap
+    from server.store import StoreError
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    run_forever(ServerConfig(host=args.host, port=args.port, db=args.db))
+    try:
+        run_forever(ServerConfig(host=args.host, port=args.port, db=args.db))
+    except BaseException as e:
+        error = unwrap(e)
+        if not isinstance(error, StoreError):
+            raise
+        print(f"nardy serve: {error.message}", file=sys.stderr)
+        return 2
     return 0
 
 

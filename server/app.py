@@ -116,6 +116,13 @@ def run_forever(config: ServerConfig) -> None:
     trio.run(main)
 
 
+def unwrap(error: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, for a readable report."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
 class EmbeddedServer:
     """An arbiter in a background thread of this process, on an ephemeral loopback port."""
 
@@ -171,6 +178,6 @@ class EmbeddedServer:
         try:
             trio.run(main)
         except BaseException as e:
-            self._error = e
+            self._error = unwrap(e)
         finally:
             self._ready.set()

@@ -32,7 +32,7 @@ from server.session import (
     Sink,
     Status,
 )
-from server.store import Store
+from server.store import Store, StoreError
 
 log = logging.getLogger("nardy.server")
 
@@ -221,8 +221,12 @@ class Arbiter:
     async def _run_match(self, match: MatchSession) -> None:
         try:
             await match.run()
-        finally:
             self.store.update_match(match)
+        except ArbiterError as e:
+            # The journal cannot be written: stop this match where its journal ends; a
+            # restart on a healthy store resumes it from there.
+            log.error("match %s stopped: %s", match.id, e.message)
+            match.current.close_streams(EventType.SERVER_SHUTDOWN)
 
     # -- games --------------------------------------------------------------------------
     def game(self, game_id: str) -> GameSession:
@@ -386,7 +390,16 @@ class Arbiter:
 
     # -- restart ------------------------------------------------------------------------
     def restore(self) -> None:
-        """Load what outlives a restart: players and their tokens, ladders and results."""
+        """Load what outlives a restart: players and their tokens, ladders and results,
+        matches and games (in progress ones go on). A damaged store stops the server with
+        a StoreError rather than half-loading it."""
+        try:
+            self._restore()
+        except (ValueError, KeyError, TypeError, IndexError, AssertionError) as e:
+            raise StoreError(f"{self.store.path}: the journal is damaged ({e!r}); "
+                             "refusing to start from it") from None
+
+    def _restore(self) -> None:
         for player_id, name, bot, digest in self.store.load_players():
             player = Player(player_id, name, bool(bot))
             self.players[player_id] = self.by_name[name] = player

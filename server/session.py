@@ -319,13 +319,19 @@ class GameSession:
     def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
+        before = (self.position, self.legal, self.dice, self.deadline, self.result)
         self.accepted[self.turn_id] = (play.end, answer)
         self.position = play.end
         self.legal = ()
         self.dice = ()
         self.deadline = float("inf")
         self.result = self.variant.result(self.position, koks=self.options.koks)
-        self.emit(EventType.PLAY_MADE, play=record)
+        try:
+            self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
+        except ArbiterError:  # not stored: as if the play never arrived
+            del self.accepted[self.turn_id]
+            self.position, self.legal, self.dice, self.deadline, self.result = before
+            raise
         return answer
 
     # -- actions (called from the bridge) -----------------------------------------------

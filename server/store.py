@@ -12,6 +12,8 @@ import sqlite3
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Protocol
 
+from server.errors import ArbiterError, Code
+
 if TYPE_CHECKING:
     from server.ladder import LadderGame, LadderOptions
     from server.session import Event, GameSession, MatchSession
@@ -72,6 +74,8 @@ def encode_event(game: GameSession, event: Event) -> bytes:
 
 
 class Store(Protocol):
+    path: str
+
     def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None: ...
     def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None: ...
     def add_match(self, match: MatchSession) -> None: ...
@@ -90,23 +94,44 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+class StoreError(ArbiterError):
+    """The store cannot be read or written; the server refuses changes rather than lose data."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Code.UNAVAILABLE, message)
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            check = self.db.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise sqlite3.DatabaseError(f"integrity check failed: {check}")
+            self.db.executescript(SCHEMA)
+        except sqlite3.Error as e:
+            raise StoreError(f"{path}: not a usable nardy database ({e})") from None
+
+    def _write(self, sql: str, params: tuple = ()) -> None:
+        """One committed write; a failure (read-only file, full disk) becomes UNAVAILABLE."""
+        try:
+            self.db.execute(sql, params)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot store data in {self.path} ({e}); nothing was changed") \
+                from None
 
     def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None:
-        self.db.execute(
+        self._write(
             "INSERT INTO players (id, name, bot, token_hash) VALUES (?,?,?,?)",
             (player_id, name, int(bot), token_hash),
         )
 
     def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None:
-        self.db.execute("INSERT INTO seat_tokens VALUES (?,?,?)", (match_id, seat, token_hash))
+        self._write("INSERT INTO seat_tokens VALUES (?,?,?)", (match_id, seat, token_hash))
 
     def add_match(self, match: MatchSession) -> None:
         o = match.options
@@ -124,7 +149,7 @@ class SQLiteStore:
             "start_timeout": match.start_timeout,
         }
         seats = [{"name": s.name, "bot": s.bot, "player_id": s.player_id} for s in match.seats]
-        self.db.execute(
+        self._write(
             "INSERT INTO matches (id, target, options, seats, seed, script, start) "
             "VALUES (?,?,?,?,?,?,?)",
             (
@@ -139,12 +164,12 @@ class SQLiteStore:
         )
 
     def update_match(self, match: MatchSession) -> None:
-        self.db.execute(
+        self._write(
             "UPDATE matches SET scores=? WHERE id=?", (json.dumps(match.match.scores), match.id)
         )
 
     def add_game(self, game: GameSession) -> None:
-        self.db.execute(
+        self._write(
             "INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
             (game.id, game.match.id, game.number, int(game.status)),
         )
@@ -163,34 +188,34 @@ class SQLiteStore:
                 }
             )
         )
-        self.db.execute(
+        self._write(
             "UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
             (int(game.status), game.white_seat, result, game.id),
         )
 
     def append_event(self, game: GameSession, event: Event) -> None:
-        self.db.execute(
+        self._write(
             "INSERT INTO events VALUES (?,?,?,?,?)",
             (game.id, event.seq, int(event.type), event.time, encode_event(game, event)),
         )
 
     def set_player_token(self, player_id: str, token_hash: str) -> None:
-        self.db.execute("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
+        self._write("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
 
     def load_players(self) -> list[tuple[str, str, int, str]]:
         return self.db.execute("SELECT id, name, bot, token_hash FROM players").fetchall()
 
     # -- ladders ------------------------------------------------------------------------
     def add_ladder(self, name: str, options: LadderOptions) -> None:
-        self.db.execute("INSERT INTO ladders VALUES (?,?)", (name, json.dumps(asdict(options))))
+        self._write("INSERT INTO ladders VALUES (?,?)", (name, json.dumps(asdict(options))))
 
     def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None:
-        self.db.execute(
+        self._write(
             "INSERT OR REPLACE INTO ladder_members VALUES (?,?,?)", (ladder, player_id, int(ready))
         )
 
     def add_ladder_game(self, ladder: str, record: LadderGame) -> None:
-        self.db.execute(
+        self._write(
             "INSERT OR REPLACE INTO ladder_games VALUES (?,?,?)",
             (ladder, record.game_id, json.dumps(asdict(record))),
         )

@@ -1,0 +1,100 @@
+"""Bad stores: a corrupted database is refused clearly; a read-only one refuses new games and
+plays with UNAVAILABLE instead of losing data, and the server stays up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import grpc
+import pytest
+import trio
+
+from nardy.client import Client
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+from server.store import StoreError
+
+
+def test_corrupted_database_is_refused_with_a_clear_error(tmp_path):
+    db = tmp_path / "bad.db"
+    db.write_bytes(b"this is not a database at all" * 100)
+    out = subprocess.run(
+        [sys.executable, "-m", "nardy", "serve", "--port", "0", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "not a usable nardy database" in out.stderr
+    with pytest.raises(StoreError):
+        EmbeddedServer(db=str(db)).start()
+
+
+def test_truncated_database_is_refused(tmp_path):
+    db = tmp_path / "t.db"
+    with EmbeddedServer(db=str(db)):
+        pass
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2])
+    with pytest.raises(StoreError):
+        EmbeddedServer(db=str(db)).start()
+
+
+async def test_unwritable_store_refuses_changes_and_the_server_stays_up(tmp_path):
+    db = tmp_path / "ro.db"
+    with EmbeddedServer(db=str(db)) as srv:
+        async with Client(srv.address) as client:
+            r = await client.create_match(seed=1)
+            # the disk goes away: every write now fails (as a full disk or a read-only file)
+            # (query_only: root, which runs CI, ignores read-only file modes)
+            await trio.to_thread.run_sync(
+                srv.call, lambda: srv.arbiter.store.db.execute("PRAGMA query_only=1")
+            )
+            with pytest.raises(grpc.RpcError) as info:
+                await client.create_match(seed=2)
+            assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert "cannot store data" in info.value.details()
+            with pytest.raises(grpc.RpcError) as info:
+                await client.register("someone")
+            assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            # reads still work
+            state = (await client.get_game(r.game_id)).state
+            assert state.status == pb.GAME_STATUS_WAITING
+
+
+async def test_a_play_that_cannot_be_stored_is_refused_and_nothing_changes(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "p.db")) as srv:
+        async with Client(srv.address) as client:
+            r = await client.create_match(seed=9)
+            seats = [client.with_token(r.first_seat_token), client.with_token(r.second_seat_token)]
+            async with trio.open_nursery() as nursery:
+
+                async def follow(seat):
+                    async for _ in seat.events(r.game_id):
+                        pass
+
+                nursery.start_soon(follow, seats[1])
+                async for ev in seats[0].events(r.game_id):
+                    if ev.type == pb.EVENT_TYPE_TURN_STARTED:
+                        break
+                st = ev.state
+                mover = seats[0] if st.side_to_move == st.your_color else seats[1]
+                async for ev in mover.events(r.game_id):  # the mover's view: legal plays
+                    if ev.state.legal_plays:
+                        break
+                play = ev.state.legal_plays[0]
+
+                def query_only(on: bool):
+                    return lambda: srv.arbiter.store.db.execute(f"PRAGMA query_only={int(on)}")
+
+                await trio.to_thread.run_sync(srv.call, query_only(True))
+                with pytest.raises(grpc.RpcError) as info:
+                    await mover.submit(r.game_id, st.turn_id, end_position=play.end_position)
+                assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+                after = (await client.get_game(r.game_id)).state
+                assert after.position == st.position and after.turn_id == st.turn_id
+                await trio.to_thread.run_sync(srv.call, query_only(False))
+                resp = await mover.submit(r.game_id, st.turn_id, end_position=play.end_position)
+                assert not resp.duplicate and resp.end_position == play.end_position
+                nursery.cancel_scope.cancel()
