@@ -41,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="file to write (default stdout)")
     p.set_defaults(func=_export)
 
+    p = sub.add_parser("import", help="check a game record against the rules")
+    p.add_argument("file", help="a record file (text format or JSON)")
+    p.add_argument("--koks", action="store_true", help="the game used the koks option")
+    p.set_defaults(func=_import)
+
     p = sub.add_parser("demo", help="a short local ladder of the bundled engines (make demo)")
     p.add_argument("--games", type=int, default=36, help="games to play (default 36)")
     p.add_argument("--time-per-move", type=int, default=500, metavar="MS")
@@ -93,6 +98,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _ladder(args: argparse.Namespace) -> int:
     from clients.ladder_runner import main
+
+    return main(args)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from clients.import_record import main
 
     return main(args)
 

@@ -138,11 +138,12 @@ def loads(text: str) -> list[GameRecord]:
             elif ":" in line and not game.turns:
                 key, _, value = line.partition(":")
                 key, value = key.strip(), value.strip()
-                game.headers[key] = value
                 if key == "Start":
                     game.start = Position.parse(value)
                 elif key == "Result":
                     game.result = parse_result(value)
+                else:
+                    game.headers[key] = value
             else:
                 raise ValueError(f"cannot read {line!r}")
         except ValueError as e:
