@@ -27,24 +27,24 @@ def self_play_positions(n: int, seed: int = 2026) -> list[tuple[Position, tuple[
     return out
 
 
-def rate(fn, cases, min_time: float = 1.0) -> float:
-    """Cases per second: whole passes over ``cases`` until ``min_time`` has gone by."""
-    done, start = 0, time.perf_counter()
-    while True:
-        for pos, dice in cases:
-            fn(pos, dice)
-        done += len(cases)
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time:
-            return done / elapsed
+def rates(fns, cases, rounds: int) -> list[float]:
+    """Cases per second of each function, measured in alternating rounds over the same
+    cases, so that a noisy machine slows them alike."""
+    totals = [0.0] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for pos, dice in cases:
+                fn(pos, dice)
+            totals[i] += time.perf_counter() - start
+    return [rounds * len(cases) / t for t in totals]
 
 
 def main(quick: bool = False) -> None:
     cases = self_play_positions(500 if quick else 3000)
     doubles = [c for c in cases if c[1][0] == c[1][1]]
     for name, subset in (("all", cases), ("doubles", doubles)):
-        fast = rate(legal_plays, subset, 0.5 if quick else 2.0)
-        naive = rate(reference_plays, subset, 0.5 if quick else 2.0)
+        fast, naive = rates([legal_plays, reference_plays], subset, 1 if quick else 3)
         print(
             f"legal plays, {name:7s} ({len(subset):4d} positions): nardy {fast:9.0f}/s  "
             f"naive reference {naive:7.0f}/s  ratio {fast / naive:5.1f}x"
@@ -59,7 +59,7 @@ def main(quick: bool = False) -> None:
     ).stdout
     whole = time.perf_counter() - t0
     assert out.count(b"\n") == len(cases)
-    in_proc = rate(lambda p, d: sorted(x.end.text() for x in legal_plays(p, d)), cases, 0.5)
+    (in_proc,) = rates([lambda p, d: sorted(x.end.text() for x in legal_plays(p, d))], cases, 1)
     print(
         f"`nardy legal` batch, {len(cases)} lines: {whole:.2f} s whole process "
         f"({len(cases) / whole:.0f} lines/s; bare python start {startup:.2f} s); "

@@ -21,6 +21,7 @@ which is its canonical notation.
 from __future__ import annotations
 
 import operator
+from itertools import compress
 from typing import NamedTuple
 
 from nardy.notation import format_step
@@ -67,6 +68,9 @@ def runs(mask: int) -> int:
 # count on point p (1..24) and byte 0 the borne-off count. A step is two additions.
 UNIT = tuple(1 << (8 * p) for p in range(25))
 HOME_BITS = 0b1111110  # occupancy bits of points 1..6
+SHIFT = tuple(8 * p for p in range(25))
+ONE = (0, *(1 << p for p in range(1, 25)))  # occupancy bit of each point (none for "off")
+NOT_BIT = tuple(~b for b in BIT)
 ZEROS = (0,) * POINTS
 
 
@@ -125,11 +129,7 @@ class Turn:
 
     def mask(self, m: tuple[int, ...] | list[int]) -> int:
         """The run mask (opponent's path order) of the mover's board ``m``."""
-        mask = 0
-        for p in range(1, 25):
-            if m[p]:
-                mask |= BIT[p]
-        return mask
+        return sum(compress(BIT, m))  # BIT[0] is 0: the borne-off count adds nothing
 
     def end_position(self, m: tuple[int, ...] | list[int]) -> Position:
         """The board after the mover's play ``m``, with the opponent to move."""
@@ -142,7 +142,7 @@ class Turn:
             board = tuple(map(operator.add, self._others, mine))
         else:
             board = tuple(map(operator.sub, self._others, mine))
-        return Position(self.next_turn, board)
+        return tuple.__new__(Position, (self.next_turn, board))  # skips a Python-level __new__
 
     def step_targets(self, m: tuple[int, ...], mask: int, heads_used: int, die: int):
         """Every single step of ``die`` legal from board ``m``: ``(src, dst, m', mask')``."""
@@ -194,8 +194,8 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
     An empty list means no die can be played: the turn passes (§3.6).
     """
     turn = Turn(position, dice)
-    end, make = turn._end, Step._make
-    return [Play(tuple(map(make, steps)), end(m)) for m, steps in _search(turn)]
+    end, make, new = turn._end, Step._make, tuple.__new__
+    return [new(Play, (tuple(map(make, steps)), end(m))) for m, steps in _search(turn)]
 
 
 Path = tuple[tuple[int, int, int], ...]  # (src, dst, die) steps
@@ -216,9 +216,8 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
     head_limit = turn.head_limit
     closed = turn.closed
     forbidden = turn.forbidden
-    bit = BIT
-    unit = UNIT
-    occ0 = sum(1 << p for p in range(1, 25) if turn.start[p])
+    bit, notbit, unit, shift = BIT, NOT_BIT, UNIT, SHIFT
+    occ0 = sum(compress(ONE, turn.start))
     # A level maps a key (board, plus the die left for a non-double's first step) to
     # (board, occupancy, run mask, dice left, first step sequence reaching it).
     level: dict = {start: (start, occ0, turn.mask(turn.start), dice, ())}
@@ -236,23 +235,20 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
             while srcs:
                 src = srcs.bit_length() - 1
                 srcs ^= 1 << src
-                sources.append((src, (m >> (8 * src)) & 255 == 1))
+                sources.append(src)
             for i, die in enumerate(remaining):
                 if i and die == remaining[i - 1]:
                     continue
                 rest = remaining[:i] + remaining[i + 1 :]
+                last = not rest
                 tag = _REST * rest[0] if len(rest) == 1 else 0
-                for src, single in sources:
+                for src in sources:
                     dst = src - die
+                    single = (m >> shift[src]) & 255 == 1
                     if dst >= 1:
                         if closed[dst]:  # §3.2
                             continue
-                        if single:
-                            nmask = (mask | bit[dst]) & ~bit[src]
-                            nocc = (occ | (1 << dst)) & ~(1 << src)
-                        else:
-                            nmask = mask | bit[dst]
-                            nocc = occ | (1 << dst)
+                        nmask = (mask | bit[dst]) & notbit[src] if single else mask | bit[dst]
                         if forbidden and (
                             nmask
                             & (nmask >> 1)
@@ -268,17 +264,17 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
                         if not home_only or (dst < 0 and src != highest):
                             continue
                         dst = OFF
-                        if single:
-                            nmask, nocc = mask & ~bit[src], occ & ~(1 << src)
-                        else:
-                            nmask, nocc = mask, occ
+                        nmask = mask & notbit[src] if single else mask
                     n = m - unit[src] + unit[dst]
                     if n == _OFF_ALL:  # the game ends; unplayed dice lapse (§4.6)
                         finished.setdefault(n, (*steps, (src, dst, die)))
-                    elif not rest:  # the last die: a complete play, nothing to expand
+                    elif last:  # the last die: a complete play, nothing to expand
                         if n not in complete:
                             complete[n] = (*steps, (src, dst, die))
                     elif n + tag not in nxt:
+                        nocc = occ | (1 << dst) if dst else occ
+                        if single:
+                            nocc &= ~(1 << src)
                         nxt[n + tag] = (n, nocc, nmask, rest, (*steps, (src, dst, die)))
         if not nxt:
             break
