@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection
 from nardy.v1 import arbiter_pb2, arbiter_pb2_grpc, ladder_pb2, ladder_pb2_grpc
 from server.arbiter import Arbiter
 from server.bridge import Bridge, Transport
+from server.limits import RateLimiter
 from server.service import HEARTBEAT_S, ArbiterService, LadderService
 from server.store import SQLiteStore
 
@@ -38,6 +39,8 @@ class ServerConfig:
     grace_s: float = 1.0
     max_message_bytes: int = 64 * 1024  # requests are small; refuse anything bigger
     max_concurrent_rpcs: int = 20_000
+    rate_per_s: float = 1000.0  # requests per second per token (or connection), on average
+    rate_burst: float = 2000.0
 
 
 async def serve(
@@ -63,11 +66,12 @@ async def serve(
                 ],
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
             )
+            limiter = RateLimiter(config.rate_per_s, config.rate_burst)
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
-                ArbiterService(arbiter, bridge, config.heartbeat_s), server
+                ArbiterService(arbiter, bridge, limiter, config.heartbeat_s), server
             )
             ladder_pb2_grpc.add_LadderServiceServicer_to_server(
-                LadderService(arbiter, bridge), server
+                LadderService(arbiter, bridge, limiter), server
             )
             checker = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(checker, server)

@@ -19,6 +19,7 @@ from server.arbiter import Arbiter, MatchSpec, Note, PlayerNote
 from server.bridge import CLOSE, Bridge, QueueSink
 from server.errors import ArbiterError
 from server.ladder import LadderOptions
+from server.limits import RateLimiter
 from server.session import DEFAULT_TURN_MS, Event, EventType
 
 log = logging.getLogger("nardy.server")
@@ -47,17 +48,36 @@ async def _abort(context: grpc.aio.ServicerContext, error: ArbiterError) -> None
     await context.abort(getattr(grpc.StatusCode, error.code.value), error.message)
 
 
-class ArbiterService(api_grpc.ArbiterServiceServicer):
-    def __init__(self, arbiter: Arbiter, bridge: Bridge, heartbeat_s: float = HEARTBEAT_S) -> None:
+class Limited:
+    """Every call passes a per-caller rate limit before it crosses the bridge."""
+
+    def __init__(self, arbiter: Arbiter, bridge: Bridge, limiter: RateLimiter) -> None:
         self.arbiter = arbiter
         self.bridge = bridge
-        self.heartbeat_s = heartbeat_s
+        self.limiter = limiter
 
     async def _call(self, context, fn, *args):
+        key = bearer(context) or context.peer()
+        if not self.limiter.allow(key):
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, "too many requests; slow down and retry"
+            )
         try:
             return await self.bridge.call(fn, *args)
         except ArbiterError as e:
             await _abort(context, e)
+
+
+class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
+    def __init__(
+        self,
+        arbiter: Arbiter,
+        bridge: Bridge,
+        limiter: RateLimiter,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
+        super().__init__(arbiter, bridge, limiter)
+        self.heartbeat_s = heartbeat_s
 
     async def RegisterPlayer(self, request, context):
         player_id, token = await self._call(
@@ -195,17 +215,7 @@ def player_event(note: PlayerNote) -> api.PlayerEvent:
     return msg
 
 
-class LadderService(ladder_grpc.LadderServiceServicer):
-    def __init__(self, arbiter: Arbiter, bridge: Bridge) -> None:
-        self.arbiter = arbiter
-        self.bridge = bridge
-
-    async def _call(self, context, fn, *args):
-        try:
-            return await self.bridge.call(fn, *args)
-        except ArbiterError as e:
-            await _abort(context, e)
-
+class LadderService(Limited, ladder_grpc.LadderServiceServicer):
     async def CreateLadder(self, request, context):
         o = request.options
         options = LadderOptions(
