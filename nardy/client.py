@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -392,3 +393,113 @@ def run_engine(
 ) -> None:
     """The synchronous entry point: play games with ``engine`` until interrupted."""
     trio.run(lambda: play_forever(engine, address=address, token=token, max_games=max_games))
+
+
+class SimpleClient:
+    """The blocking client, for scripts and engines without an event loop (the shape of
+    python-chess's ``SimpleEngine``): the same calls as :class:`Client`, synchronous."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        token: str | None = None,
+        *,
+        tls: bool = False,
+        root_certificates: bytes | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
+        self.token = token
+        self.timeout = timeout
+        self.channel = channel(self.address, tls=tls, root_certificates=root_certificates)
+        self.stub = api_grpc.ArbiterServiceStub(self.channel)
+
+    def __enter__(self) -> SimpleClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.channel.close()
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
+
+    def call(self, method: str, request):
+        return getattr(self.stub, method)(request, metadata=self.metadata, timeout=self.timeout)
+
+    def register(self, name: str, *, bot: bool = True) -> str:
+        self.token = self.call(
+            "RegisterPlayer", api.RegisterPlayerRequest(name=name, bot=bot)
+        ).token
+        return self.token
+
+    def create_match(self, **fields) -> api.CreateMatchResponse:
+        return self.call("CreateMatch", api.CreateMatchRequest(**fields))
+
+    def get_game(self, game_id: str) -> api.GetGameResponse:
+        return self.call("GetGame", api.GetGameRequest(game_id=game_id))
+
+    def submit(
+        self,
+        game_id: str,
+        turn_id: int,
+        *,
+        notation: str | None = None,
+        end_position: str | None = None,
+    ) -> api.SubmitPlayResponse:
+        req = api.SubmitPlayRequest(game_id=game_id, turn_id=turn_id)
+        if end_position is not None:
+            req.end_position = end_position
+        else:
+            req.notation = notation or ""
+        return self.call("SubmitPlay", req)
+
+    def resign(self, game_id: str) -> api.ResignResponse:
+        return self.call("Resign", api.ResignRequest(game_id=game_id))
+
+    def events(
+        self,
+        game_id: str,
+        *,
+        after_seq: int = 0,
+        from_start: bool = False,
+        max_backoff: float = 5.0,
+    ):
+        """A game's events, resuming after drops from the last seq; ends with the game."""
+        last, backoff = after_seq, 0.1
+        while True:
+            req = api.SubscribeGameRequest(
+                game_id=game_id, after_seq=last, from_start=from_start and last == 0
+            )
+            try:
+                for ev in self.stub.SubscribeGame(req, metadata=self.metadata):
+                    backoff = 0.1
+                    last = max(last, ev.seq)
+                    yield ev
+                    if ev.type in END_TYPES:
+                        return
+            except grpc.RpcError as e:
+                if e.code() not in RETRYABLE:
+                    raise
+            time.sleep(backoff)
+            backoff = min(max_backoff, backoff * 2)
+
+    def play(self, game_id: str, engine: Engine) -> pb.GameState:
+        """Play one game with ``engine``; returns the final state."""
+        state, played = None, 0
+        for ev in self.events(game_id):
+            state = ev.state
+            if my_turn(ev) and state.turn_id > played:
+                choice = engine(TurnInfo(state))
+                fields = (
+                    {"notation": choice}
+                    if isinstance(choice, str)
+                    else {"end_position": choice.end_position}
+                )
+                self.submit(game_id, state.turn_id, **fields)
+                played = state.turn_id
+        assert state is not None
+        return state
