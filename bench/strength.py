@@ -126,8 +126,11 @@ def _run(fn, jobs: list, label: str) -> list[list[GameRecord]]:
         for i, r in enumerate(pool.imap(fn, jobs), 1):
             out.append(r)
             if i % max(1, len(jobs) // 10) == 0 or i == len(jobs):
-                print(f"  {label}: {i}/{len(jobs)} jobs, {time.perf_counter() - t0:.0f} s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {label}: {i}/{len(jobs)} jobs, {time.perf_counter() - t0:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return out
 
 
@@ -153,8 +156,13 @@ def greedy_vs_random(games: int, seed: int = 1) -> dict:
     recs = [g for r in _run(_single, jobs, "greedy vs random") for g in r]
     wins = sum(_winner_name(g) == "greedy" for g in recs)
     lo, hi = wilson(wins, len(recs))
-    return {"games": len(recs), "wins": wins, "rate": wins / len(recs), "ci": (lo, hi),
-            "records": recs}
+    return {
+        "games": len(recs),
+        "wins": wins,
+        "rate": wins / len(recs),
+        "ci": (lo, hi),
+        "records": recs,
+    }
 
 
 def expectimax_vs_greedy(pairs: int, seed: int = 2, level: int = 3) -> dict:
@@ -183,9 +191,16 @@ def expectimax_vs_greedy(pairs: int, seed: int = 2, level: int = 3) -> dict:
     mean_tot = (total_f + total_a) / len(results)
     zs = [(f - share * (f + ag)) / mean_tot for f, ag in zip(pts_for, pts_against, strict=True)]
     _, zlo, zhi = mean_ci(zs)
-    return {"pairs": len(results), "games": len(recs), "rate": rate, "net": net,
-            "points": (total_f, total_a), "share": (share, share + zlo, share + zhi),
-            "mars": sum(g.points == 2 for g in recs), "records": recs}
+    return {
+        "pairs": len(results),
+        "games": len(recs),
+        "rate": rate,
+        "net": net,
+        "points": (total_f, total_a),
+        "share": (share, share + zlo, share + zhi),
+        "mars": sum(g.points == 2 for g in recs),
+        "records": recs,
+    }
 
 
 def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
@@ -202,13 +217,23 @@ def main(quick: bool = False) -> None:
     elapsed = time.perf_counter() - t0
     all_recs = gr["records"] + ex["records"]
     rows = []
-    rows.append(("greedy vs random", f"{gr['games']} games",
-                 f"greedy wins {gr['wins']}/{gr['games']}",
-                 "win rate " + _fmt_ci(gr["rate"], *gr["ci"]) + " (Wilson)"))
+    rows.append(
+        (
+            "greedy vs random",
+            f"{gr['games']} games",
+            f"greedy wins {gr['wins']}/{gr['games']}",
+            "win rate " + _fmt_ci(gr["rate"], *gr["ci"]) + " (Wilson)",
+        )
+    )
     m, lo, hi = ex["rate"]
-    rows.append(("expectimax vs greedy", f"{ex['pairs']} pairs / {ex['games']} games",
-                 f"points {ex['points'][0]}-{ex['points'][1]} (mars games {ex['mars']})",
-                 "win rate " + _fmt_ci(m, lo, hi)))
+    rows.append(
+        (
+            "expectimax vs greedy",
+            f"{ex['pairs']} pairs / {ex['games']} games",
+            f"points {ex['points'][0]}-{ex['points'][1]} (mars games {ex['mars']})",
+            "win rate " + _fmt_ci(m, lo, hi),
+        )
+    )
     s, slo, shi = ex["share"]
     rows.append(("", "", "", "points share " + _fmt_ci(s, slo, shi)))
     m, lo, hi = ex["net"]
@@ -221,8 +246,11 @@ def main(quick: bool = False) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
     print("-" * 100)
     print("Average thinking time per move (turns with at least one legal play):")
-    for name, recs in (("random", gr["records"]), ("greedy", all_recs),
-                       ("expectimax", ex["records"])):
+    for name, recs in (
+        ("random", gr["records"]),
+        ("greedy", all_recs),
+        ("expectimax", ex["records"]),
+    ):
         secs, n = _times(recs, name)
         if n:
             print(f"  {name:<11} {1000 * secs / n:8.2f} ms  over {n} moves")

@@ -1,5 +1,11 @@
 """Long nardy: the pure game (positions, notation, legal plays, scoring) and the client SDK."""
 
+import os
+
+# nardy processes start children with fork+exec only (engines, checkers); grpc's fork
+# handlers are not needed for that and only log noise (notes/grpc-trio.md, pitfall 5).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 from nardy.match import Colours, GameOptions, Match, Opening, opening_throw
 from nardy.movegen import OFF, Play, Step, legal_plays
 from nardy.notation import NotationError, parse_moves

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 
@@ -39,9 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Child processes are started with fork+exec (engines, check-engine); grpc's fork
-    # handlers are not needed for that and only log noise (see notes/grpc-trio.md §5).
-    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
