@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from nardy.position import ABS, CHECKERS, HEAD, Color, Position, absolute, relative
+from nardy.position import ABS, HEAD, Color, Position, absolute, relative
 from nardy.v1 import game_pb2 as pb
 
 CELL = 4  # characters per point: the checker in column 2, numbers right-aligned in 1..2
@@ -67,7 +67,8 @@ ASCII = Glyphs("O", "X", "*", "-", "|", "+", "+", "+", "+", "+", "+")
 S_FRAME = "grey50"
 S_CELL = ("on color(94)", "on color(130)")  # two shades of wood, alternating points
 S_BAR = "on color(58)"
-S_PIECE = {Color.WHITE: "bold bright_white", Color.BLACK: "bold black"}
+# Checkers carry their own background, so that both read well on either shade of the board.
+S_PIECE = {Color.WHITE: "bold black on bright_white", Color.BLACK: "bold bright_white on grey15"}
 S_TARGET = "bold bright_green"
 S_SELECTED = "bold reverse"
 S_HEAD = "bold yellow"
@@ -125,50 +126,6 @@ def state_for(
         white=pb.Player(name=white),
         black=pb.Player(name=black),
     )
-
-
-def result_line(state: pb.GameState, you: Color | None = None) -> str:
-    """``white (alice) wins: mars, 2 points`` / ``You win ...`` / ``... lost on time``."""
-    r = state.result
-    if not r.winner:
-        return ""
-    winner = PB_COLOR[r.winner]
-    names = {Color.WHITE: state.white.name, Color.BLACK: state.black.name}
-    kind = KIND.get(r.kind, "?")
-    pts = f"{r.points} point{'s' if r.points != 1 else ''}"
-    how = termination_name(r.termination)
-    if you is not None:
-        who = "You win" if winner is you else f"{names[winner] or side_name(winner)} wins"
-    else:
-        who = f"{side_name(winner).capitalize()} ({names[winner]}) wins"
-    why = {
-        "timeout": "on time",
-        "abandonment": "by abandonment (the loser's clock ran out while away)",
-        "resignation": "by resignation",
-        "illegal plays": "by too many refused plays",
-    }.get(how, "")
-    loser = winner.opponent
-    if you is not None and how == "timeout":
-        why = "you ran out of time" if loser is you else "the opponent ran out of time"
-        return f"{who} by {kind}, {pts}: {why}"
-    return f"{who} by {kind}, {pts}" + (f" ({why})" if why else "")
-
-
-def score_line(state: pb.GameState, you: Color | None = None) -> str:
-    m = state.match
-    if not m.target:
-        return ""
-    names = {Color.WHITE: state.white.name or "white", Color.BLACK: state.black.name or "black"}
-    pts = {Color.WHITE: m.white_points, Color.BLACK: m.black_points}
-    if you is not None:
-        them = you.opponent
-        text = f"match to {m.target}: you {pts[you]} - {pts[them]} {names[them]}"
-    else:
-        text = (
-            f"match to {m.target}: {names[Color.WHITE]} {pts[Color.WHITE]}"
-            f" - {pts[Color.BLACK]} {names[Color.BLACK]}"
-        )
-    return text + (" (match over)" if m.over else "")
 
 
 def render(
@@ -231,7 +188,9 @@ def render(
         t = Text(style=shade)
         if owner is not None and row < min(n, STACK):
             if n > STACK and row == STACK - 1:
-                t.append(f"{n:>3} ", style=S_PIECE[owner])
+                t.append(" ")
+                t.append(f"{n:>2}", style=S_PIECE[owner])
+                t.append(" ")
             else:
                 style = S_PIECE[owner]
                 if p == selected and row == min(n, STACK) - 1:
@@ -345,7 +304,7 @@ def render(
 
     def player_lines(color: Color) -> list[Text]:
         label = Text()
-        label.append(glyph[color], style=S_PIECE[color] + " " + S_CELL[0])
+        label.append(glyph[color], style=S_PIECE[color])
         name = names[color]
         extra = f" ({side_name(color)})"
         if color is you:
@@ -433,15 +392,12 @@ def play_marks(color: Color, notation: str) -> set[int]:
 
 
 __all__ = [
-    "CHECKERS",
     "clock_running",
     "fmt_clock",
     "live_clocks",
     "play_marks",
     "render",
     "render_plain",
-    "result_line",
-    "score_line",
     "state_for",
     "termination_name",
 ]

@@ -290,6 +290,14 @@ class PlayUI:
         a, b = st.dice
         builder = TurnBuilder(position, (a, b))
         self.turn = Turn(st.turn_id, position, (a, b), builder)
+        offered = {lp.end_position for lp in st.legal_plays}
+        if offered != {p.end.text() for p in builder.plays}:
+            log.warning("turn %d: local legal plays differ from the arbiter's", st.turn_id)
+            self.note(
+                "Warning: this client's rules and the arbiter's differ on this turn "
+                f"({len(builder.plays)} plays here, {len(offered)} there).",
+                "bold red",
+            )
         if len(builder.plays) == 1:
             play = builder.plays[0]
             self.note(f"Your roll {a}-{b} has one legal play: {play.notation()} (played for you).")
@@ -528,7 +536,7 @@ class PlayUI:
         if turn.selected is not None and n in self.targets(turn.selected):
             src = turn.selected
             turn.selected = None
-            await self._moves(f"{src}/{'off' if n == OFF else n}")
+            await self._moves(f"{src}/{'off' if n == OFF else n}", whole=False)
             return
         if n == OFF:
             self.note("Choose a checker first (type its point), then 'off'.")
@@ -583,7 +591,9 @@ class PlayUI:
         walk(src, [])
         return out
 
-    async def _moves(self, text: str) -> None:
+    async def _moves(self, text: str, *, whole: bool = True) -> None:
+        """Apply the moves of ``text``; a whole play typed at once is submitted at once
+        (``whole``), anything else waits for done."""
         turn = self.turn
         assert turn is not None
         b = turn.builder
@@ -596,7 +606,7 @@ class PlayUI:
         if not moves:
             self.note("You have a legal play, so you must move (hint lists them).")
             return
-        if not b.steps:
+        if whole and not b.steps:
             try:
                 play = match_play(turn.position, turn.dice, text)
             except (IllegalPlay, ValueError):
@@ -663,8 +673,6 @@ class PlayUI:
             await self.client.resign(self.game_id)
         except grpc.RpcError as e:
             self.note(f"Could not resign: {e.details()}", "bold red")
-            return
-        self.note(f"You resigned game {self.state.game_number if self.state else 1}.")
 
 
 # -- entry points -----------------------------------------------------------------------
@@ -724,18 +732,36 @@ async def _embedded(args: argparse.Namespace, address: str, logdir: str, screen:
     return 0
 
 
+async def _assigned_game(client: Client, screen: Screen, server: str) -> str:
+    """The first game the token is seated in (waiting for one to be created if need be)."""
+    screen.say("Waiting for a game to be assigned to this token...")
+    screen.refresh()
+    told = False
+    while True:
+        try:
+            async with contextlib.aclosing(client.player_events(resume=False)) as events:
+                async for ev in events:
+                    if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
+                        return ev.game_id
+        except grpc.RpcError as e:
+            if e.code() not in RETRYABLE:
+                raise
+            if not told:
+                screen.say(
+                    f"Cannot reach the arbiter at {server} ({e.code().name.lower()}); "
+                    "trying again..."
+                )
+                screen.refresh()
+                told = True
+        await trio.sleep(1.0)
+
+
 async def _remote(args: argparse.Namespace, screen: Screen) -> int:
     async with Client(args.server, args.token) as client, screen.session():
         game_id = args.game
         if not game_id:
-            screen.say("Waiting for a game to be assigned to this token...")
-            screen.refresh()
             try:
-                async with contextlib.aclosing(client.player_events()) as events:
-                    async for ev in events:
-                        if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
-                            game_id = ev.game_id
-                            break
+                game_id = await _assigned_game(client, screen, args.server)
             except grpc.RpcError as e:
                 screen.finish([f"nardy play: {e.details()} ({e.code().name})"])
                 return 1
@@ -791,6 +817,16 @@ def main(args: argparse.Namespace) -> int:
     if args.server is None and not 1 <= args.points <= 99:
         print("nardy play: --points is a match length such as 1, 3, 5 or 7", file=sys.stderr)
         return 2
+    if args.server is None:
+        try:
+            from engines.registry import make_engine
+
+            make_engine(args.engine, level=args.level)
+        except ValueError as e:
+            print(f"nardy play: --engine {args.engine}: {e}", file=sys.stderr)
+            return 2
+        except (ImportError, KeyError):
+            pass  # the engine process will say what is wrong
     screen = Screen(live=False if args.plain else None)
     logdir = tempfile.mkdtemp(prefix="nardy-play-")
     log_path = args.log or os.path.join(logdir, "client.log")
@@ -807,6 +843,8 @@ def main(args: argparse.Namespace) -> int:
             try:
                 return run_trio(_embedded, args, server.address, logdir, screen)
             finally:
+                for sig in (signal.SIGHUP, signal.SIGTERM):
+                    signal.signal(sig, signal.SIG_IGN)
                 t0 = time.monotonic()
                 server.stop()
                 log.info("arbiter stopped in %.2f s", time.monotonic() - t0)
@@ -817,6 +855,9 @@ def main(args: argparse.Namespace) -> int:
         keep_logs = True
         raise
     finally:
+        # the terminal may be gone (SIGHUP again): let nothing stop the clean-up now
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
         if keep_logs or args.keep_logs:
             print(f"nardy play: logs in {logdir}", file=sys.stderr)
         else:

@@ -108,7 +108,7 @@ class Screen:
         self.unicode = encoding.startswith("utf")
         self.body = Text()
         self.status = Text()
-        self.messages: deque[Text] = deque(maxlen=6)
+        self.messages: deque[Text] = deque(maxlen=50)
         self.prompt = "> "
         self.buffer = ""
         self.fixed_height = height

@@ -81,6 +81,10 @@ class TurnBuilder:
         Several dice are used when no single die covers the distance (``24/13``). Raises
         IllegalPlay with the reason when the move cannot be made; nothing changes then.
         """
+        if dst == OFF and sum(self.board[7:25]) - (src >= 7) > 0:  # others still outside
+            raise IllegalPlay(
+                f"{format_step(src, dst)}: cannot bear off until all 15 checkers are home (§4.1)"
+            )
         first: IllegalPlay | None = None
         for dice in self._dice_for(src, dst):
             try:

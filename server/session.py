@@ -279,6 +279,8 @@ class GameSession:
     async def _play_on(self, first: tuple[int, int] | None) -> GameResult:
         while self.result is None:
             await trio.lowlevel.checkpoint()
+            if self.result is not None:  # resigned while the loop was between turns
+                break
             dice = first or self.match.dice.roll()
             first = None
             await self._turn(dice)

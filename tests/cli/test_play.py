@@ -1,0 +1,166 @@
+"""`nardy play` as a person plays it: a pseudo-terminal, the client's own arbiter and a real
+engine process. Scripted dice (``--dice``) and start positions (``--start``) make the games
+short and the same on every run; the engine's choices do not matter to the checks.
+"""
+
+from __future__ import annotations
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
+from tests.cli.conftest import Bots, Proxy, create_match, finish, spawn
+
+# White on its points 6, 5, 4 and 3 (eleven off); black has not left its head.
+HOME4 = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,1,1,1,1,0,0"
+# White: 14 on the head and one on its 21 (not a first turn); black on its head.
+HEAD14 = "w/14,0,0,1,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0"
+BOLD = r"(?:\x1b\[[0-9;]*m)*"  # style codes a live screen may put inside a line
+
+
+def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
+    # Opening throw 2-1 (from --colour white) then: white 3-1, black 2-1, white 5-4,
+    # black 1-2, white 3-3 (forced: the last two checkers off); later games use fair dice.
+    child = spawn(
+        "play",
+        "--engine", "random",
+        "--colour", "white",
+        "--points", "3",
+        "--dice", "3,1,2,1,5,4,1,2,3,3",
+        "--start", HOME4,
+        "--name", "tester",
+        "--turn-time", "5",  # see below: a resignation between turns can wait for the clock
+        timeout=30,
+    )  # fmt: skip
+    child.expect("Game 1 started: you play white, random plays black")
+    child.expect("Your turn: 3-1")
+    # the board: point numbers from the person's side, head marked, pips and counts
+    child.expect(r"13  14  15  16  17  18     19  20  21  22  23  24")
+    child.expect("pips  18  off 11")
+    # choose a checker: its legal targets are shown
+    child.sendline("6")
+    child.expect(r"From 6: 5 \(1\), 3 \(3\), 2 \([13]\+[13]\)\. Type a target\.")
+    child.sendline("3")
+    child.expect("Moved 6/3; dice left 1")
+    child.sendline("undo")
+    child.expect("Took back 6/3")
+    child.sendline("6/5")
+    child.expect("Moved 6/5; dice left 3")
+    child.sendline("5/2")
+    child.expect("Moved 5/2. The play is complete")
+    child.sendline("done")
+    child.expect("You played 3-1: 6/5 5/2")
+    child.expect("random played 2-1")
+    child.expect("Your turn: 5-4")
+    child.sendline("hint")
+    child.expect(r"\d+ legal plays: ")
+    child.sendline("5/off 4/off")  # a whole play: sent at once
+    child.expect("You played 5-4: 5/off 4/off")
+    child.expect("random played 1-2")
+    child.expect(r"Your roll 3-3 has one legal play: 3/off 2/off \(played for you\)")
+    child.expect(r"You win by mars \(2 points\)")
+    child.expect("Match to 3: you 2, random 0")
+    child.expect("Game 2 starts in")
+    child.sendline("")
+    child.expect("Game 2 started: you play black, random plays white")
+    # Resigning while the arbiter is between two turns is not noticed until the next turn's
+    # clock runs out (server/session.py, reported); the short clock keeps that wait short.
+    child.sendline("resign")
+    child.expect(r"Resign game 2\? It counts as a loss of 2 points \(mars\)")
+    child.sendline("y")
+    child.expect(r"random wins by mars \(2 points\): you resigned")
+    child.expect("Match to 3: you 2, random 2")
+    child.expect("Game 3 starts in")
+    child.sendline("")
+    child.expect("Game 3 started: you play white")
+    child.sendline("resign")
+    child.sendline("y")
+    child.expect(r"random wins by mars \(2 points\): you resigned")
+    child.expect("Match to 3: you 2, random 4 - random wins the match")
+    child.expect("The match is over. Press Enter to leave.")
+    child.sendline("")
+    assert finish(child) == 0
+
+
+def test_illegal_step_refused_with_reason_then_resign():
+    child = spawn(
+        "play", "--engine", "random", "--colour", "white", "--dice", "3,1",
+        "--start", HEAD14, "--name", "tester",
+    )  # fmt: skip
+    child.expect("Your turn: 3-1")
+    child.sendline("24/21")
+    child.expect("Moved 24/21; dice left 1")
+    child.sendline("24/23")
+    child.expect(
+        r"Not allowed: 24/23: head rule \(RULES §3.4\): only one checker may leave the head"
+    )
+    child.sendline("13")
+    child.expect("Nothing can move from 13: .*no checker of yours on point 13")
+    child.sendline("resign")
+    child.expect(r"Resign game 1\?")
+    child.sendline("no")
+    child.expect("Not resigning")
+    child.sendline("undo")
+    child.expect("Took back 24/21")
+    child.sendline("resign")
+    child.sendline("y")
+    child.expect(r"random wins by mars \(2 points\): you resigned")
+    child.expect("Press Enter to leave")
+    child.sendline("")
+    assert finish(child) == 0
+
+
+def test_game_lost_on_time_with_the_clock_counting_down():
+    child = spawn(
+        "play", "--engine", "random", "--colour", "white", "--dice", "3,1",
+        "--start", HEAD14, "--turn-time", "3",
+    )  # fmt: skip
+    child.expect("Your turn: 3-1")
+    child.expect(f"clock {BOLD}0:02")
+    child.expect(f"clock {BOLD}0:01")
+    child.expect(r"random wins by mars \(2 points\): you ran out of time")
+    child.expect("Press Enter to leave")
+    child.sendline("")
+    assert finish(child) == 0
+
+
+def test_remote_game_resumes_after_a_lost_connection(arbiter):
+    """`nardy play --server --token` on an arbiter started here, through a relay that drops
+    every connection in the middle of the person's turn."""
+    proxy = Proxy(arbiter.port)
+    r = create_match(
+        arbiter.address,
+        options=pb.GameOptions(turn_time_ms=30_000),
+        first=api.SeatSpec(display_name="tester"),
+        second=api.SeatSpec(display_name="bot"),
+        start_position=HEAD14,
+        dice=[2, 1, 3, 1, 2, 1, 5, 3],
+    )
+    bots = Bots(arbiter.address, r, seats=("second",)).start()
+    child = spawn("play", "--server", proxy.address, "--token", r.first_seat_token)
+    try:
+        child.expect("Game 1 started: you play white, bot plays black")
+        child.expect("Your turn: 3-1")
+        child.sendline("24/21")
+        child.expect("Moved 24/21; dice left 1")
+        proxy.cut()
+        child.expect("Connection lost")
+        child.expect(r"Connection back: game resumed after event \d+")
+        child.sendline("21/20")  # the step taken before the drop is still there
+        child.expect("Moved 21/20. The play is complete")
+        child.sendline("")
+        child.expect("You played 3-1: 24/21 21/20")
+        child.expect("bot played 2-1")
+        child.expect("Your turn: 5-3")  # resign while the arbiter waits for this play
+        child.sendline("resign")
+        child.sendline("y")
+        child.expect(r"bot wins by mars \(2 points\): you resigned")
+        child.sendline("")
+        assert finish(child) == 0
+        bots.join()
+    finally:
+        proxy.close()
+
+
+def test_remote_with_a_bad_token_says_so(arbiter):
+    child = spawn("play", "--server", arbiter.address, "--token", "not-a-token")
+    child.expect(r"nardy play: unknown token \(UNAUTHENTICATED\)")
+    assert finish(child) == 1

@@ -1,0 +1,135 @@
+"""`nardy watch`, `nardy replay` and `nardy standings` against a real arbiter started here,
+with both seats played by bots in a background thread."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from nardy import record
+from nardy.position import Position
+from nardy.v1 import arbiter_pb2 as api
+from tests.cli.conftest import RACE, ROOT, bot_match, finish, spawn
+
+RACE_DICE = [2, 1, 6, 5, 6, 5, 6, 5]  # alice white; three turns of 6-5 end the game
+
+
+def seats(a: str = "alice", b: str = "bob") -> dict:
+    return {"first": api.SeatSpec(display_name=a), "second": api.SeatSpec(display_name=b)}
+
+
+@pytest.fixture(scope="module")
+def finished_game(arbiter) -> str:
+    r, bots = bot_match(arbiter.address, start_position=RACE, dice=RACE_DICE, **seats())
+    bots.start().join()
+    return r.game_id
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nardy", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+    )
+
+
+def test_watch_follows_a_game_live(arbiter):
+    r, bots = bot_match(
+        arbiter.address, start_position=RACE, dice=RACE_DICE, delay=0.3, **seats("carol", "dave")
+    )
+    child = spawn("watch", r.game_id, "--server", arbiter.address)
+    child.expect("waiting for players")  # watching before the game has started
+    bots.start()
+    child.expect("Game 1 started: carol plays white, dave plays black")
+    child.expect(r"White \(carol\) played 6-5: 6/off 5/off")
+    child.expect(r"Black \(dave\) played 6-5: 6/off 5/off")
+    child.expect(r"White \(carol\) played 6-5: 4/off 3/off")
+    child.expect(r"White \(carol\) wins by oin \(1 point\)")
+    assert finish(child) == 0  # the match is over: watch ends by itself
+    bots.join()
+
+
+def test_replay_a_game_from_the_arbiter_step_by_step(arbiter, finished_game):
+    child = spawn("replay", finished_game, "--server", arbiter.address)
+    child.expect(r"\[1/5\] Start: alice white, bob black")
+    child.send("n")
+    child.expect(r"\[2/5\] Turn 1: white \(alice\) 6-5: 6/off 5/off")
+    child.send("\r")
+    child.expect(r"\[3/5\] Turn 2: black \(bob\) 6-5: 6/off 5/off")
+    child.send("p")
+    child.expect(r"\[2/5\] Turn 1")
+    child.send("G")
+    child.expect(r"\[5/5\] End: White \(alice\) wins by oin \(1 point\)")
+    child.send("n")
+    child.expect("End of the record")
+    child.send("q")
+    assert finish(child) == 0
+
+
+def test_replay_print_shows_every_position(arbiter, finished_game):
+    out = run("replay", finished_game, "--server", arbiter.address, "--print")
+    assert out.returncode == 0, out.stderr
+    for n in range(1, 6):
+        assert f"[{n}/5]" in out.stdout
+    assert out.stdout.count("13  14  15  16  17  18") == 5
+    assert "Turn 3: white (alice) 6-5: 4/off 3/off" in out.stdout
+    assert "\x1b[" not in out.stdout  # not a terminal: plain text
+
+
+def test_replay_a_record_file(tmp_path):
+    game = record.GameRecord(
+        headers={"Game": "1", "White": "erin", "Black": "finn", "Match": "1"},
+        start=Position.parse(RACE),
+        turns=[
+            record.TurnRecord(record.Color.WHITE, (6, 5), "6/off 5/off"),
+            record.TurnRecord(record.Color.BLACK, (6, 5), "6/off 5/off"),
+            record.TurnRecord(record.Color.WHITE, (6, 5), "4/off 3/off"),
+        ],
+        result=record.GameResult(record.Color.WHITE, record.Kind.OIN),
+    )
+    path = tmp_path / "game.txt"
+    path.write_text(record.dumps([game]))
+    out = run("replay", str(path), "--print")
+    assert out.returncode == 0, out.stderr
+    assert "[1/5] Start" in out.stdout
+    assert "Turn 2: black (finn) 6-5: 6/off 5/off" in out.stdout
+    assert "[5/5] End: White (erin) wins by oin (1 point)." in out.stdout
+
+    # stepping through it in a terminal
+    child = spawn("replay", str(path))
+    child.expect(r"\[1/5\] Start")
+    child.send("n")
+    child.expect(r"\[2/5\] Turn 1: white \(erin\) 6-5: 6/off 5/off")
+    child.send("q")
+    assert finish(child) == 0
+
+    # a record that breaks the rules is refused, naming the turn and the reason
+    bad = tmp_path / "bad.txt"
+    bad.write_text(record.dumps([game]).replace("4/off 3/off", "4/off 3/2"))
+    out = run("replay", str(bad), "--print")
+    assert out.returncode == 1
+    assert "turn 3" in out.stderr
+
+
+def test_standings_table(arbiter, finished_game):
+    out = run("standings", "--server", arbiter.address)
+    assert out.returncode == 0, out.stderr
+    rows = {}
+    for line in out.stdout.splitlines():
+        cells = [c.strip() for c in line.replace("|", "│").split("│") if c.strip()]
+        if len(cells) == 10 and cells[0].isdigit():
+            rows[cells[1]] = cells  # rank, player, games, won, lost, win %, +, -, diff, mars
+    assert int(rows["alice"][3]) >= 1 and rows["alice"][4] == "0"
+    assert int(rows["bob"][4]) >= 1 and rows["bob"][3] == "0"
+    assert int(rows["alice"][0]) < int(rows["bob"][0])
+
+
+def test_unknown_game_is_reported(arbiter):
+    out = run("replay", "no-such-game", "--server", arbiter.address, "--print")
+    assert out.returncode == 1
+    assert "neither a file nor a game" in out.stderr
