@@ -11,10 +11,9 @@ step by step (``24/18``, then ``18/13``, then ``done``), with ``undo`` taking ba
 step. A point number alone (``24``) selects that checker and shows where it can go; a
 number then moves it there. Steps the rules refuse are refused at once with the reason.
 
-Colour: the opening throw decides who plays white (the higher die). ``--colour white`` or
-``black`` scripts that one throw (2-1 or 1-2) through CreateMatch's ``dice``; every later
-die comes from the arbiter's CSPRNG, but the arbiter then marks the match ``seeded``.
-``--colour random`` (the default) leaves every die to the arbiter.
+Colour: ``--colour white`` or ``black`` gives the person that colour in the first game
+(CreateMatch's ``first_seat_color``); ``--colour random`` (the default) leaves it to the
+opening throw. Every die comes from the arbiter's CSPRNG unless ``--dice`` scripts them.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ from nardy.v1 import game_pb2 as pb
 log = logging.getLogger("nardy.play")
 
 ENGINES = ("random", "greedy", "expectimax")
-OPENING = {"white": [2, 1], "black": [1, 2]}  # first seat (the person) white / black
+OPENING = {"white": pb.COLOR_WHITE, "black": pb.COLOR_BLACK}  # the person's first colour
 NEXT_GAME_S = 15.0  # the next game of a match starts by itself after this
 HELP = """\
 Commands (your turn):
@@ -676,11 +675,8 @@ class PlayUI:
 
 
 # -- entry points -----------------------------------------------------------------------
-def _opening_and_dice(args: argparse.Namespace) -> list[int]:
-    dice = list(args.dice or [])
-    if args.colour in OPENING:
-        dice = OPENING[args.colour] + dice
-    return dice
+def _first_seat_color(args: argparse.Namespace) -> int:
+    return OPENING.get(args.colour, pb.COLOR_UNSPECIFIED)
 
 
 def _engine_label(args: argparse.Namespace) -> str:
@@ -702,7 +698,8 @@ async def _embedded(args: argparse.Namespace, address: str, logdir: str, screen:
             target_points=args.points,
             first=api.SeatSpec(display_name=args.name),
             second=api.SeatSpec(display_name=_engine_label(args)),
-            dice=_opening_and_dice(args),
+            dice=list(args.dice or []),
+            first_seat_color=_first_seat_color(args),
             start_position=args.start or "",
         )
         cmd = [sys.executable, "-m", "nardy", "engine", args.engine]

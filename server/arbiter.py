@@ -99,6 +99,7 @@ class MatchSpec:
     illegal_play_limit: int = 0
     ladder: str = ""
     pair_id: str = ""
+    first_seat_white: bool | None = None  # None: the opening throw decides
 
 
 class Arbiter:
@@ -196,6 +197,7 @@ class Arbiter:
             illegal_play_limit=spec.illegal_play_limit,
             ladder=spec.ladder,
             pair_id=spec.pair_id,
+            first_seat_white=spec.first_seat_white,
         )
         seat_tokens = ["", ""]
         for seat in seats:

@@ -58,6 +58,7 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
         illegal_play_limit=o.get("illegal_play_limit", 0),
         ladder=o.get("ladder", ""),
         pair_id=o.get("pair_id", ""),
+        first_seat_white=o.get("first_seat_white"),
     )
     match.games = []
     rolled = 0

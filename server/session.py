@@ -460,6 +460,7 @@ class MatchSession:
         illegal_play_limit: int = 0,
         ladder: str = "",
         pair_id: str = "",
+        first_seat_white: bool | None = None,
         dice: Dice,
         start: Position | None,
         start_timeout: float,
@@ -476,6 +477,7 @@ class MatchSession:
         self.illegal_play_limit = illegal_play_limit
         self.ladder = ladder
         self.pair_id = pair_id
+        self.first_seat_white = first_seat_white
         self.dice = dice
         self.seeded = not dice.fair
         self.start = start
@@ -507,7 +509,10 @@ class MatchSession:
                     game.abort("a seat did not arrive in time")
                     self.arbiter.game_over(game)
                     return
-                white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
+                if not self.match.games and self.first_seat_white is not None:
+                    white, throws = (0 if self.first_seat_white else 1), []
+                else:
+                    white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
                 result = await game.run(white, throws)
             self.match.record(white, result)
             if not self.match.over:

@@ -147,6 +147,7 @@ class SQLiteStore:
             "ladder": match.ladder,
             "pair_id": match.pair_id,
             "start_timeout": match.start_timeout,
+            "first_seat_white": match.first_seat_white,
         }
         seats = [{"name": s.name, "bot": s.bot, "player_id": s.player_id} for s in match.seats]
         self._write(

@@ -46,7 +46,7 @@ class SeatSpec(_message.Message):
     def __init__(self, player_name: _Optional[str] = ..., display_name: _Optional[str] = ...) -> None: ...
 
 class CreateMatchRequest(_message.Message):
-    __slots__ = ("options", "target_points", "first", "second", "seed", "start_timeout_ms", "start_position", "dice")
+    __slots__ = ("options", "target_points", "first", "second", "seed", "start_timeout_ms", "start_position", "dice", "first_seat_color")
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     TARGET_POINTS_FIELD_NUMBER: _ClassVar[int]
     FIRST_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class CreateMatchRequest(_message.Message):
     START_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     START_POSITION_FIELD_NUMBER: _ClassVar[int]
     DICE_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEAT_COLOR_FIELD_NUMBER: _ClassVar[int]
     options: _game_pb2.GameOptions
     target_points: int
     first: SeatSpec
@@ -63,7 +64,8 @@ class CreateMatchRequest(_message.Message):
     start_timeout_ms: int
     start_position: str
     dice: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ..., target_points: _Optional[int] = ..., first: _Optional[_Union[SeatSpec, _Mapping]] = ..., second: _Optional[_Union[SeatSpec, _Mapping]] = ..., seed: _Optional[int] = ..., start_timeout_ms: _Optional[int] = ..., start_position: _Optional[str] = ..., dice: _Optional[_Iterable[int]] = ...) -> None: ...
+    first_seat_color: _game_pb2.Color
+    def __init__(self, options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ..., target_points: _Optional[int] = ..., first: _Optional[_Union[SeatSpec, _Mapping]] = ..., second: _Optional[_Union[SeatSpec, _Mapping]] = ..., seed: _Optional[int] = ..., start_timeout_ms: _Optional[int] = ..., start_position: _Optional[str] = ..., dice: _Optional[_Iterable[int]] = ..., first_seat_color: _Optional[_Union[_game_pb2.Color, str]] = ...) -> None: ...
 
 class CreateMatchResponse(_message.Message):
     __slots__ = ("match_id", "game_id", "first_seat_token", "second_seat_token")

@@ -17,7 +17,7 @@ BOLD = r"(?:\x1b\[[0-9;]*m)*"  # style codes a live screen may put inside a line
 
 
 def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
-    # Opening throw 2-1 (from --colour white) then: white 3-1, black 2-1, white 5-4,
+    # --colour white gives the person white; the scripted dice: white 3-1, black 2-1, white 5-4,
     # black 1-2, white 3-3 (forced: the last two checkers off); later games use fair dice.
     child = spawn(
         "play",
