@@ -25,12 +25,15 @@ the evaluation is antisymmetric: what is good for one side is bad for the other)
 ``points``      distinct points held outside the head (spread: flexibility, blocking).
 ``stack``       checkers beyond 3 on one point (outside the head): rigid, wasted.
 ``key``         points held in the quarter just after the opponent's head (S's 11..7 =
-                T's 23..19), which every one of T's head checkers has to pass.
+                T's 23..19), which every one of T's head checkers has to pass (a small
+                negative weight: ``block1..6`` already value them, a little too much).
 ``block1..6``   T's checkers with exactly 1..6 of the six points in front of them held
-                by S (their blocked landing spots; 6 is possible only when the six-point
-                rule allows it).
-``run3..5``     T's checkers behind a run (block) of 3, 4, 5+ consecutive points of S
-                along T's path: each must get past the run.
+                by S: their blocked landing spots. A 4- or 5-point block right in front
+                of a checker (or of T's head) shows up as ``block4``/``block5``; 6 is
+                possible only when the six-point rule allows it. T's head checkers all
+                count (HEAD_CAP): a block in front of the head holds the whole army.
+``run3..5``     T's checkers anywhere behind a run of 3, 4, 5+ consecutive points of S
+                along T's path (weight 0 for now: with ``block1..6`` in, it did not help).
 ``roll``        +1 when S is on roll (the side to move has a tempo, about 8 pips).
 
 In a race only the race matters: effective pip counts (pips plus a penalty for checkers
@@ -38,9 +41,14 @@ stacked deep in the home and for gaps), checkers left and the roll. Mars: a win 
 mars when the loser has borne off nothing; its chance compares the pips the loser needs
 to reach its first bear-off with the winner's race.
 
-The weights below were first set by hand, then refit by logistic regression on the
-outcomes of self-play games (``engines/tune.py``); every weight is in this file.
-Everything is pure Python on the position tuple, a few tens of microseconds a call.
+How the weights were set: by hand first, then tuned by play. Each change was tried in
+greedy-vs-greedy matches of 300-400 duplicate-dice pairs against the weights before it
+and kept when it won clearly (more blocking, a stronger head penalty, crossover pips,
+no bonus for the quarter after the opponent's head beyond what the blocks give, ...).
+A logistic regression fit of the weights to self-play outcomes (``engines/tune.py``)
+predicts outcomes well but plays far worse (its weights pick up correlations, not
+causes), so it is only a starting point. Everything is pure Python on the position
+tuple, about 25 microseconds a call.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import mul
 
 from nardy.position import Color, Position
 
@@ -57,24 +66,24 @@ from nardy.position import Color, Position
 
 #: Contact phase: logit of S's winning chance = sum of weight * feature (S minus T).
 CONTACT: dict[str, float] = {
-    "pips": 0.55,
-    "head": -0.10,
-    "head_late": -0.60,
+    "pips": 0.70,
+    "head": -0.30,
+    "head_late": -1.20,
     "off": 0.10,
-    "home": 0.02,
-    "cross": -0.05,
-    "points": 0.06,
-    "stack": -0.05,
-    "key": 0.12,
-    "block1": 0.01,
-    "block2": 0.03,
-    "block3": 0.06,
-    "block4": 0.10,
-    "block5": 0.16,
-    "block6": 0.25,
-    "run3": 0.03,
-    "run4": 0.06,
-    "run5": 0.10,
+    "home": -0.05,
+    "cross": -0.20,
+    "points": 0.12,
+    "stack": -0.15,
+    "key": -0.15,
+    "block1": 0.03,
+    "block2": 0.09,
+    "block3": 0.18,
+    "block4": 0.30,
+    "block5": 0.48,
+    "block6": 0.75,
+    "run3": 0.0,
+    "run4": 0.0,
+    "run5": 0.0,
     "roll": 0.30,
 }
 
@@ -90,6 +99,9 @@ MARS: dict[str, float] = {
     "lag": 2.0,  # (loser's pips to its first bear-off - winner's effective pips) / sqrt
     "roll": 0.2,  # winner on roll
 }
+
+#: Checkers on T's head counted in ``block1..6`` (they leave one a turn, not all at once).
+HEAD_CAP = 15
 
 FEATURES = tuple(CONTACT)
 EPC_STACK = (0.0, 2.0, 1.0, 0.5)  # wasted pips per extra checker on home points 1, 2, 3
@@ -130,7 +142,9 @@ def match_winning_chance(need: int, opp_need: int, mars_rate: float = MARS_RATE)
         if key not in table:
             g = mars_rate
             table[key] = 0.5 * (
-                (1 - g) * mwc(a - 1, b) + g * mwc(a - 2, b) + (1 - g) * mwc(a, b - 1)
+                (1 - g) * mwc(a - 1, b)
+                + g * mwc(a - 2, b)
+                + (1 - g) * mwc(a, b - 1)
                 + g * mwc(a, b - 2)
             )
         return table[key]
@@ -179,68 +193,53 @@ def sides(board: tuple[int, ...], color: Color) -> tuple[list[int], list[int]]:
     return (w, b) if color is Color.WHITE else (b, w)
 
 
+_R24 = range(1, 25)
+_R18 = range(1, 19)
+_KEY = 0b11111 << 18  # T's points 23..19 (index q - 1)
+
+
 def _side(s: list[int], t: list[int]) -> tuple:
     """Per-side numbers for S (counts ``s``) against T (counts ``t``), by own points."""
-    pips = 0
-    on = 0
-    home = 0
-    cross = 0
-    points = 0
-    stack = 0
-    for i in range(24):
-        c = s[i]
+    pips = sum(map(mul, s, _R24))
+    home = s[0] + s[1] + s[2] + s[3] + s[4] + s[5]
+    cross = sum(map(mul, s[6:], _R18))
+    inner = s[:23]
+    points = 23 - inner.count(0)
+    stack = sum([c - 3 for c in inner if c > 3])
+    # S's points along T's path as a bit mask: bit q - 1 for T's point q.
+    hmask = 0
+    bit = 1
+    for c in s[12:] + s[:12]:
         if c:
-            on += c
-            pips += c * (i + 1)
-            if i < 6:
-                home += c
-            else:
-                cross += c * (i - 5)
-            if i < 23:
-                points += 1
-                if c > 3:
-                    stack += c - 3
-    # S's points along T's path: index q - 1 of T's point q.
-    held = [1 if c else 0 for c in s[12:] + s[:12]]
-    key = held[18] + held[19] + held[20] + held[21] + held[22]
-    # blocked landing spots in front of every T checker (window of six below it)
+            hmask |= bit
+        bit <<= 1
+    key = (hmask & _KEY).bit_count()
+    # blocked landing spots in front of every T checker (the six points below it)
     b = [0, 0, 0, 0, 0, 0, 0]
-    win = 0
+    wide = hmask << 6
     for j in range(24):
         tj = t[j]
         if tj:
-            b[win] += tj
-        win += held[j]
-        if j >= 6:
-            win -= held[j - 6]
-    # runs of held points and T checkers behind them, scanning from T's head down
+            b[((wide >> j) & 63).bit_count()] += tj if j < 23 or tj < HEAD_CAP else HEAD_CAP
+    # runs of held points and T checkers behind them (further from T's home)
     r3 = r4 = r5 = 0
-    behind = 0
-    run = 0
-    run_behind = 0
-    for j in range(23, -1, -1):
-        if held[j]:
-            if not run:
-                run_behind = behind
-            run += 1
-        else:
-            if run >= 3:
-                if run == 3:
-                    r3 += run_behind
-                elif run == 4:
-                    r4 += run_behind
+    h = hmask & (hmask >> 1) & (hmask >> 2)  # bits where a run of 3+ starts
+    if h:
+        h = hmask
+        while h:
+            i = (h & -h).bit_length() - 1
+            sh = h >> i
+            n = (sh ^ (sh + 1)).bit_length() - 1  # run length
+            if n >= 3:
+                behind = sum(t[i + n :])
+                if n == 3:
+                    r3 += behind
+                elif n == 4:
+                    r4 += behind
                 else:
-                    r5 += run_behind
-            run = 0
-            behind += t[j]
-    if run >= 3:
-        if run == 3:
-            r3 += run_behind
-        elif run == 4:
-            r4 += run_behind
-        else:
-            r5 += run_behind
-    return pips, on, home, cross, points, stack, key, b, r3, r4, r5, s[23]
+                    r5 += behind
+            h &= ~(((1 << n) - 1) << i)
+    return pips, sum(s), home, cross, points, stack, key, b, r3, r4, r5, s[23]
 
 
 def _contact(s: list[int], t: list[int]) -> bool:
@@ -273,17 +272,14 @@ def _epc(s: list[int], pips: int) -> float:
 
 def _mars_lag(t: list[int], s_epc: float) -> float:
     """How far the loser T is behind in the race to its first checker off, scaled."""
-    need = 0
-    low = 6
-    for i in range(24):
-        c = t[i]
-        if c:
-            if i >= 6:
-                need += c * (i - 5)
-            elif i < low:
-                low = i
+    need = sum(map(mul, t[6:], _R18))
     # once all are home, a checker must still reach off: at least its own point
-    need += (low + 1) if low < 6 else 1
+    for i in range(6):
+        if t[i]:
+            need += i + 1
+            break
+    else:
+        need += 1
     return (need + 4 - s_epc) / math.sqrt(need + s_epc + 16)
 
 
@@ -341,8 +337,8 @@ def estimates(pos: Position, color: Color) -> tuple[float, float, float]:
             return 1.0, (1.0 if on_t == 15 else 0.0), 0.0
         return 0.0, 0.0, (1.0 if on_s == 15 else 0.0)
     roll = 1 if pos.turn is color else -1
-    ps = sum(c * (i + 1) for i, c in enumerate(s) if c)
-    pt = sum(c * (i + 1) for i, c in enumerate(t) if c)
+    ps = sum(map(mul, s, _R24))
+    pt = sum(map(mul, t, _R24))
     es, et = _epc(s, ps), _epc(t, pt)
     if _contact(s, t):
         a = _side(s, t)
@@ -355,10 +351,16 @@ def estimates(pos: Position, color: Color) -> tuple[float, float, float]:
         scale = math.sqrt(ps + pt + 20)
         x = RACE["epc"] * (et - es) / scale + RACE["roll"] * roll * 10 / scale
     p = _sigmoid(x)
-    mw = _sigmoid(MARS["bias"] + MARS["lag"] * _mars_lag(t, es) + MARS["roll"] * roll) if (
-        on_t == 15) else 0.0
-    ml = _sigmoid(MARS["bias"] + MARS["lag"] * _mars_lag(s, et) - MARS["roll"] * roll) if (
-        on_s == 15) else 0.0
+    mw = (
+        _sigmoid(MARS["bias"] + MARS["lag"] * _mars_lag(t, es) + MARS["roll"] * roll)
+        if (on_t == 15)
+        else 0.0
+    )
+    ml = (
+        _sigmoid(MARS["bias"] + MARS["lag"] * _mars_lag(s, et) - MARS["roll"] * roll)
+        if (on_s == 15)
+        else 0.0
+    )
     return p, mw, ml
 
 
@@ -367,4 +369,5 @@ def evaluate(pos: Position, color: Color, values: Values = POINTS) -> float:
     p, mw, ml = estimates(pos, color)
     v = values
     return p * (v.win + mw * (v.win_mars - v.win)) + (1 - p) * (
-        v.loss + ml * (v.loss_mars - v.loss))
+        v.loss + ml * (v.loss_mars - v.loss)
+    )

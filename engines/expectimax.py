@@ -58,8 +58,14 @@ class ExpectimaxEngine:
 
     name = "expectimax"
 
-    def __init__(self, level: int | None = None, seed: int | None = None, *,
-                 k: int | None = None, max_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        level: int | None = None,
+        seed: int | None = None,
+        *,
+        k: int | None = None,
+        max_seconds: float | None = None,
+    ) -> None:
         level = FULL if level is None else level
         if level not in LEVELS:
             raise ValueError(f"level must be 0..{FULL}, not {level}")
@@ -71,8 +77,15 @@ class ExpectimaxEngine:
         self.timeouts = 0  # searches cut short by the clock
 
     # -- the search ---------------------------------------------------------------------
-    def choose(self, position: Position, dice: tuple[int, int], plays: list[Play], *,
-               time_left_ms: int | None = None, match=None) -> Play:
+    def choose(
+        self,
+        position: Position,
+        dice: tuple[int, int],
+        plays: list[Play],
+        *,
+        time_left_ms: int | None = None,
+        match=None,
+    ) -> Play:
         if not plays:
             raise ValueError("no legal play to choose from")
         if len(plays) == 1:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nardy import Play, Position
 from engines.evaluate import Values, evaluate, values_for
+from nardy import Play, Position
 
 
 def rank(plays: list[Play], color, values: Values) -> list[tuple[float, int, Play]]:
@@ -21,8 +21,15 @@ class GreedyEngine:
     def __init__(self, seed: int | None = None, level: int | None = None) -> None:
         pass
 
-    def choose(self, position: Position, dice: tuple[int, int], plays: list[Play], *,
-               time_left_ms: int | None = None, match=None) -> Play:
+    def choose(
+        self,
+        position: Position,
+        dice: tuple[int, int],
+        plays: list[Play],
+        *,
+        time_left_ms: int | None = None,
+        match=None,
+    ) -> Play:
         if not plays:
             raise ValueError("no legal play to choose from")
         if len(plays) == 1:

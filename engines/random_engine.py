@@ -15,8 +15,15 @@ class RandomEngine:
     def __init__(self, seed: int | None = None, level: int | None = None) -> None:
         self.rng = random.Random(seed)
 
-    def choose(self, position: Position, dice: tuple[int, int], plays: list[Play], *,
-               time_left_ms: int | None = None, match=None) -> Play:
+    def choose(
+        self,
+        position: Position,
+        dice: tuple[int, int],
+        plays: list[Play],
+        *,
+        time_left_ms: int | None = None,
+        match=None,
+    ) -> Play:
         if not plays:
             raise ValueError("no legal play to choose from")
         return plays[0] if len(plays) == 1 else self.rng.choice(plays)

@@ -291,18 +291,37 @@ def my_turn(ev: pb.GameEvent) -> bool:
 
 
 async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameState:
-    """Play one game with ``engine`` to its end; returns the final state."""
+    """Play one game with ``engine`` to its end; returns the final state.
+
+    The engine runs in a worker thread, so a slow one does not hold up the other games of
+    the process; an engine that raises is logged and the first legal play is made instead.
+    If a play cannot reach the arbiter, the game is followed again from a fresh snapshot,
+    which shows whether the turn is still waiting for it.
+    """
     state = None
     played = 0  # the last turn this seat has answered
-    async for ev in client.events(game_id):
-        state = ev.state
-        if not my_turn(ev) or state.turn_id <= played:
-            continue
-        choice = engine(TurnInfo(ev.state))
-        if await submit_play(client, game_id, state, choice):
+    while True:
+        async for ev in client.events(game_id):
+            state = ev.state
+            if ev.type in END_TYPES:
+                return state
+            if not my_turn(ev) or state.turn_id <= played:
+                continue
+            choice = await _think(engine, state)
+            if await submit_play(client, game_id, state, choice) is None:
+                break  # unreachable: follow the game again from a fresh snapshot
             played = state.turn_id
-    assert state is not None
-    return state
+        else:
+            assert state is not None
+            return state
+
+
+async def _think(engine: Engine, state: pb.GameState) -> pb.LegalPlay | str:
+    try:
+        return await trio.to_thread.run_sync(engine, TurnInfo(state))
+    except Exception:
+        log.exception("engine failed on turn %d; playing the first legal play", state.turn_id)
+        return state.legal_plays[0]
 
 
 async def submit_play(
@@ -312,8 +331,9 @@ async def submit_play(
     choice: pb.LegalPlay | str,
     *,
     attempts: int = 5,
-) -> bool:
-    """Submit ``choice`` for the turn of ``state``; True once the arbiter has it.
+) -> bool | None:
+    """Submit ``choice`` for the turn of ``state``: True once the arbiter has it, False if it
+    refuses the turn for good (e.g. the turn is over), None if it cannot be reached.
 
     Plays are idempotent, so a call that failed in transit is simply sent again. A play the
     arbiter refuses is replaced by the first legal play (and logged), so that a faulty
@@ -345,7 +365,7 @@ async def submit_play(
                 continue
             log.warning("game %s turn %d: %s", game_id, state.turn_id, e.details())
             return False
-    return False
+    return None
 
 
 async def play_forever(
