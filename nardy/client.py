@@ -75,6 +75,25 @@ class TurnInfo:
 Engine = Callable[[TurnInfo], "pb.LegalPlay | str"]
 
 
+def play_request(
+    game_id: str, turn_id: int, notation: str | None = None, end_position: str | None = None
+) -> api.SubmitPlayRequest:
+    """A SubmitPlay request: by end position if given, else by notation."""
+    req = api.SubmitPlayRequest(game_id=game_id, turn_id=turn_id)
+    if end_position is not None:
+        req.end_position = end_position
+    else:
+        req.notation = notation or ""
+    return req
+
+
+def choice_fields(choice: pb.LegalPlay | str) -> dict[str, str]:
+    """An engine's answer as SubmitPlay fields: notation text, or a legal play's end."""
+    if isinstance(choice, str):
+        return {"notation": choice}
+    return {"end_position": choice.end_position}
+
+
 def channel(
     address: str, *, tls: bool = False, root_certificates: bytes | None = None
 ) -> grpc.Channel:
@@ -169,12 +188,7 @@ class Client:
         notation: str | None = None,
         end_position: str | None = None,
     ) -> api.SubmitPlayResponse:
-        req = api.SubmitPlayRequest(game_id=game_id, turn_id=turn_id)
-        if end_position is not None:
-            req.end_position = end_position
-        else:
-            req.notation = notation or ""
-        return await self.call("SubmitPlay", req)
+        return await self.call("SubmitPlay", play_request(game_id, turn_id, notation, end_position))
 
     async def resign(self, game_id: str) -> api.ResignResponse:
         return await self.call("Resign", api.ResignRequest(game_id=game_id))
@@ -339,9 +353,7 @@ async def submit_play(
     arbiter refuses is replaced by the first legal play (and logged), so that a faulty
     engine loses the quality of a move, not the game on time.
     """
-    fields = (
-        {"notation": choice} if isinstance(choice, str) else {"end_position": choice.end_position}
-    )
+    fields = choice_fields(choice)
     delay = 0.05
     for _ in range(attempts):
         try:
@@ -470,12 +482,7 @@ class SimpleClient:
         notation: str | None = None,
         end_position: str | None = None,
     ) -> api.SubmitPlayResponse:
-        req = api.SubmitPlayRequest(game_id=game_id, turn_id=turn_id)
-        if end_position is not None:
-            req.end_position = end_position
-        else:
-            req.notation = notation or ""
-        return self.call("SubmitPlay", req)
+        return self.call("SubmitPlay", play_request(game_id, turn_id, notation, end_position))
 
     def resign(self, game_id: str) -> api.ResignResponse:
         return self.call("Resign", api.ResignRequest(game_id=game_id))
@@ -514,12 +521,7 @@ class SimpleClient:
             state = ev.state
             if my_turn(ev) and state.turn_id > played:
                 choice = engine(TurnInfo(state))
-                fields = (
-                    {"notation": choice}
-                    if isinstance(choice, str)
-                    else {"end_position": choice.end_position}
-                )
-                self.submit(game_id, state.turn_id, **fields)
+                self.submit(game_id, state.turn_id, **choice_fields(choice))
                 played = state.turn_id
         assert state is not None
         return state
