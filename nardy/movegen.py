@@ -71,7 +71,7 @@ HOME_BITS = 0b1111110  # occupancy bits of points 1..6
 SHIFT = tuple(8 * p for p in range(25))
 ONE = (0, *(1 << p for p in range(1, 25)))  # occupancy bit of each point (none for "off")
 NOT_BIT = tuple(~b for b in BIT)
-ZEROS = (0,) * POINTS
+OPPONENT = (Color.BLACK, Color.WHITE)
 
 
 def pack(m: tuple[int, ...] | list[int]) -> int:
@@ -101,31 +101,36 @@ class Turn:
     def __init__(self, position: Position, dice: tuple[int, int]) -> None:
         self.position = position
         self.color = color = position.turn
-        self.next_turn = color.opponent
+        self.next_turn = OPPONENT[color]
         self.dice = dice
         board = position.board
         white = color is Color.WHITE
-        # the board as the mover's points 1..24 (see position.ABS), mover's counts positive
-        rel = board[::-1] if white else tuple(map(operator.neg, board[11::-1] + board[:11:-1]))
-        m = [0, *map(max, rel, ZEROS)]
+        # The board as the mover's points 1..24 (see position.ABS); closed[p]: an opposing
+        # checker stands on the mover's point p; opp: the opponent's checkers on the board.
+        if white:
+            rel = board[::-1]
+            m = [0, *[c if c > 0 else 0 for c in rel]]
+            self.closed = (False, *[c < 0 for c in rel])
+            opp = -sum(c for c in board if c < 0)
+            self._others = tuple([c if c < 0 else 0 for c in board])
+        else:
+            rel = board[11::-1] + board[:11:-1]
+            m = [0, *[-c if c < 0 else 0 for c in rel]]
+            self.closed = (False, *[c > 0 for c in rel])
+            opp = sum(c for c in board if c > 0)
+            self._others = tuple([c if c > 0 else 0 for c in board])
         m[OFF] = CHECKERS - sum(m)
-        # closed[p]: an opposing checker stands on the mover's point p.
-        self.closed = (False, *map(operator.lt, rel, ZEROS))
         # The opponent's points 1..12 are the mover's 13..24, its 13..24 the mover's 1..12;
         # lowest: the lowest opponent point with an opposing checker (0 if any is off).
-        by_q = rel[12:] + rel[:12]
-        opp = tuple(map(min, by_q, ZEROS))
-        lowest = 0 if -sum(opp) < CHECKERS else next(q for q, c in enumerate(opp, 1) if c)
+        closed_by_q = self.closed[13:] + self.closed[1:13]
+        lowest = closed_by_q.index(True) + 1 if opp == CHECKERS else 0
         # forbidden: runs whose lowest point lo has no opposing checker below it.
         self.forbidden = (1 << lowest) - 1
         self.start = tuple(m)
         double = dice[0] == dice[1]
         first = m[HEAD] == CHECKERS
         self.head_limit = 2 if first and double and dice[0] in FIRST_TURN_DOUBLES else 1
-        # For end positions: the opponent's signed counts alone, and how to list the mover's
-        # bytes (points) in absolute order a = 0..23.
-        self._others = tuple(map(min if white else max, board, ZEROS))
-        self._movers = slice(24, 0, -1) if color is Color.WHITE else None
+        self._movers = white  # end positions list the mover's bytes in absolute order
 
     def mask(self, m: tuple[int, ...] | list[int]) -> int:
         """The run mask (opponent's path order) of the mover's board ``m``."""
@@ -244,10 +249,10 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
                 tag = _REST * rest[0] if len(rest) == 1 else 0
                 for src in sources:
                     dst = src - die
-                    single = (m >> shift[src]) & 255 == 1
                     if dst >= 1:
                         if closed[dst]:  # §3.2
                             continue
+                        single = (m >> shift[src]) & 255 == 1
                         nmask = (mask | bit[dst]) & notbit[src] if single else mask | bit[dst]
                         if forbidden and (
                             nmask
@@ -264,6 +269,7 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
                         if not home_only or (dst < 0 and src != highest):
                             continue
                         dst = OFF
+                        single = (m >> shift[src]) & 255 == 1
                         nmask = mask & notbit[src] if single else mask
                     n = m - unit[src] + unit[dst]
                     if n == _OFF_ALL:  # the game ends; unplayed dice lapse (§4.6)
