@@ -72,8 +72,20 @@ def arbiter():
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "bench.db")
-        args = [sys.executable, "-m", "nardy", "serve", "--port", str(port), "--db", db,
-                "--log-level", "WARNING"]
+        args = [
+            sys.executable,
+            "-m",
+            "nardy",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            db,
+            "--log-level",
+            "WARNING",
+            "--rate",
+            "100000",
+        ]
         with process(args, port) as proc:
             yield f"127.0.0.1:{port}", proc
 
@@ -116,8 +128,7 @@ async def turn_round_trips(address: str, games: int) -> list[float]:
 
             async def seat(token: str, game_id: str = r.game_id) -> None:
                 md = (("authorization", f"Bearer {token}"),)
-                stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id),
-                                            metadata=md)
+                stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=md)
                 t0 = None
                 async for ev in stream:
                     if t0 is not None:
@@ -128,9 +139,14 @@ async def turn_round_trips(address: str, games: int) -> list[float]:
                         return
                     if st.legal_plays and st.side_to_move == st.your_color:
                         t0 = time.perf_counter()
-                        await stub.SubmitPlay(api.SubmitPlayRequest(
-                            game_id=game_id, turn_id=st.turn_id,
-                            end_position=st.legal_plays[0].end_position), metadata=md)
+                        await stub.SubmitPlay(
+                            api.SubmitPlayRequest(
+                                game_id=game_id,
+                                turn_id=st.turn_id,
+                                end_position=st.legal_plays[0].end_position,
+                            ),
+                            metadata=md,
+                        )
 
             await asyncio.gather(seat(r.first_seat_token), seat(r.second_seat_token))
         return times
@@ -145,10 +161,14 @@ def round_trip(quick: bool) -> None:
         asyncio.run(turn_round_trips(address, 1))  # warm up
         turns = asyncio.run(turn_round_trips(address, 3 if quick else 20))
     r50, t50 = statistics.median(raw), statistics.median(turns)
-    print(f"raw gRPC unary ping-pong: p50 {r50 * 1e3:.3f} ms  p99 {pct(raw, .99) * 1e3:.3f} ms "
-          f"({len(raw)} calls)")
-    print(f"turn round trip         : p50 {t50 * 1e3:.3f} ms  p99 {pct(turns, .99) * 1e3:.3f} ms "
-          f"({len(turns)} turns)")
+    print(
+        f"raw gRPC unary ping-pong: p50 {r50 * 1e3:.3f} ms  p99 {pct(raw, 0.99) * 1e3:.3f} ms "
+        f"({len(raw)} calls)"
+    )
+    print(
+        f"turn round trip         : p50 {t50 * 1e3:.3f} ms  p99 {pct(turns, 0.99) * 1e3:.3f} ms "
+        f"({len(turns)} turns)"
+    )
     print(f"ratio turn / raw (p50)  : {t50 / r50:.2f}  (target <= 2)")
 
 
@@ -183,9 +203,11 @@ def idle_subscriptions(quick: bool) -> None:
         asyncio.run(hold_subscriptions(address, n, report))
     after = result["after"]
     per = (after["VmRSS"] - before["VmRSS"]) * 1024 / max(1, result["got"])
-    print(f"{result['got']} idle subscriptions: server RSS {before['VmRSS'] / 1024:.0f} -> "
-          f"{after['VmRSS'] / 1024:.0f} MiB ({per / 1024:.1f} KiB each); threads "
-          f"{before['Threads']} -> {after['Threads']}")
+    print(
+        f"{result['got']} idle subscriptions: server RSS {before['VmRSS'] / 1024:.0f} -> "
+        f"{after['VmRSS'] / 1024:.0f} MiB ({per / 1024:.1f} KiB each); threads "
+        f"{before['Threads']} -> {after['Threads']}"
+    )
 
 
 # -- 3. timeouts -------------------------------------------------------------------------------
@@ -195,70 +217,81 @@ async def timeouts(address: str, games: int, turn_ms: int, load_games: int) -> l
         stub = api_grpc.ArbiterServiceStub(ch)
         lateness: list[float] = []
 
-        async def idle_seat(game_id: str, token: str) -> None:
+        async def subscribe(game_id: str, token: str):
+            """Open a seat's stream and wait for its first event (the snapshot)."""
             md = (("authorization", f"Bearer {token}"),)
+            call = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=md)
+            await call.read()
+            return call
+
+        async def idle_seat(call, record: bool) -> None:
             started = None
-            async for ev in stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id),
-                                               metadata=md):
+            while (ev := await call.read()) is not grpc.aio.EOF:
                 if ev.type == pb.EVENT_TYPE_TURN_STARTED and started is None:
                     started = ev.time.ToNanoseconds() / 1e9
                 if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
-                    if started is not None:
+                    if record and started is not None:
                         end = ev.time.ToNanoseconds() / 1e9
                         lateness.append(end - started - turn_ms / 1000)
                     return
 
         async def busy_game(seed: int) -> None:
-            r = await stub.CreateMatch(api.CreateMatchRequest(
-                seed=seed, options=pb.GameOptions(auto_play_forced=True)))
+            r = await stub.CreateMatch(
+                api.CreateMatchRequest(seed=seed, options=pb.GameOptions(auto_play_forced=True))
+            )
 
             async def seat(token: str) -> None:
                 md = (("authorization", f"Bearer {token}"),)
-                async for ev in stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id),
-                                                   metadata=md):
+                async for ev in stub.SubscribeGame(
+                    api.SubscribeGameRequest(game_id=r.game_id), metadata=md
+                ):
                     st = ev.state
                     if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
                         return
                     if st.legal_plays and st.side_to_move == st.your_color:
-                        await stub.SubmitPlay(api.SubmitPlayRequest(
-                            game_id=r.game_id, turn_id=st.turn_id,
-                            end_position=st.legal_plays[0].end_position), metadata=md)
+                        await stub.SubmitPlay(
+                            api.SubmitPlayRequest(
+                                game_id=r.game_id,
+                                turn_id=st.turn_id,
+                                end_position=st.legal_plays[0].end_position,
+                            ),
+                            metadata=md,
+                        )
 
             await asyncio.gather(seat(r.first_seat_token), seat(r.second_seat_token))
 
-        created = []
-        for _ in range(games):
-            r = await stub.CreateMatch(api.CreateMatchRequest(
-                options=pb.GameOptions(turn_time_ms=turn_ms), start_timeout_ms=600_000))
-            created.append(r)
         load = [asyncio.create_task(busy_game(i)) for i in range(load_games)]
-        # only the first seat's stream records; both must be present for the game to start
+        # Both seats must be present for a game to start; only the first seat's stream
+        # records. Streams are opened one after another: thousands at once overrun
+        # grpc.aio's pending request limits (notes/grpc-trio.md, pitfall 7).
         waiters = []
-        for r in created:
-            waiters.append(idle_seat(r.game_id, r.first_seat_token))
-            waiters.append(_second(stub, r))
+        for _ in range(games):
+            r = await stub.CreateMatch(
+                api.CreateMatchRequest(
+                    options=pb.GameOptions(turn_time_ms=turn_ms), start_timeout_ms=600_000
+                )
+            )
+            for token, record in ((r.first_seat_token, True), (r.second_seat_token, False)):
+                call = await subscribe(r.game_id, token)
+                waiters.append(asyncio.create_task(idle_seat(call, record)))
         await asyncio.gather(*waiters)
         for task in load:
             task.cancel()
         return lateness
 
 
-async def _second(stub, r) -> None:
-    md = (("authorization", f"Bearer {r.second_seat_token}"),)
-    async for ev in stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md):
-        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
-            return
-
-
 def timeout_lateness(quick: bool) -> None:
     games = 200 if quick else 1000
     for label, load in (("idle server", 0), ("under play load", 20 if quick else 100)):
         with arbiter() as (address, _):
-            late = asyncio.run(timeouts(address, games, 2000, load))
+            late = asyncio.run(timeouts(address, games, 10_000, load))
         ms = [x * 1e3 for x in late]
-        print(f"{games} clocks running out, {label:15s}: lateness p50 {pct(ms, .5):6.2f} ms  "
-              f"p99 {pct(ms, .99):6.2f} ms  max {max(ms):6.2f} ms  ({len(ms)} timeouts"
-              + (f", {load} games playing" if load else "") + ")")
+        print(
+            f"{games} clocks running out, {label:15s}: lateness p50 {pct(ms, 0.5):6.2f} ms  "
+            f"p99 {pct(ms, 0.99):6.2f} ms  max {max(ms):6.2f} ms  ({len(ms)} timeouts"
+            + (f", {load} games playing" if load else "")
+            + ")"
+        )
 
 
 def main(quick: bool = False) -> None:

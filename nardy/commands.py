@@ -16,20 +16,43 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=50051, help="port (default 50051; 0 = any)")
     p.add_argument("--db", default="nardy.db", help="SQLite file (default nardy.db)")
     p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=1000.0,
+        metavar="PER_S",
+        help="requests per second allowed per token or connection (default 1000)",
+    )
     p.set_defaults(func=_serve)
 
     p = sub.add_parser(
-        "ladder", help="run a local tournament between engine processes",
+        "ladder",
+        help="run a local tournament between engine processes",
         description="Start an embedded arbiter, launch each engine command as a process and "
-        "play duplicate-dice pairs until --games are done or the SPRT decides.")
-    p.add_argument("--engine", action="append", default=[], metavar="NAME=CMD", required=True,
-                   help="an engine: its name and the command that runs it (repeat)")
+        "play duplicate-dice pairs until --games are done or the SPRT decides.",
+    )
+    p.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        metavar="NAME=CMD",
+        required=True,
+        help="an engine: its name and the command that runs it (repeat)",
+    )
     p.add_argument("--games", type=int, default=100, help="games to play in all (default 100)")
-    p.add_argument("--sprt", metavar="ELO0,ELO1,ALPHA,BETA",
-                   help="instead of --games: stop when the SPRT decides (two engines)")
+    p.add_argument(
+        "--sprt",
+        metavar="ELO0,ELO1,ALPHA,BETA",
+        help="instead of --games: stop when the SPRT decides (two engines)",
+    )
     p.add_argument("--concurrency", type=int, default=2, help="games at once (default 2)")
-    p.add_argument("--time-per-move", type=int, default=1000, metavar="MS",
-                   help="turn time in ms (default 1000)")
+    p.add_argument(
+        "--time-per-move",
+        type=int,
+        default=1000,
+        metavar="MS",
+        help="turn time in ms (default 1000)",
+    )
     p.add_argument("--db", help="SQLite file; running again with it continues (default: temp)")
     p.add_argument("--records", metavar="DIR", help="write a record of every game here")
     p.set_defaults(func=_ladder)
@@ -86,7 +109,15 @@ def _serve(args: argparse.Namespace) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     try:
-        run_forever(ServerConfig(host=args.host, port=args.port, db=args.db))
+        run_forever(
+            ServerConfig(
+                host=args.host,
+                port=args.port,
+                db=args.db,
+                rate_per_s=args.rate,
+                rate_burst=2 * args.rate,
+            )
+        )
     except BaseException as e:
         error = unwrap(e)
         if not isinstance(error, StoreError):
