@@ -398,8 +398,9 @@ class Arbiter:
         try:
             self._restore()
         except (ValueError, KeyError, TypeError, IndexError, AssertionError) as e:
-            raise StoreError(f"{self.store.path}: the journal is damaged ({e!r}); "
-                             "refusing to start from it") from None
+            raise StoreError(
+                f"{self.store.path}: the journal is damaged ({e!r}); refusing to start from it"
+            ) from None
 
     def _restore(self) -> None:
         for player_id, name, bot, digest in self.store.load_players():

@@ -98,8 +98,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             auto_play_forced=o.auto_play_forced,
             start_timeout_ms=request.start_timeout_ms or 60_000,
             start_position=request.start_position,
-            first_seat_white=(None if not request.first_seat_color
-                              else request.first_seat_color == pb.COLOR_WHITE),
+            first_seat_white=(
+                None if not request.first_seat_color else request.first_seat_color == pb.COLOR_WHITE
+            ),
             dice_script=tuple(request.dice),
         )
         match, t1, t2 = await self._call(context, self.arbiter.create_match, spec)

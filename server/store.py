@@ -121,8 +121,9 @@ class SQLiteStore:
         try:
             self.db.execute(sql, params)
         except sqlite3.Error as e:
-            raise StoreError(f"cannot store data in {self.path} ({e}); nothing was changed") \
-                from None
+            raise StoreError(
+                f"cannot store data in {self.path} ({e}); nothing was changed"
+            ) from None
 
     def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None:
         self._write(
