@@ -23,6 +23,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from engines.base import Engine
 from engines.evaluate import evaluate, values_for
 from engines.greedy import rank
 from nardy import Play, Position, legal_plays
@@ -53,7 +54,7 @@ LEVELS: dict[int, Level] = {
 FULL = 3
 
 
-class ExpectimaxEngine:
+class ExpectimaxEngine(Engine):
     """2-ply expectimax over the evaluation; see the module docstring."""
 
     name = "expectimax"
@@ -77,19 +78,15 @@ class ExpectimaxEngine:
         self.timeouts = 0  # searches cut short by the clock
 
     # -- the search ---------------------------------------------------------------------
-    def choose(
+    def pick(
         self,
         position: Position,
         dice: tuple[int, int],
         plays: list[Play],
         *,
-        time_left_ms: int | None = None,
-        match=None,
+        time_left_ms: int | None,
+        match,
     ) -> Play:
-        if not plays:
-            raise ValueError("no legal play to choose from")
-        if len(plays) == 1:
-            return plays[0]
         start = time.perf_counter()
         budget = self.max_seconds
         if time_left_ms is not None:

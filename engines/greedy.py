@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engines.base import Engine
 from engines.evaluate import Values, evaluate, values_for
 from nardy import Play, Position
 
@@ -13,7 +14,7 @@ def rank(plays: list[Play], color, values: Values) -> list[tuple[float, int, Pla
     return scored
 
 
-class GreedyEngine:
+class GreedyEngine(Engine):
     """Evaluates the end position of every legal play and takes the best."""
 
     name = "greedy"
@@ -21,17 +22,13 @@ class GreedyEngine:
     def __init__(self, seed: int | None = None, level: int | None = None) -> None:
         pass
 
-    def choose(
+    def pick(
         self,
         position: Position,
         dice: tuple[int, int],
         plays: list[Play],
         *,
-        time_left_ms: int | None = None,
-        match=None,
+        time_left_ms: int | None,
+        match,
     ) -> Play:
-        if not plays:
-            raise ValueError("no legal play to choose from")
-        if len(plays) == 1:
-            return plays[0]
         return rank(plays, position.turn, values_for(match))[0][2]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 
+from engines.base import Engine
 from nardy import Play, Position
 
 
-class RandomEngine:
+class RandomEngine(Engine):
     """Picks one of the legal plays uniformly at random."""
 
     name = "random"
@@ -15,15 +16,13 @@ class RandomEngine:
     def __init__(self, seed: int | None = None, level: int | None = None) -> None:
         self.rng = random.Random(seed)
 
-    def choose(
+    def pick(
         self,
         position: Position,
         dice: tuple[int, int],
         plays: list[Play],
         *,
-        time_left_ms: int | None = None,
-        match=None,
+        time_left_ms: int | None,
+        match,
     ) -> Play:
-        if not plays:
-            raise ValueError("no legal play to choose from")
-        return plays[0] if len(plays) == 1 else self.rng.choice(plays)
+        return self.rng.choice(plays)
