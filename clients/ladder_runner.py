@@ -158,6 +158,11 @@ def run(args: argparse.Namespace) -> int:
         )
         created = ladders.CreateLadder(lpb.CreateLadderRequest(name=LADDER, options=options))
         target = created.options.max_games
+        if not created.created:
+            console.print(
+                f"continuing the ladder in {db}: {target or 'no'} game limit, "
+                f"{created.options.turn_time_ms} ms per turn (its first settings)"
+            )
         for engine in engines:
             engine.token = _token(server, arbiter, engine.name)
             engine.start(server.address, log_dir)
