@@ -57,7 +57,10 @@ class EngineProcess:
 
     def start(self, address: str, log_dir: Path) -> None:
         self.log_path = log_dir / f"{self.name}.log"
-        env = {**os.environ, "NARDY_SERVER": address, "NARDY_TOKEN": self.token}
+        # The runner's own interpreter directory first on PATH: `python` and `nardy` in an
+        # engine command mean the installation the runner itself runs from.
+        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        env = {**os.environ, "PATH": path, "NARDY_SERVER": address, "NARDY_TOKEN": self.token}
         out = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         self.proc = subprocess.Popen(
             self.cmd,
@@ -189,9 +192,13 @@ def run(args: argparse.Namespace) -> int:
         console.print(standings_table(standings, engines))
         console.print(crosstable(cross, [e.name for e in engines]))
         if sprt is not None:
+            a, b = engines[0].name, engines[1].name
+            verdict = {
+                "H1": f"H1 accepted: {a} is stronger than {b} by at least {sprt.elo1:g} Elo",
+                "H0": f"H0 accepted: {a} is not stronger than {b} by {sprt.elo1:g} Elo",
+            }.get(sprt.decision() or "", "no decision yet")
             console.print(
-                f"SPRT [{sprt.elo0:g}, {sprt.elo1:g}]: {sprt}  -> "
-                f"{sprt.decision() or 'no decision yet'}"
+                f"SPRT {a} vs {b}, elo0 {sprt.elo0:g}, elo1 {sprt.elo1:g}: {sprt}\n{verdict}"
             )
         if args.records:
             from clients.export import export_ladder

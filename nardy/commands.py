@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--sprt",
         metavar="ELO0,ELO1,ALPHA,BETA",
-        help="instead of --games: stop when the SPRT decides (two engines)",
+        help="instead of --games: stop when a pair-based SPRT decides whether the first "
+        "engine is stronger than the second by elo1 (H1) or by no more than elo0 (H0)",
     )
     p.add_argument("--concurrency", type=int, default=2, help="games at once (default 2)")
     p.add_argument(

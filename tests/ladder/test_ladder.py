@@ -207,3 +207,23 @@ def test_resume_after_the_runner_is_killed_loses_no_finished_game(tmp_path, kill
     after = finished_ids(db)
     assert before <= after  # nothing finished was lost
     assert "standings: 8 games" in out.stdout
+
+
+def test_sprt_mode_stops_when_the_test_decides(tmp_path):
+    out = ladder(
+        "--engine",
+        f"greedy={GREEDY}",
+        "--engine",
+        f"random={RANDOM}",
+        "--sprt",
+        "0,50,0.05,0.05",
+        "--concurrency",
+        "4",
+        "--time-per-move",
+        "2000",
+        "--db",
+        str(tmp_path / "sprt.db"),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "H1 accepted: greedy is stronger than random" in out.stdout
+    assert "LLR" in out.stdout and "(-2.94, 2.94)" in out.stdout
