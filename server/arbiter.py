@@ -62,6 +62,7 @@ class Player:
     id: str
     name: str
     bot: bool
+    owner: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,16 +124,18 @@ class Arbiter:
             await trio.sleep_forever()
 
     # -- players and tokens -------------------------------------------------------------
-    def register_player(self, name: str, bot: bool) -> tuple[str, str]:
+    def register_player(self, name: str, bot: bool, owner: str = "") -> tuple[str, str]:
         if not NAME.match(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
             )
         if name in self.by_name:
             raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken")
-        player = Player(new_id(), name, bot)
+        if len(owner) > 80:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "an owner is at most 80 characters")
+        player = Player(new_id(), name, bot, owner)
         token = secrets.token_urlsafe(32)
-        self.store.add_player(player.id, name, bot, token_hash(token))
+        self.store.add_player(player.id, name, bot, token_hash(token), owner)
         self.players[player.id] = self.by_name[name] = player
         self.tokens[token_hash(token)] = Principal(player_id=player.id)
         log.info("player registered name=%s id=%s", name, player.id)
@@ -166,7 +169,7 @@ class Arbiter:
                 player = self.by_name.get(player_name)
                 if player is None:
                     raise ArbiterError(Code.NOT_FOUND, f"no player named {player_name!r}")
-                seats.append(Seat(index, player.name, player.bot, player.id))
+                seats.append(Seat(index, player.name, player.bot, player.id, player.owner))
             else:
                 seats.append(Seat(index, (display or f"player {index + 1}")[:40]))
         if seats[0].player_id and seats[0].player_id == seats[1].player_id:
@@ -403,8 +406,8 @@ class Arbiter:
             ) from None
 
     def _restore(self) -> None:
-        for player_id, name, bot, digest in self.store.load_players():
-            player = Player(player_id, name, bool(bot))
+        for player_id, name, bot, digest, owner in self.store.load_players():
+            player = Player(player_id, name, bool(bot), owner)
             self.players[player_id] = self.by_name[name] = player
             self.tokens[digest] = Principal(player_id=player_id)
         for name, options in self.store.load_ladders():

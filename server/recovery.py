@@ -41,7 +41,10 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
         opening=Opening(o["opening"]),
         colours=Colours(o["colours"]),
     )
-    seats = tuple(Seat(i, s["name"], s["bot"], s["player_id"]) for i, s in enumerate(row["seats"]))
+    seats = tuple(
+        Seat(i, s["name"], s["bot"], s["player_id"], s.get("owner", ""))
+        for i, s in enumerate(row["seats"])
+    )
     match = MatchSession(
         arbiter,
         row["id"],

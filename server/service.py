@@ -81,7 +81,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
 
     async def RegisterPlayer(self, request, context):
         player_id, token = await self._call(
-            context, self.arbiter.register_player, request.name, request.bot
+            context, self.arbiter.register_player, request.name, request.bot, request.owner
         )
         return api.RegisterPlayerResponse(player_id=player_id, token=token)
 
@@ -264,6 +264,7 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
     """Runs in the trio thread: the ladder's rows as a message."""
     ladder = arbiter.ladder(name)
     members = {m.name: m for m in ladder.members.values()}
+    owners = {p.name: p.owner for p in arbiter.players.values()}
     out = ladder_pb.GetStandingsResponse(
         ladder=name,
         finished_games=ladder.finished_games(),
@@ -276,7 +277,7 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
         out.rows.append(
             ladder_pb.StandingsRow(
                 rank=rank,
-                player=pb.Player(name=row.name, bot=True),
+                player=pb.Player(name=row.name, bot=True, owner=owners.get(row.name, "")),
                 elo=ladder_pb.Interval(value=elo.elo, low=elo.low, high=elo.high),
                 skill_mu=ladder.skill.mu(row.name),
                 skill_sigma=ladder.skill.sigma(row.name),

@@ -55,6 +55,7 @@ class Seat:
     name: str
     bot: bool = False
     player_id: str | None = None  # a registered player, or None for an open seat
+    owner: str = ""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (
     id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, bot INTEGER NOT NULL,
-    token_hash TEXT NOT NULL, created REAL DEFAULT (unixepoch('subsec')));
+    token_hash TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
+    created REAL DEFAULT (unixepoch('subsec')));
 CREATE TABLE IF NOT EXISTS seat_tokens (
     match_id TEXT NOT NULL, seat INTEGER NOT NULL, token_hash TEXT NOT NULL,
     PRIMARY KEY (match_id, seat));
@@ -76,7 +77,9 @@ def encode_event(game: GameSession, event: Event) -> bytes:
 class Store(Protocol):
     path: str
 
-    def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None: ...
+    def add_player(
+        self, player_id: str, name: str, bot: bool, token_hash: str, owner: str = ""
+    ) -> None: ...
     def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None: ...
     def add_match(self, match: MatchSession) -> None: ...
     def update_match(self, match: MatchSession) -> None: ...
@@ -84,7 +87,7 @@ class Store(Protocol):
     def update_game(self, game: GameSession) -> None: ...
     def append_event(self, game: GameSession, event: Event) -> None: ...
     def set_player_token(self, player_id: str, token_hash: str) -> None: ...
-    def load_players(self) -> list[tuple[str, str, int, str]]: ...
+    def load_players(self) -> list[tuple[str, str, int, str, str]]: ...
     def add_ladder(self, name: str, options: LadderOptions) -> None: ...
     def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None: ...
     def add_ladder_game(self, ladder: str, record: LadderGame) -> None: ...
@@ -125,10 +128,12 @@ class SQLiteStore:
                 f"cannot store data in {self.path} ({e}); nothing was changed"
             ) from None
 
-    def add_player(self, player_id: str, name: str, bot: bool, token_hash: str) -> None:
+    def add_player(
+        self, player_id: str, name: str, bot: bool, token_hash: str, owner: str = ""
+    ) -> None:
         self._write(
-            "INSERT INTO players (id, name, bot, token_hash) VALUES (?,?,?,?)",
-            (player_id, name, int(bot), token_hash),
+            "INSERT INTO players (id, name, bot, token_hash, owner) VALUES (?,?,?,?,?)",
+            (player_id, name, int(bot), token_hash, owner),
         )
 
     def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None:
@@ -150,7 +155,10 @@ class SQLiteStore:
             "start_timeout": match.start_timeout,
             "first_seat_white": match.first_seat_white,
         }
-        seats = [{"name": s.name, "bot": s.bot, "player_id": s.player_id} for s in match.seats]
+        seats = [
+            {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}
+            for s in match.seats
+        ]
         self._write(
             "INSERT INTO matches (id, target, options, seats, seed, script, start) "
             "VALUES (?,?,?,?,?,?,?)",
@@ -204,8 +212,10 @@ class SQLiteStore:
     def set_player_token(self, player_id: str, token_hash: str) -> None:
         self._write("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
 
-    def load_players(self) -> list[tuple[str, str, int, str]]:
-        return self.db.execute("SELECT id, name, bot, token_hash FROM players").fetchall()
+    def load_players(self) -> list[tuple[str, str, int, str, str]]:
+        return self.db.execute(
+            "SELECT id, name, bot, token_hash, owner FROM players ORDER BY rowid"
+        ).fetchall()
 
     # -- ladders ------------------------------------------------------------------------
     def add_ladder(self, name: str, options: LadderOptions) -> None:

@@ -53,7 +53,7 @@ def options_pb(game: GameSession) -> pb.GameOptions:
 
 
 def player_pb(seat: Seat | None) -> pb.Player | None:
-    return None if seat is None else pb.Player(name=seat.name, bot=seat.bot)
+    return None if seat is None else pb.Player(name=seat.name, bot=seat.bot, owner=seat.owner)
 
 
 def result_pb(result: GameResult | None) -> pb.GameResult | None:

@@ -22,12 +22,14 @@ PLAYER_EVENT_TYPE_HEARTBEAT: PlayerEventType
 PLAYER_EVENT_TYPE_SERVER_SHUTDOWN: PlayerEventType
 
 class RegisterPlayerRequest(_message.Message):
-    __slots__ = ("name", "bot")
+    __slots__ = ("name", "bot", "owner")
     NAME_FIELD_NUMBER: _ClassVar[int]
     BOT_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     name: str
     bot: bool
-    def __init__(self, name: _Optional[str] = ..., bot: _Optional[bool] = ...) -> None: ...
+    owner: str
+    def __init__(self, name: _Optional[str] = ..., bot: _Optional[bool] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class RegisterPlayerResponse(_message.Message):
     __slots__ = ("player_id", "token")

@@ -157,12 +157,14 @@ class Clock(_message.Message):
     def __init__(self, remaining_ms: _Optional[int] = ..., bank_ms: _Optional[int] = ...) -> None: ...
 
 class Player(_message.Message):
-    __slots__ = ("name", "bot")
+    __slots__ = ("name", "bot", "owner")
     NAME_FIELD_NUMBER: _ClassVar[int]
     BOT_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     name: str
     bot: bool
-    def __init__(self, name: _Optional[str] = ..., bot: _Optional[bool] = ...) -> None: ...
+    owner: str
+    def __init__(self, name: _Optional[str] = ..., bot: _Optional[bool] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class GameResult(_message.Message):
     __slots__ = ("winner", "kind", "termination", "points")

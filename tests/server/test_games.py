@@ -6,6 +6,7 @@ import trio
 
 from nardy import Position
 from nardy.client import play_game
+from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from tests.server.conftest import create, random_engine
 
@@ -166,3 +167,22 @@ async def _last_event(seat, game_id):
     async for ev in seat.events(game_id):
         last = ev
     return last
+
+
+async def test_registered_players_play_under_their_names_and_owners(client):
+    tokens = {}
+    for name in ("alpha", "beta"):
+        req = api.RegisterPlayerRequest(name=name, bot=True, owner=f"team-{name}")
+        tokens[name] = (await client.call("RegisterPlayer", req)).token
+    r = await client.create_match(
+        first=api.SeatSpec(player_name="alpha"), second=api.SeatSpec(player_name="beta"), seed=2
+    )
+    a, b = client.with_token(tokens["alpha"]), client.with_token(tokens["beta"])
+    async with trio.open_nursery() as n:
+        n.start_soon(_drain, b, r.game_id)
+        ev = await _first_turn(a, r.game_id)
+        await (a if ev.state.your_color == ev.state.side_to_move else b).resign(r.game_id)
+    state = (await client.get_game(r.game_id)).state
+    assert {state.white.name, state.black.name} == {"alpha", "beta"}
+    assert {state.white.owner, state.black.owner} == {"team-alpha", "team-beta"}
+    assert state.white.bot and state.black.bot
