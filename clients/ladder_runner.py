@@ -289,8 +289,10 @@ def pair_counts(cross: lpb.GetCrosstableResponse, a: str, b: str) -> tuple[int, 
     return 0, 0, 0
 
 
-def standings_table(st: lpb.GetStandingsResponse, engines: list[EngineProcess]) -> Table:
-    crashes = {e.name: e.crashes for e in engines}
+def standings_table(
+    st: lpb.GetStandingsResponse, engines: list[EngineProcess] | None = None
+) -> Table:
+    crashes = {e.name: e.crashes for e in engines or []}
     t = Table(
         title=f"standings: {st.finished_games} games"
         + (f", {st.voided_games} voided" if st.voided_games else "")

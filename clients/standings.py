@@ -1,8 +1,9 @@
-"""``nardy standings``: a ladder table from the arbiter's finished games.
+"""``nardy standings``: a ladder's standings, or a table of the arbiter's finished games.
 
-For now the table is computed here from ``ListGames`` (finished games, newest 500): per
-player the games, wins, losses, points won and lost, and wins by mars or more. When the
-ladder RPCs are in the protocol this command should ask them instead (ratings, rounds).
+With ``--ladder NAME`` the table comes from the ladder RPCs (Elo with its interval, skill,
+points, mars, timeouts, time per move) with the crosstable. Without it, the table is
+computed here from ``ListGames`` (finished games, newest 500): per player the games, wins,
+losses, points won and lost, and wins by mars or more.
 """
 
 from __future__ import annotations
@@ -103,7 +104,28 @@ async def _main(args: argparse.Namespace) -> int:
     return 0
 
 
+def ladder_standings(args: argparse.Namespace) -> int:
+    from clients.ladder_runner import crosstable, standings_table
+    from nardy.v1 import ladder_pb2 as lpb
+    from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+
+    with grpc.insecure_channel(args.server) as channel:
+        stub = ladder_grpc.LadderServiceStub(channel)
+        try:
+            st = stub.GetStandings(lpb.GetStandingsRequest(ladder=args.ladder), timeout=10)
+            cross = stub.GetCrosstable(lpb.GetCrosstableRequest(ladder=args.ladder), timeout=10)
+        except grpc.RpcError as e:
+            print(f"nardy standings: {e.details()}", file=sys.stderr)
+            return 1
+    console = Console(highlight=False)
+    console.print(standings_table(st))
+    console.print(crosstable(cross, [row.player.name for row in st.rows]))
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "ladder", None):
+        return ladder_standings(args)
     try:
         return run_trio(_main, args)
     except KeyboardInterrupt:

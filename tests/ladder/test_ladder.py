@@ -125,6 +125,25 @@ def test_pairs_share_dice_with_colours_swapped(tmp_path):
         assert n > 5 and rolls[0][:n] == rolls[1][:n]  # the same dice, turn by turn
         assert whites[0] != whites[1]  # with the colours swapped
         ch.close()
+        # the terminal client shows the ladder's table from the ladder RPCs
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nardy",
+                "standings",
+                "--server",
+                srv.address,
+                "--ladder",
+                "dup",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        assert "standings: 2 games" in out.stdout and "crosstable" in out.stdout
+        assert " a " in out.stdout and " b " in out.stdout
 
 
 def test_crashing_engine_is_restarted_and_charged(tmp_path):
