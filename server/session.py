@@ -435,6 +435,7 @@ class GameSession:
         self.emit(EventType.GAME_FINISHED)
         self.log("finished: %s", self.result)
         self.close_streams()
+        self._forget_views()
 
     def abort(self, why: str) -> None:
         self.status = Status.ABORTED
@@ -442,6 +443,13 @@ class GameSession:
         self.emit(EventType.GAME_ABORTED)
         self.log("aborted: %s", why)
         self.close_streams()
+        self._forget_views()
+
+    def _forget_views(self) -> None:
+        """Drop the encoded messages of an ended game (rebuilt if anyone replays it), so
+        that a long-running ladder keeps only the compact events in memory."""
+        for event in self.events[:-1]:
+            event.views.clear()
 
 
 class MatchSession:
