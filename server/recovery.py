@@ -78,39 +78,41 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
     return match
 
 
+def decode_event(seq: int, kind: int, when: float, e: dict) -> Event:
+    """One journal entry (see store.encode_event) as an event."""
+    snap = Snapshot(
+        status=Status(e["status"]),
+        position=Position.parse(e["position"]),
+        dice=tuple(e["dice"]),
+        turn_id=e["turn"],
+        clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
+        scores=tuple(e["scores"]),
+        match_over=e["over"],
+        result=decode_result(e["result"]),
+        legal=(),
+        next_game_id=e["next"],
+        refused=tuple(e["refused"]),
+    )
+    play = None
+    if "play" in e:
+        side, dice, notation, turn_id, automatic, used = e["play"]
+        play = PlayRecord(Color.from_letter(side), tuple(dice), notation, turn_id, automatic, used)
+    throws = tuple(tuple(t) for t in e.get("throws", ()))
+    return Event(seq, EventType(kind), when, snap, play, throws)
+
+
 def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]]) -> None:
     """Replay journal entries into ``game``: its events, state, and answered plays."""
     for seq, kind, when, e in entries:
-        snap = Snapshot(
-            status=Status(e["status"]),
-            position=Position.parse(e["position"]),
-            dice=tuple(e["dice"]),
-            turn_id=e["turn"],
-            clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
-            scores=tuple(e["scores"]),
-            match_over=e["over"],
-            result=decode_result(e["result"]),
-            legal=(),
-            next_game_id=e["next"],
-            refused=tuple(e["refused"]),
-        )
-        play = None
-        if "play" in e:
-            side, dice, notation, turn_id, automatic, used = e["play"]
-            play = PlayRecord(
-                Color.from_letter(side), tuple(dice), notation, turn_id, automatic, used
-            )
-        throws = tuple(tuple(t) for t in e.get("throws", ()))
-        event = Event(seq, EventType(kind), when, snap, play, throws)
+        event = decode_event(seq, kind, when, e)
         game.events.append(event)
+        play = event.play
         if event.type is EventType.GAME_STARTED:
             game.white_seat = e["white_seat"]
-            game.throws = throws
+            game.throws = event.throws
         if event.type is EventType.PLAY_MADE and play is not None:
-            game.accepted[play.turn_id] = (
-                snap.position,
-                Accepted(play.notation, snap.position.text(), play.used_ms),
-            )
+            end = event.snapshot.position.text()
+            game.accepted[play.turn_id] = Accepted(play.notation, end, play.used_ms)
             if not play.automatic:
                 game.used_ms[play.side] += play.used_ms
                 game.plays_made[play.side] += 1
@@ -125,3 +127,5 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     game.next_game_id = last.next_game_id
     game.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
     game.bank = {Color.WHITE: last.clocks[0][1], Color.BLACK: last.clocks[1][1]}
+    if game.status in (Status.FINISHED, Status.ABORTED):
+        game.release()

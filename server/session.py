@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Protocol
@@ -140,7 +140,7 @@ class GameSession:
         self.present: set[int] = set()  # seats that have subscribed at least once
         self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
         self.all_present = trio.Event()
-        self.accepted: dict[int, tuple[Position, Accepted]] = {}  # turn_id -> play answer
+        self.accepted: dict[int, Accepted] = {}  # turn_id -> the answer to its play
         self.refused = {Color.WHITE: 0, Color.BLACK: 0}  # plays refused as illegal, per side
         self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
         self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
@@ -323,7 +323,7 @@ class GameSession:
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
         before = (self.position, self.legal, self.dice, self.deadline, self.result)
-        self.accepted[self.turn_id] = (play.end, answer)
+        self.accepted[self.turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
@@ -341,8 +341,9 @@ class GameSession:
     def submit(self, seat: int, turn_id: int, notation: str | None, end: str | None) -> Accepted:
         """Check and make a play for ``turn_id``; idempotent for the same play."""
         if turn_id in self.accepted:
-            done_end, answer = self.accepted[turn_id]
-            if self._requested_end(turn_id, notation, end) == done_end:
+            answer = self.accepted[turn_id]
+            requested = self._requested_end(turn_id, notation, end)
+            if requested is not None and requested.text() == answer.end_position:
                 return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
             raise ArbiterError(
                 Code.FAILED_PRECONDITION,
@@ -435,7 +436,7 @@ class GameSession:
         self.emit(EventType.GAME_FINISHED)
         self.log("finished: %s", self.result)
         self.close_streams()
-        self._forget_views()
+        self.release()
 
     def abort(self, why: str) -> None:
         self.status = Status.ABORTED
@@ -443,13 +444,38 @@ class GameSession:
         self.emit(EventType.GAME_ABORTED)
         self.log("aborted: %s", why)
         self.close_streams()
-        self._forget_views()
+        self.release()
 
-    def _forget_views(self) -> None:
-        """Drop the encoded messages of an ended game (rebuilt if anyone replays it), so
-        that a long-running ladder keeps only the compact events in memory."""
-        for event in self.events[:-1]:
-            event.views.clear()
+    def release(self) -> None:
+        """An ended game keeps its events in the journal only: they are read back when
+        someone replays the game, so a ladder that runs for weeks does not fill memory."""
+        self.events = JournalEvents(self)
+
+
+class JournalEvents(Sequence):
+    """The events of an ended game, read from the journal on each use (see release)."""
+
+    def __init__(self, game: GameSession) -> None:
+        self.game_id = game.id
+        self.store = game.match.arbiter.store
+        self.count = len(game.events)
+
+    def _load(self) -> list[Event]:
+        from server.recovery import decode_event
+
+        return [decode_event(*entry) for entry in self.store.load_events(self.game_id)]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        return self._load()[index]
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __reversed__(self):
+        return reversed(self._load())
 
 
 class MatchSession:
