@@ -75,19 +75,33 @@ def legal_pb(play: Play) -> pb.LegalPlay:
     )
 
 
+def players_pb(game: GameSession) -> tuple[pb.Player | None, pb.Player | None]:
+    """White's and black's players (None before the colours are known)."""
+    if game.white_seat is None:
+        return None, None
+    return player_pb(game.seat_of(Color.WHITE)), player_pb(game.seat_of(Color.BLACK))
+
+
+def match_score_pb(game: GameSession, snap: Snapshot) -> pb.MatchScore:
+    return pb.MatchScore(
+        target=game.match.match.target,
+        white_points=snap.scores[0],
+        black_points=snap.scores[1],
+        over=snap.match_over,
+    )
+
+
 def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.GameState:
     pos = snap.position
-    white = black = None
-    if game.white_seat is not None:
-        white, black = game.seat_of(Color.WHITE), game.seat_of(Color.BLACK)
+    white, black = players_pb(game)
     state = pb.GameState(
         game_id=game.id,
         match_id=game.match.id,
         game_number=game.number,
         status=int(snap.status),
         options=options_pb(game),
-        white=player_pb(white),
-        black=player_pb(black),
+        white=white,
+        black=black,
         position=pos.text(),
         board=pb.Board(
             points=pos.board,
@@ -99,12 +113,7 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         turn_id=snap.turn_id,
         white_clock=pb.Clock(remaining_ms=snap.clocks[0][0], bank_ms=snap.clocks[0][1]),
         black_clock=pb.Clock(remaining_ms=snap.clocks[1][0], bank_ms=snap.clocks[1][1]),
-        match=pb.MatchScore(
-            target=game.match.match.target,
-            white_points=snap.scores[0],
-            black_points=snap.scores[1],
-            over=snap.match_over,
-        ),
+        match=match_score_pb(game, snap),
         result=result_pb(snap.result),
         seeded=game.match.seeded,
         next_game_id=snap.next_game_id,
@@ -162,22 +171,14 @@ def event_pb(game: GameSession, event: Event, audience: Color | None) -> pb.Game
 
 
 def summary_pb(game: GameSession) -> api.GameSummary:
-    snap = game.snapshot()
-    white = black = None
-    if game.white_seat is not None:
-        white, black = game.seat_of(Color.WHITE), game.seat_of(Color.BLACK)
+    white, black = players_pb(game)
     return api.GameSummary(
         game_id=game.id,
         match_id=game.match.id,
         game_number=game.number,
         status=int(game.status),
-        white=player_pb(white),
-        black=player_pb(black),
+        white=white,
+        black=black,
         result=result_pb(game.result),
-        match=pb.MatchScore(
-            target=game.match.match.target,
-            white_points=snap.scores[0],
-            black_points=snap.scores[1],
-            over=snap.match_over,
-        ),
+        match=match_score_pb(game, game.snapshot()),
     )
