@@ -7,11 +7,14 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import grpc
 import trio
@@ -22,8 +25,9 @@ from nardy.v1 import arbiter_pb2, arbiter_pb2_grpc, ladder_pb2, ladder_pb2_grpc
 from server.arbiter import Arbiter
 from server.bridge import Bridge, Transport
 from server.limits import RateLimiter
+from server.pgstore import PostgresStore
 from server.service import HEARTBEAT_S, ArbiterService, LadderService
-from server.store import SQLiteStore
+from server.store import SQLiteStore, SQLStore
 
 log = logging.getLogger("nardy.server")
 
@@ -43,17 +47,31 @@ class ServerConfig:
     rate_per_s: float = 1000.0  # requests per second per token (or connection), on average
     rate_burst: float = 2000.0
     switch_interval_s: float = 0.0005
+    commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
+
+
+def open_store(db: str) -> SQLStore:
+    """The store for ``--db``: a ``postgresql://`` URL, or an SQLite file path."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(db)
+    return SQLiteStore(db)
 
 
 async def serve(
-    config: ServerConfig, stop: trio.Event, *, task_status=trio.TASK_STATUS_IGNORED
+    config: ServerConfig,
+    stop: trio.Event,
+    *,
+    store_factory: Callable[[str], SQLStore] = open_store,
+    task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve until ``stop`` is set; ``task_status.started`` receives (port, arbiter)."""
-    store = SQLiteStore(config.db)
-    arbiter = Arbiter(store)
+    """Serve until ``stop`` is set; ``task_status.started`` receives (port, arbiter).
+
+    The store is ``store_factory(config.db)`` (opened off the trio thread)."""
+    store = await trio.to_thread.run_sync(store_factory, config.db)
+    arbiter = Arbiter(store, commit_window_s=config.commit_window_s)
     async with trio.open_nursery() as nursery:
         await nursery.start(arbiter.run)
-        bridge = Bridge(trio.lowlevel.current_trio_token())
+        bridge = Bridge(trio.lowlevel.current_trio_token(), nursery)
         parts: dict = {}
 
         async def setup(loop) -> int:
@@ -94,7 +112,7 @@ async def serve(
 
         transport = Transport(setup, shutdown)
         port = await trio.to_thread.run_sync(transport.start)
-        log.info("serving nardy.v1 on %s:%d db=%s", config.host, port, config.db)
+        log.info("serving nardy.v1 on %s:%d db=%s", config.host, port, store.name)
         task_status.started((port, arbiter))
         try:
             await stop.wait()
@@ -102,7 +120,8 @@ async def serve(
             with trio.CancelScope(shield=True):
                 log.info("shutting down")
                 await trio.to_thread.run_sync(transport.stop, config.grace_s)
-                store.close()
+                await arbiter.writer.close()  # what was accepted is committed first
+                await store.close()
             nursery.cancel_scope.cancel()
 
 
@@ -136,8 +155,15 @@ def unwrap(error: BaseException) -> BaseException:
 class EmbeddedServer:
     """An arbiter in a background thread of this process, on an ephemeral loopback port."""
 
-    def __init__(self, db: str = ":memory:", **options) -> None:
+    def __init__(
+        self,
+        db: str = ":memory:",
+        *,
+        store_factory: Callable[[str], SQLStore] = open_store,
+        **options,
+    ) -> None:
         self.config = ServerConfig(port=0, db=db, **options)
+        self.store_factory = store_factory
         self.port = 0
         self._token: trio.lowlevel.TrioToken | None = None
         self._arbiter = None
@@ -165,6 +191,8 @@ class EmbeddedServer:
 
     def call(self, fn, *args):
         """Run ``fn(*args)`` in the arbiter's trio thread (operator tasks, e.g. reissue_token)."""
+        if inspect.iscoroutinefunction(fn):
+            return trio.from_thread.run(fn, *args, trio_token=self._token)
         return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
 
     @property
@@ -182,7 +210,9 @@ class EmbeddedServer:
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             async with trio.open_nursery() as nursery:
-                self.port, self._arbiter = await nursery.start(serve, self.config, self._stop)
+                self.port, self._arbiter = await nursery.start(
+                    partial(serve, store_factory=self.store_factory), self.config, self._stop
+                )
                 self._ready.set()
 
         try:

@@ -1,7 +1,8 @@
 """The arbiter core: players and tokens, matches and games, subscriptions and actions.
 
-All methods run in the trio thread; the transport bridge calls the synchronous ones and
-each match is a task in the arbiter's nursery.
+All methods run in the trio thread; the transport bridge calls them (the asynchronous ones
+as tasks of their own) and each match is a task in the arbiter's nursery. Every change is
+journaled through the group-commit writer and answered only once it is durable.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import trio
 from nardy import Color, GameResult, Position
 from nardy.dice import Dice
 from nardy.variant import VARIANTS
+from server import store
 from server.errors import ArbiterError, Code
-from server.journal import Event, EventType, Status, decode_event
+from server.journal import Event, EventType, Status
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.recovery import restore_match
 from server.session import (
@@ -30,7 +32,8 @@ from server.session import (
     Seat,
     Sink,
 )
-from server.store import Store, StoreError
+from server.store import Reader, Store, StoreError
+from server.writer import Commit, JournalWriter
 
 log = logging.getLogger("nardy.server")
 
@@ -83,8 +86,10 @@ def new_id() -> str:
 class Arbiter:
     """The registry of players, matches and games; the Host its matches run under."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self, db: Store, *, commit_window_s: float = 0.0) -> None:
+        self.store = db
+        self.reader = Reader(db)
+        self.writer = JournalWriter(db, commit_window_s)
         self.players: dict[str, Player] = {}
         self.by_name: dict[str, Player] = {}
         self.tokens: dict[str, Principal] = {}
@@ -98,12 +103,13 @@ class Arbiter:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
-            self.restore()
+            await nursery.start(self.writer.run)
+            await self.restore()
             task_status.started()
             await trio.sleep_forever()
 
     # -- players and tokens -------------------------------------------------------------
-    def register_player(self, name: str, bot: bool, owner: str = "") -> tuple[str, str]:
+    async def register_player(self, name: str, bot: bool, owner: str = "") -> tuple[str, str]:
         if not NAME.match(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
@@ -114,8 +120,15 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, "an owner is at most 80 characters")
         player = Player(new_id(), name, bot, owner)
         token = secrets.token_urlsafe(32)
-        self.store.add_player(player.id, name, bot, token_hash(token), owner)
-        self.players[player.id] = self.by_name[name] = player
+        self.by_name[name] = player  # the name is taken while it is being stored
+        try:
+            await self.writer.commit(
+                store.add_player(player.id, name, bot, token_hash(token), owner)
+            )
+        except ArbiterError:
+            del self.by_name[name]
+            raise
+        self.players[player.id] = player
         self.tokens[token_hash(token)] = Principal(player_id=player.id)
         log.info("player registered name=%s id=%s", name, player.id)
         return player.id, token
@@ -133,7 +146,7 @@ class Arbiter:
         return principal
 
     # -- matches ------------------------------------------------------------------------
-    def create_match(self, spec: MatchSpec) -> tuple[MatchSession, str, str]:
+    async def create_match(self, spec: MatchSpec) -> tuple[MatchSession, str, str]:
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if spec.options.variant not in VARIANTS:
@@ -182,15 +195,19 @@ class Arbiter:
             first_seat_white=spec.first_seat_white,
         )
         seat_tokens = ["", ""]
+        writes = [store.add_match(match)]
         for seat in seats:
             if seat.player_id is None:
-                token = secrets.token_urlsafe(32)
-                self.tokens[token_hash(token)] = Principal(match_id=match.id, seat=seat.index)
-                seat_tokens[seat.index] = token
-                self.store.add_seat_token(match.id, seat.index, token_hash(token))
-        self.store.add_match(match)
+                seat_tokens[seat.index] = secrets.token_urlsafe(32)
+                digest = token_hash(seat_tokens[seat.index])
+                writes.append(store.add_seat_token(match.id, seat.index, digest))
+        await self.writer.commit(*writes, store.add_game(match.current))
+        for seat in seats:
+            if seat_tokens[seat.index]:
+                principal = Principal(match_id=match.id, seat=seat.index)
+                self.tokens[token_hash(seat_tokens[seat.index])] = principal
         self.matches[match.id] = match
-        self.game_created(match.current)
+        self._game_added(match.current)
         assert self.nursery is not None
         self.nursery.start_soon(self._run_match, match)
         log.info(
@@ -205,7 +222,7 @@ class Arbiter:
     async def _run_match(self, match: MatchSession) -> None:
         try:
             await match.run()
-            self.store.update_match(match)
+            await self.writer.commit(store.update_match(match))
         except ArbiterError as e:
             # The journal cannot be written: stop this match where its journal ends; a
             # restart on a healthy store resumes it from there.
@@ -246,7 +263,7 @@ class Arbiter:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
-    def subscribe_game(
+    async def subscribe_game(
         self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
     ) -> tuple[GameSession, int | None, list, bool]:
         """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
@@ -255,7 +272,7 @@ class Arbiter:
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         seat = self.seat_in(game, principal)
-        backlog, live = game.subscribe(sink, seat, after_seq, from_start)
+        backlog, live = await game.subscribe(sink, seat, after_seq, from_start)
         return game, seat, backlog, live
 
     def unsubscribe_game(self, game_id: str, sink: Sink, seat: int | None) -> None:
@@ -263,15 +280,15 @@ class Arbiter:
         if game is not None:
             game.unsubscribe(sink, seat)
 
-    def submit_play(
+    async def submit_play(
         self, token: str | None, game_id: str, turn_id: int, notation: str | None, end: str | None
     ) -> Accepted:
         game, seat = self._seat_for_action(token, game_id)
-        return game.submit(seat, turn_id, notation, end)
+        return await game.submit(seat, turn_id, notation, end)
 
-    def resign(self, token: str | None, game_id: str) -> GameResult:
+    async def resign(self, token: str | None, game_id: str) -> GameResult:
         game, seat = self._seat_for_action(token, game_id)
-        return game.resign(seat)
+        return await game.resign(seat)
 
     # -- player streams -----------------------------------------------------------------
     @staticmethod
@@ -310,20 +327,32 @@ class Arbiter:
                 for sink in list(self.player_sinks.get(key, ())):
                     sink.send(PlayerNote(kind, game, seat.index))
 
-    # -- hooks from sessions ------------------------------------------------------------
-    def game_created(self, game: GameSession) -> None:
+    # -- the Host of sessions ----------------------------------------------------------
+    def journal(self, game: GameSession, event: Event) -> Commit:
+        return self.writer.submit(store.append_event(game, event))
+
+    async def load_events(self, game_id: str) -> list[Event]:
+        return await self.reader.events(game_id)
+
+    async def game_created(self, game: GameSession) -> None:
+        await self.writer.commit(store.add_game(game))
+        self._game_added(game)
+
+    def _game_added(self, game: GameSession) -> None:
         self.games[game.id] = game
-        self.store.add_game(game)
         self._notify(game, Note.GAME_ASSIGNED)
 
-    def game_over(self, game: GameSession) -> None:
-        self.store.update_game(game)
+    async def game_over(self, game: GameSession) -> None:
+        writes = [store.update_game(game)]
+        ladder = self.ladders.get(game.match.ladder)
+        record = ladder.game_over(game) if ladder is not None else None
+        if record is not None:
+            writes.append(store.add_ladder_game(game.match.ladder, record))
+        await self.writer.commit(*writes)
         self._notify(game, Note.GAME_OVER)
-        if game.match.ladder in self.ladders:
-            self.ladders[game.match.ladder].game_over(game)
 
     # -- ladders ------------------------------------------------------------------------
-    def create_ladder(self, name: str, options: LadderOptions) -> tuple[Ladder, bool]:
+    async def create_ladder(self, name: str, options: LadderOptions) -> tuple[Ladder, bool]:
         """The ladder ``name``, created with ``options`` if it does not exist yet."""
         if not NAME.match(name):
             raise ArbiterError(
@@ -335,8 +364,10 @@ class Arbiter:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
             )
+        await self.writer.commit(store.add_ladder(name, options))
+        if name in self.ladders:  # created meanwhile by the same request from elsewhere
+            return self.ladders[name], False
         ladder = self._open_ladder(name, options)
-        self.store.add_ladder(name, options)
         log.info("ladder created name=%s %s", name, options)
         return ladder, True
 
@@ -351,65 +382,68 @@ class Arbiter:
             raise ArbiterError(Code.NOT_FOUND, f"no ladder {name!r}")
         return self.ladders[name]
 
-    def join_ladder(self, token: str | None, name: str, ready: bool) -> None:
+    async def join_ladder(self, token: str | None, name: str, ready: bool) -> None:
         principal = self.authenticate(token)
         if principal is None or principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "joining a ladder needs a player token")
         player = self.players[principal.player_id]
-        self.ladder(name).join(player.id, player.name, ready)
+        ladder = self.ladder(name)
+        await self.writer.commit(store.set_ladder_member(name, player.id, ready))
+        ladder.join(player.id, player.name, ready)
 
-    def reissue_token(self, name: str) -> str:
+    async def reissue_token(self, name: str) -> str:
         """A new token for a registered player (operator use, e.g. a resumed local ladder);
         the old one stops working."""
         player = self.by_name.get(name)
         if player is None:
             raise ArbiterError(Code.NOT_FOUND, f"no player named {name!r}")
+        token = secrets.token_urlsafe(32)
+        await self.writer.commit(store.set_player_token(player.id, token_hash(token)))
         for key, principal in list(self.tokens.items()):
             if principal.player_id == player.id:
                 del self.tokens[key]
-        token = secrets.token_urlsafe(32)
         self.tokens[token_hash(token)] = Principal(player_id=player.id)
-        self.store.set_player_token(player.id, token_hash(token))
         return token
 
     # -- restart ------------------------------------------------------------------------
-    def restore(self) -> None:
+    async def restore(self) -> None:
         """Load what outlives a restart: players and their tokens, ladders and results,
         matches and games (in progress ones go on). A damaged store stops the server with
         a StoreError rather than half-loading it."""
         try:
-            self._restore()
+            await self._restore()
         except (ValueError, KeyError, TypeError, IndexError, AssertionError) as e:
             raise StoreError(
-                f"{self.store.path}: the journal is damaged ({e!r}); refusing to start from it"
+                f"{self.store.name}: the journal is damaged ({e!r}); refusing to start from it"
             ) from None
 
-    def _restore(self) -> None:
-        for player_id, name, bot, digest, owner in self.store.load_players():
+    async def _restore(self) -> None:
+        read = self.reader
+        for player_id, name, bot, digest, owner in await read.players():
             player = Player(player_id, name, bool(bot), owner)
             self.players[player_id] = self.by_name[name] = player
             self.tokens[digest] = Principal(player_id=player_id)
-        for name, options in self.store.load_ladders():
+        for name, options in await read.ladders():
             ladder = self._open_ladder(name, LadderOptions(**options))
-            for record in self.store.load_ladder_games(name):
+            for record in await read.ladder_games(name):
                 ladder.restore(LadderGame(**record))
-            for player_id, ready in self.store.load_ladder_members(name):
+            for player_id, ready in await read.ladder_members(name):
                 if player_id in self.players:
                     ladder.members[player_id] = Member(
                         player_id, self.players[player_id].name, bool(ready)
                     )
-        for match_id, seat, digest in self.store.load_seat_tokens():
+        for match_id, seat, digest in await read.seat_tokens():
             self.tokens[digest] = Principal(match_id=match_id, seat=seat)
-        for row in self.store.load_matches():
+        for row in await read.matches():
             games = [
-                (game_id, number, self.store.load_events(game_id))
-                for game_id, number in self.store.load_games(row["id"])
+                (game_id, number, await read.entries(game_id))
+                for game_id, number in await read.games(row["id"])
             ]
             match = restore_match(self, row, games, new_id)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
-            self._restore_ladder_games(match)
+            await self._restore_ladder_games(match)
             if not match.match.over and match.current.status in (
                 Status.WAITING,
                 Status.IN_PROGRESS,
@@ -418,7 +452,7 @@ class Arbiter:
                 self.nursery.start_soon(self._run_match, match)
                 log.info("match %s restored (game %s)", match.id, match.current.id)
 
-    def _restore_ladder_games(self, match: MatchSession) -> None:
+    async def _restore_ladder_games(self, match: MatchSession) -> None:
         """Put a restored ladder game back in its ladder's books."""
         ladder = self.ladders.get(match.ladder)
         if ladder is None:
@@ -428,7 +462,9 @@ class Arbiter:
             if game.id in counted:
                 continue
             if game.status in (Status.FINISHED, Status.ABORTED):
-                ladder.game_over(game)  # ended just before the restart, not yet counted
+                # ended just before the restart, not yet counted
+                record = ladder.game_over(game)
+                await self.writer.commit(store.add_ladder_game(ladder.name, record))
                 continue
             ladder.in_progress.add(game.id)
             ladder.pairs.setdefault(match.pair_id, []).append(game.id)
@@ -436,12 +472,6 @@ class Arbiter:
                 member = ladder.members.get(seat.player_id or "")
                 if member is not None:
                     member.playing += 1
-
-    def journal(self, game: GameSession, event: Event) -> None:
-        self.store.append_event(game, event)
-
-    def load_events(self, game_id: str) -> list[Event]:
-        return [decode_event(*entry) for entry in self.store.load_events(game_id)]
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -104,13 +104,12 @@ class Ladder:
     def join(self, player_id: str, name: str, ready: bool) -> None:
         member = self.members.setdefault(player_id, Member(player_id, name))
         member.ready = ready
-        self.arbiter.store.set_ladder_member(self.name, player_id, ready)
         self._wake.set()
 
     # -- pairing ------------------------------------------------------------------------
     async def run(self) -> None:
         while True:
-            self._pair()
+            await self._pair()
             self._wake = trio.Event()
             with trio.move_on_after(1.0):
                 await self._wake.wait()
@@ -118,7 +117,7 @@ class Ladder:
     def finished_games(self) -> int:
         return sum(1 for r in self.results if not r.voided)
 
-    def _pair(self) -> None:
+    async def _pair(self) -> None:
         cap = self.options.max_games_per_bot
         limit = self.options.max_games
         cap_all = self.options.max_concurrent_games
@@ -139,9 +138,9 @@ class Ladder:
                     abs(rating(p[0].name) - rating(p[1].name)),
                 ),
             )
-            self._start_pair(a, b)
+            await self._start_pair(a, b)
 
-    def _start_pair(self, a: Member, b: Member) -> None:
+    async def _start_pair(self, a: Member, b: Member) -> None:
         seed = secrets.randbits(63)
         pair_id = secrets.token_hex(4)
         games = []
@@ -160,7 +159,7 @@ class Ladder:
                 ladder=self.name,
                 pair_id=pair_id,
             )
-            match, _, _ = self.arbiter.create_match(spec)
+            match, _, _ = await self.arbiter.create_match(spec)
             games.append(match.current.id)
             self.in_progress.add(match.current.id)
         self.pairs[pair_id] = games
@@ -177,8 +176,8 @@ class Ladder:
         )
 
     # -- results ------------------------------------------------------------------------
-    def game_over(self, game: GameSession) -> None:
-        """Count a finished (or voided) game of this ladder."""
+    def game_over(self, game: GameSession) -> LadderGame:
+        """Count a finished (or voided) game of this ladder; the record is for the store."""
         self.in_progress.discard(game.id)
         for seat in game.match.seats:
             member = self.members.get(seat.player_id or "")
@@ -186,10 +185,10 @@ class Ladder:
                 member.playing = max(0, member.playing - 1)
         record = self._record(game)
         self.results.append(record)
-        self.arbiter.store.add_ladder_game(self.name, record)
         if not record.voided:
             self.skill.record(record.winner, record.loser)
         self._wake.set()
+        return record
 
     def restore(self, record: LadderGame) -> None:
         """Take back a result from the store after a restart."""

@@ -112,9 +112,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
     async def GetGame(self, request, context):
         game = await self._call(context, self.arbiter.game, request.game_id)
         snap = await self.bridge.call(game.snapshot)
-        return api.GetGameResponse(
-            state=views.state_pb(game, snap, None), last_seq=len(game.events)
-        )
+        return api.GetGameResponse(state=views.state_pb(game, snap, None), last_seq=game.last_seq)
 
     async def ListGames(self, request, context):
         games = await self._call(

@@ -1,15 +1,18 @@
 """One game and one match as trio tasks: dice, the turn clock, plays, results and events.
 
 Everything here runs in the arbiter's trio thread. A turn's clock is a deadline on the wait
-for the play (``trio.move_on_at``); plays, resignations and subscriptions arrive as plain
-synchronous calls from the transport bridge, so no lock is needed.
+for the play (``trio.move_on_at``). Every event is journaled through the Host and told to
+subscribers only once durable: a play is answered after its commit, and a turn's clock
+starts when the turn is told, so a slow journal delays a game but never charges a player.
+Plays and resignations are tasks of their own (from the transport bridge) that wait for
+their commit; a game has at most one event on its way to the journal at a time.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,6 +25,7 @@ from nardy.turn import IllegalPlay
 from nardy.variant import variant as get_variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.writer import Commit
 
 log = logging.getLogger("nardy.server")
 
@@ -49,17 +53,18 @@ class Sink(Protocol):
 class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
 
-    def journal(self, game: GameSession, event: Event) -> None:
-        """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
+    def journal(self, game: GameSession, event: Event) -> Commit:
+        """Queue ``event`` for the journal; the commit says when it is durable."""
+        ...
 
-    def load_events(self, game_id: str) -> list[Event]:
+    async def load_events(self, game_id: str) -> list[Event]:
         """The journaled events of a game, in order."""
         ...
 
-    def game_created(self, game: GameSession) -> None:
+    async def game_created(self, game: GameSession) -> None:
         """A new game of a match exists (store it, tell the seats)."""
 
-    def game_over(self, game: GameSession) -> None:
+    async def game_over(self, game: GameSession) -> None:
         """A game ended (store its result, tell the seats and its ladder)."""
 
 
@@ -114,7 +119,12 @@ class GameSession:
         self.bank = {Color.WHITE: match.time_bank_ms, Color.BLACK: match.time_bank_ms}
         self.result: GameResult | None = None
         self.next_game_id = ""
-        self.events: list[Event] = []
+        self.events: list[Event] = []  # told events; emptied once the game ends (release)
+        self.released = 0  # how many events the ended game left in the journal only
+        self.open_turn = False  # the turn was told and awaits its play
+        self._committing: trio.Event | None = None  # set when the pending play's commit ends
+        self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
+        self.end_error: ArbiterError | None = None
         self.sinks: set[Sink] = set()
         self.present: set[int] = set()  # seats that have subscribed at least once
         self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
@@ -138,24 +148,34 @@ class GameSession:
         return self.match.seats[index]
 
     # -- subscriptions (called from the bridge) -----------------------------------------
-    def subscribe(
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event told (and journaled)."""
+        return self.released or len(self.events)
+
+    async def history(self) -> list[Event]:
+        """Every event told so far (an ended game's are read back from the journal)."""
+        if self.released:
+            return await self.match.host.load_events(self.id)
+        return list(self.events)
+
+    async def subscribe(
         self, sink: Sink, seat: int | None, after_seq: int, from_start: bool
     ) -> tuple[list[Event], bool]:
         """Register ``sink``; return the events to send first (no gap) and whether it is live.
 
         A finished game keeps no subscribers: its stream ends after the backlog.
         """
-        if from_start:
-            backlog = list(self.events)
-        elif after_seq:
-            if after_seq > len(self.events):
-                raise ArbiterError(
-                    Code.INVALID_ARGUMENT,
-                    f"after_seq {after_seq} is beyond the last event ({len(self.events)})",
-                )
-            backlog = self.events[after_seq:]
+        if after_seq > self.last_seq:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT,
+                f"after_seq {after_seq} is beyond the last event ({self.last_seq})",
+            )
+        if from_start or after_seq:
+            backlog = await self.history()
+            backlog = backlog[0 if from_start else after_seq :]
         else:
-            backlog = [self._event(EventType.SNAPSHOT, record=False)]
+            backlog = [self._event(EventType.SNAPSHOT)]
         if self.status in (Status.FINISHED, Status.ABORTED):
             return backlog, False
         self.sinks.add(sink)
@@ -201,23 +221,30 @@ class GameSession:
             refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
         )
 
-    def _event(self, kind: EventType, *, record: bool = True, **extra) -> Event:
-        seq = len(self.events) + 1 if record else len(self.events)
-        event = Event(seq, kind, time.time(), self.snapshot(), **extra)
-        if record:
-            self.events.append(event)
-            self.match.host.journal(self, event)
-        return event
+    def _event(self, kind: EventType, **extra) -> Event:
+        """An unrecorded event (a snapshot, a shutdown notice) at the last told seq."""
+        return Event(self.last_seq, kind, time.time(), self.snapshot(), **extra)
 
-    def emit(self, kind: EventType, **extra) -> Event:
-        event = self._event(kind, **extra)
+    def _record(self, kind: EventType, **extra) -> tuple[Event, Commit]:
+        """The next event, queued for the journal; tell it (``_tell``) once durable."""
+        event = Event(len(self.events) + 1, kind, time.time(), self.snapshot(), **extra)
+        return event, self.match.host.journal(self, event)
+
+    def _tell(self, event: Event) -> None:
+        self.events.append(event)
         for sink in list(self.sinks):
             sink.send(event)
+
+    async def emit(self, kind: EventType, **extra) -> Event:
+        """Journal an event and, once it is durable, tell every subscriber."""
+        event, commit = self._record(kind, **extra)
+        await commit.wait()
+        self._tell(event)
         return event
 
     def close_streams(self, final: EventType | None = None) -> None:
         """End every stream (after a final unrecorded event such as SERVER_SHUTDOWN)."""
-        last = self._event(final, record=False) if final else None
+        last = self._event(final) if final else None
         for sink in list(self.sinks):
             if last is not None:
                 sink.send(last)
@@ -233,7 +260,7 @@ class GameSession:
         self.white_seat = white_seat
         self.throws = tuple(throws)
         self.status = Status.IN_PROGRESS
-        self.emit(EventType.GAME_STARTED, throws=self.throws)
+        await self.emit(EventType.GAME_STARTED, throws=self.throws)
         self.log(
             "started white=%s black=%s",
             self.seat_of(Color.WHITE).name,
@@ -275,53 +302,85 @@ class GameSession:
             self.position = self.position.passed()
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
-            self.emit(EventType.TURN_PASSED, play=record)
+            await self.emit(EventType.TURN_PASSED, play=record)
             return
         if len(plays) == 1 and self.match.auto_play_forced:
-            self._apply(plays[0], mover, automatic=True, used_ms=0)
+            await self._apply(plays[0], mover, automatic=True, used_ms=0)
             return
         await self._await_play(mover, tuple(plays))
 
     async def _await_play(self, mover: Color, plays: tuple[Play, ...]) -> None:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
+        budget = (self.match.turn_ms + self.bank[mover]) / 1000
         self.turn_started = trio.current_time()
-        self.deadline = self.turn_started + (self.match.turn_ms + self.bank[mover]) / 1000
+        self.deadline = self.turn_started + budget
         self._wake = trio.Event()
-        self.emit(EventType.TURN_STARTED)
-        with trio.move_on_at(self.deadline):
-            await self._wake.wait()
-        if self.result is None and self.turn_id not in self.accepted:
+        await self.emit(EventType.TURN_STARTED)
+        # the clock starts when the turn is told: the journal's time is never charged
+        self.turn_started = trio.current_time()
+        self.deadline = self.turn_started + budget
+        self.open_turn = self.result is None
+        while True:
+            with trio.move_on_at(self.deadline):
+                await self._wake.wait()
+            if self._committing is not None:  # a play arrived in time: its commit decides
+                await self._committing.wait()
+            if self.result is not None or self.turn_id in self.accepted:
+                return
+            if trio.current_time() >= self.deadline:
+                break
+            self._wake = trio.Event()  # woken by a play that could not be stored
+        self.open_turn = False
+        if self.result is None:
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
 
-    def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
+    async def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
+        """Make ``play`` and journal it; once durable, tell it. If it cannot be stored,
+        the game is as if the play never arrived (StoreError)."""
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
-        before = (self.position, self.legal, self.dice, self.deadline, self.result)
-        self.accepted[self.turn_id] = answer
+        before = (self.position, self.legal, self.dice, self.deadline, self.open_turn)
+        turn_id, result = self.turn_id, self.result
+        self.accepted[turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
         self.deadline = float("inf")
-        self.result = self.variant.result(self.position, koks=self.options.koks)
+        self.open_turn = False
+        self.result = mine = self.variant.result(self.position, koks=self.options.koks)
+        event, commit = self._record(EventType.PLAY_MADE, play=record)
+        done = self._committing = trio.Event()
         try:
-            self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
-        except ArbiterError:  # not stored: as if the play never arrived
-            del self.accepted[self.turn_id]
-            self.position, self.legal, self.dice, self.deadline, self.result = before
+            await commit.wait()
+        except ArbiterError:
+            del self.accepted[turn_id]
+            self.position, self.legal, self.dice, self.deadline, self.open_turn = before
+            if self.result is mine:  # (a resignation meanwhile stands)
+                self.result = result
             raise
+        finally:
+            self._committing = None
+            done.set()
+        self._tell(event)
         return answer
 
     # -- actions (called from the bridge) -----------------------------------------------
-    def submit(self, seat: int, turn_id: int, notation: str | None, end: str | None) -> Accepted:
-        """Check and make a play for ``turn_id``; idempotent for the same play."""
+    async def submit(
+        self, seat: int, turn_id: int, notation: str | None, end: str | None
+    ) -> Accepted:
+        """Check and make a play for ``turn_id``; answered once it is durable; idempotent
+        for the same play."""
+        pending = self._committing
+        if pending is not None and turn_id == self.turn_id:
+            await pending.wait()  # the same turn is being stored: answer after its fate
         if turn_id in self.accepted:
             answer = self.accepted[turn_id]
-            requested = self._requested_end(turn_id, notation, end)
+            requested = await self._requested_end(turn_id, notation, end)
             if requested is not None and requested.text() == answer.end_position:
                 return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
             raise ArbiterError(
@@ -335,7 +394,7 @@ class GameSession:
         mover = self.position.turn
         if self.color_of(seat) is not mover:
             raise ArbiterError(Code.FAILED_PRECONDITION, "it is not your turn")
-        if turn_id != self.turn_id or not self.legal:
+        if turn_id != self.turn_id or not self.open_turn:
             raise ArbiterError(
                 Code.FAILED_PRECONDITION,
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
@@ -346,25 +405,31 @@ class GameSession:
         play = self._read_play(notation, end)
         used = (now - self.turn_started) * 1000
         over = used - self.match.turn_ms
+        bank = self.bank[mover]
         if over > 0:
-            self.bank[mover] = max(0, int(self.bank[mover] - over))
+            self.bank[mover] = max(0, int(bank - over))
+        try:
+            answer = await self._apply(play, mover, automatic=False, used_ms=int(used))
+        except ArbiterError:
+            self.bank[mover] = bank
+            raise
+        finally:
+            self._wake.set()
         self.used_ms[mover] += int(used)
         self.plays_made[mover] += 1
-        answer = self._apply(play, mover, automatic=False, used_ms=int(used))
-        self._wake.set()
         return answer
 
-    def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
+    async def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
         if end is not None:
             try:
                 return Position.parse(end)
             except ValueError:
                 return None
-        return self._replay_end(turn_id, notation)
+        return await self._replay_end(turn_id, notation)
 
-    def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
+    async def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
         """The end position ``notation`` would have given on an already played turn."""
-        for event in reversed(self.events):
+        for event in reversed(await self.history()):
             if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
                 snap = event.snapshot
                 try:
@@ -396,63 +461,51 @@ class GameSession:
             self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
             self._wake.set()
 
-    def resign(self, seat: int) -> GameResult:
+    async def resign(self, seat: int) -> GameResult:
+        """Resign for ``seat``: answered once the finished game is journaled."""
         if self.status is not Status.IN_PROGRESS or self.result is not None:
             raise ArbiterError(Code.FAILED_PRECONDITION, "the game is not in progress")
         loser = self.color_of(seat)
         assert loser is not None
-        self.result = self.variant.forfeit(self.position, loser, Termination.RESIGNATION)
+        result = self.result = self.variant.forfeit(self.position, loser, Termination.RESIGNATION)
         self.legal = ()
         self.dice = ()
+        self.open_turn = False
         self._wake.set()
         self.log("%s resigned", loser.name.lower())
-        return self.result
+        await self.ended.wait()
+        if self.end_error is not None:
+            raise self.end_error
+        return result
 
-    def finish(self) -> None:
-        self.status = Status.FINISHED
+    async def _end(self, status: Status, kind: EventType) -> None:
+        self.status = status
         self.dice = ()
         self.legal = ()
-        self.emit(EventType.GAME_FINISHED)
-        self.log("finished: %s", self.result)
+        try:
+            await self.emit(kind)
+        except ArbiterError as e:
+            self.end_error = e
+            raise
+        finally:
+            self.ended.set()
         self.close_streams()
         self.release()
 
-    def abort(self, why: str) -> None:
-        self.status = Status.ABORTED
-        self.legal = ()
-        self.emit(EventType.GAME_ABORTED)
+    async def finish(self) -> None:
+        await self._end(Status.FINISHED, EventType.GAME_FINISHED)
+        self.log("finished: %s", self.result)
+
+    async def abort(self, why: str) -> None:
+        await self._end(Status.ABORTED, EventType.GAME_ABORTED)
         self.log("aborted: %s", why)
-        self.close_streams()
-        self.release()
 
     def release(self) -> None:
         """An ended game keeps its events in the journal only: they are read back when
         someone replays the game, so a ladder that runs for weeks does not fill memory."""
-        self.events = JournalEvents(self)
-
-
-class JournalEvents(Sequence):
-    """The events of an ended game, read from the journal on each use (see release)."""
-
-    def __init__(self, game: GameSession) -> None:
-        self.game_id = game.id
-        self.host = game.match.host
-        self.count = len(game.events)
-
-    def _load(self) -> list[Event]:
-        return self.host.load_events(self.game_id)
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, index):
-        return self._load()[index]
-
-    def __iter__(self):
-        return iter(self._load())
-
-    def __reversed__(self):
-        return reversed(self._load())
+        self.released = len(self.events)
+        self.events = []
+        self.ended.set()
 
 
 class MatchSession:
@@ -518,8 +571,8 @@ class MatchSession:
                 with trio.move_on_after(self.start_timeout):
                     await game.all_present.wait()
                 if not game.all_present.is_set():
-                    game.abort("a seat did not arrive in time")
-                    self.host.game_over(game)
+                    await game.abort("a seat did not arrive in time")
+                    await self.host.game_over(game)
                     return
                 if not self.match.games and self.first_seat_white is not None:
                     white, throws = (0 if self.first_seat_white else 1), []
@@ -531,8 +584,8 @@ class MatchSession:
                 nxt = GameSession(self, self.new_id(), game.number + 1)
                 self.games.append(nxt)
                 game.next_game_id = nxt.id
-                self.host.game_created(nxt)
-            game.finish()
-            self.host.game_over(game)
+                await self.host.game_created(nxt)
+            await game.finish()
+            await self.host.game_over(game)
             if self.match.over:
                 return
