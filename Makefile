@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean
+.PHONY: install test lint demo bench proto clean pg pg-stop
 
 install: $(STAMP)
 
@@ -19,8 +19,18 @@ $(STAMP): pyproject.toml
 proto: $(STAMP)
 	$(BIN)/python -m nardy.protogen
 
+# The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
+# Debian's package via apt-get when missing, loopback only), stopped again afterwards.
 test: $(STAMP) proto
-	$(BIN)/pytest -q
+	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
+	rc=$$?; tools/pg.sh stop; exit $$rc
+
+# For developers: start the test PostgreSQL and print its URL (export NARDY_TEST_PG=...).
+pg:
+	@tools/pg.sh start
+
+pg-stop:
+	@tools/pg.sh stop
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
