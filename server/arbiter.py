@@ -10,6 +10,7 @@ import hashlib
 import logging
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -21,6 +22,7 @@ from nardy.match import GameOptions
 from nardy.variant import VARIANTS
 from server.errors import ArbiterError, Code
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.metrics import Metrics
 from server.recovery import restore_match
 from server.session import (
     DEFAULT_TURN_MS,
@@ -115,6 +117,7 @@ class Arbiter:
         self.ladders: dict[str, Ladder] = {}
         self.nursery: trio.Nursery | None = None
         self.closing = False
+        self.metrics = Metrics()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -455,7 +458,16 @@ class Arbiter:
                     member.playing += 1
 
     def journal(self, game: GameSession, event) -> None:
+        t0 = time.perf_counter()
         self.store.append_event(game, event)
+        self.metrics.journal_commit.observe(time.perf_counter() - t0)
+
+    def game_counts(self) -> dict[str, int]:
+        """How many games are in each status (for /metrics)."""
+        counts = {s.name.lower(): 0 for s in Status}
+        for game in self.games.values():
+            counts[game.status.name.lower()] += 1
+        return counts
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -20,6 +20,7 @@ from server.bridge import CLOSE, Bridge, QueueSink
 from server.errors import ArbiterError
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
+from server.metrics import Metrics
 from server.session import DEFAULT_TURN_MS, Event, EventType
 
 log = logging.getLogger("nardy.server")
@@ -48,6 +49,14 @@ async def _abort(context: grpc.aio.ServicerContext, error: ArbiterError) -> None
     await context.abort(getattr(grpc.StatusCode, error.code.value), error.message)
 
 
+async def refuse(
+    context: grpc.aio.ServicerContext, metrics: Metrics, code: grpc.StatusCode, message: str
+) -> None:
+    """Abort the call with ``code``, counted in the refusals metric."""
+    metrics.refusals.labels(code.name).inc()
+    await context.abort(code, message)
+
+
 class Limited:
     """Every call passes a per-caller rate limit before it crosses the bridge."""
 
@@ -59,12 +68,16 @@ class Limited:
     async def _call(self, context, fn, *args):
         key = bearer(context) or context.peer()
         if not self.limiter.allow(key):
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, "too many requests; slow down and retry"
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "too many requests; slow down and retry",
             )
         try:
             return await self.bridge.call(fn, *args)
         except ArbiterError as e:
+            self.arbiter.metrics.refusals.labels(e.code.value).inc()
             await _abort(context, e)
 
 
@@ -139,6 +152,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             return views.event_pb(game, event, None if seat is None else game.color_of(seat))
 
         seq = backlog[-1].seq if backlog else request.after_seq
+        streams = self.arbiter.metrics.streams.labels("game")
+        streams.inc()
         try:
             for event in backlog:
                 yield view(event)
@@ -154,6 +169,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 seq = item.seq
                 yield view(item)
         finally:
+            streams.dec()
             if live:
                 self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
 
@@ -163,6 +179,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         token = bearer(context)
         sink = QueueSink(loop, queue)
         backlog = await self._call(context, self.arbiter.subscribe_player, token, sink)
+        streams = self.arbiter.metrics.streams.labels("player")
+        streams.inc()
         try:
             for note in backlog:
                 yield player_event(note)
@@ -176,13 +194,16 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                     return
                 yield player_event(item)
         finally:
+            streams.dec()
             self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
 
     async def SubmitPlay(self, request, context):
         which = request.WhichOneof("play")
         text = request.notation if which == "notation" else request.end_position
         if which is None or len(text) > MAX_NOTATION:
-            await context.abort(
+            await refuse(
+                context,
+                self.arbiter.metrics,
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "give the play as notation or end_position (at most 200 chars)",
             )

@@ -297,6 +297,7 @@ class GameSession:
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             self.emit(EventType.TURN_PASSED, play=record)
+            self.match.arbiter.metrics.turns.labels("passed").inc()
             return
         if len(plays) == 1 and self.match.auto_play_forced:
             self._apply(plays[0], mover, automatic=True, used_ms=0)
@@ -313,6 +314,8 @@ class GameSession:
         with trio.move_on_at(self.deadline):
             await self._wake.wait()
         if self.result is None and self.turn_id not in self.accepted:
+            late = trio.current_time() - self.deadline
+            self.match.arbiter.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
@@ -335,6 +338,10 @@ class GameSession:
             del self.accepted[self.turn_id]
             self.position, self.legal, self.dice, self.deadline, self.result = before
             raise
+        metrics = self.match.arbiter.metrics
+        metrics.turns.labels("automatic" if automatic else "played").inc()
+        if not automatic:
+            metrics.turn_latency.observe(used_ms / 1000)
         return answer
 
     # -- actions (called from the bridge) -----------------------------------------------
