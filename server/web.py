@@ -492,7 +492,7 @@ SCRIPT = """\
   const live = document.getElementById("live");
   if (live) {
     const src = live.dataset.fragment;
-    let busy = false;
+    let busy = false, last = null;
     setInterval(async function () {
       if (busy || document.hidden) return;
       busy = true;
@@ -500,7 +500,8 @@ SCRIPT = """\
         const r = await fetch(src, {cache: "no-store"});
         if (r.ok) {
           const html = await r.text();
-          if (html !== live.innerHTML) live.innerHTML = html;
+          if (last !== null && html !== last) live.innerHTML = html;
+          last = html;
         }
       } catch (e) { /* the arbiter is away: try again */ }
       busy = false;

@@ -10,6 +10,7 @@ import time
 
 import grpc
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -56,6 +57,15 @@ def live_board(driver) -> tuple[int, str]:
         "return b ? [b.dataset.turn, b.dataset.position] : null;"
     )
     return (int(got[0]), got[1]) if got else (0, "")
+
+
+def table(driver, rows: str) -> list[list[str]]:
+    """The cells of the rows matching ``rows``, read in one go."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map("
+        "tr => [...tr.querySelectorAll('td')].map(td => td.textContent));",
+        rows,
+    )
 
 
 def test_a_live_game_advances_on_the_page(arbiter, browser):
@@ -140,13 +150,14 @@ def test_ladder_page_shows_the_ladder_rpcs(arbiter, browser):
         assert time.monotonic() < deadline, "the ladder did not finish its games"
         time.sleep(0.2)
     browser.get(f"{arbiter.http_url}/ladder/web")
-    WebDriverWait(browser, 10).until(
-        lambda d: "4 games finished" in d.find_element(By.ID, "ladder-summary").text
+    WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: (
+            f"{st.finished_games} games finished" in d.find_element(By.ID, "ladder-summary").text
+        )
     )
-    rows = browser.find_elements(By.CSS_SELECTOR, "#standings tr[data-player]")
+    rows = table(browser, "#standings tr[data-player]")
     assert len(rows) == len(st.rows) == 2
-    for tr, row in zip(rows, st.rows, strict=True):
-        cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+    for cells, row in zip(rows, st.rows, strict=True):
         assert cells[0] == str(row.rank)
         assert cells[1] == row.player.name
         assert cells[4] == str(row.games)
@@ -155,8 +166,7 @@ def test_ladder_page_shows_the_ladder_rpcs(arbiter, browser):
         assert cells[7] == f"{row.mars_wins}/{row.mars_losses}"
     cross = arbiter.ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder="web"))
     a = next(c for c in cross.cells if c.player == st.rows[0].player.name)
-    cross_rows = browser.find_elements(By.CSS_SELECTOR, "#crosstable tr")
-    first = [td.text for td in cross_rows[1].find_elements(By.TAG_NAME, "td")]
+    first = table(browser, "#crosstable tr")[1]
     assert f"{a.wins}-{a.losses} ({a.pairs_won}/{a.pairs_split}/{a.pairs_lost})" in first
     # the JSON the page is built from is the RPC's message
     browser.get(f"{arbiter.http_url}/api/ladder/web")
