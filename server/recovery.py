@@ -62,6 +62,7 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
         ladder=o.get("ladder", ""),
         pair_id=o.get("pair_id", ""),
         first_seat_white=o.get("first_seat_white"),
+        challenged=o.get("challenged"),
     )
     match.games = []
     rolled = 0

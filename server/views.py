@@ -116,6 +116,7 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         match=match_score_pb(game, snap),
         result=result_pb(snap.result),
         seeded=game.match.seeded,
+        rated=game.match.rated,
         next_game_id=snap.next_game_id,
         white_refused=snap.refused[0],
         black_refused=snap.refused[1],
@@ -181,4 +182,7 @@ def summary_pb(game: GameSession) -> api.GameSummary:
         black=black,
         result=result_pb(game.result),
         match=match_score_pb(game, game.snapshot()),
+        rated=game.match.rated,
+        seeded=game.match.seeded,
+        ladder=game.match.ladder,
     )
