@@ -23,9 +23,10 @@ from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, QueueSink
 from server.errors import ArbiterError
+from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
-from server.session import DEFAULT_TURN_MS, Event, EventType
+from server.session import DEFAULT_TURN_MS
 
 log = logging.getLogger("nardy.server")
 
