@@ -254,15 +254,18 @@ class Arbiter:
 
     # -- matches ------------------------------------------------------------------------
     def create_match(
-        self, spec: MatchSpec, caller: Caller = AS_OPERATOR
+        self, caller: Caller | None, spec: MatchSpec
     ) -> tuple[MatchSession, str, str]:
         """Check who may create this match, then create it (nothing is written on refusal).
+
+        ``caller`` None is the server itself (a ladder pairing its bots).
 
         The operator may seat anyone and set the dice, the seed, the start or the first
         colour. Anyone may open a casual game between two open seats, set up as they like.
         A registered player is seated only by itself: seating another registered player
         makes a challenge that player must accept (see accept_challenge).
         """
+        caller = caller or AS_OPERATOR
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if spec.options.variant not in VARIANTS:

@@ -161,7 +161,7 @@ class Ladder:
                 ladder=self.name,
                 pair_id=pair_id,
             )
-            match, _, _ = self.arbiter.create_match(spec)
+            match, _, _ = self.arbiter.create_match(None, spec)
             games.append(match.current.id)
             self.in_progress.add(match.current.id)
         self.pairs[pair_id] = games

@@ -54,11 +54,11 @@ def bad_enum(msg: Message) -> str | None:
     """The first enum field (at any depth) holding a value its enum does not define."""
     for field, value in msg.ListFields():
         if field.type == FieldDescriptor.TYPE_ENUM:
-            values = value if field.label == FieldDescriptor.LABEL_REPEATED else [value]
+            values = value if field.is_repeated else [value]
             if any(v not in field.enum_type.values_by_number for v in values):
                 return field.name
         elif field.type == FieldDescriptor.TYPE_MESSAGE:
-            if field.label == FieldDescriptor.LABEL_REPEATED:
+            if field.is_repeated:
                 for item in value:
                     if (name := bad_enum(item)) is not None:
                         return name

@@ -524,7 +524,7 @@ class MatchSession:
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
             game.result = None
             game.abort(why)
-            self.arbiter.game_over(game)
+            self.host.game_over(game)
         if self._scope is not None:
             self._scope.cancel()
 
