@@ -267,15 +267,30 @@ class Arbiter:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
+    def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+        """Whose view of a game a caller gets: (game, seat), seat None for a spectator.
+
+        No token: a spectator. A token must hold a seat in the game: a bot that sent the
+        wrong token is told so instead of silently getting a spectator's view, which never
+        carries legal plays.
+        """
+        principal = self.authenticate(token, required=False)
+        game = self.game(game_id)
+        seat = self.seat_in(game, principal)
+        if principal is not None and seat is None:
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "your token holds no seat in this game; send no token to watch it",
+            )
+        return game, seat
+
     def subscribe_game(
         self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
     ) -> tuple[GameSession, int | None, list, bool]:
         """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
-        principal = self.authenticate(token, required=False)
-        game = self.game(game_id)
+        game, seat = self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        seat = self.seat_in(game, principal)
         backlog, live = game.subscribe(sink, seat, after_seq, from_start)
         return game, seat, backlog, live
 
