@@ -8,10 +8,9 @@ its play, and a fresh clock for the side to move.
 
 from __future__ import annotations
 
-from nardy import Color, GameResult, Position
+from nardy import Color, GameResult, Kind, Position, Termination
 from nardy.dice import Dice
 from nardy.match import Colours, GameOptions, Opening
-from nardy.scoring import Kind, Termination
 from server.session import (
     Accepted,
     Event,
@@ -37,7 +36,7 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
     o = row["options"]
     options = GameOptions(
         variant=o["variant"],
-        koks=o["koks"],
+        rules=frozenset(o.get("rules", ["koks"] if o.get("koks") else [])),
         opening=Opening(o["opening"]),
         colours=Colours(o["colours"]),
     )

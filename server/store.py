@@ -143,7 +143,7 @@ class SQLiteStore:
         o = match.options
         options = {
             "variant": o.variant,
-            "koks": o.koks,
+            "rules": sorted(o.rules),
             "opening": str(o.opening),
             "colours": str(o.colours),
             "turn_ms": match.turn_ms,
