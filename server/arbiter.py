@@ -17,20 +17,18 @@ import trio
 
 from nardy import Color, GameResult, Position
 from nardy.dice import Dice
-from nardy.match import GameOptions
 from nardy.variant import variant
 from server.errors import ArbiterError, Code
+from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.recovery import restore_match
 from server.session import (
-    DEFAULT_TURN_MS,
     Accepted,
-    EventType,
     GameSession,
     MatchSession,
+    MatchSpec,
     Seat,
     Sink,
-    Status,
 )
 from server.store import Store, StoreError
 
@@ -82,28 +80,9 @@ def new_id() -> str:
     return secrets.token_hex(6)
 
 
-@dataclass(frozen=True)
-class MatchSpec:
-    """What CreateMatch asks for, already read from the request."""
-
-    options: GameOptions
-    target: int
-    first: tuple[str, str]  # (registered player name or "", display name)
-    second: tuple[str, str]
-    seed: int | None = None
-    turn_ms: int = DEFAULT_TURN_MS
-    time_bank_ms: int = 0
-    auto_play_forced: bool = False
-    start_timeout_ms: int = 60_000
-    start_position: str = ""
-    dice_script: tuple[int, ...] = ()
-    illegal_play_limit: int = 0
-    ladder: str = ""
-    pair_id: str = ""
-    first_seat_white: bool | None = None  # None: the opening throw decides
-
-
 class Arbiter:
+    """The registry of players, matches and games; the Host its matches run under."""
+
     def __init__(self, store: Store) -> None:
         self.store = store
         self.players: dict[str, Player] = {}
@@ -424,7 +403,11 @@ class Arbiter:
         for match_id, seat, digest in self.store.load_seat_tokens():
             self.tokens[digest] = Principal(match_id=match_id, seat=seat)
         for row in self.store.load_matches():
-            match = restore_match(self, row, new_id)
+            games = [
+                (game_id, number, self.store.load_events(game_id))
+                for game_id, number in self.store.load_games(row["id"])
+            ]
+            match = restore_match(self, row, games, new_id)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
@@ -456,8 +439,11 @@ class Arbiter:
                 if member is not None:
                     member.playing += 1
 
-    def journal(self, game: GameSession, event) -> None:
+    def journal(self, game: GameSession, event: Event) -> None:
         self.store.append_event(game, event)
+
+    def load_events(self, game_id: str) -> list[Event]:
+        return [decode_event(*entry) for entry in self.store.load_events(game_id)]
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

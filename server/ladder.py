@@ -18,7 +18,8 @@ import trio
 from nardy import Kind, Termination
 from nardy.match import GameOptions
 from nardy.stats import SkillTable, elo_pairs
-from server.session import GameSession, Status
+from server.journal import Status
+from server.session import GameSession, MatchSpec
 
 log = logging.getLogger("nardy.server")
 
@@ -141,8 +142,6 @@ class Ladder:
             self._start_pair(a, b)
 
     def _start_pair(self, a: Member, b: Member) -> None:
-        from server.arbiter import MatchSpec
-
         seed = secrets.randbits(63)
         pair_id = secrets.token_hex(4)
         games = []

@@ -18,9 +18,10 @@ from server import views
 from server.arbiter import Arbiter, MatchSpec, Note, PlayerNote
 from server.bridge import CLOSE, Bridge, QueueSink
 from server.errors import ArbiterError
+from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
-from server.session import DEFAULT_TURN_MS, Event, EventType
+from server.session import DEFAULT_TURN_MS
 
 log = logging.getLogger("nardy.server")
 

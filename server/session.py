@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import IntEnum
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import trio
@@ -22,29 +21,11 @@ from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
 from nardy.variant import variant as get_variant
 from server.errors import ArbiterError, Code
+from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 
 log = logging.getLogger("nardy.server")
 
 DEFAULT_TURN_MS = 120_000
-
-
-class Status(IntEnum):
-    WAITING = 1
-    IN_PROGRESS = 2
-    FINISHED = 3
-    ABORTED = 4
-
-
-class EventType(IntEnum):
-    SNAPSHOT = 1
-    GAME_STARTED = 2
-    TURN_STARTED = 3
-    PLAY_MADE = 4
-    TURN_PASSED = 5
-    GAME_FINISHED = 6
-    GAME_ABORTED = 7
-    HEARTBEAT = 8
-    SERVER_SHUTDOWN = 9
 
 
 @dataclass
@@ -58,51 +39,28 @@ class Seat:
     owner: str = ""
 
 
-@dataclass(frozen=True)
-class PlayRecord:
-    side: Color
-    dice: tuple[int, int]
-    notation: str
-    turn_id: int
-    automatic: bool
-    used_ms: int
-
-
-@dataclass
-class Event:
-    """One journal entry of a game; ``views`` caches the encoded message per audience."""
-
-    seq: int
-    type: EventType
-    time: float
-    snapshot: Snapshot
-    play: PlayRecord | None = None
-    throws: tuple[tuple[int, int], ...] = ()
-    views: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a GameState message shows, frozen at one moment."""
-
-    status: Status
-    position: Position
-    dice: tuple[int, ...]
-    turn_id: int
-    clocks: tuple[tuple[int, int], tuple[int, int]]  # per colour: (remaining_ms, bank_ms)
-    scores: tuple[int, int]  # white's, black's match points
-    match_over: bool
-    result: GameResult | None
-    legal: tuple[Play, ...]  # for the side to move while a play is awaited
-    next_game_id: str
-    refused: tuple[int, int]  # plays refused as illegal: white's, black's
-
-
 class Sink(Protocol):
     """Where a subscription's messages go; the transport supplies the implementation."""
 
     def send(self, item: Any) -> None: ...
     def close(self) -> None: ...
+
+
+class Host(Protocol):
+    """What a match needs from the server that runs it (the arbiter implements it)."""
+
+    def journal(self, game: GameSession, event: Event) -> None:
+        """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
+
+    def load_events(self, game_id: str) -> list[Event]:
+        """The journaled events of a game, in order."""
+        ...
+
+    def game_created(self, game: GameSession) -> None:
+        """A new game of a match exists (store it, tell the seats)."""
+
+    def game_over(self, game: GameSession) -> None:
+        """A game ended (store its result, tell the seats and its ladder)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +71,27 @@ class Accepted:
     end_position: str
     used_ms: int
     duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """What CreateMatch asks for, already read from the request."""
+
+    options: GameOptions
+    target: int
+    first: tuple[str, str]  # (registered player name or "", display name)
+    second: tuple[str, str]
+    seed: int | None = None
+    turn_ms: int = DEFAULT_TURN_MS
+    time_bank_ms: int = 0
+    auto_play_forced: bool = False
+    start_timeout_ms: int = 60_000
+    start_position: str = ""
+    dice_script: tuple[int, ...] = ()
+    illegal_play_limit: int = 0
+    ladder: str = ""
+    pair_id: str = ""
+    first_seat_white: bool | None = None  # None: the opening throw decides
 
 
 class GameSession:
@@ -227,7 +206,7 @@ class GameSession:
         event = Event(seq, kind, time.time(), self.snapshot(), **extra)
         if record:
             self.events.append(event)
-            self.match.arbiter.journal(self, event)
+            self.match.host.journal(self, event)
         return event
 
     def emit(self, kind: EventType, **extra) -> Event:
@@ -457,13 +436,11 @@ class JournalEvents(Sequence):
 
     def __init__(self, game: GameSession) -> None:
         self.game_id = game.id
-        self.store = game.match.arbiter.store
+        self.host = game.match.host
         self.count = len(game.events)
 
     def _load(self) -> list[Event]:
-        from server.recovery import decode_event
-
-        return [decode_event(*entry) for entry in self.store.load_events(self.game_id)]
+        return self.host.load_events(self.game_id)
 
     def __len__(self) -> int:
         return self.count
@@ -483,7 +460,7 @@ class MatchSession:
 
     def __init__(
         self,
-        arbiter,  # server.arbiter.Arbiter (the registry that journals and announces)
+        host: Host,
         match_id: str,
         options: GameOptions,
         target: int,
@@ -501,7 +478,7 @@ class MatchSession:
         start_timeout: float,
         new_id: Callable[[], str],
     ) -> None:
-        self.arbiter = arbiter
+        self.host = host
         self.id = match_id
         self.options = options
         self.match = Match(target, options)
@@ -542,7 +519,7 @@ class MatchSession:
                     await game.all_present.wait()
                 if not game.all_present.is_set():
                     game.abort("a seat did not arrive in time")
-                    self.arbiter.game_over(game)
+                    self.host.game_over(game)
                     return
                 if not self.match.games and self.first_seat_white is not None:
                     white, throws = (0 if self.first_seat_white else 1), []
@@ -554,8 +531,8 @@ class MatchSession:
                 nxt = GameSession(self, self.new_id(), game.number + 1)
                 self.games.append(nxt)
                 game.next_game_id = nxt.id
-                self.arbiter.game_created(nxt)
+                self.host.game_created(nxt)
             game.finish()
-            self.arbiter.game_over(game)
+            self.host.game_over(game)
             if self.match.over:
                 return

@@ -8,7 +8,8 @@ from nardy import Color, GameResult, Play
 from nardy.match import Colours, GameOptions, Opening
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from server.session import Event, GameSession, Seat, Snapshot, Status
+from server.journal import Event, Snapshot, Status
+from server.session import GameSession, Seat
 
 COLOR = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK, None: pb.COLOR_UNSPECIFIED}
 FROM_COLOR = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
