@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from nardy.scoring import GameResult
+from nardy.game import GameResult
 
 
 class Opening(StrEnum):
@@ -21,10 +21,14 @@ class Colours(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class GameOptions:
-    """The rule options a game or match is created with (RULES.md variant options)."""
+    """The rule options a game or match is created with (RULES.md variant options).
+
+    ``rules`` holds the variant's house rules that are on (long nardy: ``koks``); the
+    variant refuses the ones it does not have (:meth:`nardy.variant.Variant.check`).
+    """
 
     variant: str = "long"
-    koks: bool = False
+    rules: frozenset[str] = frozenset()
     opening: Opening = Opening.FRESH_ROLL
     colours: Colours = Colours.ALTERNATE
 

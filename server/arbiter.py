@@ -17,7 +17,7 @@ import trio
 
 from nardy import Color, GameResult, Position
 from nardy.dice import Dice
-from nardy.variant import VARIANTS
+from nardy.variant import variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
@@ -136,8 +136,10 @@ class Arbiter:
     def create_match(self, spec: MatchSpec) -> tuple[MatchSession, str, str]:
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        if spec.options.variant not in VARIANTS:
-            raise ArbiterError(Code.INVALID_ARGUMENT, f"unknown variant {spec.options.variant!r}")
+        try:
+            variant(spec.options.variant).check(spec.options)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
         if not 0 < spec.turn_ms <= MAX_TURN_MS or spec.time_bank_ms > MAX_TURN_MS:

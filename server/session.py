@@ -17,8 +17,8 @@ import trio
 
 from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
 from nardy.dice import Dice
+from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
-from nardy.turn import IllegalPlay
 from nardy.variant import variant as get_variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
@@ -331,7 +331,7 @@ class GameSession:
         self.legal = ()
         self.dice = ()
         self.deadline = float("inf")
-        self.result = self.variant.result(self.position, koks=self.options.koks)
+        self.result = self.variant.result(self.position, self.options.rules)
         try:
             self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
         except ArbiterError:  # not stored: as if the play never arrived

@@ -34,16 +34,15 @@ TERMINATION = {
 def options_from_pb(msg: pb.GameOptions) -> GameOptions:
     opening = {v: k for k, v in OPENING.items()}.get(msg.opening, Opening.FRESH_ROLL)
     colours = {v: k for k, v in COLOURS.items()}.get(msg.colours, Colours.ALTERNATE)
-    return GameOptions(
-        variant=msg.variant or "long", koks=msg.koks, opening=opening, colours=colours
-    )
+    rules = frozenset({"koks"} if msg.koks else ())
+    return GameOptions(variant=msg.variant or "long", rules=rules, opening=opening, colours=colours)
 
 
 def options_pb(game: GameSession) -> pb.GameOptions:
     o, m = game.options, game.match
     return pb.GameOptions(
         variant=o.variant,
-        koks=o.koks,
+        koks="koks" in o.rules,
         opening=OPENING[o.opening],
         colours=COLOURS[o.colours],
         turn_time_ms=m.turn_ms,
