@@ -18,7 +18,7 @@ import trio
 
 from nardy import Color, GameResult, Position
 from nardy.dice import Dice
-from nardy.variant import VARIANTS
+from nardy.variant import variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
@@ -253,9 +253,7 @@ class Arbiter:
             )
 
     # -- matches ------------------------------------------------------------------------
-    def create_match(
-        self, caller: Caller | None, spec: MatchSpec
-    ) -> tuple[MatchSession, str, str]:
+    def create_match(self, caller: Caller | None, spec: MatchSpec) -> tuple[MatchSession, str, str]:
         """Check who may create this match, then create it (nothing is written on refusal).
 
         ``caller`` None is the server itself (a ladder pairing its bots).
@@ -268,10 +266,10 @@ class Arbiter:
         caller = caller or AS_OPERATOR
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        if spec.options.variant not in VARIANTS:
-            raise ArbiterError(
-                Code.INVALID_ARGUMENT, f"unknown variant {quote(spec.options.variant)}"
-            )
+        try:
+            variant(spec.options.variant).check(spec.options)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
         if not 0 < spec.turn_ms <= MAX_TURN_MS or spec.time_bank_ms > MAX_TURN_MS:
@@ -458,7 +456,7 @@ class Arbiter:
     def game(self, game_id: str) -> GameSession:
         game = self.games.get(game_id)
         if game is None:
-            raise ArbiterError(Code.NOT_FOUND, f"no game {game_id!r}")
+            raise ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
         return game
 
     def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
@@ -490,15 +488,30 @@ class Arbiter:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
+    def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+        """Whose view of a game a caller gets: (game, seat), seat None for a spectator.
+
+        No token: a spectator. A token must hold a seat in the game: a bot that sent the
+        wrong token is told so instead of silently getting a spectator's view, which never
+        carries legal plays.
+        """
+        principal = self.authenticate(token, required=False)
+        game = self.game(game_id)
+        seat = self.seat_in(game, principal)
+        if principal is not None and seat is None and not principal.admin:
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "your token holds no seat in this game; send no token to watch it",
+            )
+        return game, seat
+
     def subscribe_game(
         self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
     ) -> tuple[GameSession, int | None, list, bool]:
         """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
-        principal = self.authenticate(token, required=False)
-        game = self.game(game_id)
+        game, seat = self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        seat = self.seat_in(game, principal)
         backlog, live = game.subscribe(sink, seat, after_seq, from_start)
         return game, seat, backlog, live
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
+from nardy import Kind, Termination
 from nardy.match import GameOptions
-from nardy.scoring import Kind, Termination
 from nardy.stats import SkillTable, elo_pairs
 from server.journal import Status
 from server.session import GameSession, MatchSpec

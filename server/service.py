@@ -178,11 +178,17 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         return api.DeclineChallengeResponse()
 
     async def GetGame(self, request, context):
-        game = await self._call(context, request, self.arbiter.game, request.game_id)
-        snap = await self.bridge.call(game.snapshot)
-        return api.GetGameResponse(
-            state=views.state_pb(game, snap, None), last_seq=len(game.events)
+        game, seat = await self._call(
+            context, request, self.arbiter.viewer, bearer(context), request.game_id
         )
+
+        def view() -> api.GetGameResponse:  # in the trio thread: one consistent moment
+            color = None if seat is None else game.color_of(seat)
+            return api.GetGameResponse(
+                state=views.state_pb(game, game.snapshot(), color), last_seq=len(game.events)
+            )
+
+        return await self.bridge.call(view)
 
     async def ListGames(self, request, context):
         games = await self._call(

@@ -136,7 +136,7 @@ class ListGamesRequest(_message.Message):
     def __init__(self, status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., limit: _Optional[int] = ..., ladder: _Optional[str] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GameSummary(_message.Message):
-    __slots__ = ("game_id", "match_id", "game_number", "status", "white", "black", "result", "match", "rated", "seeded", "ladder")
+    __slots__ = ("game_id", "match_id", "game_number", "status", "white", "black", "result", "match", "first_player", "second_player", "rated", "seeded", "ladder")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_NUMBER_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,8 @@ class GameSummary(_message.Message):
     BLACK_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     MATCH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_PLAYER_FIELD_NUMBER: _ClassVar[int]
+    SECOND_PLAYER_FIELD_NUMBER: _ClassVar[int]
     RATED_FIELD_NUMBER: _ClassVar[int]
     SEEDED_FIELD_NUMBER: _ClassVar[int]
     LADDER_FIELD_NUMBER: _ClassVar[int]
@@ -156,10 +158,12 @@ class GameSummary(_message.Message):
     black: _game_pb2.Player
     result: _game_pb2.GameResult
     match: _game_pb2.MatchScore
+    first_player: _game_pb2.Player
+    second_player: _game_pb2.Player
     rated: bool
     seeded: bool
     ladder: str
-    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., white: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., black: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., result: _Optional[_Union[_game_pb2.GameResult, _Mapping]] = ..., match: _Optional[_Union[_game_pb2.MatchScore, _Mapping]] = ..., rated: _Optional[bool] = ..., seeded: _Optional[bool] = ..., ladder: _Optional[str] = ...) -> None: ...
+    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., white: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., black: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., result: _Optional[_Union[_game_pb2.GameResult, _Mapping]] = ..., match: _Optional[_Union[_game_pb2.MatchScore, _Mapping]] = ..., first_player: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., second_player: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., rated: _Optional[bool] = ..., seeded: _Optional[bool] = ..., ladder: _Optional[str] = ...) -> None: ...
 
 class ListGamesResponse(_message.Message):
     __slots__ = ("games", "next_page_token")

@@ -145,7 +145,9 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetGame(self, request, context):
-        """The state of a game as a spectator sees it.
+        """The state of a game now. Without a token a spectator's view; with a token that holds
+        a seat, that seat's view: `your_color`, and on its waiting turn the legal plays (a
+        unary way to fetch the pending turn). A token without a seat: PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -160,9 +162,11 @@ class ArbiterServiceServicer:
 
     def SubscribeGame(self, request, context):
         """Follow a game. With a token that holds a seat the stream is that seat's (your turn
-        carries the legal plays); without one it is a spectator's. Every event carries the
-        full state. The stream ends after GAME_FINISHED / GAME_ABORTED, or with
-        SERVER_SHUTDOWN.
+        carries the legal plays), and subscribing is how a seat arrives: the game starts when
+        both seats have subscribed. Without a token it is a spectator's. A token that holds no
+        seat in the game: PERMISSION_DENIED. Every event carries the full state. The stream
+        ends after GAME_FINISHED / GAME_ABORTED (a finished game's stream is its backlog
+        only), or with SERVER_SHUTDOWN.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -178,8 +182,9 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SubmitPlay(self, request, context):
-        """Make the play for a turn. Idempotent: the same play for the same turn again returns
-        the same answer with `duplicate` set.
+        """Make the play for a turn. Idempotent: the same play (the same end position, in any
+        notation) for the same turn again returns the same answer with `duplicate` set; a
+        different play for a turn already played is FAILED_PRECONDITION.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -187,7 +192,8 @@ class ArbiterServiceServicer:
 
     def Resign(self, request, context):
         """Resign the game (not the match): it is lost as mars if you have borne off nothing,
-        else as oin.
+        else as oin. Allowed at any moment while the game is IN_PROGRESS, on the opponent's
+        turn too; FAILED_PRECONDITION before the start or after the end.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -68,8 +68,10 @@ class LadderServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def JoinLadder(self, request, context):
-        """Enter the calling bot (player token) into a ladder, ready to be paired; or, with
-        `ready` false, stop being paired (games in progress are finished).
+        """Enter the calling bot (player token, PERMISSION_DENIED for a seat token) into a
+        ladder, ready to be paired; or, with `ready` false, stop being paired (games in
+        progress are finished). Its games are announced on SubscribePlayer: subscribe there
+        before joining.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
