@@ -218,7 +218,7 @@ def state_svg(
     attrs: dict[str, str] | None = None,
 ) -> str:
     """The board of an arbiter's ``GameState`` (any variant), the last play ringed."""
-    v = _compat(variant(state.options.variant or "long"))
+    v = variant(state.options.variant or "long")
     position = v.parse(state.position)
     board = v.board(position)
     marks: set[int] = set()
@@ -240,29 +240,6 @@ def state_svg(
     )
     return board_svg(
         board, v.point_index, perspective=perspective, marks=marks, caption=caption, attrs=attrs
-    )
-
-
-def _compat(v):
-    """Until the variant API has its board views (seam's issue 11): long nardy's here."""
-    if hasattr(v, "board"):
-        return v
-    from types import SimpleNamespace
-
-    from nardy.notation import parse_moves
-    from nardy.position import ABS
-
-    return SimpleNamespace(
-        parse=v.parse,
-        board=lambda p: SimpleNamespace(
-            turn=p.turn,
-            points=p.board,
-            bar=(0, 0),
-            off=(p.borne_off(Color.WHITE), p.borne_off(Color.BLACK)),
-        ),
-        point_index=lambda color, point: ABS[color][point],
-        pips=lambda p, color: p.pips(color),
-        parse_moves=parse_moves,
     )
 
 

@@ -134,7 +134,8 @@ def test_ladder_page_shows_the_ladder_rpcs(arbiter, browser):
     arbiter.ladders.CreateLadder(
         lpb.CreateLadderRequest(
             name="web", options=lpb.LadderOptions(turn_time_ms=3000, max_games=4)
-        )
+        ),
+        metadata=_auth(arbiter.admin_token),  # ladders are the operator's
     )
     for name in ("alpha", "beta"):
         token = arbiter.stub.RegisterPlayer(api.RegisterPlayerRequest(name=name, bot=True)).token
