@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean pg pg-stop
+.PHONY: install test lint demo bench proto clean browser pg pg-stop
 
 install: $(STAMP)
 
@@ -19,9 +19,17 @@ $(STAMP): pyproject.toml
 proto: $(STAMP)
 	$(BIN)/python -m nardy.protogen
 
+# Headless Chromium and its driver (Debian packages) for the web view's browser test.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		echo "installing chromium and chromium-driver (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium chromium-driver >/dev/null || echo "could not install chromium"; \
+	fi
+
 # The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
 # Debian's package via apt-get when missing, loopback only), stopped again afterwards.
-test: $(STAMP) proto
+test: $(STAMP) proto browser
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 

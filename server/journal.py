@@ -13,8 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from nardy import Color, GameResult, Play, Position
-from nardy.scoring import Kind, Termination
+from nardy import Color, GameResult, Kind, Play, Position, Termination
 
 
 class Status(IntEnum):
@@ -187,7 +186,7 @@ def encode_match(match: Any) -> tuple:
     o = match.options
     options = {
         "variant": o.variant,
-        "koks": o.koks,
+        "rules": sorted(o.rules),
         "opening": str(o.opening),
         "colours": str(o.colours),
         "turn_ms": match.turn_ms,
@@ -198,6 +197,7 @@ def encode_match(match: Any) -> tuple:
         "pair_id": match.pair_id,
         "start_timeout": match.start_timeout,
         "first_seat_white": match.first_seat_white,
+        "challenged": match.challenged,
     }
     seats = [
         {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import trio
 
+from nardy import Kind, Termination
 from nardy.match import GameOptions
-from nardy.scoring import Kind, Termination
 from nardy.stats import SkillTable, elo_pairs
 from server.journal import Status
 from server.session import GameSession, MatchSpec
@@ -108,11 +108,12 @@ class Ladder:
 
     # -- pairing ------------------------------------------------------------------------
     async def run(self) -> None:
+        """Pair whenever something changes (a bot joins or leaves, a game ends); an idle
+        ladder sleeps and costs nothing."""
         while True:
             await self._pair()
             self._wake = trio.Event()
-            with trio.move_on_after(1.0):
-                await self._wake.wait()
+            await self._wake.wait()
 
     def finished_games(self) -> int:
         return sum(1 for r in self.results if not r.voided)
@@ -159,7 +160,7 @@ class Ladder:
                 ladder=self.name,
                 pair_id=pair_id,
             )
-            match, _, _ = await self.arbiter.create_match(spec)
+            match, _, _ = await self.arbiter.create_match(None, spec)
             games.append(match.current.id)
             self.in_progress.add(match.current.id)
         self.pairs[pair_id] = games
@@ -189,6 +190,19 @@ class Ladder:
             self.skill.record(record.winner, record.loser)
         self._wake.set()
         return record
+
+    def void(self, game_id: str) -> LadderGame | None:
+        """The operator voided a finished game: it no longer counts (the record is for
+        the store)."""
+        for i, r in enumerate(self.results):
+            if r.game_id == game_id and not r.voided:
+                self.results[i] = replace(r, winner="", points=0, kind="", voided=True)
+                self.skill = SkillTable()
+                for other in self.results:
+                    if not other.voided:
+                        self.skill.record(other.winner, other.loser)
+                return self.results[i]
+        return None
 
     def restore(self, record: LadderGame) -> None:
         """Take back a result from the store after a restart."""

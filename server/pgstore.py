@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS games (
     status INTEGER NOT NULL, white_seat INTEGER, result TEXT,
     created DOUBLE PRECISION DEFAULT extract(epoch FROM now()));
 CREATE TABLE IF NOT EXISTS ladders (n BIGSERIAL, name TEXT PRIMARY KEY, options TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ladder_members (
     ladder TEXT NOT NULL, player_id TEXT NOT NULL, ready INTEGER NOT NULL,
     PRIMARY KEY (ladder, player_id));

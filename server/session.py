@@ -1,11 +1,8 @@
 """One game and one match as trio tasks: dice, the turn clock, plays, results and events.
 
 Everything here runs in the arbiter's trio thread. A turn's clock is a deadline on the wait
-for the play (``trio.move_on_at``). Every event is journaled through the Host and told to
-subscribers only once durable: a play is answered after its commit, and a turn's clock
-starts when the turn is told, so a slow journal delays a game but never charges a player.
-Plays and resignations are tasks of their own (from the transport bridge) that wait for
-their commit; a game has at most one event on its way to the journal at a time.
+for the play (``trio.move_on_at``); plays, resignations and subscriptions arrive as plain
+synchronous calls from the transport bridge, so no lock is needed.
 """
 
 from __future__ import annotations
@@ -13,18 +10,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import trio
 
 from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
 from nardy.dice import Dice
+from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
-from nardy.turn import IllegalPlay
 from nardy.variant import variant as get_variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.metrics import Metrics
 from server.writer import Commit
 
 log = logging.getLogger("nardy.server")
@@ -52,6 +50,8 @@ class Sink(Protocol):
 
 class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
+
+    metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, event: Event) -> Commit:
         """Queue ``event`` for the journal; the commit says when it is durable."""
@@ -110,7 +110,10 @@ class GameSession:
         self.variant = get_variant(match.options.variant)
         self.status = Status.WAITING
         self.position = match.start if number == 1 and match.start else self.variant.start()
-        self.white_seat: int | None = None
+        self.white_seat: int | None = None  # set when the game starts
+        # Known before the start when no opening throw decides (a chosen colour, or later
+        # games of a match whose colours alternate).
+        self.planned_white: int | None = match.planned_white()
         self.turn_id = 0
         self.dice: tuple[int, ...] = ()
         self.legal: tuple[Play, ...] = ()
@@ -137,15 +140,31 @@ class GameSession:
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
+    @property
+    def known_white(self) -> int | None:
+        """The seat that plays white, once that is known (before the start, if planned)."""
+        return self.white_seat if self.white_seat is not None else self.planned_white
+
     def color_of(self, seat: int) -> Color | None:
-        if self.white_seat is None:
+        white = self.known_white
+        if white is None:
             return None
-        return Color.WHITE if seat == self.white_seat else Color.BLACK
+        return Color.WHITE if seat == white else Color.BLACK
 
     def seat_of(self, color: Color) -> Seat:
-        assert self.white_seat is not None
-        index = self.white_seat if color is Color.WHITE else 1 - self.white_seat
+        white = self.known_white
+        assert white is not None
+        index = white if color is Color.WHITE else 1 - white
         return self.match.seats[index]
+
+    def awaits(self, seat: int) -> bool:
+        """True while the turn in progress waits for ``seat``'s play."""
+        return (
+            self.status is Status.IN_PROGRESS
+            and self.result is None
+            and self.open_turn
+            and self.color_of(seat) is self.position.turn
+        )
 
     # -- subscriptions (called from the bridge) -----------------------------------------
     @property
@@ -164,16 +183,22 @@ class GameSession:
     ) -> tuple[list[Event], bool]:
         """Register ``sink``; return the events to send first (no gap) and whether it is live.
 
-        A finished game keeps no subscribers: its stream ends after the backlog.
+        A seat that resumes after the TURN_STARTED of a turn still waiting for its play gets
+        a SNAPSHOT (with the legal plays) at the end of the backlog, so the pending turn is
+        always announced again. A finished game keeps no subscribers: its stream ends after
+        the backlog.
         """
         if after_seq > self.last_seq:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT,
                 f"after_seq {after_seq} is beyond the last event ({self.last_seq})",
             )
-        if from_start or after_seq:
+        if from_start:
             backlog = await self.history()
-            backlog = backlog[0 if from_start else after_seq :]
+        elif after_seq:
+            backlog = (await self.history())[after_seq:]
+            if not backlog and seat is not None and self.awaits(seat):
+                backlog.append(self._event(EventType.SNAPSHOT))
         else:
             backlog = [self._event(EventType.SNAPSHOT)]
         if self.status in (Status.FINISHED, Status.ABORTED):
@@ -236,9 +261,11 @@ class GameSession:
             sink.send(event)
 
     async def emit(self, kind: EventType, **extra) -> Event:
-        """Journal an event and, once it is durable, tell every subscriber."""
+        """Journal an event and, once it is durable, tell every subscriber. The wait is
+        shielded: an event on its way to the journal is always seen through."""
         event, commit = self._record(kind, **extra)
-        await commit.wait()
+        with trio.CancelScope(shield=True):
+            await commit.wait()
         self._tell(event)
         return event
 
@@ -303,6 +330,7 @@ class GameSession:
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             await self.emit(EventType.TURN_PASSED, play=record)
+            self.match.host.metrics.turns.labels("passed").inc()
             return
         if len(plays) == 1 and self.match.auto_play_forced:
             await self._apply(plays[0], mover, automatic=True, used_ms=0)
@@ -333,6 +361,8 @@ class GameSession:
             self._wake = trio.Event()  # woken by a play that could not be stored
         self.open_turn = False
         if self.result is None:
+            late = trio.current_time() - self.deadline
+            self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
@@ -352,11 +382,12 @@ class GameSession:
         self.dice = ()
         self.deadline = float("inf")
         self.open_turn = False
-        self.result = mine = self.variant.result(self.position, koks=self.options.koks)
+        self.result = mine = self.variant.result(self.position, self.options.rules)
         event, commit = self._record(EventType.PLAY_MADE, play=record)
         done = self._committing = trio.Event()
         try:
-            await commit.wait()
+            with trio.CancelScope(shield=True):
+                await commit.wait()
         except ArbiterError:
             del self.accepted[turn_id]
             self.position, self.legal, self.dice, self.deadline, self.open_turn = before
@@ -367,7 +398,23 @@ class GameSession:
             self._committing = None
             done.set()
         self._tell(event)
+        metrics = self.match.host.metrics
+        metrics.turns.labels("automatic" if automatic else "played").inc()
+        if not automatic:
+            metrics.turn_latency.observe(used_ms / 1000)
+        self._retire_announcement()
         return answer
+
+    def _retire_announcement(self) -> None:
+        """The turn is over: its TURN_STARTED event stops carrying the legal plays, so that
+        a replay (from_start, after_seq) never offers a turn that can no longer be played."""
+        for i in range(len(self.events) - 1, max(-1, len(self.events) - 3), -1):
+            event = self.events[i]
+            if event.type is EventType.TURN_STARTED:
+                if event.snapshot.legal:
+                    snap = replace(event.snapshot, legal=())
+                    self.events[i] = replace(event, snapshot=snap, views={})
+                return
 
     # -- actions (called from the bridge) -----------------------------------------------
     async def submit(
@@ -479,9 +526,14 @@ class GameSession:
         return result
 
     async def _end(self, status: Status, kind: EventType) -> None:
+        """Journal the game's last event (after a play still being stored)."""
+        self.open_turn = False
+        if self._committing is not None:
+            await self._committing.wait()
         self.status = status
         self.dice = ()
         self.legal = ()
+        self._retire_announcement()
         try:
             await self.emit(kind)
         except ArbiterError as e:
@@ -526,6 +578,7 @@ class MatchSession:
         ladder: str = "",
         pair_id: str = "",
         first_seat_white: bool | None = None,
+        challenged: str | None = None,
         dice: Dice,
         start: Position | None,
         start_timeout: float,
@@ -543,8 +596,15 @@ class MatchSession:
         self.ladder = ladder
         self.pair_id = pair_id
         self.first_seat_white = first_seat_white
+        self.challenged = challenged  # a player who has not yet accepted this challenge
+        self.called_off = ""  # why the operator (or a declined challenge) ended the match
+        self._scope: trio.CancelScope | None = None
+        self._stopped = trio.Event()  # the match task has ended
         self.dice = dice
-        self.seeded = not dice.fair
+        # Set up by the creator (chosen dice, seed, start or colour): never rated.
+        self.seeded = not dice.fair or start is not None or first_seat_white is not None
+        # Counts for ratings and standings: two registered players, nothing set up.
+        self.rated = not self.seeded and all(s.player_id for s in seats)
         self.start = start
         self.start_timeout = start_timeout
         self.new_id = new_id
@@ -554,13 +614,45 @@ class MatchSession:
     def current(self) -> GameSession:
         return self.games[-1]
 
+    def planned_white(self) -> int | None:
+        """The seat that will play white in the next game, if no opening throw decides it."""
+        if not self.match.games and self.first_seat_white is not None:
+            return 0 if self.first_seat_white else 1
+        return self.match.alternating_white()
+
     def scores_by_colour(self, game: GameSession) -> tuple[int, int]:
         s = self.match.scores
-        if game.white_seat is None:
+        white = game.known_white
+        if white is None:
             return s[0], s[1]
-        return s[game.white_seat], s[1 - game.white_seat]
+        return s[white], s[1 - white]
+
+    def seat_index(self, player_id: str | None) -> int:
+        return next(s.index for s in self.seats if s.player_id == player_id)
+
+    async def call_off(self, why: str) -> None:
+        """End the match now: its current game is aborted (voided) with ``why``."""
+        self.called_off = why
+        game = self.current
+        game.open_turn = False
+        if self._scope is not None:  # stop the match's task first: one writer per game
+            self._scope.cancel()
+            await self._stopped.wait()
+        if game.status in (Status.WAITING, Status.IN_PROGRESS):
+            game.result = None
+            await game.abort(why)
+            await self.host.game_over(game)
 
     async def run(self) -> None:
+        try:
+            with trio.CancelScope() as self._scope:
+                if self.called_off:
+                    return
+                await self._run()
+        finally:
+            self._stopped.set()
+
+    async def _run(self) -> None:
         while True:
             game = self.current
             if game.status is Status.IN_PROGRESS:  # restored after a restart
@@ -574,9 +666,8 @@ class MatchSession:
                     await game.abort("a seat did not arrive in time")
                     await self.host.game_over(game)
                     return
-                if not self.match.games and self.first_seat_white is not None:
-                    white, throws = (0 if self.first_seat_white else 1), []
-                else:
+                white, throws = game.planned_white, []
+                if white is None:
                     white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
                 result = await game.run(white, throws)
             self.match.record(white, result)

@@ -91,6 +91,14 @@ def set_player_token(player_id: str, token_hash: str) -> Write:
     return ("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
 
 
+def set_setting(key: str, value: str) -> Write:
+    return (
+        "INSERT INTO settings (key, value) VALUES (?,?) "
+        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+        (key, value),
+    )
+
+
 def add_seat_token(match_id: str, seat: int, token_hash: str) -> Write:
     return (
         "INSERT INTO seat_tokens (match_id, seat, token_hash) VALUES (?,?,?)",
@@ -103,6 +111,11 @@ def add_match(match: MatchSession) -> Write:
         f"INSERT INTO matches ({', '.join(journal.MATCH_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
         journal.encode_match(match),
     )
+
+
+def update_match_options(match: MatchSession) -> Write:
+    """The options column again (a challenge accepted)."""
+    return ("UPDATE matches SET options=? WHERE id=?", (journal.encode_match(match)[2], match.id))
 
 
 def update_match(match: MatchSession) -> Write:
@@ -169,6 +182,10 @@ class Reader:
         return await self.store.query(
             f"SELECT id, name, bot, token_hash, owner FROM players ORDER BY {self.order}"
         )
+
+    async def setting(self, key: str) -> str | None:
+        rows = await self.store.query("SELECT value FROM settings WHERE key=?", (key,))
+        return rows[0][0] if rows else None
 
     async def ladders(self) -> list[tuple[str, dict]]:
         rows = await self.store.query(f"SELECT name, options FROM ladders ORDER BY {self.order}")
@@ -276,6 +293,7 @@ CREATE TABLE IF NOT EXISTS games (
     status INTEGER NOT NULL, white_seat INTEGER, result TEXT,
     created REAL DEFAULT (unixepoch('subsec')));
 CREATE TABLE IF NOT EXISTS ladders (name TEXT PRIMARY KEY, options TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ladder_members (
     ladder TEXT NOT NULL, player_id TEXT NOT NULL, ready INTEGER NOT NULL,
     PRIMARY KEY (ladder, player_id));

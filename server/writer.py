@@ -14,7 +14,8 @@ instance raced us to) fails alone; an unwritable store fails them all with Store
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import trio
 
@@ -42,9 +43,15 @@ class Commit:
 
 
 class JournalWriter:
-    def __init__(self, store: Store, window_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        window_s: float = 0.0,
+        observe: Callable[[float], None] | None = None,
+    ) -> None:
         self.store = store
         self.window_s = window_s
+        self.observe = observe  # told how long each transaction took (seconds)
         self._pending: list[tuple[Sequence[Write], Commit]] = []
         self._wake = trio.Event()
         self._idle = trio.Event()
@@ -82,8 +89,11 @@ class JournalWriter:
                 self._idle.set()
 
     async def _commit(self, batch: list[tuple[Sequence[Write], Commit]]) -> None:
+        t0 = time.perf_counter()
         try:
             await self.store.write([w for writes, _ in batch for w in writes])
+            if self.observe is not None:
+                self.observe(time.perf_counter() - t0)
         except StoreError as e:
             if len(batch) == 1:
                 batch[0][1]._settle(e)
