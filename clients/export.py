@@ -9,9 +9,8 @@ from pathlib import Path
 
 import grpc
 
-from nardy import Color, Position
+from nardy import Color, GameResult, Kind, Position, Termination
 from nardy.record import GameRecord, TurnRecord, dumps, to_json
-from nardy.scoring import GameResult, Kind, Termination
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb

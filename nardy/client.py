@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import grpc
 import trio
 
-from nardy.position import Color, Position
+from nardy.game import Color
+from nardy.long.position import Position
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb

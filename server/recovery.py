@@ -8,36 +8,22 @@ its play, and a fresh clock for the side to move.
 
 from __future__ import annotations
 
-from nardy import Color, GameResult, Position
+from nardy import Color, Position
 from nardy.dice import Dice
 from nardy.match import Colours, GameOptions, Opening
-from nardy.scoring import Kind, Termination
-from server.session import (
-    Accepted,
-    Event,
-    EventType,
-    GameSession,
-    MatchSession,
-    PlayRecord,
-    Seat,
-    Snapshot,
-    Status,
-)
+from server.journal import EventType, Status, decode_event
+from server.session import Accepted, GameSession, Host, MatchSession, Seat
+
+# One game as the store gives it back: (game id, number in the match, journal entries).
+StoredGame = tuple[str, int, list[tuple[int, int, float, dict]]]
 
 
-def decode_result(data: list | None) -> GameResult | None:
-    if not data:
-        return None
-    winner, kind, how = data
-    return GameResult(Color.from_letter(winner), Kind(kind), Termination(how))
-
-
-def restore_match(arbiter, row: dict, new_id) -> MatchSession:
-    """The match of a ``matches`` row with all its games, as far as the journal goes."""
+def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> MatchSession:
+    """The match of a ``matches`` row with its ``games``, as far as the journal goes."""
     o = row["options"]
     options = GameOptions(
         variant=o["variant"],
-        koks=o["koks"],
+        rules=frozenset(o.get("rules", ["koks"] if o.get("koks") else [])),
         opening=Opening(o["opening"]),
         colours=Colours(o["colours"]),
     )
@@ -46,7 +32,7 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
         for i, s in enumerate(row["seats"])
     )
     match = MatchSession(
-        arbiter,
+        host,
         row["id"],
         options,
         row["target"],
@@ -62,12 +48,12 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
         ladder=o.get("ladder", ""),
         pair_id=o.get("pair_id", ""),
         first_seat_white=o.get("first_seat_white"),
+        challenged=o.get("challenged"),
     )
     match.games = []
     rolled = 0
-    for game_id, number in arbiter.store.load_games(match.id):
+    for game_id, number, entries in games:
         game = GameSession(match, game_id, number)
-        entries = arbiter.store.load_events(game_id)
         restore_game(game, entries)
         rolled = max([rolled, *(e["rolled"] for _, _, _, e in entries)])
         match.games.append(game)
@@ -76,29 +62,6 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
             match.match.record(game.white_seat, game.result)
     match.dice.skip(rolled)
     return match
-
-
-def decode_event(seq: int, kind: int, when: float, e: dict) -> Event:
-    """One journal entry (see store.encode_event) as an event."""
-    snap = Snapshot(
-        status=Status(e["status"]),
-        position=Position.parse(e["position"]),
-        dice=tuple(e["dice"]),
-        turn_id=e["turn"],
-        clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
-        scores=tuple(e["scores"]),
-        match_over=e["over"],
-        result=decode_result(e["result"]),
-        legal=(),
-        next_game_id=e["next"],
-        refused=tuple(e["refused"]),
-    )
-    play = None
-    if "play" in e:
-        side, dice, notation, turn_id, automatic, used = e["play"]
-        play = PlayRecord(Color.from_letter(side), tuple(dice), notation, turn_id, automatic, used)
-    throws = tuple(tuple(t) for t in e.get("throws", ()))
-    return Event(seq, EventType(kind), when, snap, play, throws)
 
 
 def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]]) -> None:

@@ -10,41 +10,22 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import IntEnum
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import trio
 
 from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
 from nardy.dice import Dice
+from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
-from nardy.turn import IllegalPlay
 from nardy.variant import variant as get_variant
 from server.errors import ArbiterError, Code
+from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 
 log = logging.getLogger("nardy.server")
 
 DEFAULT_TURN_MS = 120_000
-
-
-class Status(IntEnum):
-    WAITING = 1
-    IN_PROGRESS = 2
-    FINISHED = 3
-    ABORTED = 4
-
-
-class EventType(IntEnum):
-    SNAPSHOT = 1
-    GAME_STARTED = 2
-    TURN_STARTED = 3
-    PLAY_MADE = 4
-    TURN_PASSED = 5
-    GAME_FINISHED = 6
-    GAME_ABORTED = 7
-    HEARTBEAT = 8
-    SERVER_SHUTDOWN = 9
 
 
 @dataclass
@@ -58,51 +39,28 @@ class Seat:
     owner: str = ""
 
 
-@dataclass(frozen=True)
-class PlayRecord:
-    side: Color
-    dice: tuple[int, int]
-    notation: str
-    turn_id: int
-    automatic: bool
-    used_ms: int
-
-
-@dataclass
-class Event:
-    """One journal entry of a game; ``views`` caches the encoded message per audience."""
-
-    seq: int
-    type: EventType
-    time: float
-    snapshot: Snapshot
-    play: PlayRecord | None = None
-    throws: tuple[tuple[int, int], ...] = ()
-    views: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a GameState message shows, frozen at one moment."""
-
-    status: Status
-    position: Position
-    dice: tuple[int, ...]
-    turn_id: int
-    clocks: tuple[tuple[int, int], tuple[int, int]]  # per colour: (remaining_ms, bank_ms)
-    scores: tuple[int, int]  # white's, black's match points
-    match_over: bool
-    result: GameResult | None
-    legal: tuple[Play, ...]  # for the side to move while a play is awaited
-    next_game_id: str
-    refused: tuple[int, int]  # plays refused as illegal: white's, black's
-
-
 class Sink(Protocol):
     """Where a subscription's messages go; the transport supplies the implementation."""
 
     def send(self, item: Any) -> None: ...
     def close(self) -> None: ...
+
+
+class Host(Protocol):
+    """What a match needs from the server that runs it (the arbiter implements it)."""
+
+    def journal(self, game: GameSession, event: Event) -> None:
+        """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
+
+    def load_events(self, game_id: str) -> list[Event]:
+        """The journaled events of a game, in order."""
+        ...
+
+    def game_created(self, game: GameSession) -> None:
+        """A new game of a match exists (store it, tell the seats)."""
+
+    def game_over(self, game: GameSession) -> None:
+        """A game ended (store its result, tell the seats and its ladder)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +71,27 @@ class Accepted:
     end_position: str
     used_ms: int
     duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """What CreateMatch asks for, already read from the request."""
+
+    options: GameOptions
+    target: int
+    first: tuple[str, str]  # (registered player name or "", display name)
+    second: tuple[str, str]
+    seed: int | None = None
+    turn_ms: int = DEFAULT_TURN_MS
+    time_bank_ms: int = 0
+    auto_play_forced: bool = False
+    start_timeout_ms: int = 60_000
+    start_position: str = ""
+    dice_script: tuple[int, ...] = ()
+    illegal_play_limit: int = 0
+    ladder: str = ""
+    pair_id: str = ""
+    first_seat_white: bool | None = None  # None: the opening throw decides
 
 
 class GameSession:
@@ -126,7 +105,10 @@ class GameSession:
         self.variant = get_variant(match.options.variant)
         self.status = Status.WAITING
         self.position = match.start if number == 1 and match.start else self.variant.start()
-        self.white_seat: int | None = None
+        self.white_seat: int | None = None  # set when the game starts
+        # Known before the start when no opening throw decides (a chosen colour, or later
+        # games of a match whose colours alternate).
+        self.planned_white: int | None = match.planned_white()
         self.turn_id = 0
         self.dice: tuple[int, ...] = ()
         self.legal: tuple[Play, ...] = ()
@@ -148,15 +130,31 @@ class GameSession:
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
+    @property
+    def known_white(self) -> int | None:
+        """The seat that plays white, once that is known (before the start, if planned)."""
+        return self.white_seat if self.white_seat is not None else self.planned_white
+
     def color_of(self, seat: int) -> Color | None:
-        if self.white_seat is None:
+        white = self.known_white
+        if white is None:
             return None
-        return Color.WHITE if seat == self.white_seat else Color.BLACK
+        return Color.WHITE if seat == white else Color.BLACK
 
     def seat_of(self, color: Color) -> Seat:
-        assert self.white_seat is not None
-        index = self.white_seat if color is Color.WHITE else 1 - self.white_seat
+        white = self.known_white
+        assert white is not None
+        index = white if color is Color.WHITE else 1 - white
         return self.match.seats[index]
+
+    def awaits(self, seat: int) -> bool:
+        """True while the turn in progress waits for ``seat``'s play."""
+        return (
+            self.status is Status.IN_PROGRESS
+            and self.result is None
+            and bool(self.legal)
+            and self.color_of(seat) is self.position.turn
+        )
 
     # -- subscriptions (called from the bridge) -----------------------------------------
     def subscribe(
@@ -164,7 +162,10 @@ class GameSession:
     ) -> tuple[list[Event], bool]:
         """Register ``sink``; return the events to send first (no gap) and whether it is live.
 
-        A finished game keeps no subscribers: its stream ends after the backlog.
+        A seat that resumes after the TURN_STARTED of a turn still waiting for its play gets
+        a SNAPSHOT (with the legal plays) at the end of the backlog, so the pending turn is
+        always announced again. A finished game keeps no subscribers: its stream ends after
+        the backlog.
         """
         if from_start:
             backlog = list(self.events)
@@ -174,7 +175,9 @@ class GameSession:
                     Code.INVALID_ARGUMENT,
                     f"after_seq {after_seq} is beyond the last event ({len(self.events)})",
                 )
-            backlog = self.events[after_seq:]
+            backlog = list(self.events[after_seq:])
+            if not backlog and seat is not None and self.awaits(seat):
+                backlog.append(self._event(EventType.SNAPSHOT, record=False))
         else:
             backlog = [self._event(EventType.SNAPSHOT, record=False)]
         if self.status in (Status.FINISHED, Status.ABORTED):
@@ -227,7 +230,7 @@ class GameSession:
         event = Event(seq, kind, time.time(), self.snapshot(), **extra)
         if record:
             self.events.append(event)
-            self.match.arbiter.journal(self, event)
+            self.match.host.journal(self, event)
         return event
 
     def emit(self, kind: EventType, **extra) -> Event:
@@ -328,14 +331,26 @@ class GameSession:
         self.legal = ()
         self.dice = ()
         self.deadline = float("inf")
-        self.result = self.variant.result(self.position, koks=self.options.koks)
+        self.result = self.variant.result(self.position, self.options.rules)
         try:
             self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
         except ArbiterError:  # not stored: as if the play never arrived
             del self.accepted[self.turn_id]
             self.position, self.legal, self.dice, self.deadline, self.result = before
             raise
+        self._retire_announcement()
         return answer
+
+    def _retire_announcement(self) -> None:
+        """The turn is over: its TURN_STARTED event stops carrying the legal plays, so that
+        a replay (from_start, after_seq) never offers a turn that can no longer be played."""
+        for i in range(len(self.events) - 1, max(-1, len(self.events) - 3), -1):
+            event = self.events[i]
+            if event.type is EventType.TURN_STARTED:
+                if event.snapshot.legal:
+                    snap = replace(event.snapshot, legal=())
+                    self.events[i] = replace(event, snapshot=snap, views={})
+                return
 
     # -- actions (called from the bridge) -----------------------------------------------
     def submit(self, seat: int, turn_id: int, notation: str | None, end: str | None) -> Accepted:
@@ -433,6 +448,7 @@ class GameSession:
         self.status = Status.FINISHED
         self.dice = ()
         self.legal = ()
+        self._retire_announcement()
         self.emit(EventType.GAME_FINISHED)
         self.log("finished: %s", self.result)
         self.close_streams()
@@ -457,13 +473,11 @@ class JournalEvents(Sequence):
 
     def __init__(self, game: GameSession) -> None:
         self.game_id = game.id
-        self.store = game.match.arbiter.store
+        self.host = game.match.host
         self.count = len(game.events)
 
     def _load(self) -> list[Event]:
-        from server.recovery import decode_event
-
-        return [decode_event(*entry) for entry in self.store.load_events(self.game_id)]
+        return self.host.load_events(self.game_id)
 
     def __len__(self) -> int:
         return self.count
@@ -483,7 +497,7 @@ class MatchSession:
 
     def __init__(
         self,
-        arbiter,  # server.arbiter.Arbiter (the registry that journals and announces)
+        host: Host,
         match_id: str,
         options: GameOptions,
         target: int,
@@ -496,12 +510,13 @@ class MatchSession:
         ladder: str = "",
         pair_id: str = "",
         first_seat_white: bool | None = None,
+        challenged: str | None = None,
         dice: Dice,
         start: Position | None,
         start_timeout: float,
         new_id: Callable[[], str],
     ) -> None:
-        self.arbiter = arbiter
+        self.host = host
         self.id = match_id
         self.options = options
         self.match = Match(target, options)
@@ -513,8 +528,14 @@ class MatchSession:
         self.ladder = ladder
         self.pair_id = pair_id
         self.first_seat_white = first_seat_white
+        self.challenged = challenged  # a player who has not yet accepted this challenge
+        self.called_off = ""  # why the operator (or a declined challenge) ended the match
+        self._scope: trio.CancelScope | None = None
         self.dice = dice
-        self.seeded = not dice.fair
+        # Set up by the creator (chosen dice, seed, start or colour): never rated.
+        self.seeded = not dice.fair or start is not None or first_seat_white is not None
+        # Counts for ratings and standings: two registered players, nothing set up.
+        self.rated = not self.seeded and all(s.player_id for s in seats)
         self.start = start
         self.start_timeout = start_timeout
         self.new_id = new_id
@@ -524,13 +545,40 @@ class MatchSession:
     def current(self) -> GameSession:
         return self.games[-1]
 
+    def planned_white(self) -> int | None:
+        """The seat that will play white in the next game, if no opening throw decides it."""
+        if not self.match.games and self.first_seat_white is not None:
+            return 0 if self.first_seat_white else 1
+        return self.match.alternating_white()
+
     def scores_by_colour(self, game: GameSession) -> tuple[int, int]:
         s = self.match.scores
-        if game.white_seat is None:
+        white = game.known_white
+        if white is None:
             return s[0], s[1]
-        return s[game.white_seat], s[1 - game.white_seat]
+        return s[white], s[1 - white]
+
+    def seat_index(self, player_id: str | None) -> int:
+        return next(s.index for s in self.seats if s.player_id == player_id)
+
+    def call_off(self, why: str) -> None:
+        """End the match now: its current game is aborted (voided) with ``why``."""
+        self.called_off = why
+        game = self.current
+        if game.status in (Status.WAITING, Status.IN_PROGRESS):
+            game.result = None
+            game.abort(why)
+            self.host.game_over(game)
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def run(self) -> None:
+        with trio.CancelScope() as self._scope:
+            if self.called_off:
+                return
+            await self._run()
+
+    async def _run(self) -> None:
         while True:
             game = self.current
             if game.status is Status.IN_PROGRESS:  # restored after a restart
@@ -542,11 +590,10 @@ class MatchSession:
                     await game.all_present.wait()
                 if not game.all_present.is_set():
                     game.abort("a seat did not arrive in time")
-                    self.arbiter.game_over(game)
+                    self.host.game_over(game)
                     return
-                if not self.match.games and self.first_seat_white is not None:
-                    white, throws = (0 if self.first_seat_white else 1), []
-                else:
+                white, throws = game.planned_white, []
+                if white is None:
                     white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
                 result = await game.run(white, throws)
             self.match.record(white, result)
@@ -554,8 +601,8 @@ class MatchSession:
                 nxt = GameSession(self, self.new_id(), game.number + 1)
                 self.games.append(nxt)
                 game.next_game_id = nxt.id
-                self.arbiter.game_created(nxt)
+                self.host.game_created(nxt)
             game.finish()
-            self.arbiter.game_over(game)
+            self.host.game_over(game)
             if self.match.over:
                 return

@@ -8,7 +8,8 @@ from nardy import Color, GameResult, Play
 from nardy.match import Colours, GameOptions, Opening
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from server.session import Event, GameSession, Seat, Snapshot, Status
+from server.journal import Event, Snapshot, Status
+from server.session import GameSession, Seat
 
 COLOR = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK, None: pb.COLOR_UNSPECIFIED}
 FROM_COLOR = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
@@ -33,16 +34,15 @@ TERMINATION = {
 def options_from_pb(msg: pb.GameOptions) -> GameOptions:
     opening = {v: k for k, v in OPENING.items()}.get(msg.opening, Opening.FRESH_ROLL)
     colours = {v: k for k, v in COLOURS.items()}.get(msg.colours, Colours.ALTERNATE)
-    return GameOptions(
-        variant=msg.variant or "long", koks=msg.koks, opening=opening, colours=colours
-    )
+    rules = frozenset({"koks"} if msg.koks else ())
+    return GameOptions(variant=msg.variant or "long", rules=rules, opening=opening, colours=colours)
 
 
 def options_pb(game: GameSession) -> pb.GameOptions:
     o, m = game.options, game.match
     return pb.GameOptions(
         variant=o.variant,
-        koks=o.koks,
+        koks="koks" in o.rules,
         opening=OPENING[o.opening],
         colours=COLOURS[o.colours],
         turn_time_ms=m.turn_ms,
@@ -76,10 +76,16 @@ def legal_pb(play: Play) -> pb.LegalPlay:
 
 
 def players_pb(game: GameSession) -> tuple[pb.Player | None, pb.Player | None]:
-    """White's and black's players (None before the colours are known)."""
-    if game.white_seat is None:
+    """White's and black's players (None while the opening throw has yet to decide)."""
+    if game.known_white is None:
         return None, None
     return player_pb(game.seat_of(Color.WHITE)), player_pb(game.seat_of(Color.BLACK))
+
+
+def seats_pb(game: GameSession) -> dict[str, pb.Player | None]:
+    """The first and second player of the match (CreateMatch order), always known."""
+    first, second = game.match.seats
+    return {"first_player": player_pb(first), "second_player": player_pb(second)}
 
 
 def match_score_pb(game: GameSession, snap: Snapshot) -> pb.MatchScore:
@@ -114,12 +120,16 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         white_clock=pb.Clock(remaining_ms=snap.clocks[0][0], bank_ms=snap.clocks[0][1]),
         black_clock=pb.Clock(remaining_ms=snap.clocks[1][0], bank_ms=snap.clocks[1][1]),
         match=match_score_pb(game, snap),
-        result=result_pb(snap.result),
+        # Only once the game is FINISHED (the match score then counts it), not on the
+        # PLAY_MADE that decided it.
+        result=result_pb(snap.result) if snap.status is Status.FINISHED else None,
         seeded=game.match.seeded,
+        rated=game.match.rated,
         next_game_id=snap.next_game_id,
         white_refused=snap.refused[0],
         black_refused=snap.refused[1],
         ladder=game.match.ladder,
+        **seats_pb(game),
     )
     _personalise(state, snap, audience)
     return state
@@ -179,6 +189,10 @@ def summary_pb(game: GameSession) -> api.GameSummary:
         status=int(game.status),
         white=white,
         black=black,
-        result=result_pb(game.result),
+        result=result_pb(game.result) if game.status is Status.FINISHED else None,
         match=match_score_pb(game, game.snapshot()),
+        rated=game.match.rated,
+        seeded=game.match.seeded,
+        ladder=game.match.ladder,
+        **seats_pb(game),
     )
