@@ -25,6 +25,7 @@ from nardy.variant import variant as get_variant
 from server.clock import DEFAULT_TURN_TIME_MS, Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
@@ -51,6 +52,7 @@ class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
 
     arrivals: Arrivals  # plays stamped at the transport, not yet judged
+    metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, event: Event) -> None:
         """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
@@ -291,6 +293,7 @@ class GameSession:
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             self.emit(EventType.TURN_PASSED, play=record)
+            self.match.host.metrics.turns.labels("passed").inc()
             return
         if len(plays) == 1 and self.match.auto_play_forced:
             self._apply(plays[0], mover, automatic=True, used_ms=0)
@@ -315,6 +318,8 @@ class GameSession:
         arrivals.done_waiting(self.id)
         clock.stop()  # stopped already if a play was charged
         if self._awaiting_play():
+            late = trio.current_time() - deadline
+            self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
@@ -344,6 +349,10 @@ class GameSession:
             del self.accepted[self.turn_id]
             self.position, self.legal, self.dice, self.result = before
             raise
+        metrics = self.match.host.metrics
+        metrics.turns.labels("automatic" if automatic else "played").inc()
+        if not automatic:
+            metrics.turn_latency.observe(used_ms / 1000)
         self._retire_announcement()
         return answer
 
