@@ -1,8 +1,13 @@
 """One game and one match as trio tasks: dice, the turn clock, plays, results and events.
 
-Everything here runs in the arbiter's trio thread. A turn's clock is a deadline on the wait
-for the play (``trio.move_on_at``); plays, resignations and subscriptions arrive as plain
-synchronous calls from the transport bridge, so no lock is needed.
+Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.clock`) is
+a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
+arrived at the transport, not by when the core gets to it. Every event is journaled
+through the Host and told to subscribers only once durable: a play is answered after its
+commit, and a turn's clock starts when the turn is told, so a slow journal delays a game
+but never charges a player. Plays and resignations come from the transport bridge as tasks
+of their own that wait for their commit; a game has at most one event on its way to the
+journal at a time.
 """
 
 from __future__ import annotations
@@ -20,14 +25,13 @@ from nardy.dice import Dice
 from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
 from nardy.variant import variant as get_variant
+from server.clock import DEFAULT_TURN_TIME_MS, Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.metrics import Metrics
 from server.writer import Commit
 
 log = logging.getLogger("nardy.server")
-
-DEFAULT_TURN_MS = 120_000
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Sink(Protocol):
 class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
 
+    arrivals: Arrivals  # plays stamped at the transport, not yet judged
     metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, event: Event) -> Commit:
@@ -87,7 +92,7 @@ class MatchSpec:
     first: tuple[str, str]  # (registered player name or "", display name)
     second: tuple[str, str]
     seed: int | None = None
-    turn_ms: int = DEFAULT_TURN_MS
+    turn_time_ms: int = DEFAULT_TURN_TIME_MS
     time_bank_ms: int = 0
     auto_play_forced: bool = False
     start_timeout_ms: int = 60_000
@@ -117,9 +122,7 @@ class GameSession:
         self.turn_id = 0
         self.dice: tuple[int, ...] = ()
         self.legal: tuple[Play, ...] = ()
-        self.deadline = float("inf")
-        self.turn_started = 0.0
-        self.bank = {Color.WHITE: match.time_bank_ms, Color.BLACK: match.time_bank_ms}
+        self.clocks = {color: match.fresh_clock() for color in Color}
         self.result: GameResult | None = None
         self.next_game_id = ""
         self.events: list[Event] = []  # told events; emptied once the game ends (release)
@@ -220,17 +223,7 @@ class GameSession:
     # -- events -------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         now = trio.current_time()
-        turn_ms = self.match.turn_ms
-        clocks = []
-        for color in Color:
-            bank = self.bank[color]
-            if self.status is Status.IN_PROGRESS and self.legal and self.position.turn is color:
-                remaining = max(0, int((self.deadline - now) * 1000))
-                spent = (now - self.turn_started) * 1000
-                bank = max(0, int(bank - max(0.0, spent - turn_ms)))
-            else:
-                remaining = turn_ms + bank
-            clocks.append((remaining, bank))
+        clocks = [self.clocks[color].reading(now) for color in Color]
         scores = self.match.scores_by_colour(self)
         return Snapshot(
             status=self.status,
@@ -340,28 +333,32 @@ class GameSession:
     async def _await_play(self, mover: Color, plays: tuple[Play, ...]) -> None:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
-        budget = (self.match.turn_ms + self.bank[mover]) / 1000
-        self.turn_started = trio.current_time()
-        self.deadline = self.turn_started + budget
+        clock = self.clocks[mover]
         self._wake = trio.Event()
         await self.emit(EventType.TURN_STARTED)
         # the clock starts when the turn is told: the journal's time is never charged
-        self.turn_started = trio.current_time()
-        self.deadline = self.turn_started + budget
+        deadline = clock.start(trio.current_time())
         self.open_turn = self.result is None
-        while True:
-            with trio.move_on_at(self.deadline):
+        with trio.move_on_at(deadline):
+            while self._awaiting_play():
+                self._wake = trio.Event()
                 await self._wake.wait()
-            if self._committing is not None:  # a play arrived in time: its commit decides
-                await self._committing.wait()
-            if self.result is not None or self.turn_id in self.accepted:
-                return
-            if trio.current_time() >= self.deadline:
+        # A play that arrived in time may still be on its way to the core, or to the
+        # journal: judge it first.
+        arrivals = self.match.host.arrivals
+        while self._awaiting_play():
+            if (pending := self._committing) is not None:
+                await pending.wait()
+            elif arrivals.pending(self.id, before=deadline):
+                self._wake = trio.Event()
+                await self._wake.wait()
+            else:
                 break
-            self._wake = trio.Event()  # woken by a play that could not be stored
+        arrivals.done_waiting(self.id)
+        clock.stop()  # stopped already if a play was charged
         self.open_turn = False
-        if self.result is None:
-            late = trio.current_time() - self.deadline
+        if self._awaiting_play():
+            late = trio.current_time() - deadline
             self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
@@ -369,18 +366,28 @@ class GameSession:
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
 
+    def _awaiting_play(self) -> bool:
+        """No result yet, and no play accepted (or one is accepted but not yet stored)."""
+        return self.result is None and (
+            self.turn_id not in self.accepted or self._committing is not None
+        )
+
+    def arrival_settled(self) -> None:
+        """A play stamped for this game has been judged: a turn past its deadline that
+        was waiting for it may now decide (see _await_play)."""
+        self._wake.set()
+
     async def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
         """Make ``play`` and journal it; once durable, tell it. If it cannot be stored,
         the game is as if the play never arrived (StoreError)."""
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
-        before = (self.position, self.legal, self.dice, self.deadline, self.open_turn)
+        before = (self.position, self.legal, self.dice, self.open_turn)
         turn_id, result = self.turn_id, self.result
         self.accepted[turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
-        self.deadline = float("inf")
         self.open_turn = False
         self.result = mine = self.variant.result(self.position, self.options.rules)
         event, commit = self._record(EventType.PLAY_MADE, play=record)
@@ -388,9 +395,9 @@ class GameSession:
         try:
             with trio.CancelScope(shield=True):
                 await commit.wait()
-        except ArbiterError:
+        except ArbiterError:  # not stored: as if the play never arrived
             del self.accepted[turn_id]
-            self.position, self.legal, self.dice, self.deadline, self.open_turn = before
+            self.position, self.legal, self.dice, self.open_turn = before
             if self.result is mine:  # (a resignation meanwhile stands)
                 self.result = result
             raise
@@ -418,10 +425,16 @@ class GameSession:
 
     # -- actions (called from the bridge) -----------------------------------------------
     async def submit(
-        self, seat: int, turn_id: int, notation: str | None, end: str | None
+        self,
+        seat: int,
+        turn_id: int,
+        notation: str | None,
+        end: str | None,
+        arrival: Arrival | None = None,
     ) -> Accepted:
-        """Check and make a play for ``turn_id``; answered once it is durable; idempotent
-        for the same play."""
+        """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
+        transport (now, if not given); answered once it is durable; idempotent for the
+        same play."""
         pending = self._committing
         if pending is not None and turn_id == self.turn_id:
             await pending.wait()  # the same turn is being stored: answer after its fate
@@ -446,23 +459,21 @@ class GameSession:
                 Code.FAILED_PRECONDITION,
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
             )
-        now = trio.current_time()
-        if now >= self.deadline:
+        clock = self.clocks[mover]
+        arrived = trio.current_time() if arrival is None else arrival.time
+        if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
         play = self._read_play(notation, end)
-        used = (now - self.turn_started) * 1000
-        over = used - self.match.turn_ms
-        bank = self.bank[mover]
-        if over > 0:
-            self.bank[mover] = max(0, int(bank - over))
+        before = (clock.bank_ms, clock.started)
+        used = clock.charge(arrived)
         try:
-            answer = await self._apply(play, mover, automatic=False, used_ms=int(used))
-        except ArbiterError:
-            self.bank[mover] = bank
+            answer = await self._apply(play, mover, automatic=False, used_ms=used)
+        except ArbiterError:  # not stored: the clock runs on as if the play never arrived
+            clock.bank_ms, clock.started = before
             raise
         finally:
             self._wake.set()
-        self.used_ms[mover] += int(used)
+        self.used_ms[mover] += used
         self.plays_made[mover] += 1
         return answer
 
@@ -571,7 +582,7 @@ class MatchSession:
         target: int,
         seats: tuple[Seat, Seat],
         *,
-        turn_ms: int,
+        turn_time_ms: int,
         time_bank_ms: int,
         auto_play_forced: bool,
         illegal_play_limit: int = 0,
@@ -589,7 +600,7 @@ class MatchSession:
         self.options = options
         self.match = Match(target, options)
         self.seats = seats
-        self.turn_ms = turn_ms
+        self.turn_time_ms = turn_time_ms
         self.time_bank_ms = time_bank_ms
         self.auto_play_forced = auto_play_forced
         self.illegal_play_limit = illegal_play_limit
@@ -613,6 +624,10 @@ class MatchSession:
     @property
     def current(self) -> GameSession:
         return self.games[-1]
+
+    def fresh_clock(self) -> Clock:
+        """A side's clock at the start of a game (and of a turn resumed after a restart)."""
+        return Clock(self.turn_time_ms, self.time_bank_ms)
 
     def planned_white(self) -> int | None:
         """The seat that will play white in the next game, if no opening throw decides it."""
