@@ -197,6 +197,7 @@ def encode_match(match: Any) -> tuple:
         "pair_id": match.pair_id,
         "start_timeout": match.start_timeout,
         "first_seat_white": match.first_seat_white,
+        "challenged": match.challenged,
     }
     seats = [
         {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}

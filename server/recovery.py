@@ -48,6 +48,7 @@ def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> Mat
         ladder=o.get("ladder", ""),
         pair_id=o.get("pair_id", ""),
         first_seat_white=o.get("first_seat_white"),
+        challenged=o.get("challenged"),
     )
     match.games = []
     rolled = 0

@@ -124,6 +124,7 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         # PLAY_MADE that decided it.
         result=result_pb(snap.result) if snap.status is Status.FINISHED else None,
         seeded=game.match.seeded,
+        rated=game.match.rated,
         next_game_id=snap.next_game_id,
         white_refused=snap.refused[0],
         black_refused=snap.refused[1],
@@ -190,5 +191,8 @@ def summary_pb(game: GameSession) -> api.GameSummary:
         black=black,
         result=result_pb(game.result) if game.status is Status.FINISHED else None,
         match=match_score_pb(game, game.snapshot()),
+        rated=game.match.rated,
+        seeded=game.match.seeded,
+        ladder=game.match.ladder,
         **seats_pb(game),
     )
