@@ -93,7 +93,10 @@ def test_the_blocking_client_rides_out_a_server_restart(tmp_path):
 
 
 def test_ladder_calls_and_player_events_from_the_blocking_client(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "l.db")) as srv, SimpleClient(srv.address) as c:
+    with (
+        EmbeddedServer(db=str(tmp_path / "l.db")) as srv,
+        SimpleClient(srv.address, srv.admin_token) as c,  # the operator creates ladders
+    ):
         tokens = {}
         for name in ("alpha", "beta"):
             with SimpleClient(srv.address) as reg:
