@@ -20,6 +20,7 @@ import trio
 from nardy import Color, GameResult, Position
 from nardy.dice import Dice
 from nardy.variant import variant
+from server.clock import Arrival, Arrivals
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
@@ -39,7 +40,7 @@ log = logging.getLogger("nardy.server")
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 MAX_TARGET = 99
-MAX_TURN_MS = 24 * 3600 * 1000
+MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 QUOTE = 100  # characters of a request's text an error message may repeat
 
@@ -155,6 +156,8 @@ class Arbiter:
         self, store: Store, *, admin_hash: str | None = None, policy: Policy | None = None
     ) -> None:
         self.store = store
+        # Created in the trio thread: plays are stamped on this run's clock (server.clock).
+        self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
         self.policy = policy or Policy()
         self.players: dict[str, Player] = {}
@@ -275,9 +278,9 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
-        if not 0 < spec.turn_ms <= MAX_TURN_MS or spec.time_bank_ms > MAX_TURN_MS:
+        if not 0 < spec.turn_time_ms <= MAX_TURN_TIME_MS or spec.time_bank_ms > MAX_TURN_TIME_MS:
             raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
-        cap = MAX_TURN_MS if caller.admin else self.policy.max_start_timeout_ms
+        cap = MAX_TURN_TIME_MS if caller.admin else self.policy.max_start_timeout_ms
         if not 0 < spec.start_timeout_ms <= cap:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, f"start_timeout_ms must be 1..{cap} on this server"
@@ -306,7 +309,7 @@ class Arbiter:
             spec.options,
             spec.target,
             (seats[0], seats[1]),
-            turn_ms=spec.turn_ms,
+            turn_time_ms=spec.turn_time_ms,
             time_bank_ms=spec.time_bank_ms,
             auto_play_forced=spec.auto_play_forced,
             dice=dice,
@@ -524,10 +527,28 @@ class Arbiter:
             game.unsubscribe(sink, seat)
 
     def submit_play(
-        self, token: str | None, game_id: str, turn_id: int, notation: str | None, end: str | None
+        self,
+        token: str | None,
+        game_id: str,
+        turn_id: int,
+        notation: str | None,
+        end: str | None,
+        arrival: Arrival | None = None,
     ) -> Accepted:
-        game, seat = self._seat_for_action(token, game_id)
-        return game.submit(seat, turn_id, notation, end)
+        """Judge a play that reached the transport at ``arrival`` (see server.clock)."""
+        try:
+            game, seat = self._seat_for_action(token, game_id)
+            return game.submit(seat, turn_id, notation, end, arrival)
+        finally:
+            if arrival is not None and self.arrivals.settle(arrival):
+                self.arrival_settled(arrival)
+
+    def arrival_settled(self, arrival: Arrival) -> None:
+        """A stamped play was judged or dropped while its game's turn, past its deadline,
+        was waiting for it: let the turn decide."""
+        game = self.games.get(arrival.game_id)
+        if game is not None:
+            game.arrival_settled()
 
     def resign(self, token: str | None, game_id: str) -> GameResult:
         game, seat = self._seat_for_action(token, game_id)
@@ -600,7 +621,7 @@ class Arbiter:
             )
         if name in self.ladders:
             return self.ladders[name], False
-        if not 0 < options.turn_ms <= MAX_TURN_MS or options.max_games_per_bot < 2:
+        if not 0 < options.turn_time_ms <= MAX_TURN_TIME_MS or options.max_games_per_bot < 2:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
             )

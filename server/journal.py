@@ -189,7 +189,7 @@ def encode_match(match: Any) -> tuple:
         "rules": sorted(o.rules),
         "opening": str(o.opening),
         "colours": str(o.colours),
-        "turn_ms": match.turn_ms,
+        "turn_ms": match.turn_time_ms,
         "time_bank_ms": match.time_bank_ms,
         "auto_play_forced": match.auto_play_forced,
         "illegal_play_limit": match.illegal_play_limit,

@@ -18,6 +18,7 @@ import trio
 from nardy import Kind, Termination
 from nardy.match import GameOptions
 from nardy.stats import SkillTable, elo_pairs
+from server.clock import DEFAULT_TURN_TIME_MS
 from server.journal import Status
 from server.session import GameSession, MatchSpec
 
@@ -26,7 +27,7 @@ log = logging.getLogger("nardy.server")
 
 @dataclass(frozen=True)
 class LadderOptions:
-    turn_ms: int = 1000
+    turn_time_ms: int = DEFAULT_TURN_TIME_MS
     time_bank_ms: int = 0
     max_games_per_bot: int = 2
     illegal_play_limit: int = 3
@@ -153,7 +154,7 @@ class Ladder:
                 first=(first.name, ""),
                 second=(second.name, ""),
                 seed=seed,
-                turn_ms=self.options.turn_ms,
+                turn_time_ms=self.options.turn_time_ms,
                 time_bank_ms=self.options.time_bank_ms,
                 auto_play_forced=True,
                 start_timeout_ms=30_000,

@@ -22,12 +22,12 @@ from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, QueueSink
+from server.clock import DEFAULT_TURN_TIME_MS
 from server.errors import ArbiterError
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
 from server.metrics import Metrics
-from server.session import DEFAULT_TURN_MS
 
 log = logging.getLogger("nardy.server")
 
@@ -161,7 +161,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             first=(request.first.player_name, request.first.display_name),
             second=(request.second.player_name, request.second.display_name),
             seed=request.seed if request.HasField("seed") else None,
-            turn_ms=o.turn_time_ms or DEFAULT_TURN_MS,
+            turn_time_ms=o.turn_time_ms or DEFAULT_TURN_TIME_MS,
             time_bank_ms=o.time_bank_ms,
             auto_play_forced=o.auto_play_forced,
             start_timeout_ms=request.start_timeout_ms or 60_000,
@@ -286,16 +286,23 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "give the play as notation or end_position (at most 200 chars)",
             )
-        answer = await self._call(
-            context,
-            request,
-            self.arbiter.submit_play,
-            bearer(context),
-            request.game_id,
-            request.turn_id,
-            text if which == "notation" else None,
-            text if which == "end_position" else None,
-        )
+        # Stamped on arrival: the side is charged up to now, however long the core takes.
+        arrival = self.arbiter.arrivals.stamp(request.game_id)
+        try:
+            answer = await self._call(
+                context,
+                request,
+                self.arbiter.submit_play,
+                bearer(context),
+                request.game_id,
+                request.turn_id,
+                text if which == "notation" else None,
+                text if which == "end_position" else None,
+                arrival,
+            )
+        finally:
+            if self.arbiter.arrivals.settle(arrival):  # refused before it reached the core
+                self.bridge.call_soon(self.arbiter.arrival_settled, arrival)
         return api.SubmitPlayResponse(
             notation=answer.notation,
             end_position=answer.end_position,
@@ -325,7 +332,7 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
     async def CreateLadder(self, request, context):
         o = request.options
         options = LadderOptions(
-            turn_ms=o.turn_time_ms or 1000,
+            turn_time_ms=o.turn_time_ms or DEFAULT_TURN_TIME_MS,
             time_bank_ms=o.time_bank_ms,
             max_games_per_bot=o.max_games_per_bot or 2,
             illegal_play_limit=o.illegal_play_limit or 3,
@@ -359,7 +366,7 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
 
 def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:
     return ladder_pb.LadderOptions(
-        turn_time_ms=o.turn_ms,
+        turn_time_ms=o.turn_time_ms,
         time_bank_ms=o.time_bank_ms,
         max_games_per_bot=o.max_games_per_bot,
         illegal_play_limit=o.illegal_play_limit,

@@ -45,7 +45,7 @@ def options_pb(game: GameSession) -> pb.GameOptions:
         koks="koks" in o.rules,
         opening=OPENING[o.opening],
         colours=COLOURS[o.colours],
-        turn_time_ms=m.turn_ms,
+        turn_time_ms=m.turn_time_ms,
         time_bank_ms=m.time_bank_ms,
         auto_play_forced=m.auto_play_forced,
         illegal_play_limit=m.illegal_play_limit,
