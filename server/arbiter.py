@@ -15,15 +15,16 @@ from enum import IntEnum
 
 import trio
 
-from nardy import Color, GameResult, Position
+from nardy import Color, GameResult
 from nardy.dice import Dice
-from nardy.variant import variant
+from nardy.variant import Variant, variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.recovery import restore_match
 from server.session import (
     Accepted,
+    GameCard,
     GameSession,
     MatchSession,
     MatchSpec,
@@ -50,9 +51,16 @@ class Note(IntEnum):
 
 @dataclass(frozen=True)
 class PlayerNote:
+    """A message for a player's stream, frozen when it is made (read on the transport)."""
+
     type: Note
-    game: GameSession | None = None
+    game: GameCard | None = None
     seat: int = 0
+    color: Color | None = None
+
+    @classmethod
+    def about(cls, kind: Note, game: GameSession, seat: int) -> PlayerNote:
+        return cls(kind, game.card, seat, game.color_of(seat))
 
 
 @dataclass
@@ -142,7 +150,8 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
-        if not 0 < spec.turn_ms <= MAX_TURN_MS or spec.time_bank_ms > MAX_TURN_MS:
+        terms = spec.terms
+        if not 0 < terms.turn_ms <= MAX_TURN_MS or terms.time_bank_ms > MAX_TURN_MS:
             raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
         seats = []
         for index, (player_name, display) in enumerate((spec.first, spec.second)):
@@ -156,12 +165,14 @@ class Arbiter:
         if seats[0].player_id and seats[0].player_id == seats[1].player_id:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
         start = None
+        rules = variant(spec.options.variant)
         try:
             dice = Dice(spec.seed, spec.dice_script)
             if spec.start_position:
-                start = Position.parse(spec.start_position)
-                start = Position(Color.WHITE, start.board)
-                if start.winner is not None:
+                start = rules.parse(spec.start_position)
+                if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
+                    start = rules.passed(start)
+                if rules.result(start, spec.options.rules) is not None:
                     raise ValueError("the game would be over before it starts")
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
@@ -171,14 +182,14 @@ class Arbiter:
             spec.options,
             spec.target,
             (seats[0], seats[1]),
-            turn_ms=spec.turn_ms,
-            time_bank_ms=spec.time_bank_ms,
-            auto_play_forced=spec.auto_play_forced,
+            turn_ms=terms.turn_ms,
+            time_bank_ms=terms.time_bank_ms,
+            auto_play_forced=terms.auto_play_forced,
             dice=dice,
             start=start,
             start_timeout=spec.start_timeout_ms / 1000,
             new_id=new_id,
-            illegal_play_limit=spec.illegal_play_limit,
+            illegal_play_limit=terms.illegal_play_limit,
             ladder=spec.ladder,
             pair_id=spec.pair_id,
             first_seat_white=spec.first_seat_white,
@@ -310,7 +321,7 @@ class Arbiter:
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
                 seat = self.seat_in(game, principal)
                 if seat is not None:
-                    notes.append(PlayerNote(Note.GAME_ASSIGNED, game, seat))
+                    notes.append(PlayerNote.about(Note.GAME_ASSIGNED, game, seat))
         return notes
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
@@ -325,7 +336,7 @@ class Arbiter:
                 keys.append(seat.player_id)
             for key in keys:
                 for sink in list(self.player_sinks.get(key, ())):
-                    sink.send(PlayerNote(kind, game, seat.index))
+                    sink.send(PlayerNote.about(kind, game, seat.index))
 
     # -- hooks from sessions ------------------------------------------------------------
     def game_created(self, game: GameSession) -> None:
@@ -457,8 +468,8 @@ class Arbiter:
     def journal(self, game: GameSession, event: Event) -> None:
         self.store.append_event(game, event)
 
-    def load_events(self, game_id: str) -> list[Event]:
-        return [decode_event(*entry) for entry in self.store.load_events(game_id)]
+    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
+        return [decode_event(*entry, rules) for entry in self.store.load_events(game_id)]
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:
