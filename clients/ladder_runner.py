@@ -159,7 +159,10 @@ def run(args: argparse.Namespace) -> int:
             max_games_per_bot=max(2, args.concurrency + args.concurrency % 2),
             max_concurrent_games=max(2, args.concurrency),
         )
-        created = ladders.CreateLadder(lpb.CreateLadderRequest(name=LADDER, options=options))
+        created = ladders.CreateLadder(
+            lpb.CreateLadderRequest(name=LADDER, options=options),
+            metadata=_auth(server.admin_token),
+        )
         target = created.options.max_games
         if not created.created:
             console.print(
@@ -216,7 +219,9 @@ def _auth(token: str) -> tuple[tuple[str, str], ...]:
 def _token(server: EmbeddedServer, arbiter, name: str) -> str:
     """Register the engine, or (when resuming on the same db) reissue its token."""
     try:
-        return arbiter.RegisterPlayer(api.RegisterPlayerRequest(name=name, bot=True)).token
+        return arbiter.RegisterPlayer(
+            api.RegisterPlayerRequest(name=name, bot=True), metadata=_auth(server.admin_token)
+        ).token
     except grpc.RpcError as e:
         if e.code() != grpc.StatusCode.ALREADY_EXISTS:
             raise

@@ -18,11 +18,12 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 import trio
 
+from nardy.clock import Clock
 from nardy.game import Color
 from nardy.long.position import Position
 from nardy.v1 import arbiter_pb2 as api
@@ -49,6 +50,7 @@ class TurnInfo:
     """What an engine sees when it must play: the state and the legal plays."""
 
     state: pb.GameState
+    received: float = field(default_factory=time.monotonic)  # when the state arrived
 
     @property
     def position(self) -> Position:
@@ -68,9 +70,15 @@ class TurnInfo:
         return list(self.state.legal_plays)
 
     @property
+    def clock(self) -> Clock:
+        """The side's clock as the server read it, counting down since the state arrived."""
+        shown = self.state.white_clock if self.color is Color.WHITE else self.state.black_clock
+        return Clock.from_reading(shown.remaining_ms, shown.bank_ms, self.received)
+
+    @property
     def time_left_ms(self) -> int:
-        clock = self.state.white_clock if self.color is Color.WHITE else self.state.black_clock
-        return clock.remaining_ms
+        """Time left for this turn now (turn time plus bank), in ms."""
+        return self.clock.reading(time.monotonic())[0]
 
 
 Engine = Callable[[TurnInfo], "pb.LegalPlay | str"]

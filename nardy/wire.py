@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nardy.clock import DEFAULT_TURN_TIME_MS
 from nardy.game import Color, GameResult, Termination
 from nardy.match import Colours, GameOptions, Opening
 from nardy.v1 import game_pb2 as pb
@@ -94,7 +95,6 @@ def result_of(msg: pb.GameResult, variant: Variant) -> GameResult:
 
 
 # -- options and request defaults ----------------------------------------------------------
-DEFAULT_TURN_MS = 120_000  # RULES.md §6: two minutes per turn
 DEFAULT_START_TIMEOUT_MS = 60_000  # how long a match waits for both seats
 
 _OPENING_PB = {
@@ -111,7 +111,7 @@ _COLOURS_PB = {
 class Terms:
     """What a ``pb.GameOptions`` asks beyond the rules, with the defaults applied."""
 
-    turn_ms: int = DEFAULT_TURN_MS
+    turn_time_ms: int = DEFAULT_TURN_TIME_MS
     time_bank_ms: int = 0
     auto_play_forced: bool = False
     illegal_play_limit: int = 0  # 0: no limit
@@ -131,7 +131,7 @@ def terms_of(msg: pb.GameOptions, **defaults: int | bool) -> Terms:
     :class:`Terms`' default."""
     base = Terms(**defaults)  # type: ignore[arg-type]
     return Terms(
-        turn_ms=msg.turn_time_ms or base.turn_ms,
+        turn_time_ms=msg.turn_time_ms or base.turn_time_ms,
         time_bank_ms=msg.time_bank_ms or base.time_bank_ms,
         auto_play_forced=msg.auto_play_forced or base.auto_play_forced,
         illegal_play_limit=msg.illegal_play_limit or base.illegal_play_limit,
@@ -144,7 +144,7 @@ def options_pb(options: GameOptions, terms: Terms) -> pb.GameOptions:
         koks="koks" in options.rules,
         opening=_OPENING_PB[options.opening],
         colours=_COLOURS_PB[options.colours],
-        turn_time_ms=terms.turn_ms,
+        turn_time_ms=terms.turn_time_ms,
         time_bank_ms=terms.time_bank_ms,
         auto_play_forced=terms.auto_play_forced,
         illegal_play_limit=terms.illegal_play_limit,

@@ -194,7 +194,7 @@ def encode_match(match: Any) -> tuple:
         "rules": sorted(o.rules),
         "opening": str(o.opening),
         "colours": str(o.colours),
-        "turn_ms": match.turn_ms,
+        "turn_ms": match.turn_time_ms,
         "time_bank_ms": match.time_bank_ms,
         "auto_play_forced": match.auto_play_forced,
         "illegal_play_limit": match.illegal_play_limit,
@@ -202,6 +202,7 @@ def encode_match(match: Any) -> tuple:
         "pair_id": match.pair_id,
         "start_timeout": match.start_timeout,
         "first_seat_white": match.first_seat_white,
+        "challenged": match.challenged,
     }
     seats = [
         {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}

@@ -8,6 +8,8 @@ its play, and a fresh clock for the side to move.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nardy.dice import Dice
 from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
@@ -38,7 +40,7 @@ def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> Mat
         options,
         row["target"],
         (seats[0], seats[1]),
-        turn_ms=o["turn_ms"],
+        turn_time_ms=o["turn_ms"],
         time_bank_ms=o["time_bank_ms"],
         auto_play_forced=o["auto_play_forced"],
         dice=Dice(row["seed"], row["script"]),
@@ -49,6 +51,7 @@ def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> Mat
         ladder=o.get("ladder", ""),
         pair_id=o.get("pair_id", ""),
         first_seat_white=o.get("first_seat_white"),
+        challenged=o.get("challenged"),
     )
     match.games = []
     rolled = 0
@@ -89,6 +92,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     game.result = last.result
     game.next_game_id = last.next_game_id
     game.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
-    game.bank = {Color.WHITE: last.clocks[0][1], Color.BLACK: last.clocks[1][1]}
+    for color, (_, bank_ms) in zip(Color, last.clocks, strict=True):
+        game.clocks[color] = replace(game.match.fresh_clock(), bank_ms=bank_ms)  # not running
     if game.status in (Status.FINISHED, Status.ABORTED):
         game.release()

@@ -1,8 +1,10 @@
 """One game and one match as trio tasks: dice, the turn clock, plays, results and events.
 
-Everything here runs in the arbiter's trio thread. A turn's clock is a deadline on the wait
-for the play (``trio.move_on_at``); plays, resignations and subscriptions arrive as plain
-synchronous calls from the transport bridge, so no lock is needed.
+Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.clock`) is
+a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
+arrived at the transport, not by when the core gets to it; plays, resignations and
+subscriptions arrive as plain synchronous calls from the transport bridge, so no lock is
+needed.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from nardy.match import GameOptions, Opening
 from nardy.variant import Variant
 from nardy.variant import variant as get_variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
+from server.clock import Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
@@ -48,6 +52,9 @@ class Sink(Protocol):
 
 class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
+
+    arrivals: Arrivals  # plays stamped at the transport, not yet judged
+    metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, event: Event) -> None:
         """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
@@ -103,6 +110,7 @@ class GameCard:
     seats: tuple[Seat, Seat]  # first and second player (CreateMatch order)
     target: int
     seeded: bool
+    rated: bool
     ladder: str
 
     def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
@@ -130,11 +138,15 @@ class GameSession:
             number,
             match.options,
             Terms(
-                match.turn_ms, match.time_bank_ms, match.auto_play_forced, match.illegal_play_limit
+                match.turn_time_ms,
+                match.time_bank_ms,
+                match.auto_play_forced,
+                match.illegal_play_limit,
             ),
             match.seats,
             match.match.target,
             match.seeded,
+            match.rated,
             match.ladder,
         )
         # Known before the start when no opening throw decides (a chosen colour, or later
@@ -143,9 +155,7 @@ class GameSession:
         self.turn_id = 0
         self.dice: tuple[int, ...] = ()
         self.legal: tuple[Play, ...] = ()
-        self.deadline = float("inf")
-        self.turn_started = 0.0
-        self.bank = {Color.WHITE: match.time_bank_ms, Color.BLACK: match.time_bank_ms}
+        self.clocks = {color: match.fresh_clock() for color in Color}
         self.result: GameResult | None = None
         self.next_game_id = ""
         self.events: list[Event] = []
@@ -230,17 +240,7 @@ class GameSession:
     # -- events -------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         now = trio.current_time()
-        turn_ms = self.match.turn_ms
-        clocks = []
-        for color in Color:
-            bank = self.bank[color]
-            if self.status is Status.IN_PROGRESS and self.legal and self.position.turn is color:
-                remaining = max(0, int((self.deadline - now) * 1000))
-                spent = (now - self.turn_started) * 1000
-                bank = max(0, int(bank - max(0.0, spent - turn_ms)))
-            else:
-                remaining = turn_ms + bank
-            clocks.append((remaining, bank))
+        clocks = [self.clocks[color].reading(now) for color in Color]
         scores = self.match.scores_by_colour(self)
         return Snapshot(
             status=self.status,
@@ -332,6 +332,7 @@ class GameSession:
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             self.emit(EventType.TURN_PASSED, play=record)
+            self.match.host.metrics.turns.labels("passed").inc()
             return
         if len(plays) == 1 and self.match.auto_play_forced:
             self._apply(plays[0], mover, automatic=True, used_ms=0)
@@ -341,35 +342,56 @@ class GameSession:
     async def _await_play(self, mover: Color, plays: tuple[Play, ...]) -> None:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
-        self.turn_started = trio.current_time()
-        self.deadline = self.turn_started + (self.match.turn_ms + self.bank[mover]) / 1000
-        self._wake = trio.Event()
+        clock = self.clocks[mover]
+        deadline = clock.start(trio.current_time())
         self.emit(EventType.TURN_STARTED)
-        with trio.move_on_at(self.deadline):
+        with trio.move_on_at(deadline):
+            while self._awaiting_play():
+                self._wake = trio.Event()
+                await self._wake.wait()
+        # A play that arrived in time may still be on its way to the core: judge it first.
+        arrivals = self.match.host.arrivals
+        while self._awaiting_play() and arrivals.pending(self.id, before=deadline):
+            self._wake = trio.Event()
             await self._wake.wait()
-        if self.result is None and self.turn_id not in self.accepted:
+        arrivals.done_waiting(self.id)
+        clock.stop()  # stopped already if a play was charged
+        if self._awaiting_play():
+            late = trio.current_time() - deadline
+            self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
 
+    def _awaiting_play(self) -> bool:
+        return self.result is None and self.turn_id not in self.accepted
+
+    def arrival_settled(self) -> None:
+        """A play stamped for this game has been judged: a turn past its deadline that
+        was waiting for it may now decide (see _await_play)."""
+        self._wake.set()
+
     def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
-        before = (self.position, self.legal, self.dice, self.deadline, self.result)
+        before = (self.position, self.legal, self.dice, self.result)
         self.accepted[self.turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
-        self.deadline = float("inf")
         self.result = self.variant.result(self.position, self.options.rules)
         try:
             self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
         except ArbiterError:  # not stored: as if the play never arrived
             del self.accepted[self.turn_id]
-            self.position, self.legal, self.dice, self.deadline, self.result = before
+            self.position, self.legal, self.dice, self.result = before
             raise
+        metrics = self.match.host.metrics
+        metrics.turns.labels("automatic" if automatic else "played").inc()
+        if not automatic:
+            metrics.turn_latency.observe(used_ms / 1000)
         self._retire_announcement()
         return answer
 
@@ -385,8 +407,16 @@ class GameSession:
                 return
 
     # -- actions (called from the bridge) -----------------------------------------------
-    def submit(self, seat: int, turn_id: int, notation: str | None, end: str | None) -> Accepted:
-        """Check and make a play for ``turn_id``; idempotent for the same play."""
+    def submit(
+        self,
+        seat: int,
+        turn_id: int,
+        notation: str | None,
+        end: str | None,
+        arrival: Arrival | None = None,
+    ) -> Accepted:
+        """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
+        transport (now, if not given); idempotent for the same play."""
         if turn_id in self.accepted:
             answer = self.accepted[turn_id]
             requested = self._requested_end(turn_id, notation, end)
@@ -408,17 +438,20 @@ class GameSession:
                 Code.FAILED_PRECONDITION,
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
             )
-        now = trio.current_time()
-        if now >= self.deadline:
+        clock = self.clocks[mover]
+        arrived = trio.current_time() if arrival is None else arrival.time
+        if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
         play = self._read_play(notation, end)
-        used = (now - self.turn_started) * 1000
-        over = used - self.match.turn_ms
-        if over > 0:
-            self.bank[mover] = max(0, int(self.bank[mover] - over))
-        self.used_ms[mover] += int(used)
+        before = (clock.bank_ms, clock.started)
+        used = clock.charge(arrived)
+        try:
+            answer = self._apply(play, mover, automatic=False, used_ms=used)
+        except ArbiterError:  # not stored: the clock runs on as if the play never arrived
+            clock.bank_ms, clock.started = before
+            raise
+        self.used_ms[mover] += used
         self.plays_made[mover] += 1
-        answer = self._apply(play, mover, automatic=False, used_ms=int(used))
         self._wake.set()
         return answer
 
@@ -536,13 +569,14 @@ class MatchSession:
         target: int,
         seats: tuple[Seat, Seat],
         *,
-        turn_ms: int,
+        turn_time_ms: int,
         time_bank_ms: int,
         auto_play_forced: bool,
         illegal_play_limit: int = 0,
         ladder: str = "",
         pair_id: str = "",
         first_seat_white: bool | None = None,
+        challenged: str | None = None,
         dice: Dice,
         start: Position | None,
         start_timeout: float,
@@ -553,15 +587,21 @@ class MatchSession:
         self.options = options
         self.match = Match(target, options)
         self.seats = seats
-        self.turn_ms = turn_ms
+        self.turn_time_ms = turn_time_ms
         self.time_bank_ms = time_bank_ms
         self.auto_play_forced = auto_play_forced
         self.illegal_play_limit = illegal_play_limit
         self.ladder = ladder
         self.pair_id = pair_id
         self.first_seat_white = first_seat_white
+        self.challenged = challenged  # a player who has not yet accepted this challenge
+        self.called_off = ""  # why the operator (or a declined challenge) ended the match
+        self._scope: trio.CancelScope | None = None
         self.dice = dice
-        self.seeded = not dice.fair
+        # Set up by the creator (chosen dice, seed, start or colour): never rated.
+        self.seeded = not dice.fair or start is not None or first_seat_white is not None
+        # Counts for ratings and standings: two registered players, nothing set up.
+        self.rated = not self.seeded and all(s.player_id for s in seats)
         self.start = start
         self.start_timeout = start_timeout
         self.new_id = new_id
@@ -570,6 +610,10 @@ class MatchSession:
     @property
     def current(self) -> GameSession:
         return self.games[-1]
+
+    def fresh_clock(self) -> Clock:
+        """A side's clock at the start of a game (and of a turn resumed after a restart)."""
+        return Clock(self.turn_time_ms, self.time_bank_ms)
 
     def planned_white(self) -> int | None:
         """The seat that will play white in the next game, if no opening throw decides it."""
@@ -584,7 +628,27 @@ class MatchSession:
             return s[0], s[1]
         return s[white], s[1 - white]
 
+    def seat_index(self, player_id: str | None) -> int:
+        return next(s.index for s in self.seats if s.player_id == player_id)
+
+    def call_off(self, why: str) -> None:
+        """End the match now: its current game is aborted (voided) with ``why``."""
+        self.called_off = why
+        game = self.current
+        if game.status in (Status.WAITING, Status.IN_PROGRESS):
+            game.result = None
+            game.abort(why)
+            self.host.game_over(game)
+        if self._scope is not None:
+            self._scope.cancel()
+
     async def run(self) -> None:
+        with trio.CancelScope() as self._scope:
+            if self.called_off:
+                return
+            await self._run()
+
+    async def _run(self) -> None:
         while True:
             game = self.current
             if game.status is Status.IN_PROGRESS:  # restored after a restart

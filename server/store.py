@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS games (
     status INTEGER NOT NULL, white_seat INTEGER, result TEXT,
     created REAL DEFAULT (unixepoch('subsec')));
 CREATE TABLE IF NOT EXISTS ladders (name TEXT PRIMARY KEY, options TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ladder_members (
     ladder TEXT NOT NULL, player_id TEXT NOT NULL, ready INTEGER NOT NULL,
     PRIMARY KEY (ladder, player_id));
@@ -60,6 +61,9 @@ class Store(Protocol):
     def update_game(self, game: GameSession) -> None: ...
     def append_event(self, game: GameSession, event: Event) -> None: ...
     def set_player_token(self, player_id: str, token_hash: str) -> None: ...
+    def accept_challenge(self, match_id: str) -> None: ...
+    def get_setting(self, key: str) -> str | None: ...
+    def set_setting(self, key: str, value: str) -> None: ...
     def load_players(self) -> list[tuple[str, str, int, str, str]]: ...
     def add_ladder(self, name: str, options: LadderOptions) -> None: ...
     def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None: ...
@@ -151,6 +155,19 @@ class SQLiteStore:
 
     def set_player_token(self, player_id: str, token_hash: str) -> None:
         self._write("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
+
+    def accept_challenge(self, match_id: str) -> None:
+        self._write(
+            "UPDATE matches SET options=json_set(options, '$.challenged', NULL) WHERE id=?",
+            (match_id,),
+        )
+
+    def get_setting(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_setting(self, key: str, value: str) -> None:
+        self._write("INSERT OR REPLACE INTO settings VALUES (?,?)", (key, value))
 
     def load_players(self) -> list[tuple[str, str, int, str, str]]:
         return self.db.execute(

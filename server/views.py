@@ -68,6 +68,7 @@ def state_pb(card: GameCard, snap: Snapshot, audience: Color | None) -> pb.GameS
         match=match_score_pb(card, snap),
         result=finished_result(snap),
         seeded=card.seeded,
+        rated=card.rated,
         next_game_id=snap.next_game_id,
         white_refused=snap.refused[0],
         black_refused=snap.refused[1],
@@ -135,5 +136,8 @@ def summary_pb(card: GameCard, snap: Snapshot) -> api.GameSummary:
         black=black,
         result=finished_result(snap),
         match=match_score_pb(card, snap),
+        rated=card.rated,
+        seeded=card.seeded,
+        ladder=card.ladder,
         **seats_pb(card),
     )

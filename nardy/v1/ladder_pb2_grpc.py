@@ -61,6 +61,7 @@ class LadderServiceServicer:
 
     def CreateLadder(self, request, context):
         """Create a ladder (or return the existing one of that name with `created` false).
+        Operator only (the admin token; PERMISSION_DENIED otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -82,7 +82,8 @@ def test_pairs_share_dice_with_colours_swapped(tmp_path):
         lstub.CreateLadder(
             lpb.CreateLadderRequest(
                 name="dup", options=lpb.LadderOptions(turn_time_ms=3000, max_games=2)
-            )
+            ),
+            metadata=(("authorization", f"Bearer {srv.admin_token}"),),
         )
         procs = []
         try:
