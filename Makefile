@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser pg pg-stop
+.PHONY: install test lint demo bench proto clean browser node pg pg-stop
 
 install: $(STAMP)
 
@@ -27,9 +27,18 @@ browser:
 			chromium chromium-driver >/dev/null || echo "could not install chromium"; \
 	fi
 
+# The Node.js example engine's packages, exactly as its lock file says (npm ci).
+NODE_DIR := examples/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
 # The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
 # Debian's package via apt-get when missing, loopback only), stopped again afterwards.
-test: $(STAMP) proto browser
+test: $(STAMP) proto browser node
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 
@@ -51,4 +60,4 @@ bench: $(STAMP) proto
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules

@@ -23,6 +23,7 @@ from server import journal
 from server.errors import ArbiterError, Code
 
 if TYPE_CHECKING:
+    from nardy.variant import Variant
     from server.ladder import LadderGame, LadderOptions
     from server.session import GameSession, MatchSession
 
@@ -221,8 +222,9 @@ class Reader:
         )
         return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
 
-    async def events(self, game_id: str) -> list[journal.Event]:
-        return [journal.decode_event(*entry) for entry in await self.entries(game_id)]
+    async def events(self, game_id: str, rules: Variant) -> list[journal.Event]:
+        """A game's events, decoded for the rules of its variant."""
+        return [journal.decode_event(*entry, rules) for entry in await self.entries(game_id)]
 
 
 # -- the stores ---------------------------------------------------------------------------
