@@ -127,13 +127,18 @@ async def serve(
 
     The store is ``store_factory(config.db)``, opened off the trio thread."""
     store = await trio.to_thread.run_sync(store_factory, config.db)
-    arbiter = Arbiter(
-        store,
-        admin_hash=await admin_hash(config, store),
-        policy=config.policy,
-        commit_window_s=config.commit_window_s,
-    )
-    creds = credentials(config)
+    try:
+        arbiter = Arbiter(
+            store,
+            admin_hash=await admin_hash(config, store),
+            policy=config.policy,
+            commit_window_s=config.commit_window_s,
+        )
+        creds = credentials(config)
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await store.close()
+        raise
     async with trio.open_nursery() as nursery:
         await nursery.start(arbiter.run)
         bridge = Bridge(trio.lowlevel.current_trio_token(), nursery)

@@ -9,6 +9,7 @@ PostgreSQL advisory lock, so instances starting together migrate once.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +18,8 @@ import psycopg
 from server.store import SQLStore, StoreError, Write, run_batch
 
 MIGRATE_LOCK = 0x6E61_7264_7901  # advisory lock key: "nardy" schema migration
+SERVER_LOCK = 0x6E61_7264_7902  # held by the one server running this database's games
+SERVER_LOCK_WAIT_S = 10.0  # a killed server's session may take a moment to go away
 
 POSTGRES_MIGRATIONS = {
     1: """
@@ -87,6 +90,26 @@ class PostgresStore(SQLStore):
         except StoreError:
             self.db.close()
             raise
+        self._claim(SERVER_LOCK_WAIT_S)
+
+    def _claim(self, wait_s: float) -> None:
+        """Hold the server lock: one server runs a database's games (two would both
+        resume every game in progress). Refused clearly when another server holds it."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                row = self.db.execute("SELECT pg_try_advisory_lock(%s)", (SERVER_LOCK,)).fetchone()
+            except psycopg.Error as e:
+                raise StoreError(f"{self.name}: cannot lock the database ({e})") from None
+            if row[0]:
+                return
+            if time.monotonic() >= deadline:
+                self.db.close()
+                raise StoreError(
+                    f"{self.name}: another nardy server is running this database's games; "
+                    "stop it first (one server per database)"
+                )
+            time.sleep(0.2)
 
     def _connect(self) -> psycopg.Connection:
         try:
@@ -95,8 +118,9 @@ class PostgresStore(SQLStore):
             raise StoreError(f"{self.name}: cannot connect ({e})".strip()) from None
 
     def _conn(self) -> psycopg.Connection:
-        if self.db.closed or self.db.broken:
+        if self.db.closed or self.db.broken:  # reconnect, and hold the server lock again
             self.db = self._connect()
+            self._claim(0.0)
         return self.db
 
     def _write_sync(self, batch: Sequence[Write]) -> None:

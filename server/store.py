@@ -12,6 +12,8 @@ create and migrate their schema, refusing a database whose schema is newer than 
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -318,6 +320,7 @@ class SQLiteStore(SQLStore):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = self.name = path
+        self._lock = self._claim(path)
         try:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -332,7 +335,31 @@ class SQLiteStore(SQLStore):
                 self.db.execute("INSERT INTO nardy_schema VALUES (0)")
             self._migrate(row[0] if row else 0)
         except sqlite3.Error as e:
+            self._unlock()
             raise StoreError(f"{path}: not a usable nardy database ({e})") from None
+        except BaseException:
+            self._unlock()
+            raise
+
+    @staticmethod
+    def _claim(path: str) -> int | None:
+        """Lock ``path``'s lock file: one server runs a database's games (two would both
+        resume every game in progress). The kernel drops the lock when the process dies."""
+        if path == ":memory:" or path.startswith("file:"):
+            return None
+        try:
+            fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StoreError(f"{path}: cannot create its lock file ({e})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreError(
+                f"{path}: another nardy server is running this database's games; "
+                "stop it first (one server per database)"
+            ) from None
+        return fd
 
     def _write_sync(self, batch: Sequence[Write]) -> None:
         """One transaction; a failure (read-only file, full disk) becomes UNAVAILABLE."""
@@ -357,3 +384,9 @@ class SQLiteStore(SQLStore):
 
     async def close(self) -> None:
         await self._run(self.db.close)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None

@@ -140,3 +140,16 @@ async def test_a_play_that_cannot_be_stored_is_refused_and_nothing_changes(db):
                 resp = await mover.submit(r.game_id, st.turn_id, end_position=play.end_position)
                 assert not resp.duplicate and resp.end_position == play.end_position
                 nursery.cancel_scope.cancel()
+
+
+def test_a_second_server_on_the_same_database_is_refused(db, monkeypatch):
+    """Two servers on one database would both resume every game in progress."""
+    import server.pgstore
+
+    monkeypatch.setattr(server.pgstore, "SERVER_LOCK_WAIT_S", 0.5)
+    with EmbeddedServer(db=db):
+        with pytest.raises(StoreError) as info:
+            EmbeddedServer(db=db).start()
+        assert "another nardy server is running this database" in info.value.message
+    with EmbeddedServer(db=db):  # free again once the first has stopped
+        pass
