@@ -20,11 +20,12 @@ from typing import NamedTuple
 
 from nardy.game import Color
 from nardy.short.notation import format_step
-from nardy.short.position import BAR, CHECKERS, OFF, POINTS, Position, absolute
+from nardy.short.position import BAR, CHECKERS, OFF, Position, absolute
 
 SHIFT = tuple(8 * p for p in range(26))
 UNIT = tuple(1 << s for s in SHIFT)  # one checker on point p (0: off, 25: bar)
 BAR_BIT = 1 << BAR
+ABOVE = tuple(~((2 << d) - 1) for d in range(7))  # bits of the points above d: src - d >= 1
 HITS = 8 * 26  # bit offset of the blots-hit mask in a state key
 TAG = HITS + 26  # bit offset of the die left for a non-double's second step
 _OFF_ALL = CHECKERS * UNIT[OFF]  # the packed board of a side that has borne off all 15
@@ -83,19 +84,19 @@ class Turn:
         self.next_turn = OPPONENT[color]
         self.dice = dice
         board = position.board
-        s = color.sign
-        m = [0] * 26
-        closed = blots = 0
-        for p in range(1, POINTS + 1):
-            c = board[absolute(color, p)] * s
-            if c > 0:
-                m[p] = c
-            elif c <= -2:
-                closed |= 1 << p
-            elif c == -1:
-                blots |= 1 << p
-        m[BAR] = position.bar[color]
+        # The board by the mover's points 1..24, the mover's checkers positive (§9).
+        rel = board[::-1] if color is Color.WHITE else [-c for c in board]
+        m = [0, *[c if c > 0 else 0 for c in rel], position.bar[color]]
         m[OFF] = CHECKERS - sum(m)
+        closed = blots = 0
+        bit = 2
+        for c in rel:
+            if c < 0:
+                if c == -1:
+                    blots |= bit
+                else:
+                    closed |= bit
+            bit <<= 1
         self.closed = closed  # bit p: the opponent holds the mover's point p (§8)
         self.blots = blots  # bit p: a lone opposing checker on the mover's point p
         self.start = tuple(m)
@@ -124,13 +125,16 @@ class Turn:
     def _opponent_after(self, hits: int) -> tuple[tuple[int, ...], int]:
         """The opponent's signed counts by absolute index and its bar, after ``hits``."""
         color = self.color
-        sign = color.sign
-        board = [c if c * sign < 0 else 0 for c in self.position.board]
+        if color is Color.WHITE:
+            board = [c if c < 0 else 0 for c in self.position.board]
+        else:
+            board = [c if c > 0 else 0 for c in self.position.board]
         n = 0
-        for p in range(1, POINTS + 1):
-            if hits >> p & 1:
-                board[absolute(color, p)] = 0
-                n += 1
+        while hits:
+            p = hits.bit_length() - 1
+            hits ^= 1 << p
+            board[absolute(color, p)] = 0
+            n += 1
         return tuple(board), self.position.bar[self.next_turn] + n
 
     def steps_from(
@@ -173,8 +177,10 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
     the turn passes and the position is unchanged with the opponent to move (§3.6, §8).
     """
     turn = Turn(position, dice)
-    end, make, new = turn._end, Step._make, tuple.__new__
-    return [new(Play, (tuple(map(make, steps)), end(key))) for key, steps in _search(turn)]
+    end, new = turn._end, tuple.__new__
+    return [
+        new(Play, (tuple([new(Step, s) for s in steps]), end(key))) for key, steps in _search(turn)
+    ]
 
 
 Path = tuple[tuple[int, int, int, bool], ...]  # (src, dst, die, hit) steps
@@ -201,59 +207,59 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
         nxt: dict = {}
         depth += 1
         for m, occ, hits, remaining, steps in level.values():
-            if occ & BAR_BIT:
-                sources = (BAR,)  # §8: enter before any other step
-                home_only = False
-            else:
-                home_only = not occ >> 7
-                sources = []
-                o = occ
-                while o:
-                    src = o.bit_length() - 1
-                    o ^= 1 << src
-                    sources.append(src)
+            # §8: a checker on the bar enters before any other step
+            sources = BAR_BIT if occ & BAR_BIT else occ
+            home_only = not occ >> 7
             highest = occ.bit_length() - 1
             open_blots = blots & ~hits
+            hkey = hits << HITS
             for i, die in enumerate(remaining):
                 if i and die == remaining[i - 1]:
                     continue
                 rest = remaining[:i] + remaining[i + 1 :]
                 last = not rest
                 tag = rest[0] << TAG if len(rest) == 1 else 0
-                for src in sources:
+                # sources whose landing point is on the board and not closed (§8) ...
+                movers = sources & ~(closed << die) & ABOVE[die]
+                targets = []
+                while movers:
+                    src = movers.bit_length() - 1
+                    movers ^= 1 << src
+                    targets.append(src)
+                # ... then bearing off: all home, the exact point or the highest (§4.1-4.4)
+                if home_only:
+                    if occ >> die & 1:
+                        targets.append(die)
+                    elif highest < die and occ:
+                        targets.append(highest)
+                for src in targets:
                     dst = src - die
-                    if dst >= 1:
-                        if closed >> dst & 1:  # two or more opposing checkers (§8)
-                            continue
+                    if dst > 0:
                         n = m - unit[src] + unit[dst]
                         hit = open_blots >> dst & 1
-                        key = n | (hits | hit << dst) << HITS if hit or hits else n
-                    elif home_only and (dst == 0 or src == highest):
-                        # bear off: all home; the exact point, or the highest (§4.1-4.4)
-                        dst = OFF
+                        if hit:
+                            nhits = hits | 1 << dst
+                            key = n | nhits << HITS
+                        else:
+                            nhits = hits
+                            key = n | hkey
+                    else:
+                        dst = hit = 0
                         n = m - unit[src] + 1
-                        hit = 0
-                        key = n | hits << HITS if hits else n
+                        nhits = hits
+                        key = n | hkey
                         if n == _OFF_ALL:  # the game ends; unplayed dice lapse (§4.6)
                             if key not in finished:
                                 finished[key] = (*steps, (src, OFF, die, False))
                             continue
-                    else:
-                        continue
                     if last:  # the last die: a complete play, nothing to expand
                         if key not in complete:
-                            complete[key] = (*steps, (src, dst, die, bool(hit)))
+                            complete[key] = (*steps, (src, dst, die, hit == 1))
                     elif key + tag not in nxt:
                         nocc = occ | 1 << dst if dst else occ
                         if (m >> shift[src]) & 255 == 1:
                             nocc &= ~(1 << src)
-                        nxt[key + tag] = (
-                            n,
-                            nocc,
-                            hits | hit << dst,
-                            rest,
-                            (*steps, (src, dst, die, bool(hit))),
-                        )
+                        nxt[key + tag] = (n, nocc, nhits, rest, (*steps, (src, dst, die, hit == 1)))
         if not nxt:
             break
         level = nxt

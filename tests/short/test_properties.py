@@ -49,9 +49,15 @@ def game(seed: int):
     raise AssertionError(f"game {seed} did not end in {MAX_TURNS} turns")
 
 
+def sample(plays: list, n: int = 8) -> list:
+    """About ``n`` plays spread over the list (doubles can have hundreds)."""
+    return plays[:: max(1, len(plays) // n)]
+
+
 def mine(pos: Position, color: Color) -> list[int]:
-    """``color``'s checkers by its own point: 0 off, 1..24, 25 the bar."""
-    return [pos.borne_off(color), *(pos.count(color, p) for p in range(1, 26))]
+    """``color``'s checkers by its own point: 0 off, 1..24, 25 the bar (§9 coordinates)."""
+    own = pos.board[::-1] if color is Color.WHITE else [-c for c in pos.board]
+    return [pos.borne_off(color), *(c if c > 0 else 0 for c in own), pos.on_bar(color)]
 
 
 def check_play(pos: Position, dice: tuple[int, int], plays) -> None:
@@ -60,11 +66,12 @@ def check_play(pos: Position, dice: tuple[int, int], plays) -> None:
     mover, opp = pos.turn, pos.turn.opponent
     assert len({p.end for p in plays}) == len(plays), f"{where}: repeated end (§3.7)"
     allowed = Counter([dice[0]] * 4 if dice[0] == dice[1] else dice)
+    before = mine(pos, mover), mine(pos, opp)
     for play in plays:
         at = f"{where} play {play.notation()} -> {play.end.text()}"
         end = play.end
         assert end.turn is opp, at
-        m, o = mine(pos, mover), mine(pos, opp)  # o by the opponent's own points
+        m, o = list(before[0]), list(before[1])  # o by the opponent's own points
         for step in play.steps:
             assert m[step.src] > 0, f"{at}: no checker on {step.src}"
             assert step.src == BAR or m[BAR] == 0, f"{at}: moved with a checker on the bar"
@@ -116,7 +123,7 @@ def check_no_shared_points(pos: Position) -> None:
         assert sum(mine(pos, color)) == CHECKERS, pos.text()
 
 
-@settings(GAMES, max_examples=25)
+@settings(GAMES, max_examples=15)
 @given(seed=SEEDS)
 def test_random_games_invariants(seed):
     """§8, §4, §3.7: steps replay legally with hits to the bar; checkers are conserved."""
@@ -133,12 +140,12 @@ def test_random_games_play_maximal_dice(seed):
         check_max_dice(pos, dice, plays)
 
 
-@settings(GAMES, max_examples=10)
+@settings(GAMES, max_examples=5)
 @given(seed=SEEDS)
 def test_random_games_notation_round_trip(seed):
     """§9: every play's notation, with or without its ``*`` marks, reads back as the play."""
     for pos, dice, plays in game(seed):
-        for play in plays:
+        for play in sample(plays):
             text = play.notation()
             assert match_play(pos, dice, text).end == play.end, f"{pos.text()} {dice} {text}"
             bare = text.replace("*", "")
@@ -147,7 +154,7 @@ def test_random_games_notation_round_trip(seed):
             assert match_play(pos, dice, "-").end == pos.passed()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(pos=POSITIONS, dice=DICE)
 def test_random_valid_positions_invariants(pos, dice):
     """§8, §3.6, §4 on random valid positions: bar, bear-off, contact."""
@@ -159,7 +166,7 @@ def test_random_valid_positions_invariants(pos, dice):
         check_no_shared_points(play.end)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(pos=POSITIONS)
 def test_position_text_round_trip(pos):
     """§9: text -> position -> text is the identity, and so is position -> text -> position."""
@@ -169,9 +176,9 @@ def test_position_text_round_trip(pos):
     assert Position.parse(f"  {text.replace(',', ' , ')} ") == pos
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(pos=POSITIONS, dice=DICE)
 def test_random_valid_positions_notation_round_trip(pos, dice):
     """§9: notation round trip on random valid positions (bar entries, hits, bear-off)."""
-    for play in legal_plays(pos, dice):
+    for play in sample(legal_plays(pos, dice)):
         assert match_play(pos, dice, play.notation()).end == play.end, play.notation()
