@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from nardy.position import ABS, HEAD, Color, Position, absolute, relative
+from nardy.long.position import ABS, HEAD, Color, Position, absolute, relative
 from nardy.v1 import game_pb2 as pb
 
 CELL = 4  # characters per point: the checker in column 2, numbers right-aligned in 1..2

@@ -16,8 +16,8 @@ import grpc
 import trio
 
 from clients.board import KIND, PB_COLOR, side_name, termination_name
+from nardy import Color
 from nardy.client import END_TYPES, RETRYABLE, Client
-from nardy.position import Color
 from nardy.v1 import game_pb2 as pb
 
 MAX_BACKOFF = 4.0

@@ -45,11 +45,17 @@ from clients.follow import (
     score_text,
 )
 from clients.term import Screen, run_trio
+from nardy import (
+    OFF,
+    Color,
+    IllegalPlay,
+    NotationError,
+    Position,
+    TurnBuilder,
+    match_play,
+    parse_moves,
+)
 from nardy.client import RETRYABLE, Client, my_turn
-from nardy.movegen import OFF
-from nardy.notation import NotationError, parse_moves
-from nardy.position import Color, Position
-from nardy.turn import IllegalPlay, TurnBuilder, match_play
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 

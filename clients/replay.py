@@ -24,8 +24,8 @@ from rich.text import Text
 from clients.board import COLOR_PB, PB_COLOR, play_marks, render, side_name, state_for
 from clients.follow import dice_text, finished_text, names_of
 from clients.term import Screen, run_trio
+from nardy import Color
 from nardy.client import END_TYPES, Client
-from nardy.position import Color
 from nardy.v1 import game_pb2 as pb
 
 

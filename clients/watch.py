@@ -19,8 +19,8 @@ from rich.text import Text
 from clients.board import PB_COLOR, fmt_clock, live_clocks, play_marks, render
 from clients.follow import GameGone, describe, follow, score_text
 from clients.term import Screen, run_trio
+from nardy import Color
 from nardy.client import Client
-from nardy.position import Color
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 

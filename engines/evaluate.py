@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from operator import mul
 
-from nardy.position import Color, Position
+from nardy import Color, Position
 
 # ---------------------------------------------------------------------------------------
 # Weights: the single place where the evaluation is tuned.

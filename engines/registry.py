@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from engines.expectimax import ExpectimaxEngine
 from engines.greedy import GreedyEngine
+from engines.neural import NetworkEngine
 from engines.random_engine import RandomEngine
 from nardy import Color, legal_plays
 
@@ -21,6 +22,7 @@ ENGINES = {
     "random": RandomEngine,
     "greedy": GreedyEngine,
     "expectimax": ExpectimaxEngine,
+    "network": NetworkEngine,
 }
 
 

@@ -1,4 +1,9 @@
-"""Long nardy: the pure game (positions, notation, legal plays, scoring) and the client SDK."""
+"""Nardy: the pure games behind one variant API (:mod:`nardy.variant`) and the client SDK.
+
+The names exported here are the shared types and, for convenience, long nardy's rules
+(``Position``, ``legal_plays``, ...); code that must work for every variant uses
+:func:`variant` instead.
+"""
 
 import os
 
@@ -6,19 +11,29 @@ import os
 # handlers are not needed for that and only log noise (notes/grpc-trio.md, pitfall 5).
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
+from nardy.game import (
+    Color,
+    GameResult,
+    IllegalPlay,
+    NotationError,
+    PositionError,
+    ResultKind,
+    Termination,
+)
+from nardy.long.movegen import OFF, Play, Step, legal_plays
+from nardy.long.notation import parse_moves
+from nardy.long.position import CHECKERS, HEAD, Position
+from nardy.long.scoring import Kind, forfeit, result
+from nardy.long.turn import TurnBuilder, match_play
 from nardy.match import Colours, GameOptions, Match, Opening, opening_throw
-from nardy.movegen import OFF, Play, Step, legal_plays
-from nardy.notation import NotationError, parse_moves
-from nardy.position import CHECKERS, HEAD, Color, Position, PositionError
-from nardy.scoring import GameResult, Kind, Termination, forfeit, result
-from nardy.turn import IllegalPlay, TurnBuilder, match_play
-from nardy.variant import VARIANTS, Variant, variant
+from nardy.variant import BAR, Board, Variant, available, variant
 
 __all__ = [
+    "BAR",
     "CHECKERS",
     "HEAD",
     "OFF",
-    "VARIANTS",
+    "Board",
     "Color",
     "Colours",
     "GameOptions",
@@ -31,10 +46,12 @@ __all__ = [
     "Play",
     "Position",
     "PositionError",
+    "ResultKind",
     "Step",
     "Termination",
     "TurnBuilder",
     "Variant",
+    "available",
     "forfeit",
     "legal_plays",
     "match_play",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from nardy.dice import parse_dice
-from nardy.movegen import legal_plays
-from nardy.position import Position
+from nardy.long.movegen import legal_plays
+from nardy.long.position import Position
 
 
 def end_positions(position_text: str, dice_text: str) -> list[str]:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from nardy.scoring import GameResult
+from nardy.game import GameResult
 
 
 class Opening(StrEnum):
@@ -21,10 +21,14 @@ class Colours(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class GameOptions:
-    """The rule options a game or match is created with (RULES.md variant options)."""
+    """The rule options a game or match is created with (RULES.md variant options).
+
+    ``rules`` holds the variant's house rules that are on (long nardy: ``koks``); the
+    variant refuses the ones it does not have (:meth:`nardy.variant.Variant.check`).
+    """
 
     variant: str = "long"
-    koks: bool = False
+    rules: frozenset[str] = frozenset()
     opening: Opening = Opening.FRESH_ROLL
     colours: Colours = Colours.ALTERNATE
 
@@ -74,14 +78,22 @@ class Match:
             return None
         return 0 if self.scores[0] >= self.target else 1
 
+    def alternating_white(self) -> int | None:
+        """Who plays white in the next game when no throw is needed: after the first game,
+        with colours alternating (RULES.md §2); None when a throw decides."""
+        if self.games and self.options.colours is Colours.ALTERNATE:
+            return 1 - self.games[-1][0]
+        return None
+
     def next_white(self, throw: Callable[[], list[tuple[int, int]]]) -> tuple[int, list]:
         """Who plays white in the next game, and the opening throws made to decide it.
 
         The first game (and every game with ``colours = throw-each-game``) is decided by
         the single-die throw; after that colours alternate (RULES.md §2).
         """
-        if self.games and self.options.colours is Colours.ALTERNATE:
-            return 1 - self.games[-1][0], []
+        white = self.alternating_white()
+        if white is not None:
+            return white, []
         throws = throw()
         a, b = throws[-1]
         return (0 if a > b else 1), throws

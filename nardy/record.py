@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nardy.dice import parse_dice
-from nardy.movegen import legal_plays
-from nardy.position import Color, Position
-from nardy.scoring import GameResult, Kind, Termination, forfeit, result
-from nardy.turn import IllegalPlay, match_play
+from nardy.game import Color, GameResult, IllegalPlay, Termination
+from nardy.long.movegen import legal_plays
+from nardy.long.position import Position
+from nardy.long.scoring import Kind, forfeit, result
+from nardy.long.turn import match_play
 
 MAGIC = "; nardy record 1"
 HEADERS = (

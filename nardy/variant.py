@@ -1,47 +1,206 @@
-"""The variant interface: everything the arbiter and engines need from a rule set.
+"""The one game API: everything the arbiter, clients, engines and records need from a rule set.
 
-Long nardy is the default. Short nardy (backgammon) is added as another module that
-implements :class:`Variant` and registers in :data:`VARIANTS`; no long-nardy code changes.
+A variant (long nardy, short nardy) is a package under ``nardy/`` whose ``VARIANT`` is an
+instance of :class:`Variant`; :func:`variant` finds it by name (``"long"``, ``"short"``).
+Code outside a variant's package reaches its rules only through these methods and the
+shared types of :mod:`nardy.game`; a test keeps ``server/``, ``clients/`` and ``engines/``
+from importing ``nardy.long.*`` or ``nardy.short.*``.
+
+What a variant provides (OpenSpiel's game / state split, python-chess's values):
+
+* **Positions** are immutable, hashable values with ``turn`` (the :class:`~nardy.game.Color`
+  to move) and ``text()`` (the variant's position text, RULES.md §1 / §9). ``start()`` is
+  the opening position, ``parse(text)`` reads a text or raises
+  :class:`~nardy.game.PositionError`, ``passed(position)`` is the same board with the
+  opponent to move (a turn with no legal play).
+* **Plays** have ``end`` (the position after the play, opponent to move), ``steps`` (single
+  die steps with ``src``, ``dst``, ``die``) and ``notation()`` (``-`` for none).
+  ``legal_plays(position, dice)`` lists every legal play as distinct end positions, ``[]``
+  when nothing can be played (§3.6, §3.7). Applying a play is taking its ``end``.
+* **Points in steps** are the mover's own numbers: 1..24, ``OFF`` (0) for borne off and
+  ``BAR`` (25) for a checker entering from the bar (variants with a bar).
+* ``match_play(position, dice, text)`` is the legal play written as ``text`` or an
+  :class:`~nardy.game.IllegalPlay` naming the step and rule; ``parse_moves(text)`` reads
+  notation into ``(src, dst)`` moves or raises :class:`~nardy.game.NotationError`.
+* ``turn_builder(position, dice)`` plays a turn step by step for people: ``plays``,
+  ``steps``, ``remaining`` dice, ``complete``, ``legal_steps()``, ``step(src, dst)``
+  (several dice when one does not cover the distance), ``undo()``, ``rewind(mark)``,
+  ``play()``; every refusal is an ``IllegalPlay`` giving the reason.
+* **Results**: ``result(position, rules)`` is the :class:`~nardy.game.GameResult` once the
+  game is over (else ``None``); its ``kind`` is one of the variant's ``kinds`` (a
+  ``StrEnum`` whose members have ``points``). ``forfeit(position, loser, termination)``
+  scores a timeout, resignation, abandonment or too many illegal plays.
+* **Options**: ``house_rules`` names the boolean rule options the variant accepts (long
+  nardy: ``koks``); ``check(options)`` refuses a :class:`~nardy.match.GameOptions` the
+  variant cannot play. ``default_opening`` is how white's first roll is made.
+* **Views**: ``board(position)`` is a :class:`Board` (points by absolute index, bar and off
+  per colour) for the wire and for pictures; ``point_index(color, point)`` places a side's
+  own point on that board; ``pips(position, color)`` is a side's pip count.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
 
-from nardy.movegen import Play, legal_plays
-from nardy.position import Color, Position
-from nardy.scoring import GameResult, Termination, forfeit, result
-from nardy.turn import match_play
+from nardy.game import Color, GameResult, Termination
+
+if TYPE_CHECKING:
+    from nardy.match import GameOptions, Opening
+
+OFF = 0  # a step's destination when the checker is borne off
+BAR = 25  # a step's source when the checker enters from the bar
 
 
-class Variant(Protocol):
+class GamePosition(Protocol):
+    """What generic code may read from any variant's position."""
+
+    @property
+    def turn(self) -> Color: ...
+
+    def text(self) -> str: ...
+
+
+class GameStep(Protocol):
+    @property
+    def src(self) -> int: ...
+    @property
+    def dst(self) -> int: ...
+    @property
+    def die(self) -> int: ...
+
+
+class GamePlay(Protocol):
+    @property
+    def steps(self) -> Sequence[GameStep]: ...
+    @property
+    def end(self) -> Any: ...
+
+    def notation(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """A position as pictures and the wire show it.
+
+    ``points``: 24 signed counts by absolute index (white positive, black negative);
+    ``bar`` and ``off``: checkers on the bar and borne off, indexed by :class:`Color`.
+    """
+
+    turn: Color
+    points: tuple[int, ...]
+    bar: tuple[int, int]
+    off: tuple[int, int]
+
+
+class Variant(ABC):
+    """A rule set. Subclasses implement the abstract methods; see the module docstring."""
+
     name: str
+    house_rules: frozenset[str] = frozenset()
+    kinds: type[StrEnum]
 
-    def start(self) -> Position: ...
-    def parse(self, text: str) -> Position: ...
-    def legal_plays(self, position: Position, dice: tuple[int, int]) -> list[Play]: ...
-    def match_play(self, position: Position, dice: tuple[int, int], text: str) -> Play: ...
-    def result(self, position: Position, *, koks: bool = False) -> GameResult | None: ...
-    def forfeit(self, position: Position, loser: Color, why: Termination) -> GameResult: ...
+    @property
+    def default_opening(self) -> Opening:
+        from nardy.match import Opening
+
+        return Opening.FRESH_ROLL
+
+    # -- positions ----------------------------------------------------------------------
+    @abstractmethod
+    def start(self) -> Any: ...
+
+    @abstractmethod
+    def parse(self, text: str) -> Any: ...
+
+    @abstractmethod
+    def passed(self, position: Any) -> Any: ...
+
+    # -- plays --------------------------------------------------------------------------
+    @abstractmethod
+    def legal_plays(self, position: Any, dice: tuple[int, int]) -> list[Any]: ...
+
+    @abstractmethod
+    def match_play(self, position: Any, dice: tuple[int, int], text: str) -> Any: ...
+
+    @abstractmethod
+    def parse_moves(self, text: str) -> list[tuple[int, int]]: ...
+
+    @abstractmethod
+    def turn_builder(self, position: Any, dice: tuple[int, int]) -> Any: ...
+
+    # -- results ------------------------------------------------------------------------
+    @abstractmethod
+    def result(self, position: Any, rules: Iterable[str] = ()) -> GameResult | None: ...
+
+    @abstractmethod
+    def forfeit(self, position: Any, loser: Color, termination: Termination) -> GameResult: ...
+
+    def kind(self, name: str) -> Any:
+        """The result kind called ``name``; ValueError if this variant has none such."""
+        try:
+            return self.kinds(name)
+        except ValueError:
+            known = ", ".join(k.value for k in self.kinds)
+            raise ValueError(f"{self.name} nardy has no result {name!r}; known: {known}") from None
+
+    # -- options ------------------------------------------------------------------------
+    def check(self, options: GameOptions) -> None:
+        """Refuse options this variant does not play (ValueError naming them)."""
+        unknown = set(options.rules) - self.house_rules
+        if unknown:
+            raise ValueError(
+                f"{self.name} nardy has no rule option {', '.join(sorted(unknown))}"
+                + (f" (it has: {', '.join(sorted(self.house_rules))})" if self.house_rules else "")
+            )
+
+    # -- views --------------------------------------------------------------------------
+    @abstractmethod
+    def board(self, position: Any) -> Board: ...
+
+    @abstractmethod
+    def point_index(self, color: Color, point: int) -> int: ...
+
+    @abstractmethod
+    def pips(self, position: Any, color: Color) -> int: ...
 
 
-class LongNardy:
-    """Long nardy as RULES.md §1-5 define it."""
-
-    name = "long"
-    start = staticmethod(Position.start)
-    parse = staticmethod(Position.parse)
-    legal_plays = staticmethod(legal_plays)
-    match_play = staticmethod(match_play)
-    result = staticmethod(result)
-    forfeit = staticmethod(forfeit)
-
-
-VARIANTS: dict[str, Variant] = {"long": LongNardy()}
+# Each variant lives in its own package, imported the first time it is asked for.
+_PACKAGES = {"long": "nardy.long", "short": "nardy.short"}
+_LOADED: dict[str, Variant] = {}
 
 
 def variant(name: str) -> Variant:
+    """The variant called ``name`` (``""`` means long nardy); ValueError if unknown."""
+    found = _load(name or "long")
+    if found is None:
+        raise ValueError(f"unknown variant {name!r}; known: {', '.join(available())}")
+    return found
+
+
+def available() -> list[str]:
+    """The names of the variants this installation can play."""
+    return [n for n in _PACKAGES if _load(n) is not None]
+
+
+def _load(name: str) -> Variant | None:
+    if name in _LOADED:
+        return _LOADED[name]
+    package = _PACKAGES.get(name)
+    if package is None:
+        return None
     try:
-        return VARIANTS[name]
-    except KeyError:
-        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
+        module = importlib.import_module(package)
+    except ModuleNotFoundError as e:
+        if e.name != package:
+            raise
+        return None
+    found = getattr(module, "VARIANT", None)
+    if not isinstance(found, Variant):
+        return None
+    _LOADED[name] = found
+    return found

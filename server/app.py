@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import signal
 import sys
 import threading
@@ -16,19 +17,28 @@ from dataclasses import dataclass
 import grpc
 import trio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
-from nardy.v1 import arbiter_pb2, arbiter_pb2_grpc, ladder_pb2, ladder_pb2_grpc
-from server.arbiter import Arbiter
+from nardy.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    arbiter_pb2,
+    arbiter_pb2_grpc,
+    ladder_pb2,
+    ladder_pb2_grpc,
+)
+from server.arbiter import Arbiter, Policy, token_hash
 from server.bridge import Bridge, Transport
 from server.limits import RateLimiter
-from server.service import HEARTBEAT_S, ArbiterService, LadderService
+from server.reflection import enable_reflection
+from server.service import HEARTBEAT_S, AdminService, ArbiterService, LadderService
 from server.store import SQLiteStore
+from server.web import WebView
 
 log = logging.getLogger("nardy.server")
 
 SERVICE = arbiter_pb2.DESCRIPTOR.services_by_name["ArbiterService"].full_name
 LADDER_SERVICE = ladder_pb2.DESCRIPTOR.services_by_name["LadderService"].full_name
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
 
 @dataclass
@@ -43,6 +53,55 @@ class ServerConfig:
     rate_per_s: float = 1000.0  # requests per second per token (or connection), on average
     rate_burst: float = 2000.0
     switch_interval_s: float = 0.0005
+    http_port: int | None = None  # the read-only web view and /metrics (None: off; 0: any)
+    http_host: str | None = None  # default: the gRPC host
+    admin_token: str | None = None  # None: the one stored (hashed), else a new one printed once
+    registration_open: bool = True
+    players_per_hour: int = Policy.players_per_hour
+    waiting_matches: int = Policy.waiting_matches
+    tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
+    tls_key: str | None = None
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(
+            registration_open=self.registration_open,
+            players_per_hour=self.players_per_hour,
+            waiting_matches=self.waiting_matches,
+        )
+
+
+ADMIN_HASH = "admin_token_hash"
+
+
+def admin_hash(config: ServerConfig, store) -> str:
+    """The operator token's hash: from the given token, else the stored one, else a new
+    token printed once (to stderr, never to the log)."""
+    if config.admin_token:
+        digest = token_hash(config.admin_token)
+        store.set_setting(ADMIN_HASH, digest)
+        return digest
+    stored = store.get_setting(ADMIN_HASH)
+    if stored:
+        return stored
+    token = secrets.token_urlsafe(32)
+    store.set_setting(ADMIN_HASH, token_hash(token))
+    print(
+        f"nardy serve: operator (admin) token, shown only this once: {token}\n"
+        "  keep it, e.g. export NARDY_ADMIN_TOKEN=<token>, for `nardy admin ...`",
+        file=sys.stderr,
+        flush=True,
+    )
+    return token_hash(token)
+
+
+def credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+    if not config.tls_cert and not config.tls_key:
+        return None
+    if not (config.tls_cert and config.tls_key):
+        raise ValueError("TLS needs both --tls-cert and --tls-key")
+    with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
+        return grpc.ssl_server_credentials([(key.read(), cert.read())])
 
 
 async def serve(
@@ -50,7 +109,8 @@ async def serve(
 ) -> None:
     """Serve until ``stop`` is set; ``task_status.started`` receives (port, arbiter)."""
     store = SQLiteStore(config.db)
-    arbiter = Arbiter(store)
+    arbiter = Arbiter(store, admin_hash=admin_hash(config, store), policy=config.policy)
+    creds = credentials(config)
     async with trio.open_nursery() as nursery:
         await nursery.start(arbiter.run)
         bridge = Bridge(trio.lowlevel.current_trio_token())
@@ -75,13 +135,24 @@ async def serve(
             ladder_pb2_grpc.add_LadderServiceServicer_to_server(
                 LadderService(arbiter, bridge, limiter), server
             )
+            admin_pb2_grpc.add_AdminServiceServicer_to_server(
+                AdminService(arbiter, bridge, limiter), server
+            )
             checker = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-            reflection.enable_server_reflection(
-                [SERVICE, LADDER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
-            )
-            port = server.add_insecure_port(f"{config.host}:{config.port}")
+            enable_reflection([SERVICE, LADDER_SERVICE, ADMIN_SERVICE, health.SERVICE_NAME], server)
+            address = f"{config.host}:{config.port}"
+            if creds is None:
+                port = server.add_insecure_port(address)
+            else:
+                port = server.add_secure_port(address, creds)
             await server.start()
+            if config.http_port is not None:
+                web_view = WebView(arbiter, bridge, arbiter.metrics)
+                parts["http_port"] = await web_view.start(
+                    config.http_host or config.host, config.http_port
+                )
+                parts["web"] = web_view
             for name in ("", SERVICE, LADDER_SERVICE):
                 await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
             parts.update(server=server, health=checker)
@@ -90,12 +161,24 @@ async def serve(
         async def shutdown(grace: float) -> None:
             await parts["health"].enter_graceful_shutdown()  # NOT_SERVING first
             await bridge.call(arbiter.shutdown)  # streams end with SERVER_SHUTDOWN
+            if "web" in parts:
+                await parts["web"].stop()
             await parts["server"].stop(grace)
 
         transport = Transport(setup, shutdown)
         port = await trio.to_thread.run_sync(transport.start)
-        log.info("serving nardy.v1 on %s:%d db=%s", config.host, port, config.db)
-        task_status.started((port, arbiter))
+        log.info(
+            "serving nardy.v1 on %s:%d db=%s tls=%s registration=%s",
+            config.host,
+            port,
+            config.db,
+            "on" if creds else "off",
+            "open" if config.registration_open else "closed",
+        )
+        http_port = parts.get("http_port")
+        if http_port is not None:
+            log.info("web view on http://%s:%d/", config.http_host or config.host, http_port)
+        task_status.started((port, arbiter, http_port))
         try:
             await stop.wait()
         finally:
@@ -134,11 +217,18 @@ def unwrap(error: BaseException) -> BaseException:
 
 
 class EmbeddedServer:
-    """An arbiter in a background thread of this process, on an ephemeral loopback port."""
+    """An arbiter in a background thread of this process, on an ephemeral loopback port.
+
+    It holds its own operator token (``admin_token``, a fresh one unless given), so that
+    tests, the ladder runner and the terminal client can seat registered players.
+    """
 
     def __init__(self, db: str = ":memory:", **options) -> None:
+        options.setdefault("admin_token", secrets.token_urlsafe(32))
         self.config = ServerConfig(port=0, db=db, **options)
+        self.admin_token: str = options["admin_token"]
         self.port = 0
+        self.http_port: int | None = None  # with http_port=0 in the options: the bound port
         self._token: trio.lowlevel.TrioToken | None = None
         self._arbiter = None
         self._stop: trio.Event | None = None
@@ -149,6 +239,11 @@ class EmbeddedServer:
     @property
     def address(self) -> str:
         return f"{self.config.host}:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """The web view's base URL (when started with ``http_port``)."""
+        return f"http://{self.config.http_host or self.config.host}:{self.http_port}"
 
     def start(self) -> EmbeddedServer:
         self._thread.start()
@@ -182,7 +277,9 @@ class EmbeddedServer:
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             async with trio.open_nursery() as nursery:
-                self.port, self._arbiter = await nursery.start(serve, self.config, self._stop)
+                self.port, self._arbiter, self.http_port = await nursery.start(
+                    serve, self.config, self._stop
+                )
                 self._ready.set()
 
         try:

@@ -10,27 +10,30 @@ import hashlib
 import logging
 import re
 import secrets
+import time
+from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
 
 import trio
 
-from nardy import Color, GameResult, Position
+from nardy import Color, GameResult
 from nardy.dice import Dice
-from nardy.match import GameOptions
-from nardy.variant import VARIANTS
+from nardy.variant import Variant, variant
+from server.clock import Arrival, Arrivals
 from server.errors import ArbiterError, Code
+from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.metrics import Metrics
 from server.recovery import restore_match
 from server.session import (
-    DEFAULT_TURN_MS,
     Accepted,
-    EventType,
+    GameCard,
     GameSession,
     MatchSession,
+    MatchSpec,
     Seat,
     Sink,
-    Status,
 )
 from server.store import Store, StoreError
 
@@ -38,7 +41,29 @@ log = logging.getLogger("nardy.server")
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 MAX_TARGET = 99
-MAX_TURN_MS = 24 * 3600 * 1000
+MAX_TURN_TIME_MS = 24 * 3600 * 1000
+MAX_SEED = 2**63 - 1
+QUOTE = 100  # characters of a request's text an error message may repeat
+
+
+def clip(text: str, limit: int = 3 * QUOTE) -> str:
+    """An error message cut to a sane length (it may repeat parts of a request)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quote(text: str) -> str:
+    """``text`` as an error message quotes it: repr'd, at most QUOTE characters."""
+    return repr(text if len(text) <= QUOTE else text[:QUOTE] + "…")
+
+
+def spec_rigged(spec: MatchSpec) -> bool:
+    """True when the creator chose something chance or the rules should decide."""
+    return bool(
+        spec.seed is not None
+        or spec.dice_script
+        or spec.start_position
+        or spec.first_seat_white is not None
+    )
 
 
 class Note(IntEnum):
@@ -48,13 +73,21 @@ class Note(IntEnum):
     GAME_OVER = 2
     HEARTBEAT = 3
     SERVER_SHUTDOWN = 4
+    CHALLENGE = 5
 
 
 @dataclass(frozen=True)
 class PlayerNote:
+    """A message for a player's stream, frozen when it is made (read on the transport)."""
+
     type: Note
-    game: GameSession | None = None
+    game: GameCard | None = None
     seat: int = 0
+    color: Color | None = None
+
+    @classmethod
+    def about(cls, kind: Note, game: GameSession, seat: int) -> PlayerNote:
+        return cls(kind, game.card, seat, game.color_of(seat))
 
 
 @dataclass
@@ -67,11 +100,43 @@ class Player:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a token speaks for: a registered player, or one seat of one match."""
+    """Who a token speaks for: the operator, a registered player, or one seat of one match."""
 
     player_id: str | None = None
     match_id: str | None = None
     seat: int | None = None
+    admin: bool = False
+
+    @property
+    def key(self) -> str:
+        """A stable name for rate limits and quotas (never the token itself)."""
+        if self.admin:
+            return "operator"
+        if self.player_id is not None:
+            return f"player:{self.player_id}"
+        return f"seat:{self.match_id}/{self.seat}"
+
+
+OPERATOR = Principal(admin=True)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who makes a request: the verified principal (None when anonymous) and the peer."""
+
+    principal: Principal | None
+    address: str = ""
+
+    @property
+    def admin(self) -> bool:
+        return self.principal is not None and self.principal.admin
+
+    @property
+    def key(self) -> str:
+        return self.principal.key if self.principal is not None else f"addr:{self.address}"
+
+
+AS_OPERATOR = Caller(OPERATOR)
 
 
 def token_hash(token: str) -> str:
@@ -83,38 +148,39 @@ def new_id() -> str:
 
 
 @dataclass(frozen=True)
-class MatchSpec:
-    """What CreateMatch asks for, already read from the request."""
+class Policy:
+    """What strangers may do on this server (``nardy serve`` options)."""
 
-    options: GameOptions
-    target: int
-    first: tuple[str, str]  # (registered player name or "", display name)
-    second: tuple[str, str]
-    seed: int | None = None
-    turn_ms: int = DEFAULT_TURN_MS
-    time_bank_ms: int = 0
-    auto_play_forced: bool = False
-    start_timeout_ms: int = 60_000
-    start_position: str = ""
-    dice_script: tuple[int, ...] = ()
-    illegal_play_limit: int = 0
-    ladder: str = ""
-    pair_id: str = ""
-    first_seat_white: bool | None = None  # None: the opening throw decides
+    registration_open: bool = True  # False: only the operator registers players
+    players_per_hour: int = 30  # anonymous registrations per peer address per hour
+    waiting_matches: int = 20  # matches not yet started, per caller (operator: no limit)
+    max_start_timeout_ms: int = 600_000  # how long a created match may wait for its seats
 
 
 class Arbiter:
-    def __init__(self, store: Store) -> None:
+    """The registry of players, matches and games; the Host its matches run under."""
+
+    def __init__(
+        self, store: Store, *, admin_hash: str | None = None, policy: Policy | None = None
+    ) -> None:
         self.store = store
+        # Created in the trio thread: plays are stamped on this run's clock (server.clock).
+        self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
+        self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
+        self.policy = policy or Policy()
         self.players: dict[str, Player] = {}
         self.by_name: dict[str, Player] = {}
+        self.names: set[str] = set()  # registered names, case-folded (display names avoid them)
         self.tokens: dict[str, Principal] = {}
         self.matches: dict[str, MatchSession] = {}
         self.games: dict[str, GameSession] = {}
         self.player_sinks: dict[str, set[Sink]] = {}
         self.ladders: dict[str, Ladder] = {}
+        self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
+        self.waiting: dict[str, set[str]] = {}  # caller key -> its matches not yet started
         self.nursery: trio.Nursery | None = None
         self.closing = False
+        self.metrics = Metrics()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -124,22 +190,62 @@ class Arbiter:
             await trio.sleep_forever()
 
     # -- players and tokens -------------------------------------------------------------
-    def register_player(self, name: str, bot: bool, owner: str = "") -> tuple[str, str]:
+    def register_player(
+        self, caller: Caller, name: str, bot: bool, owner: str = ""
+    ) -> tuple[str, str]:
+        if not caller.admin:
+            if not self.policy.registration_open:
+                raise ArbiterError(
+                    Code.PERMISSION_DENIED,
+                    "registration is closed on this server: ask its operator to register you",
+                )
+            self._registration_quota(caller.address)
         if not NAME.match(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
             )
-        if name in self.by_name:
+        if name.casefold() in self.names:
             raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken")
-        if len(owner) > 80:
-            raise ArbiterError(Code.INVALID_ARGUMENT, "an owner is at most 80 characters")
+        if len(owner) > 80 or not owner.isprintable():
+            raise ArbiterError(Code.INVALID_ARGUMENT, "an owner is at most 80 printable characters")
         player = Player(new_id(), name, bot, owner)
         token = secrets.token_urlsafe(32)
         self.store.add_player(player.id, name, bot, token_hash(token), owner)
-        self.players[player.id] = self.by_name[name] = player
-        self.tokens[token_hash(token)] = Principal(player_id=player.id)
+        self._add_player(player, token_hash(token))
+        if not caller.admin:
+            self.registrations.setdefault(caller.address, deque()).append(trio.current_time())
         log.info("player registered name=%s id=%s", name, player.id)
         return player.id, token
+
+    def _add_player(self, player: Player, digest: str) -> None:
+        self.players[player.id] = self.by_name[player.name] = player
+        self.names.add(player.name.casefold())
+        self.tokens[digest] = Principal(player_id=player.id)
+
+    def _registration_quota(self, address: str) -> None:
+        recent = self.registrations.setdefault(address, deque())
+        now = trio.current_time()
+        while recent and recent[0] < now - 3600:
+            recent.popleft()
+        if len(recent) >= self.policy.players_per_hour:
+            raise ArbiterError(
+                Code.RESOURCE_EXHAUSTED,
+                f"at most {self.policy.players_per_hour} registrations per hour from one "
+                "address; try again later",
+            )
+
+    def principal(self, token: str | None) -> Principal | None:
+        """Who ``token`` speaks for, or None (no token, or an unknown one).
+
+        A single dict lookup: the transport calls it from its own thread, before the rate
+        limit, so that limits are keyed on verified identities only.
+        """
+        if not token:
+            return None
+        digest = token_hash(token)
+        if self.admin_hash is not None and secrets.compare_digest(digest, self.admin_hash):
+            return OPERATOR
+        return self.tokens.get(digest)
 
     def authenticate(self, token: str | None, *, required: bool = True) -> Principal | None:
         if not token:
@@ -148,59 +254,84 @@ class Arbiter:
                     Code.UNAUTHENTICATED, "missing token: send 'authorization: Bearer <token>'"
                 )
             return None
-        principal = self.tokens.get(token_hash(token))
+        principal = self.principal(token)
         if principal is None:
             raise ArbiterError(Code.UNAUTHENTICATED, "unknown token")
         return principal
 
+    def require_operator(self, token: str | None) -> None:
+        principal = self.authenticate(token)
+        if principal is None or not principal.admin:
+            raise ArbiterError(
+                Code.PERMISSION_DENIED, "only the operator (admin token) may do this"
+            )
+
     # -- matches ------------------------------------------------------------------------
-    def create_match(self, spec: MatchSpec) -> tuple[MatchSession, str, str]:
+    def create_match(self, caller: Caller | None, spec: MatchSpec) -> tuple[MatchSession, str, str]:
+        """Check who may create this match, then create it (nothing is written on refusal).
+
+        ``caller`` None is the server itself (a ladder pairing its bots).
+
+        The operator may seat anyone and set the dice, the seed, the start or the first
+        colour. Anyone may open a casual game between two open seats, set up as they like.
+        A registered player is seated only by itself: seating another registered player
+        makes a challenge that player must accept (see accept_challenge).
+        """
+        caller = caller or AS_OPERATOR
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        if spec.options.variant not in VARIANTS:
-            raise ArbiterError(Code.INVALID_ARGUMENT, f"unknown variant {spec.options.variant!r}")
+        try:
+            variant(spec.options.variant).check(spec.options)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
-        if not 0 < spec.turn_ms <= MAX_TURN_MS or spec.time_bank_ms > MAX_TURN_MS:
+        terms = spec.terms
+        if not 0 < terms.turn_time_ms <= MAX_TURN_TIME_MS or terms.time_bank_ms > MAX_TURN_TIME_MS:
             raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
-        seats = []
-        for index, (player_name, display) in enumerate((spec.first, spec.second)):
-            if player_name:
-                player = self.by_name.get(player_name)
-                if player is None:
-                    raise ArbiterError(Code.NOT_FOUND, f"no player named {player_name!r}")
-                seats.append(Seat(index, player.name, player.bot, player.id, player.owner))
-            else:
-                seats.append(Seat(index, (display or f"player {index + 1}")[:40]))
+        cap = MAX_TURN_TIME_MS if caller.admin else self.policy.max_start_timeout_ms
+        if not 0 < spec.start_timeout_ms <= cap:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, f"start_timeout_ms must be 1..{cap} on this server"
+            )
+        if spec.seed is not None and not 0 <= spec.seed <= MAX_SEED:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "a seed is 0..2^63-1")
+        seats = [self._seat(index, *names) for index, names in enumerate((spec.first, spec.second))]
         if seats[0].player_id and seats[0].player_id == seats[1].player_id:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
+        challenged = self._consent(spec, seats, caller)
+        if not caller.admin:
+            self._waiting_quota(caller.key)
         start = None
+        rules = variant(spec.options.variant)
         try:
             dice = Dice(spec.seed, spec.dice_script)
             if spec.start_position:
-                start = Position.parse(spec.start_position)
-                start = Position(Color.WHITE, start.board)
-                if start.winner is not None:
+                start = rules.parse(spec.start_position)
+                if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
+                    start = rules.passed(start)
+                if rules.result(start, spec.options.rules) is not None:
                     raise ValueError("the game would be over before it starts")
         except ValueError as e:
-            raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
+            raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         match = MatchSession(
             self,
             new_id(),
             spec.options,
             spec.target,
             (seats[0], seats[1]),
-            turn_ms=spec.turn_ms,
-            time_bank_ms=spec.time_bank_ms,
-            auto_play_forced=spec.auto_play_forced,
+            turn_time_ms=terms.turn_time_ms,
+            time_bank_ms=terms.time_bank_ms,
+            auto_play_forced=terms.auto_play_forced,
             dice=dice,
             start=start,
             start_timeout=spec.start_timeout_ms / 1000,
             new_id=new_id,
-            illegal_play_limit=spec.illegal_play_limit,
+            illegal_play_limit=terms.illegal_play_limit,
             ladder=spec.ladder,
             pair_id=spec.pair_id,
             first_seat_white=spec.first_seat_white,
+            challenged=challenged,
         )
         seat_tokens = ["", ""]
         for seat in seats:
@@ -211,7 +342,12 @@ class Arbiter:
                 self.store.add_seat_token(match.id, seat.index, token_hash(token))
         self.store.add_match(match)
         self.matches[match.id] = match
+        if not caller.admin:
+            self.waiting.setdefault(caller.key, set()).add(match.id)
         self.game_created(match.current)
+        if challenged is not None:
+            seat = next(s.index for s in seats if s.player_id == challenged)
+            self._notify_player(challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat))
         assert self.nursery is not None
         self.nursery.start_soon(self._run_match, match)
         log.info(
@@ -222,6 +358,106 @@ class Arbiter:
             seats[1].name,
         )
         return match, seat_tokens[0], seat_tokens[1]
+
+    def _seat(self, index: int, player_name: str, display: str) -> Seat:
+        if player_name:
+            player = self.by_name.get(player_name)
+            if player is None:
+                raise ArbiterError(Code.NOT_FOUND, f"no player named {quote(player_name)}")
+            return Seat(index, player.name, player.bot, player.id, player.owner)
+        name = display or f"player {index + 1}"
+        if len(name) > 40 or not name.isprintable():
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a display name is at most 40 printable characters"
+            )
+        if name.casefold() in self.names:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT,
+                f"{quote(name)} is a registered player's name; an open seat cannot take it",
+            )
+        return Seat(index, name)
+
+    def _consent(self, spec: MatchSpec, seats: list[Seat], caller: Caller) -> str | None:
+        """Refuse what the caller may not set up; return the player to challenge, if any."""
+        registered = [s for s in seats if s.player_id]
+        if caller.admin or not registered:
+            return None
+        if spec_rigged(spec):
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "seed, dice, start_position and first_seat_color are for the operator, or "
+                "for games between open seats",
+            )
+        me = caller.principal.player_id if caller.principal is not None else None
+        if me is None or me not in {s.player_id for s in registered}:
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "a registered player is seated only by itself (with its own token), by a "
+                "ladder or by the operator",
+            )
+        others = [s.player_id for s in registered if s.player_id != me]
+        return others[0] if others else None
+
+    def _waiting_quota(self, key: str) -> None:
+        mine = self.waiting.get(key)
+        if not mine:
+            return
+        for match_id in list(mine):
+            match = self.matches.get(match_id)
+            if match is None or match.current.status is not Status.WAITING:
+                mine.discard(match_id)
+        if len(mine) >= self.policy.waiting_matches:
+            raise ArbiterError(
+                Code.RESOURCE_EXHAUSTED,
+                f"you have {len(mine)} matches waiting for their seats; start or let them "
+                "expire before creating more",
+            )
+
+    # -- challenges ---------------------------------------------------------------------
+    def _challenge(self, token: str | None, match_id: str) -> MatchSession:
+        principal = self.authenticate(token)
+        match = self.matches.get(match_id)
+        if match is None:
+            raise ArbiterError(Code.NOT_FOUND, f"no match {quote(match_id)}")
+        if principal is None or principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "answering a challenge needs a player token")
+        if match.challenged != principal.player_id:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "no challenge to you is pending there")
+        return match
+
+    def accept_challenge(self, token: str | None, match_id: str) -> MatchSession:
+        """The challenged player takes its seat: the match goes ahead like any other."""
+        match = self._challenge(token, match_id)
+        self.store.accept_challenge(match.id)
+        match.challenged = None
+        self._notify(match.current, Note.GAME_ASSIGNED)
+        log.info("challenge accepted match=%s", match.id)
+        return match
+
+    def decline_challenge(self, token: str | None, match_id: str) -> None:
+        match = self._challenge(token, match_id)
+        match.call_off("the challenge was declined")
+        log.info("challenge declined match=%s", match.id)
+
+    # -- operator actions ---------------------------------------------------------------
+    def void_game(self, token: str | None, game_id: str) -> GameSession:
+        """Void a game: it ends (or stays ended) without a result that counts anywhere."""
+        self.require_operator(token)
+        game = self.game(game_id)
+        if game.status in (Status.WAITING, Status.IN_PROGRESS):
+            game.match.call_off("voided by the operator")
+        elif game.status is Status.FINISHED:
+            game.status = Status.ABORTED
+            self.store.update_game(game)
+            ladder = self.ladders.get(game.match.ladder)
+            if ladder is not None:
+                ladder.void(game.id)
+        log.info("game %s voided by the operator", game.id)
+        return game
+
+    def list_players(self, token: str | None) -> list[Player]:
+        self.require_operator(token)
+        return list(self.players.values())
 
     async def _run_match(self, match: MatchSession) -> None:
         try:
@@ -237,7 +473,7 @@ class Arbiter:
     def game(self, game_id: str) -> GameSession:
         game = self.games.get(game_id)
         if game is None:
-            raise ArbiterError(Code.NOT_FOUND, f"no game {game_id!r}")
+            raise ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
         return game
 
     def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
@@ -254,6 +490,8 @@ class Arbiter:
             return None
         if principal.match_id is not None:
             return principal.seat if principal.match_id == game.match.id else None
+        if principal.player_id == game.match.challenged:
+            return None  # not seated until the challenge is accepted
         for seat in game.match.seats:
             if seat.player_id == principal.player_id:
                 return seat.index
@@ -267,15 +505,30 @@ class Arbiter:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
+    def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+        """Whose view of a game a caller gets: (game, seat), seat None for a spectator.
+
+        No token: a spectator. A token must hold a seat in the game: a bot that sent the
+        wrong token is told so instead of silently getting a spectator's view, which never
+        carries legal plays.
+        """
+        principal = self.authenticate(token, required=False)
+        game = self.game(game_id)
+        seat = self.seat_in(game, principal)
+        if principal is not None and seat is None and not principal.admin:
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "your token holds no seat in this game; send no token to watch it",
+            )
+        return game, seat
+
     def subscribe_game(
         self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
     ) -> tuple[GameSession, int | None, list, bool]:
         """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
-        principal = self.authenticate(token, required=False)
-        game = self.game(game_id)
+        game, seat = self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        seat = self.seat_in(game, principal)
         backlog, live = game.subscribe(sink, seat, after_seq, from_start)
         return game, seat, backlog, live
 
@@ -285,10 +538,28 @@ class Arbiter:
             game.unsubscribe(sink, seat)
 
     def submit_play(
-        self, token: str | None, game_id: str, turn_id: int, notation: str | None, end: str | None
+        self,
+        token: str | None,
+        game_id: str,
+        turn_id: int,
+        notation: str | None,
+        end: str | None,
+        arrival: Arrival | None = None,
     ) -> Accepted:
-        game, seat = self._seat_for_action(token, game_id)
-        return game.submit(seat, turn_id, notation, end)
+        """Judge a play that reached the transport at ``arrival`` (see server.clock)."""
+        try:
+            game, seat = self._seat_for_action(token, game_id)
+            return game.submit(seat, turn_id, notation, end, arrival)
+        finally:
+            if arrival is not None and self.arrivals.settle(arrival):
+                self.arrival_settled(arrival)
+
+    def arrival_settled(self, arrival: Arrival) -> None:
+        """A stamped play was judged or dropped while its game's turn, past its deadline,
+        was waiting for it: let the turn decide."""
+        game = self.games.get(arrival.game_id)
+        if game is not None:
+            game.arrival_settled()
 
     def resign(self, token: str | None, game_id: str) -> GameResult:
         game, seat = self._seat_for_action(token, game_id)
@@ -314,7 +585,10 @@ class Arbiter:
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
                 seat = self.seat_in(game, principal)
                 if seat is not None:
-                    notes.append(PlayerNote(Note.GAME_ASSIGNED, game, seat))
+                    notes.append(PlayerNote.about(Note.GAME_ASSIGNED, game, seat))
+                elif principal.player_id and game.match.challenged == principal.player_id:
+                    index = game.match.seat_index(seat)
+                    notes.append(PlayerNote.about(Note.CHALLENGE, game, index))
         return notes
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
@@ -325,11 +599,15 @@ class Arbiter:
     def _notify(self, game: GameSession, kind: Note) -> None:
         for seat in game.match.seats:
             keys = [f"{game.match.id}/{seat.index}"]
-            if seat.player_id:
+            if seat.player_id and seat.player_id != game.match.challenged:
                 keys.append(seat.player_id)
             for key in keys:
                 for sink in list(self.player_sinks.get(key, ())):
-                    sink.send(PlayerNote(kind, game, seat.index))
+                    sink.send(PlayerNote.about(kind, game, seat.index))
+
+    def _notify_player(self, player_id: str, note: PlayerNote) -> None:
+        for sink in list(self.player_sinks.get(player_id, ())):
+            sink.send(note)
 
     # -- hooks from sessions ------------------------------------------------------------
     def game_created(self, game: GameSession) -> None:
@@ -344,15 +622,18 @@ class Arbiter:
             self.ladders[game.match.ladder].game_over(game)
 
     # -- ladders ------------------------------------------------------------------------
-    def create_ladder(self, name: str, options: LadderOptions) -> tuple[Ladder, bool]:
-        """The ladder ``name``, created with ``options`` if it does not exist yet."""
+    def create_ladder(
+        self, token: str | None, name: str, options: LadderOptions
+    ) -> tuple[Ladder, bool]:
+        """The ladder ``name``, created with ``options`` if it does not exist yet (operator)."""
+        self.require_operator(token)
         if not NAME.match(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder name is 1-40 letters, digits, '.', '_' or '-'"
             )
         if name in self.ladders:
             return self.ladders[name], False
-        if not 0 < options.turn_ms <= MAX_TURN_MS or options.max_games_per_bot < 2:
+        if not 0 < options.turn_time_ms <= MAX_TURN_TIME_MS or options.max_games_per_bot < 2:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
             )
@@ -407,9 +688,7 @@ class Arbiter:
 
     def _restore(self) -> None:
         for player_id, name, bot, digest, owner in self.store.load_players():
-            player = Player(player_id, name, bool(bot), owner)
-            self.players[player_id] = self.by_name[name] = player
-            self.tokens[digest] = Principal(player_id=player_id)
+            self._add_player(Player(player_id, name, bool(bot), owner), digest)
         for name, options in self.store.load_ladders():
             ladder = self._open_ladder(name, LadderOptions(**options))
             for record in self.store.load_ladder_games(name):
@@ -422,7 +701,11 @@ class Arbiter:
         for match_id, seat, digest in self.store.load_seat_tokens():
             self.tokens[digest] = Principal(match_id=match_id, seat=seat)
         for row in self.store.load_matches():
-            match = restore_match(self, row, new_id)
+            games = [
+                (game_id, number, self.store.load_events(game_id))
+                for game_id, number in self.store.load_games(row["id"])
+            ]
+            match = restore_match(self, row, games, new_id)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
@@ -454,8 +737,20 @@ class Arbiter:
                 if member is not None:
                     member.playing += 1
 
-    def journal(self, game: GameSession, event) -> None:
+    def journal(self, game: GameSession, event: Event) -> None:
+        t0 = time.perf_counter()
         self.store.append_event(game, event)
+        self.metrics.journal_commit.observe(time.perf_counter() - t0)
+
+    def game_counts(self) -> dict[str, int]:
+        """How many games are in each status (for /metrics)."""
+        counts = {s.name.lower(): 0 for s in Status}
+        for game in self.games.values():
+            counts[game.status.name.lower()] += 1
+        return counts
+
+    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
+        return [decode_event(*entry, rules) for entry in self.store.load_events(game_id)]
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -11,21 +11,24 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import trio
 
+from nardy import Kind, Termination
 from nardy.match import GameOptions
-from nardy.scoring import Kind, Termination
 from nardy.stats import SkillTable, elo_pairs
-from server.session import GameSession, Status
+from nardy.wire import Terms
+from server.clock import DEFAULT_TURN_TIME_MS
+from server.journal import Status
+from server.session import GameSession, MatchSpec
 
 log = logging.getLogger("nardy.server")
 
 
 @dataclass(frozen=True)
 class LadderOptions:
-    turn_ms: int = 1000
+    turn_time_ms: int = DEFAULT_TURN_TIME_MS
     time_bank_ms: int = 0
     max_games_per_bot: int = 2
     illegal_play_limit: int = 3
@@ -108,11 +111,12 @@ class Ladder:
 
     # -- pairing ------------------------------------------------------------------------
     async def run(self) -> None:
+        """Pair whenever something changes (a bot joins or leaves, a game ends); an idle
+        ladder sleeps and costs nothing."""
         while True:
             self._pair()
             self._wake = trio.Event()
-            with trio.move_on_after(1.0):
-                await self._wake.wait()
+            await self._wake.wait()
 
     def finished_games(self) -> int:
         return sum(1 for r in self.results if not r.voided)
@@ -141,8 +145,6 @@ class Ladder:
             self._start_pair(a, b)
 
     def _start_pair(self, a: Member, b: Member) -> None:
-        from server.arbiter import MatchSpec
-
         seed = secrets.randbits(63)
         pair_id = secrets.token_hex(4)
         games = []
@@ -153,15 +155,17 @@ class Ladder:
                 first=(first.name, ""),
                 second=(second.name, ""),
                 seed=seed,
-                turn_ms=self.options.turn_ms,
-                time_bank_ms=self.options.time_bank_ms,
-                auto_play_forced=True,
+                terms=Terms(
+                    turn_time_ms=self.options.turn_time_ms,
+                    time_bank_ms=self.options.time_bank_ms,
+                    auto_play_forced=True,
+                    illegal_play_limit=self.options.illegal_play_limit,
+                ),
                 start_timeout_ms=30_000,
-                illegal_play_limit=self.options.illegal_play_limit,
                 ladder=self.name,
                 pair_id=pair_id,
             )
-            match, _, _ = self.arbiter.create_match(spec)
+            match, _, _ = self.arbiter.create_match(None, spec)
             games.append(match.current.id)
             self.in_progress.add(match.current.id)
         self.pairs[pair_id] = games
@@ -191,6 +195,17 @@ class Ladder:
         if not record.voided:
             self.skill.record(record.winner, record.loser)
         self._wake.set()
+
+    def void(self, game_id: str) -> None:
+        """The operator voided a finished game: it no longer counts."""
+        for i, r in enumerate(self.results):
+            if r.game_id == game_id and not r.voided:
+                self.results[i] = replace(r, winner="", points=0, kind="", voided=True)
+                self.arbiter.store.add_ladder_game(self.name, self.results[i])
+                self.skill = SkillTable()
+                for other in self.results:
+                    if not other.voided:
+                        self.skill.record(other.winner, other.loser)
 
     def restore(self, record: LadderGame) -> None:
         """Take back a result from the store after a restart."""

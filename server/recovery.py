@@ -8,36 +8,25 @@ its play, and a fresh clock for the side to move.
 
 from __future__ import annotations
 
-from nardy import Color, GameResult, Position
+from dataclasses import replace
+
 from nardy.dice import Dice
+from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
-from nardy.scoring import Kind, Termination
-from server.session import (
-    Accepted,
-    Event,
-    EventType,
-    GameSession,
-    MatchSession,
-    PlayRecord,
-    Seat,
-    Snapshot,
-    Status,
-)
+from nardy.variant import variant
+from server.journal import EventType, Status, decode_event
+from server.session import Accepted, GameSession, Host, MatchSession, Seat
+
+# One game as the store gives it back: (game id, number in the match, journal entries).
+StoredGame = tuple[str, int, list[tuple[int, int, float, dict]]]
 
 
-def decode_result(data: list | None) -> GameResult | None:
-    if not data:
-        return None
-    winner, kind, how = data
-    return GameResult(Color.from_letter(winner), Kind(kind), Termination(how))
-
-
-def restore_match(arbiter, row: dict, new_id) -> MatchSession:
-    """The match of a ``matches`` row with all its games, as far as the journal goes."""
+def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> MatchSession:
+    """The match of a ``matches`` row with its ``games``, as far as the journal goes."""
     o = row["options"]
     options = GameOptions(
         variant=o["variant"],
-        koks=o["koks"],
+        rules=frozenset(o.get("rules", ["koks"] if o.get("koks") else [])),
         opening=Opening(o["opening"]),
         colours=Colours(o["colours"]),
     )
@@ -46,28 +35,28 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
         for i, s in enumerate(row["seats"])
     )
     match = MatchSession(
-        arbiter,
+        host,
         row["id"],
         options,
         row["target"],
         (seats[0], seats[1]),
-        turn_ms=o["turn_ms"],
+        turn_time_ms=o["turn_ms"],
         time_bank_ms=o["time_bank_ms"],
         auto_play_forced=o["auto_play_forced"],
         dice=Dice(row["seed"], row["script"]),
-        start=Position.parse(row["start"]) if row["start"] else None,
+        start=variant(options.variant).parse(row["start"]) if row["start"] else None,
         start_timeout=o.get("start_timeout", 60.0),
         new_id=new_id,
         illegal_play_limit=o.get("illegal_play_limit", 0),
         ladder=o.get("ladder", ""),
         pair_id=o.get("pair_id", ""),
         first_seat_white=o.get("first_seat_white"),
+        challenged=o.get("challenged"),
     )
     match.games = []
     rolled = 0
-    for game_id, number in arbiter.store.load_games(match.id):
+    for game_id, number, entries in games:
         game = GameSession(match, game_id, number)
-        entries = arbiter.store.load_events(game_id)
         restore_game(game, entries)
         rolled = max([rolled, *(e["rolled"] for _, _, _, e in entries)])
         match.games.append(game)
@@ -78,33 +67,10 @@ def restore_match(arbiter, row: dict, new_id) -> MatchSession:
     return match
 
 
-def decode_event(seq: int, kind: int, when: float, e: dict) -> Event:
-    """One journal entry (see store.encode_event) as an event."""
-    snap = Snapshot(
-        status=Status(e["status"]),
-        position=Position.parse(e["position"]),
-        dice=tuple(e["dice"]),
-        turn_id=e["turn"],
-        clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
-        scores=tuple(e["scores"]),
-        match_over=e["over"],
-        result=decode_result(e["result"]),
-        legal=(),
-        next_game_id=e["next"],
-        refused=tuple(e["refused"]),
-    )
-    play = None
-    if "play" in e:
-        side, dice, notation, turn_id, automatic, used = e["play"]
-        play = PlayRecord(Color.from_letter(side), tuple(dice), notation, turn_id, automatic, used)
-    throws = tuple(tuple(t) for t in e.get("throws", ()))
-    return Event(seq, EventType(kind), when, snap, play, throws)
-
-
 def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]]) -> None:
     """Replay journal entries into ``game``: its events, state, and answered plays."""
     for seq, kind, when, e in entries:
-        event = decode_event(seq, kind, when, e)
+        event = decode_event(seq, kind, when, e, game.variant)
         game.events.append(event)
         play = event.play
         if event.type is EventType.GAME_STARTED:
@@ -126,6 +92,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     game.result = last.result
     game.next_game_id = last.next_game_id
     game.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
-    game.bank = {Color.WHITE: last.clocks[0][1], Color.BLACK: last.clocks[1][1]}
+    for color, (_, bank_ms) in zip(Color, last.clocks, strict=True):
+        game.clocks[color] = replace(game.match.fresh_clock(), bank_ms=bank_ms)  # not running
     if game.status in (Status.FINISHED, Status.ABORTED):
         game.release()

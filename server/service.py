@@ -6,21 +6,28 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
+from urllib.parse import unquote
 
 import grpc
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 
+from nardy import wire
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
-from server.arbiter import Arbiter, MatchSpec, Note, PlayerNote
+from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, QueueSink
 from server.errors import ArbiterError
+from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
-from server.session import DEFAULT_TURN_MS, Event, EventType
+from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
@@ -31,7 +38,34 @@ PLAYER_EVENT = {
     Note.GAME_OVER: api.PLAYER_EVENT_TYPE_GAME_OVER,
     Note.HEARTBEAT: api.PLAYER_EVENT_TYPE_HEARTBEAT,
     Note.SERVER_SHUTDOWN: api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN,
+    Note.CHALLENGE: api.PLAYER_EVENT_TYPE_CHALLENGE,
 }
+
+
+def peer_address(context: grpc.aio.ServicerContext) -> str:
+    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4")."""
+    peer = unquote(context.peer() or "")
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        return rest.rpartition(":")[0].strip("[]")
+    return peer
+
+
+def bad_enum(msg: Message) -> str | None:
+    """The first enum field (at any depth) holding a value its enum does not define."""
+    for field, value in msg.ListFields():
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            values = value if field.is_repeated else [value]
+            if any(v not in field.enum_type.values_by_number for v in values):
+                return field.name
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            if field.is_repeated:
+                for item in value:
+                    if (name := bad_enum(item)) is not None:
+                        return name
+            elif (name := bad_enum(value)) is not None:
+                return f"{field.name}.{name}"
+    return None
 
 
 def bearer(context: grpc.aio.ServicerContext) -> str | None:
@@ -45,26 +79,53 @@ def bearer(context: grpc.aio.ServicerContext) -> str | None:
 
 
 async def _abort(context: grpc.aio.ServicerContext, error: ArbiterError) -> None:
-    await context.abort(getattr(grpc.StatusCode, error.code.value), error.message)
+    await context.abort(getattr(grpc.StatusCode, error.code.value), clip(error.message))
+
+
+async def refuse(
+    context: grpc.aio.ServicerContext, metrics: Metrics, code: grpc.StatusCode, message: str
+) -> None:
+    """Abort the call with ``code``, counted in the refusals metric."""
+    metrics.refusals.labels(code.name).inc()
+    await context.abort(code, message)
 
 
 class Limited:
-    """Every call passes a per-caller rate limit before it crosses the bridge."""
+    """Every call is checked before it crosses the bridge: its token is verified, then the
+    rate limit of the verified identity (or of the peer address, for calls without a valid
+    token) is charged, then every enum field of the request must hold a defined value."""
 
     def __init__(self, arbiter: Arbiter, bridge: Bridge, limiter: RateLimiter) -> None:
         self.arbiter = arbiter
         self.bridge = bridge
         self.limiter = limiter
 
-    async def _call(self, context, fn, *args):
-        key = bearer(context) or context.peer()
-        if not self.limiter.allow(key):
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, "too many requests; slow down and retry"
+    async def _caller(self, context, request: Message) -> Caller:
+        caller = Caller(self.arbiter.principal(bearer(context)), peer_address(context))
+        if not self.limiter.allow(caller.key):
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "too many requests; slow down and retry",
             )
+        if (name := bad_enum(request)) is not None:
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{name}: not a value this server knows",
+            )
+        return caller
+
+    async def _call(self, context, request: Message, fn, *args, caller: bool = False):
+        """Check the call, then run ``fn(*args)`` in the core (``fn(caller, *args)`` when
+        ``caller``); a refusal becomes the gRPC status it names."""
+        who = await self._caller(context, request)
         try:
-            return await self.bridge.call(fn, *args)
+            return await self.bridge.call(fn, *((who, *args) if caller else args))
         except ArbiterError as e:
+            self.arbiter.metrics.refusals.labels(e.code.value).inc()
             await _abort(context, e)
 
 
@@ -81,45 +142,73 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
 
     async def RegisterPlayer(self, request, context):
         player_id, token = await self._call(
-            context, self.arbiter.register_player, request.name, request.bot, request.owner
+            context,
+            request,
+            self.arbiter.register_player,
+            request.name,
+            request.bot,
+            request.owner,
+            caller=True,
         )
         return api.RegisterPlayerResponse(player_id=player_id, token=token)
 
     async def CreateMatch(self, request, context):
         o = request.options
+        color = request.first_seat_color
         spec = MatchSpec(
-            options=views.options_from_pb(o),
+            options=wire.options_of(o),
             target=max(1, request.target_points),
             first=(request.first.player_name, request.first.display_name),
             second=(request.second.player_name, request.second.display_name),
             seed=request.seed if request.HasField("seed") else None,
-            turn_ms=o.turn_time_ms or DEFAULT_TURN_MS,
-            time_bank_ms=o.time_bank_ms,
-            auto_play_forced=o.auto_play_forced,
-            start_timeout_ms=request.start_timeout_ms or 60_000,
+            terms=wire.terms_of(o),
+            start_timeout_ms=request.start_timeout_ms or wire.DEFAULT_START_TIMEOUT_MS,
             start_position=request.start_position,
-            first_seat_white=(
-                None if not request.first_seat_color else request.first_seat_color == pb.COLOR_WHITE
-            ),
+            first_seat_white=None if not color else color == pb.COLOR_WHITE,
             dice_script=tuple(request.dice),
         )
-        match, t1, t2 = await self._call(context, self.arbiter.create_match, spec)
+        match, t1, t2 = await self._call(
+            context, request, self.arbiter.create_match, spec, caller=True
+        )
         return api.CreateMatchResponse(
-            match_id=match.id, game_id=match.current.id, first_seat_token=t1, second_seat_token=t2
+            match_id=match.id,
+            game_id=match.current.id,
+            first_seat_token=t1,
+            second_seat_token=t2,
+            challenge=match.challenged is not None,
         )
 
-    async def GetGame(self, request, context):
-        game = await self._call(context, self.arbiter.game, request.game_id)
-        snap = await self.bridge.call(game.snapshot)
-        return api.GetGameResponse(
-            state=views.state_pb(game, snap, None), last_seq=len(game.events)
+    async def AcceptChallenge(self, request, context):
+        match = await self._call(
+            context, request, self.arbiter.accept_challenge, bearer(context), request.match_id
         )
+        return api.AcceptChallengeResponse(game_id=match.current.id)
+
+    async def DeclineChallenge(self, request, context):
+        await self._call(
+            context, request, self.arbiter.decline_challenge, bearer(context), request.match_id
+        )
+        return api.DeclineChallengeResponse()
+
+    async def GetGame(self, request, context):
+        game, seat = await self._call(
+            context, request, self.arbiter.viewer, bearer(context), request.game_id
+        )
+
+        def view() -> api.GetGameResponse:  # in the trio thread: one consistent moment
+            color = None if seat is None else game.color_of(seat)
+            return api.GetGameResponse(
+                state=views.state_pb(game.card, game.snapshot(), color), last_seq=len(game.events)
+            )
+
+        return await self.bridge.call(view)
 
     async def ListGames(self, request, context):
         games = await self._call(
-            context, self.arbiter.list_games, request.status, request.limit, request.ladder
+            context, request, self.arbiter.list_games, request.status, request.limit, request.ladder
         )
-        summaries = await self.bridge.call(lambda: [views.summary_pb(g) for g in games])
+        cards = await self.bridge.call(lambda: [(g.card, g.snapshot()) for g in games])
+        summaries = [views.summary_pb(card, snap) for card, snap in cards]
         return api.ListGamesResponse(games=summaries)
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[pb.GameEvent]:
@@ -127,6 +216,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         sink = QueueSink(asyncio.get_running_loop(), queue)
         game, seat, backlog, live = await self._call(
             context,
+            request,
             self.arbiter.subscribe_game,
             bearer(context),
             request.game_id,
@@ -135,10 +225,14 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             sink,
         )
 
+        card = game.card
+
         def view(event: Event) -> pb.GameEvent:
-            return views.event_pb(game, event, None if seat is None else game.color_of(seat))
+            return views.event_pb(card, event, seat)
 
         seq = backlog[-1].seq if backlog else request.after_seq
+        streams = self.arbiter.metrics.streams.labels("game")
+        streams.inc()
         try:
             for event in backlog:
                 yield view(event)
@@ -154,6 +248,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 seq = item.seq
                 yield view(item)
         finally:
+            streams.dec()
             if live:
                 self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
 
@@ -162,7 +257,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         queue: asyncio.Queue = asyncio.Queue()
         token = bearer(context)
         sink = QueueSink(loop, queue)
-        backlog = await self._call(context, self.arbiter.subscribe_player, token, sink)
+        backlog = await self._call(context, request, self.arbiter.subscribe_player, token, sink)
+        streams = self.arbiter.metrics.streams.labels("player")
+        streams.inc()
         try:
             for note in backlog:
                 yield player_event(note)
@@ -176,25 +273,36 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                     return
                 yield player_event(item)
         finally:
+            streams.dec()
             self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
 
     async def SubmitPlay(self, request, context):
         which = request.WhichOneof("play")
         text = request.notation if which == "notation" else request.end_position
         if which is None or len(text) > MAX_NOTATION:
-            await context.abort(
+            await refuse(
+                context,
+                self.arbiter.metrics,
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "give the play as notation or end_position (at most 200 chars)",
             )
-        answer = await self._call(
-            context,
-            self.arbiter.submit_play,
-            bearer(context),
-            request.game_id,
-            request.turn_id,
-            text if which == "notation" else None,
-            text if which == "end_position" else None,
-        )
+        # Stamped on arrival: the side is charged up to now, however long the core takes.
+        arrival = self.arbiter.arrivals.stamp(request.game_id)
+        try:
+            answer = await self._call(
+                context,
+                request,
+                self.arbiter.submit_play,
+                bearer(context),
+                request.game_id,
+                request.turn_id,
+                text if which == "notation" else None,
+                text if which == "end_position" else None,
+                arrival,
+            )
+        finally:
+            if self.arbiter.arrivals.settle(arrival):  # refused before it reached the core
+                self.bridge.call_soon(self.arbiter.arrival_settled, arrival)
         return api.SubmitPlayResponse(
             notation=answer.notation,
             end_position=answer.end_position,
@@ -203,34 +311,38 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         )
 
     async def Resign(self, request, context):
-        result = await self._call(context, self.arbiter.resign, bearer(context), request.game_id)
-        return api.ResignResponse(result=views.result_pb(result))
+        result = await self._call(
+            context, request, self.arbiter.resign, bearer(context), request.game_id
+        )
+        return api.ResignResponse(result=wire.result_pb(result))
 
 
 def player_event(note: PlayerNote) -> api.PlayerEvent:
     msg = api.PlayerEvent(type=PLAYER_EVENT[note.type])
     game = note.game
     if game is not None:
-        msg.game_id = game.id
-        msg.match_id = game.match.id
-        msg.color = views.COLOR[game.color_of(note.seat)]
-        msg.opponent.CopyFrom(views.player_pb(game.match.seats[1 - note.seat]))
+        msg.game_id = game.game_id
+        msg.match_id = game.match_id
+        msg.color = wire.color_pb(note.color)
+        msg.opponent.CopyFrom(views.player_pb(game.seats[1 - note.seat]))
     return msg
 
 
 class LadderService(Limited, ladder_grpc.LadderServiceServicer):
     async def CreateLadder(self, request, context):
         o = request.options
-        options = LadderOptions(
-            turn_ms=o.turn_time_ms or 1000,
-            time_bank_ms=o.time_bank_ms,
-            max_games_per_bot=o.max_games_per_bot or 2,
-            illegal_play_limit=o.illegal_play_limit or 3,
-            max_games=o.max_games,
-            max_concurrent_games=o.max_concurrent_games,
-        )
+        given = {
+            "turn_time_ms": o.turn_time_ms,
+            "time_bank_ms": o.time_bank_ms,
+            "max_games_per_bot": o.max_games_per_bot,
+            "illegal_play_limit": o.illegal_play_limit,
+            "max_games": o.max_games,
+            "max_concurrent_games": o.max_concurrent_games,
+        }
+        # A field left 0 takes LadderOptions' default (the only place defaults are set).
+        options = LadderOptions(**{k: v for k, v in given.items() if v})
         ladder, created = await self._call(
-            context, self.arbiter.create_ladder, request.name, options
+            context, request, self.arbiter.create_ladder, bearer(context), request.name, options
         )
         return ladder_pb.CreateLadderResponse(
             name=ladder.name, created=created, options=ladder_options_pb(ladder.options)
@@ -238,20 +350,25 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
 
     async def JoinLadder(self, request, context):
         await self._call(
-            context, self.arbiter.join_ladder, bearer(context), request.ladder, request.ready
+            context,
+            request,
+            self.arbiter.join_ladder,
+            bearer(context),
+            request.ladder,
+            request.ready,
         )
         return ladder_pb.JoinLadderResponse()
 
     async def GetStandings(self, request, context):
-        return await self._call(context, standings_pb, self.arbiter, request.ladder)
+        return await self._call(context, request, standings_pb, self.arbiter, request.ladder)
 
     async def GetCrosstable(self, request, context):
-        return await self._call(context, crosstable_pb, self.arbiter, request.ladder)
+        return await self._call(context, request, crosstable_pb, self.arbiter, request.ladder)
 
 
 def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:
     return ladder_pb.LadderOptions(
-        turn_time_ms=o.turn_ms,
+        turn_time_ms=o.turn_time_ms,
         time_bank_ms=o.time_bank_ms,
         max_games_per_bot=o.max_games_per_bot,
         illegal_play_limit=o.illegal_play_limit,
@@ -328,3 +445,24 @@ def crosstable_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetCrosstableRespons
             else:
                 c.pairs_won += 1
     return ladder_pb.GetCrosstableResponse(cells=[cells[k] for k in sorted(cells)])
+
+
+class AdminService(Limited, admin_grpc.AdminServiceServicer):
+    """Operator actions (the admin token)."""
+
+    async def ListPlayers(self, request, context):
+        players = await self._call(context, request, self.arbiter.list_players, bearer(context))
+        return admin_pb.ListPlayersResponse(
+            players=[
+                admin_pb.PlayerInfo(
+                    player_id=p.id, player=pb.Player(name=p.name, bot=p.bot, owner=p.owner)
+                )
+                for p in players
+            ]
+        )
+
+    async def VoidGame(self, request, context):
+        game = await self._call(
+            context, request, self.arbiter.void_game, bearer(context), request.game_id
+        )
+        return admin_pb.VoidGameResponse(status=int(game.status))

@@ -1,8 +1,10 @@
 """One game and one match as trio tasks: dice, the turn clock, plays, results and events.
 
-Everything here runs in the arbiter's trio thread. A turn's clock is a deadline on the wait
-for the play (``trio.move_on_at``); plays, resignations and subscriptions arrive as plain
-synchronous calls from the transport bridge, so no lock is needed.
+Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.clock`) is
+a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
+arrived at the transport, not by when the core gets to it; plays, resignations and
+subscriptions arrive as plain synchronous calls from the transport bridge, so no lock is
+needed.
 """
 
 from __future__ import annotations
@@ -10,44 +12,27 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import IntEnum
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import trio
 
 from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
 from nardy.dice import Dice
+from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
-from nardy.turn import IllegalPlay
+from nardy.variant import Variant
 from nardy.variant import variant as get_variant
+from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
+from server.clock import Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
+from server.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
-DEFAULT_TURN_MS = 120_000
 
-
-class Status(IntEnum):
-    WAITING = 1
-    IN_PROGRESS = 2
-    FINISHED = 3
-    ABORTED = 4
-
-
-class EventType(IntEnum):
-    SNAPSHOT = 1
-    GAME_STARTED = 2
-    TURN_STARTED = 3
-    PLAY_MADE = 4
-    TURN_PASSED = 5
-    GAME_FINISHED = 6
-    GAME_ABORTED = 7
-    HEARTBEAT = 8
-    SERVER_SHUTDOWN = 9
-
-
-@dataclass
+@dataclass(frozen=True)
 class Seat:
     """One of a match's two players."""
 
@@ -58,51 +43,31 @@ class Seat:
     owner: str = ""
 
 
-@dataclass(frozen=True)
-class PlayRecord:
-    side: Color
-    dice: tuple[int, int]
-    notation: str
-    turn_id: int
-    automatic: bool
-    used_ms: int
-
-
-@dataclass
-class Event:
-    """One journal entry of a game; ``views`` caches the encoded message per audience."""
-
-    seq: int
-    type: EventType
-    time: float
-    snapshot: Snapshot
-    play: PlayRecord | None = None
-    throws: tuple[tuple[int, int], ...] = ()
-    views: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a GameState message shows, frozen at one moment."""
-
-    status: Status
-    position: Position
-    dice: tuple[int, ...]
-    turn_id: int
-    clocks: tuple[tuple[int, int], tuple[int, int]]  # per colour: (remaining_ms, bank_ms)
-    scores: tuple[int, int]  # white's, black's match points
-    match_over: bool
-    result: GameResult | None
-    legal: tuple[Play, ...]  # for the side to move while a play is awaited
-    next_game_id: str
-    refused: tuple[int, int]  # plays refused as illegal: white's, black's
-
-
 class Sink(Protocol):
     """Where a subscription's messages go; the transport supplies the implementation."""
 
     def send(self, item: Any) -> None: ...
     def close(self) -> None: ...
+
+
+class Host(Protocol):
+    """What a match needs from the server that runs it (the arbiter implements it)."""
+
+    arrivals: Arrivals  # plays stamped at the transport, not yet judged
+    metrics: Metrics  # turns, turn latency, clock lateness
+
+    def journal(self, game: GameSession, event: Event) -> None:
+        """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
+
+    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
+        """The journaled events of a game, in order."""
+        ...
+
+    def game_created(self, game: GameSession) -> None:
+        """A new game of a match exists (store it, tell the seats)."""
+
+    def game_over(self, game: GameSession) -> None:
+        """A game ended (store its result, tell the seats and its ladder)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +78,46 @@ class Accepted:
     end_position: str
     used_ms: int
     duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """What CreateMatch asks for, already read from the request."""
+
+    options: GameOptions
+    target: int
+    first: tuple[str, str]  # (registered player name or "", display name)
+    second: tuple[str, str]
+    seed: int | None = None
+    terms: Terms = Terms()  # clocks, forced plays, the illegal-play limit
+    start_timeout_ms: int = DEFAULT_START_TIMEOUT_MS
+    start_position: str = ""
+    dice_script: tuple[int, ...] = ()
+    ladder: str = ""
+    pair_id: str = ""
+    first_seat_white: bool | None = None  # None: the opening throw decides
+
+
+@dataclass(frozen=True)
+class GameCard:
+    """What never changes in a game: ids, options, seats. Safe to read from any thread."""
+
+    game_id: str
+    match_id: str
+    number: int
+    options: GameOptions
+    terms: Terms
+    seats: tuple[Seat, Seat]  # first and second player (CreateMatch order)
+    target: int
+    seeded: bool
+    rated: bool
+    ladder: str
+
+    def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
+        """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
+        if seat is None or white_seat is None:
+            return None
+        return Color.WHITE if seat == white_seat else Color.BLACK
 
 
 class GameSession:
@@ -126,13 +131,31 @@ class GameSession:
         self.variant = get_variant(match.options.variant)
         self.status = Status.WAITING
         self.position = match.start if number == 1 and match.start else self.variant.start()
-        self.white_seat: int | None = None
+        self.white_seat: int | None = None  # set when the game starts
+        self.card = GameCard(
+            game_id,
+            match.id,
+            number,
+            match.options,
+            Terms(
+                match.turn_time_ms,
+                match.time_bank_ms,
+                match.auto_play_forced,
+                match.illegal_play_limit,
+            ),
+            match.seats,
+            match.match.target,
+            match.seeded,
+            match.rated,
+            match.ladder,
+        )
+        # Known before the start when no opening throw decides (a chosen colour, or later
+        # games of a match whose colours alternate).
+        self.planned_white: int | None = match.planned_white()
         self.turn_id = 0
         self.dice: tuple[int, ...] = ()
         self.legal: tuple[Play, ...] = ()
-        self.deadline = float("inf")
-        self.turn_started = 0.0
-        self.bank = {Color.WHITE: match.time_bank_ms, Color.BLACK: match.time_bank_ms}
+        self.clocks = {color: match.fresh_clock() for color in Color}
         self.result: GameResult | None = None
         self.next_game_id = ""
         self.events: list[Event] = []
@@ -148,15 +171,31 @@ class GameSession:
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
+    @property
+    def known_white(self) -> int | None:
+        """The seat that plays white, once that is known (before the start, if planned)."""
+        return self.white_seat if self.white_seat is not None else self.planned_white
+
     def color_of(self, seat: int) -> Color | None:
-        if self.white_seat is None:
+        white = self.known_white
+        if white is None:
             return None
-        return Color.WHITE if seat == self.white_seat else Color.BLACK
+        return Color.WHITE if seat == white else Color.BLACK
 
     def seat_of(self, color: Color) -> Seat:
-        assert self.white_seat is not None
-        index = self.white_seat if color is Color.WHITE else 1 - self.white_seat
+        white = self.known_white
+        assert white is not None
+        index = white if color is Color.WHITE else 1 - white
         return self.match.seats[index]
+
+    def awaits(self, seat: int) -> bool:
+        """True while the turn in progress waits for ``seat``'s play."""
+        return (
+            self.status is Status.IN_PROGRESS
+            and self.result is None
+            and bool(self.legal)
+            and self.color_of(seat) is self.position.turn
+        )
 
     # -- subscriptions (called from the bridge) -----------------------------------------
     def subscribe(
@@ -164,7 +203,10 @@ class GameSession:
     ) -> tuple[list[Event], bool]:
         """Register ``sink``; return the events to send first (no gap) and whether it is live.
 
-        A finished game keeps no subscribers: its stream ends after the backlog.
+        A seat that resumes after the TURN_STARTED of a turn still waiting for its play gets
+        a SNAPSHOT (with the legal plays) at the end of the backlog, so the pending turn is
+        always announced again. A finished game keeps no subscribers: its stream ends after
+        the backlog.
         """
         if from_start:
             backlog = list(self.events)
@@ -174,7 +216,9 @@ class GameSession:
                     Code.INVALID_ARGUMENT,
                     f"after_seq {after_seq} is beyond the last event ({len(self.events)})",
                 )
-            backlog = self.events[after_seq:]
+            backlog = list(self.events[after_seq:])
+            if not backlog and seat is not None and self.awaits(seat):
+                backlog.append(self._event(EventType.SNAPSHOT, record=False))
         else:
             backlog = [self._event(EventType.SNAPSHOT, record=False)]
         if self.status in (Status.FINISHED, Status.ABORTED):
@@ -196,17 +240,7 @@ class GameSession:
     # -- events -------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         now = trio.current_time()
-        turn_ms = self.match.turn_ms
-        clocks = []
-        for color in Color:
-            bank = self.bank[color]
-            if self.status is Status.IN_PROGRESS and self.legal and self.position.turn is color:
-                remaining = max(0, int((self.deadline - now) * 1000))
-                spent = (now - self.turn_started) * 1000
-                bank = max(0, int(bank - max(0.0, spent - turn_ms)))
-            else:
-                remaining = turn_ms + bank
-            clocks.append((remaining, bank))
+        clocks = [self.clocks[color].reading(now) for color in Color]
         scores = self.match.scores_by_colour(self)
         return Snapshot(
             status=self.status,
@@ -220,6 +254,7 @@ class GameSession:
             legal=self.legal,
             next_game_id=self.next_game_id,
             refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
+            white_seat=self.known_white,
         )
 
     def _event(self, kind: EventType, *, record: bool = True, **extra) -> Event:
@@ -227,7 +262,7 @@ class GameSession:
         event = Event(seq, kind, time.time(), self.snapshot(), **extra)
         if record:
             self.events.append(event)
-            self.match.arbiter.journal(self, event)
+            self.match.host.journal(self, event)
         return event
 
     def emit(self, kind: EventType, **extra) -> Event:
@@ -297,6 +332,7 @@ class GameSession:
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             self.emit(EventType.TURN_PASSED, play=record)
+            self.match.host.metrics.turns.labels("passed").inc()
             return
         if len(plays) == 1 and self.match.auto_play_forced:
             self._apply(plays[0], mover, automatic=True, used_ms=0)
@@ -306,40 +342,81 @@ class GameSession:
     async def _await_play(self, mover: Color, plays: tuple[Play, ...]) -> None:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
-        self.turn_started = trio.current_time()
-        self.deadline = self.turn_started + (self.match.turn_ms + self.bank[mover]) / 1000
-        self._wake = trio.Event()
+        clock = self.clocks[mover]
+        deadline = clock.start(trio.current_time())
         self.emit(EventType.TURN_STARTED)
-        with trio.move_on_at(self.deadline):
+        with trio.move_on_at(deadline):
+            while self._awaiting_play():
+                self._wake = trio.Event()
+                await self._wake.wait()
+        # A play that arrived in time may still be on its way to the core: judge it first.
+        arrivals = self.match.host.arrivals
+        while self._awaiting_play() and arrivals.pending(self.id, before=deadline):
+            self._wake = trio.Event()
             await self._wake.wait()
-        if self.result is None and self.turn_id not in self.accepted:
+        arrivals.done_waiting(self.id)
+        clock.stop()  # stopped already if a play was charged
+        if self._awaiting_play():
+            late = trio.current_time() - deadline
+            self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
 
+    def _awaiting_play(self) -> bool:
+        return self.result is None and self.turn_id not in self.accepted
+
+    def arrival_settled(self) -> None:
+        """A play stamped for this game has been judged: a turn past its deadline that
+        was waiting for it may now decide (see _await_play)."""
+        self._wake.set()
+
     def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
-        before = (self.position, self.legal, self.dice, self.deadline, self.result)
+        before = (self.position, self.legal, self.dice, self.result)
         self.accepted[self.turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
-        self.deadline = float("inf")
-        self.result = self.variant.result(self.position, koks=self.options.koks)
+        self.result = self.variant.result(self.position, self.options.rules)
         try:
             self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
         except ArbiterError:  # not stored: as if the play never arrived
             del self.accepted[self.turn_id]
-            self.position, self.legal, self.dice, self.deadline, self.result = before
+            self.position, self.legal, self.dice, self.result = before
             raise
+        metrics = self.match.host.metrics
+        metrics.turns.labels("automatic" if automatic else "played").inc()
+        if not automatic:
+            metrics.turn_latency.observe(used_ms / 1000)
+        self._retire_announcement()
         return answer
 
+    def _retire_announcement(self) -> None:
+        """The turn is over: its TURN_STARTED event stops carrying the legal plays, so that
+        a replay (from_start, after_seq) never offers a turn that can no longer be played."""
+        for i in range(len(self.events) - 1, max(-1, len(self.events) - 3), -1):
+            event = self.events[i]
+            if event.type is EventType.TURN_STARTED:
+                if event.snapshot.legal:
+                    snap = replace(event.snapshot, legal=())
+                    self.events[i] = replace(event, snapshot=snap, views={})
+                return
+
     # -- actions (called from the bridge) -----------------------------------------------
-    def submit(self, seat: int, turn_id: int, notation: str | None, end: str | None) -> Accepted:
-        """Check and make a play for ``turn_id``; idempotent for the same play."""
+    def submit(
+        self,
+        seat: int,
+        turn_id: int,
+        notation: str | None,
+        end: str | None,
+        arrival: Arrival | None = None,
+    ) -> Accepted:
+        """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
+        transport (now, if not given); idempotent for the same play."""
         if turn_id in self.accepted:
             answer = self.accepted[turn_id]
             requested = self._requested_end(turn_id, notation, end)
@@ -361,17 +438,20 @@ class GameSession:
                 Code.FAILED_PRECONDITION,
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
             )
-        now = trio.current_time()
-        if now >= self.deadline:
+        clock = self.clocks[mover]
+        arrived = trio.current_time() if arrival is None else arrival.time
+        if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
         play = self._read_play(notation, end)
-        used = (now - self.turn_started) * 1000
-        over = used - self.match.turn_ms
-        if over > 0:
-            self.bank[mover] = max(0, int(self.bank[mover] - over))
-        self.used_ms[mover] += int(used)
+        before = (clock.bank_ms, clock.started)
+        used = clock.charge(arrived)
+        try:
+            answer = self._apply(play, mover, automatic=False, used_ms=used)
+        except ArbiterError:  # not stored: the clock runs on as if the play never arrived
+            clock.bank_ms, clock.started = before
+            raise
+        self.used_ms[mover] += used
         self.plays_made[mover] += 1
-        answer = self._apply(play, mover, automatic=False, used_ms=int(used))
         self._wake.set()
         return answer
 
@@ -433,6 +513,7 @@ class GameSession:
         self.status = Status.FINISHED
         self.dice = ()
         self.legal = ()
+        self._retire_announcement()
         self.emit(EventType.GAME_FINISHED)
         self.log("finished: %s", self.result)
         self.close_streams()
@@ -457,13 +538,12 @@ class JournalEvents(Sequence):
 
     def __init__(self, game: GameSession) -> None:
         self.game_id = game.id
-        self.store = game.match.arbiter.store
+        self.variant = game.variant
+        self.host = game.match.host
         self.count = len(game.events)
 
     def _load(self) -> list[Event]:
-        from server.recovery import decode_event
-
-        return [decode_event(*entry) for entry in self.store.load_events(self.game_id)]
+        return self.host.load_events(self.game_id, self.variant)
 
     def __len__(self) -> int:
         return self.count
@@ -483,38 +563,45 @@ class MatchSession:
 
     def __init__(
         self,
-        arbiter,  # server.arbiter.Arbiter (the registry that journals and announces)
+        host: Host,
         match_id: str,
         options: GameOptions,
         target: int,
         seats: tuple[Seat, Seat],
         *,
-        turn_ms: int,
+        turn_time_ms: int,
         time_bank_ms: int,
         auto_play_forced: bool,
         illegal_play_limit: int = 0,
         ladder: str = "",
         pair_id: str = "",
         first_seat_white: bool | None = None,
+        challenged: str | None = None,
         dice: Dice,
         start: Position | None,
         start_timeout: float,
         new_id: Callable[[], str],
     ) -> None:
-        self.arbiter = arbiter
+        self.host = host
         self.id = match_id
         self.options = options
         self.match = Match(target, options)
         self.seats = seats
-        self.turn_ms = turn_ms
+        self.turn_time_ms = turn_time_ms
         self.time_bank_ms = time_bank_ms
         self.auto_play_forced = auto_play_forced
         self.illegal_play_limit = illegal_play_limit
         self.ladder = ladder
         self.pair_id = pair_id
         self.first_seat_white = first_seat_white
+        self.challenged = challenged  # a player who has not yet accepted this challenge
+        self.called_off = ""  # why the operator (or a declined challenge) ended the match
+        self._scope: trio.CancelScope | None = None
         self.dice = dice
-        self.seeded = not dice.fair
+        # Set up by the creator (chosen dice, seed, start or colour): never rated.
+        self.seeded = not dice.fair or start is not None or first_seat_white is not None
+        # Counts for ratings and standings: two registered players, nothing set up.
+        self.rated = not self.seeded and all(s.player_id for s in seats)
         self.start = start
         self.start_timeout = start_timeout
         self.new_id = new_id
@@ -524,13 +611,44 @@ class MatchSession:
     def current(self) -> GameSession:
         return self.games[-1]
 
+    def fresh_clock(self) -> Clock:
+        """A side's clock at the start of a game (and of a turn resumed after a restart)."""
+        return Clock(self.turn_time_ms, self.time_bank_ms)
+
+    def planned_white(self) -> int | None:
+        """The seat that will play white in the next game, if no opening throw decides it."""
+        if not self.match.games and self.first_seat_white is not None:
+            return 0 if self.first_seat_white else 1
+        return self.match.alternating_white()
+
     def scores_by_colour(self, game: GameSession) -> tuple[int, int]:
         s = self.match.scores
-        if game.white_seat is None:
+        white = game.known_white
+        if white is None:
             return s[0], s[1]
-        return s[game.white_seat], s[1 - game.white_seat]
+        return s[white], s[1 - white]
+
+    def seat_index(self, player_id: str | None) -> int:
+        return next(s.index for s in self.seats if s.player_id == player_id)
+
+    def call_off(self, why: str) -> None:
+        """End the match now: its current game is aborted (voided) with ``why``."""
+        self.called_off = why
+        game = self.current
+        if game.status in (Status.WAITING, Status.IN_PROGRESS):
+            game.result = None
+            game.abort(why)
+            self.host.game_over(game)
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def run(self) -> None:
+        with trio.CancelScope() as self._scope:
+            if self.called_off:
+                return
+            await self._run()
+
+    async def _run(self) -> None:
         while True:
             game = self.current
             if game.status is Status.IN_PROGRESS:  # restored after a restart
@@ -542,11 +660,10 @@ class MatchSession:
                     await game.all_present.wait()
                 if not game.all_present.is_set():
                     game.abort("a seat did not arrive in time")
-                    self.arbiter.game_over(game)
+                    self.host.game_over(game)
                     return
-                if not self.match.games and self.first_seat_white is not None:
-                    white, throws = (0 if self.first_seat_white else 1), []
-                else:
+                white, throws = game.planned_white, []
+                if white is None:
                     white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
                 result = await game.run(white, throws)
             self.match.record(white, result)
@@ -554,8 +671,8 @@ class MatchSession:
                 nxt = GameSession(self, self.new_id(), game.number + 1)
                 self.games.append(nxt)
                 game.next_game_id = nxt.id
-                self.arbiter.game_created(nxt)
+                self.host.game_created(nxt)
             game.finish()
-            self.arbiter.game_over(game)
+            self.host.game_over(game)
             if self.match.over:
                 return

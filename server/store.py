@@ -7,11 +7,11 @@ the player is told it was accepted (WAL with synchronous=NORMAL survives a kille
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Protocol
 
+from server import journal
 from server.errors import ArbiterError, Code
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS games (
     status INTEGER NOT NULL, white_seat INTEGER, result TEXT,
     created REAL DEFAULT (unixepoch('subsec')));
 CREATE TABLE IF NOT EXISTS ladders (name TEXT PRIMARY KEY, options TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ladder_members (
     ladder TEXT NOT NULL, player_id TEXT NOT NULL, ready INTEGER NOT NULL,
     PRIMARY KEY (ladder, player_id));
@@ -45,33 +46,6 @@ CREATE TABLE IF NOT EXISTS events (
     game_id TEXT NOT NULL REFERENCES games(id), seq INTEGER NOT NULL, type INTEGER NOT NULL,
     time REAL NOT NULL, data BLOB NOT NULL, PRIMARY KEY (game_id, seq)) WITHOUT ROWID;
 """
-
-
-def encode_event(game: GameSession, event: Event) -> bytes:
-    """A compact journal entry: everything needed to rebuild the event, as JSON."""
-    s = event.snapshot
-    r = s.result
-    entry = {
-        "status": int(s.status),
-        "position": s.position.text(),
-        "dice": list(s.dice),
-        "turn": s.turn_id,
-        "clocks": s.clocks,
-        "scores": s.scores,
-        "over": s.match_over,
-        "next": s.next_game_id,
-        "refused": s.refused,
-        "result": None if r is None else [r.winner.letter, str(r.kind), str(r.termination)],
-    }
-    if event.play is not None:
-        p = event.play
-        entry["play"] = [p.side.letter, list(p.dice), p.notation, p.turn_id, p.automatic, p.used_ms]
-    if event.throws:
-        entry["throws"] = event.throws
-    if event.type == 2:  # GAME_STARTED: who took white
-        entry["white_seat"] = game.white_seat
-    entry["rolled"] = game.match.dice.rolled
-    return json.dumps(entry, separators=(",", ":")).encode()
 
 
 class Store(Protocol):
@@ -87,6 +61,9 @@ class Store(Protocol):
     def update_game(self, game: GameSession) -> None: ...
     def append_event(self, game: GameSession, event: Event) -> None: ...
     def set_player_token(self, player_id: str, token_hash: str) -> None: ...
+    def accept_challenge(self, match_id: str) -> None: ...
+    def get_setting(self, key: str) -> str | None: ...
+    def set_setting(self, key: str, value: str) -> None: ...
     def load_players(self) -> list[tuple[str, str, int, str, str]]: ...
     def add_ladder(self, name: str, options: LadderOptions) -> None: ...
     def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None: ...
@@ -140,42 +117,16 @@ class SQLiteStore:
         self._write("INSERT INTO seat_tokens VALUES (?,?,?)", (match_id, seat, token_hash))
 
     def add_match(self, match: MatchSession) -> None:
-        o = match.options
-        options = {
-            "variant": o.variant,
-            "koks": o.koks,
-            "opening": str(o.opening),
-            "colours": str(o.colours),
-            "turn_ms": match.turn_ms,
-            "time_bank_ms": match.time_bank_ms,
-            "auto_play_forced": match.auto_play_forced,
-            "illegal_play_limit": match.illegal_play_limit,
-            "ladder": match.ladder,
-            "pair_id": match.pair_id,
-            "start_timeout": match.start_timeout,
-            "first_seat_white": match.first_seat_white,
-        }
-        seats = [
-            {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}
-            for s in match.seats
-        ]
         self._write(
             "INSERT INTO matches (id, target, options, seats, seed, script, start) "
             "VALUES (?,?,?,?,?,?,?)",
-            (
-                match.id,
-                match.match.target,
-                json.dumps(options),
-                json.dumps(seats),
-                match.dice.seed,
-                json.dumps(match.dice.script),
-                match.start.text() if match.start else "",
-            ),
+            journal.encode_match(match),
         )
 
     def update_match(self, match: MatchSession) -> None:
         self._write(
-            "UPDATE matches SET scores=? WHERE id=?", (json.dumps(match.match.scores), match.id)
+            "UPDATE matches SET scores=? WHERE id=?",
+            (journal.encode_json(match.match.scores), match.id),
         )
 
     def add_game(self, game: GameSession) -> None:
@@ -185,32 +136,38 @@ class SQLiteStore:
         )
 
     def update_game(self, game: GameSession) -> None:
-        r = game.result
-        result = (
-            None
-            if r is None
-            else json.dumps(
-                {
-                    "winner": r.winner.letter,
-                    "kind": str(r.kind),
-                    "points": r.points,
-                    "termination": str(r.termination),
-                }
-            )
-        )
         self._write(
             "UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
-            (int(game.status), game.white_seat, result, game.id),
+            (int(game.status), game.white_seat, journal.encode_game_result(game.result), game.id),
         )
 
     def append_event(self, game: GameSession, event: Event) -> None:
         self._write(
             "INSERT INTO events VALUES (?,?,?,?,?)",
-            (game.id, event.seq, int(event.type), event.time, encode_event(game, event)),
+            (
+                game.id,
+                event.seq,
+                int(event.type),
+                event.time,
+                journal.encode_event(event, game.white_seat, game.match.dice.rolled),
+            ),
         )
 
     def set_player_token(self, player_id: str, token_hash: str) -> None:
         self._write("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
+
+    def accept_challenge(self, match_id: str) -> None:
+        self._write(
+            "UPDATE matches SET options=json_set(options, '$.challenged', NULL) WHERE id=?",
+            (match_id,),
+        )
+
+    def get_setting(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_setting(self, key: str, value: str) -> None:
+        self._write("INSERT OR REPLACE INTO settings VALUES (?,?)", (key, value))
 
     def load_players(self) -> list[tuple[str, str, int, str, str]]:
         return self.db.execute(
@@ -219,7 +176,9 @@ class SQLiteStore:
 
     # -- ladders ------------------------------------------------------------------------
     def add_ladder(self, name: str, options: LadderOptions) -> None:
-        self._write("INSERT INTO ladders VALUES (?,?)", (name, json.dumps(asdict(options))))
+        self._write(
+            "INSERT INTO ladders VALUES (?,?)", (name, journal.encode_json(asdict(options)))
+        )
 
     def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None:
         self._write(
@@ -229,23 +188,18 @@ class SQLiteStore:
     def add_ladder_game(self, ladder: str, record: LadderGame) -> None:
         self._write(
             "INSERT OR REPLACE INTO ladder_games VALUES (?,?,?)",
-            (ladder, record.game_id, json.dumps(asdict(record))),
+            (ladder, record.game_id, journal.encode_ladder_game(record)),
         )
 
     def load_ladders(self) -> list[tuple[str, dict]]:
         rows = self.db.execute("SELECT name, options FROM ladders ORDER BY rowid").fetchall()
-        return [(name, json.loads(options)) for name, options in rows]
+        return [(name, journal.decode_json(options)) for name, options in rows]
 
     def load_ladder_games(self, ladder: str) -> list[dict]:
         rows = self.db.execute(
             "SELECT record FROM ladder_games WHERE ladder=? ORDER BY rowid", (ladder,)
         ).fetchall()
-        out = []
-        for (text,) in rows:
-            record = json.loads(text)
-            record["used_ms"], record["plays"] = tuple(record["used_ms"]), tuple(record["plays"])
-            out.append(record)
-        return out
+        return [journal.decode_ladder_game(text) for (text,) in rows]
 
     def load_ladder_members(self, ladder: str) -> list[tuple[str, int]]:
         return self.db.execute(
@@ -254,15 +208,9 @@ class SQLiteStore:
 
     # -- recovery -----------------------------------------------------------------------
     def load_matches(self) -> list[dict]:
-        cols = ("id", "target", "options", "seats", "seed", "script", "start")
-        rows = self.db.execute(f"SELECT {', '.join(cols)} FROM matches ORDER BY rowid")
-        out = []
-        for row in rows.fetchall():
-            m = dict(zip(cols, row, strict=True))
-            for key in ("options", "seats", "script"):
-                m[key] = json.loads(m[key])
-            out.append(m)
-        return out
+        cols = ", ".join(journal.MATCH_COLUMNS)
+        rows = self.db.execute(f"SELECT {cols} FROM matches ORDER BY rowid").fetchall()
+        return [journal.decode_match(row) for row in rows]
 
     def load_games(self, match_id: str) -> list[tuple[str, int]]:
         return self.db.execute(
@@ -273,7 +221,7 @@ class SQLiteStore:
         rows = self.db.execute(
             "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq", (game_id,)
         ).fetchall()
-        return [(seq, kind, t, json.loads(data)) for seq, kind, t, data in rows]
+        return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
 
     def load_seat_tokens(self) -> list[tuple[str, int, str]]:
         return self.db.execute("SELECT match_id, seat, token_hash FROM seat_tokens").fetchall()

@@ -1,7 +1,7 @@
 """A deliberately simple reference generator of legal long-nardy plays.
 
 Written only from /work/shared/RULES.md and the position-text format, independently of
-``nardy.movegen`` and ``nardy.turn`` (only ``Position`` is used, for input and output).
+``nardy.long.movegen`` and ``nardy.long.turn`` (only ``Position`` is used, for input and output).
 It is slow on purpose: it copies the absolute board for every single step, checks every
 rule on the whole board after each step, and tries every die order depth first. Tests
 compare it with :func:`nardy.legal_plays`.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 
-from nardy.position import Color, Position  # I/O only: no movegen, no turn
+from nardy import Color, Position  # I/O only: no movegen, no turn
 
 N = 24
 CHECKERS = 15

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from nardy import Color, Position, legal_plays, result
+from nardy import Color, GameResult, Kind, Position, Termination, legal_plays, result
 from nardy.record import (
     GameRecord,
     RecordError,
@@ -19,7 +19,6 @@ from nardy.record import (
     replay,
     to_json,
 )
-from nardy.scoring import GameResult, Kind, Termination
 
 
 def self_play(seed: int) -> tuple[GameRecord, Position]:

@@ -15,11 +15,13 @@ class PlayerEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PLAYER_EVENT_TYPE_GAME_OVER: _ClassVar[PlayerEventType]
     PLAYER_EVENT_TYPE_HEARTBEAT: _ClassVar[PlayerEventType]
     PLAYER_EVENT_TYPE_SERVER_SHUTDOWN: _ClassVar[PlayerEventType]
+    PLAYER_EVENT_TYPE_CHALLENGE: _ClassVar[PlayerEventType]
 PLAYER_EVENT_TYPE_UNSPECIFIED: PlayerEventType
 PLAYER_EVENT_TYPE_GAME_ASSIGNED: PlayerEventType
 PLAYER_EVENT_TYPE_GAME_OVER: PlayerEventType
 PLAYER_EVENT_TYPE_HEARTBEAT: PlayerEventType
 PLAYER_EVENT_TYPE_SERVER_SHUTDOWN: PlayerEventType
+PLAYER_EVENT_TYPE_CHALLENGE: PlayerEventType
 
 class RegisterPlayerRequest(_message.Message):
     __slots__ = ("name", "bot", "owner")
@@ -70,16 +72,42 @@ class CreateMatchRequest(_message.Message):
     def __init__(self, options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ..., target_points: _Optional[int] = ..., first: _Optional[_Union[SeatSpec, _Mapping]] = ..., second: _Optional[_Union[SeatSpec, _Mapping]] = ..., seed: _Optional[int] = ..., start_timeout_ms: _Optional[int] = ..., start_position: _Optional[str] = ..., dice: _Optional[_Iterable[int]] = ..., first_seat_color: _Optional[_Union[_game_pb2.Color, str]] = ...) -> None: ...
 
 class CreateMatchResponse(_message.Message):
-    __slots__ = ("match_id", "game_id", "first_seat_token", "second_seat_token")
+    __slots__ = ("match_id", "game_id", "first_seat_token", "second_seat_token", "dice_commitment", "challenge")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEAT_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SECOND_SEAT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    DICE_COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGE_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     game_id: str
     first_seat_token: str
     second_seat_token: str
-    def __init__(self, match_id: _Optional[str] = ..., game_id: _Optional[str] = ..., first_seat_token: _Optional[str] = ..., second_seat_token: _Optional[str] = ...) -> None: ...
+    dice_commitment: str
+    challenge: bool
+    def __init__(self, match_id: _Optional[str] = ..., game_id: _Optional[str] = ..., first_seat_token: _Optional[str] = ..., second_seat_token: _Optional[str] = ..., dice_commitment: _Optional[str] = ..., challenge: _Optional[bool] = ...) -> None: ...
+
+class AcceptChallengeRequest(_message.Message):
+    __slots__ = ("match_id",)
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    def __init__(self, match_id: _Optional[str] = ...) -> None: ...
+
+class AcceptChallengeResponse(_message.Message):
+    __slots__ = ("game_id",)
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    def __init__(self, game_id: _Optional[str] = ...) -> None: ...
+
+class DeclineChallengeRequest(_message.Message):
+    __slots__ = ("match_id",)
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    def __init__(self, match_id: _Optional[str] = ...) -> None: ...
+
+class DeclineChallengeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class GetGameRequest(_message.Message):
     __slots__ = ("game_id",)
@@ -96,17 +124,19 @@ class GetGameResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[_game_pb2.GameState, _Mapping]] = ..., last_seq: _Optional[int] = ...) -> None: ...
 
 class ListGamesRequest(_message.Message):
-    __slots__ = ("status", "limit", "ladder")
+    __slots__ = ("status", "limit", "ladder", "page_token")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     LADDER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     status: _game_pb2.GameStatus
     limit: int
     ladder: str
-    def __init__(self, status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., limit: _Optional[int] = ..., ladder: _Optional[str] = ...) -> None: ...
+    page_token: str
+    def __init__(self, status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., limit: _Optional[int] = ..., ladder: _Optional[str] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GameSummary(_message.Message):
-    __slots__ = ("game_id", "match_id", "game_number", "status", "white", "black", "result", "match")
+    __slots__ = ("game_id", "match_id", "game_number", "status", "white", "black", "result", "match", "first_player", "second_player", "rated", "seeded", "ladder")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_NUMBER_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +145,11 @@ class GameSummary(_message.Message):
     BLACK_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     MATCH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_PLAYER_FIELD_NUMBER: _ClassVar[int]
+    SECOND_PLAYER_FIELD_NUMBER: _ClassVar[int]
+    RATED_FIELD_NUMBER: _ClassVar[int]
+    SEEDED_FIELD_NUMBER: _ClassVar[int]
+    LADDER_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     match_id: str
     game_number: int
@@ -123,23 +158,32 @@ class GameSummary(_message.Message):
     black: _game_pb2.Player
     result: _game_pb2.GameResult
     match: _game_pb2.MatchScore
-    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., white: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., black: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., result: _Optional[_Union[_game_pb2.GameResult, _Mapping]] = ..., match: _Optional[_Union[_game_pb2.MatchScore, _Mapping]] = ...) -> None: ...
+    first_player: _game_pb2.Player
+    second_player: _game_pb2.Player
+    rated: bool
+    seeded: bool
+    ladder: str
+    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[_game_pb2.GameStatus, str]] = ..., white: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., black: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., result: _Optional[_Union[_game_pb2.GameResult, _Mapping]] = ..., match: _Optional[_Union[_game_pb2.MatchScore, _Mapping]] = ..., first_player: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., second_player: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., rated: _Optional[bool] = ..., seeded: _Optional[bool] = ..., ladder: _Optional[str] = ...) -> None: ...
 
 class ListGamesResponse(_message.Message):
-    __slots__ = ("games",)
+    __slots__ = ("games", "next_page_token")
     GAMES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     games: _containers.RepeatedCompositeFieldContainer[GameSummary]
-    def __init__(self, games: _Optional[_Iterable[_Union[GameSummary, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, games: _Optional[_Iterable[_Union[GameSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SubscribeGameRequest(_message.Message):
-    __slots__ = ("game_id", "after_seq", "from_start")
+    __slots__ = ("game_id", "after_seq", "from_start", "client_seed")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     FROM_START_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_SEED_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     after_seq: int
     from_start: bool
-    def __init__(self, game_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., from_start: _Optional[bool] = ...) -> None: ...
+    client_seed: str
+    def __init__(self, game_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., from_start: _Optional[bool] = ..., client_seed: _Optional[str] = ...) -> None: ...
 
 class PlayerEvent(_message.Message):
     __slots__ = ("type", "game_id", "match_id", "color", "opponent")

@@ -27,7 +27,12 @@ if _version_not_supported:
 
 
 class ArbiterServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
+    registered player holds its player token; an open seat holds a seat token; anyone else
+    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
+    their seats) are counted per verified identity, and per peer address for calls without a
+    valid token.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -44,6 +49,16 @@ class ArbiterServiceStub:
                 '/nardy.v1.ArbiterService/CreateMatch',
                 request_serializer=nardy_dot_v1_dot_arbiter__pb2.CreateMatchRequest.SerializeToString,
                 response_deserializer=nardy_dot_v1_dot_arbiter__pb2.CreateMatchResponse.FromString,
+                _registered_method=True)
+        self.AcceptChallenge = channel.unary_unary(
+                '/nardy.v1.ArbiterService/AcceptChallenge',
+                request_serializer=nardy_dot_v1_dot_arbiter__pb2.AcceptChallengeRequest.SerializeToString,
+                response_deserializer=nardy_dot_v1_dot_arbiter__pb2.AcceptChallengeResponse.FromString,
+                _registered_method=True)
+        self.DeclineChallenge = channel.unary_unary(
+                '/nardy.v1.ArbiterService/DeclineChallenge',
+                request_serializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeRequest.SerializeToString,
+                response_deserializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeResponse.FromString,
                 _registered_method=True)
         self.GetGame = channel.unary_unary(
                 '/nardy.v1.ArbiterService/GetGame',
@@ -78,10 +93,18 @@ class ArbiterServiceStub:
 
 
 class ArbiterServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
+    registered player holds its player token; an open seat holds a seat token; anyone else
+    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
+    their seats) are counted per verified identity, and per peer address for calls without a
+    valid token.
+    """
 
     def RegisterPlayer(self, request, context):
         """Register a player (bot or person) by a unique name; returns its secret token.
+        Anyone may register while the server's registration is open (`nardy serve
+        --registration open`, the default; at most a few registrations per hour per address);
+        when it is closed only the operator may (`nardy admin register NAME`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -92,20 +115,46 @@ class ArbiterServiceServicer:
         registered player (by name) or an open seat that gets a seat token. The first game
         starts when both seats have subscribed to it with SubscribeGame; so does each later
         game of the match.
+
+        Consent: anyone may create a casual match between two open seats. A registered player
+        is seated only by itself (call with its own player token), by a ladder or by the
+        operator. A player who names another registered player as its opponent makes a
+        challenge: that player is told by a PLAYER_EVENT_TYPE_CHALLENGE on its player stream
+        and holds no seat until it calls AcceptChallenge. `seed`, `dice`, `start_position`
+        and `first_seat_color` are allowed for the operator and in games whose seats are all
+        open seats (PERMISSION_DENIED otherwise); such games are marked `seeded` in every
+        event and are never `rated`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AcceptChallenge(self, request, context):
+        """Accept a challenge made to the calling player (its player token): it takes its seat
+        and the match goes ahead like any other (GAME_ASSIGNED follows on the player stream).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeclineChallenge(self, request, context):
+        """Decline a challenge made to the calling player: the match is aborted.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetGame(self, request, context):
-        """The state of a game as a spectator sees it.
+        """The state of a game now. Without a token a spectator's view; with a token that holds
+        a seat, that seat's view: `your_color`, and on its waiting turn the legal plays (a
+        unary way to fetch the pending turn). A token without a seat: PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListGames(self, request, context):
-        """Games on the server, newest first.
+        """Games on the server, newest first, a page at a time (see `page_token`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -113,9 +162,11 @@ class ArbiterServiceServicer:
 
     def SubscribeGame(self, request, context):
         """Follow a game. With a token that holds a seat the stream is that seat's (your turn
-        carries the legal plays); without one it is a spectator's. Every event carries the
-        full state. The stream ends after GAME_FINISHED / GAME_ABORTED, or with
-        SERVER_SHUTDOWN.
+        carries the legal plays), and subscribing is how a seat arrives: the game starts when
+        both seats have subscribed. Without a token it is a spectator's. A token that holds no
+        seat in the game: PERMISSION_DENIED. Every event carries the full state. The stream
+        ends after GAME_FINISHED / GAME_ABORTED (a finished game's stream is its backlog
+        only), or with SERVER_SHUTDOWN.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -131,8 +182,9 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SubmitPlay(self, request, context):
-        """Make the play for a turn. Idempotent: the same play for the same turn again returns
-        the same answer with `duplicate` set.
+        """Make the play for a turn. Idempotent: the same play (the same end position, in any
+        notation) for the same turn again returns the same answer with `duplicate` set; a
+        different play for a turn already played is FAILED_PRECONDITION.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,7 +192,8 @@ class ArbiterServiceServicer:
 
     def Resign(self, request, context):
         """Resign the game (not the match): it is lost as mars if you have borne off nothing,
-        else as oin.
+        else as oin. Allowed at any moment while the game is IN_PROGRESS, on the opponent's
+        turn too; FAILED_PRECONDITION before the start or after the end.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -158,6 +211,16 @@ def add_ArbiterServiceServicer_to_server(servicer, server):
                     servicer.CreateMatch,
                     request_deserializer=nardy_dot_v1_dot_arbiter__pb2.CreateMatchRequest.FromString,
                     response_serializer=nardy_dot_v1_dot_arbiter__pb2.CreateMatchResponse.SerializeToString,
+            ),
+            'AcceptChallenge': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcceptChallenge,
+                    request_deserializer=nardy_dot_v1_dot_arbiter__pb2.AcceptChallengeRequest.FromString,
+                    response_serializer=nardy_dot_v1_dot_arbiter__pb2.AcceptChallengeResponse.SerializeToString,
+            ),
+            'DeclineChallenge': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeclineChallenge,
+                    request_deserializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeRequest.FromString,
+                    response_serializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeResponse.SerializeToString,
             ),
             'GetGame': grpc.unary_unary_rpc_method_handler(
                     servicer.GetGame,
@@ -198,7 +261,12 @@ def add_ArbiterServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ArbiterService:
-    """Missing associated documentation comment in .proto file."""
+    """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
+    registered player holds its player token; an open seat holds a seat token; anyone else
+    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
+    their seats) are counted per verified identity, and per peer address for calls without a
+    valid token.
+    """
 
     @staticmethod
     def RegisterPlayer(request,
@@ -244,6 +312,60 @@ class ArbiterService:
             '/nardy.v1.ArbiterService/CreateMatch',
             nardy_dot_v1_dot_arbiter__pb2.CreateMatchRequest.SerializeToString,
             nardy_dot_v1_dot_arbiter__pb2.CreateMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcceptChallenge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nardy.v1.ArbiterService/AcceptChallenge',
+            nardy_dot_v1_dot_arbiter__pb2.AcceptChallengeRequest.SerializeToString,
+            nardy_dot_v1_dot_arbiter__pb2.AcceptChallengeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeclineChallenge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nardy.v1.ArbiterService/DeclineChallenge',
+            nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeRequest.SerializeToString,
+            nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -61,14 +61,17 @@ class LadderServiceServicer:
 
     def CreateLadder(self, request, context):
         """Create a ladder (or return the existing one of that name with `created` false).
+        Operator only (the admin token; PERMISSION_DENIED otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def JoinLadder(self, request, context):
-        """Enter the calling bot (player token) into a ladder, ready to be paired; or, with
-        `ready` false, stop being paired (games in progress are finished).
+        """Enter the calling bot (player token, PERMISSION_DENIED for a seat token) into a
+        ladder, ready to be paired; or, with `ready` false, stop being paired (games in
+        progress are finished). Its games are announced on SubscribePlayer: subscribe there
+        before joining.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -7,7 +7,7 @@ import re
 from rich.console import Console
 
 from clients.board import fmt_clock, live_clocks, render, render_plain, state_for
-from nardy.position import Color, Position
+from nardy import Color, Position
 from nardy.v1 import game_pb2 as pb
 
 MID = "w/13,0,0,1,0,0,0,0,0,0,0,0,-14,0,0,0,0,0,0,0,0,0,0,1"

@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from nardy import record
-from nardy.position import Position
+from nardy import Position, record
 from nardy.v1 import arbiter_pb2 as api
 from tests.cli.conftest import RACE, ROOT, bot_match, finish, spawn
 

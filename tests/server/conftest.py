@@ -23,6 +23,13 @@ async def client(server):
         yield c
 
 
+@pytest.fixture
+async def operator(server):
+    """A client holding the server's admin token (may seat registered players)."""
+    async with Client(server.address, server.admin_token) as c:
+        yield c
+
+
 def random_engine(seed: int = 0):
     rng = random.Random(seed)
     return lambda turn: rng.choice(turn.legal)
@@ -32,4 +39,5 @@ async def create(client: Client, **fields):
     """A match with two open seats; returns (response, seat clients)."""
     opts = fields.pop("options", {})
     r = await client.create_match(options=pb.GameOptions(**opts), **fields)
-    return r, (client.with_token(r.first_seat_token), client.with_token(r.second_seat_token))
+    anonymous = Client(client.address, shared=client.channel)
+    return r, (anonymous.with_token(r.first_seat_token), anonymous.with_token(r.second_seat_token))

@@ -169,12 +169,12 @@ async def _last_event(seat, game_id):
     return last
 
 
-async def test_registered_players_play_under_their_names_and_owners(client):
+async def test_registered_players_play_under_their_names_and_owners(client, operator):
     tokens = {}
     for name in ("alpha", "beta"):
         req = api.RegisterPlayerRequest(name=name, bot=True, owner=f"team-{name}")
         tokens[name] = (await client.call("RegisterPlayer", req)).token
-    r = await client.create_match(
+    r = await operator.create_match(
         first=api.SeatSpec(player_name="alpha"), second=api.SeatSpec(player_name="beta"), seed=2
     )
     a, b = client.with_token(tokens["alpha"]), client.with_token(tokens["beta"])

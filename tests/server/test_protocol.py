@@ -180,12 +180,13 @@ async def test_health_and_reflection(server):
 RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
 
 
-async def test_two_hundred_concurrent_games(client):
-    """200 games at once to completion; they start from a bear-off race to keep CI short."""
+async def test_two_hundred_concurrent_games(operator):
+    """200 games at once to completion; they start from a bear-off race to keep CI short.
+    (The operator creates them: anonymous callers may keep only a few matches waiting.)"""
     games = []
     for i in range(200):
         r, seats = await create(
-            client, seed=1000 + i, start_position=RACE, options={"auto_play_forced": True}
+            operator, seed=1000 + i, start_position=RACE, options={"auto_play_forced": True}
         )
         games.append((r.game_id, seats))
     finals = {}

@@ -2,50 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
-from nardy.position import Color, Position
+from nardy.game import Color, GameResult, Termination
+from nardy.long.position import Position
 
 START_QUARTER = range(19, 25)  # a side's own points 24..19
 
 
-class Termination(StrEnum):
-    """How a game ended."""
-
-    NORMAL = "normal"
-    TIMEOUT = "timeout"
-    RESIGNATION = "resignation"
-    ABANDONMENT = "abandonment"
-    ILLEGAL_PLAYS = "illegal-plays"  # too many refused plays in one game (ladders)
-
-
 class Kind(StrEnum):
+    """Long nardy's kinds of win and their points (§5)."""
+
     OIN = "oin"
     MARS = "mars"
     KOKS = "koks"
 
-
-POINTS = {Kind.OIN: 1, Kind.MARS: 2, Kind.KOKS: 3}
-
-
-@dataclass(frozen=True, slots=True)
-class GameResult:
-    winner: Color
-    kind: Kind
-    termination: Termination = Termination.NORMAL
-
     @property
     def points(self) -> int:
-        return POINTS[self.kind]
+        return _POINTS[self]
 
-    @property
-    def loser(self) -> Color:
-        return self.winner.opponent
 
-    def __str__(self) -> str:
-        how = "" if self.termination is Termination.NORMAL else f" by {self.termination}"
-        return f"{self.winner.name.lower()} wins {self.kind} ({self.points}){how}"
+_POINTS = {Kind.OIN: 1, Kind.MARS: 2, Kind.KOKS: 3}
 
 
 def result(position: Position, *, koks: bool = False) -> GameResult | None:

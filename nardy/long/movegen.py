@@ -24,8 +24,9 @@ import operator
 from itertools import compress
 from typing import NamedTuple
 
-from nardy.notation import format_step
-from nardy.position import CHECKERS, HEAD, POINTS, Color, Position
+from nardy.game import Color
+from nardy.long.notation import format_step
+from nardy.long.position import CHECKERS, HEAD, POINTS, Position
 
 OFF = 0
 FIRST_TURN_DOUBLES = frozenset({3, 4, 6})

@@ -11,43 +11,13 @@ Two coordinate systems meet here:
 from __future__ import annotations
 
 import re
-from enum import IntEnum
 from typing import NamedTuple
+
+from nardy.game import Color, PositionError
 
 CHECKERS = 15
 POINTS = 24
 HEAD = 24
-
-
-class Color(IntEnum):
-    """The two sides. White is, by definition, the side that moves first in a game."""
-
-    WHITE = 0
-    BLACK = 1
-
-    @property
-    def opponent(self) -> Color:
-        return Color(1 - self)
-
-    @property
-    def letter(self) -> str:
-        return "wb"[self]
-
-    @property
-    def sign(self) -> int:
-        """+1 for white, -1 for black: the sign of this side's counts in the position text."""
-        return 1 - 2 * self
-
-    @classmethod
-    def from_letter(cls, letter: str) -> Color:
-        try:
-            return cls("wb".index(letter))
-        except ValueError:
-            raise PositionError(f"side to move must be 'w' or 'b', not {letter!r}") from None
-
-
-class PositionError(ValueError):
-    """A position text that is not a valid long nardy position; the message names the problem."""
 
 
 def absolute(color: Color, point: int) -> int:

@@ -6,13 +6,10 @@ matched to a legal play, or refused naming the step and the rule it breaks).
 
 from __future__ import annotations
 
-from nardy.movegen import BIT, HEAD, OFF, Play, Step, Turn, legal_plays, runs
-from nardy.notation import format_step, parse_moves
-from nardy.position import CHECKERS, Position
-
-
-class IllegalPlay(ValueError):
-    """A play or step the rules refuse; ``str()`` gives the reason in words."""
+from nardy.game import IllegalPlay
+from nardy.long.movegen import BIT, HEAD, OFF, Play, Step, Turn, legal_plays, runs
+from nardy.long.notation import format_step, parse_moves
+from nardy.long.position import CHECKERS, Position
 
 
 class TurnBuilder:

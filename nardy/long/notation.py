@@ -2,19 +2,17 @@
 
 A written play is read into *moves*: ``(src, dst)`` pairs in the mover's points, ``dst`` 0
 for off. A move may cover several dice (``24/13``); matching moves to dice is the turn's
-job (:mod:`nardy.turn`), because only the position says which reading is legal.
+job (:mod:`nardy.long.turn`), because only the position says which reading is legal.
 """
 
 from __future__ import annotations
 
 import re
 
+from nardy.game import NotationError
+
 OFF = 0
 _MOVE = re.compile(r"^(\d{1,2})((?:/(?:\d{1,2}|off))+)(?:\((\d)\))?$", re.I)
-
-
-class NotationError(ValueError):
-    """Text that is not move notation; the message names the bad token."""
 
 
 def parse_moves(text: str) -> list[tuple[int, int]]:

@@ -1,0 +1,230 @@
+"""The journal: what a game records (events and their snapshots) and its one encoding.
+
+Every change the arbiter makes is written to the store as a row; this module is the only
+place that turns domain objects into those rows (``encode_*``) and rows back into domain
+objects (``decode_*``), so that the SQLite and PostgreSQL stores and recovery agree by
+construction. It imports only the rules library: sessions, stores and recovery import it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from nardy import Color, GameResult, Play, Position, Termination
+from nardy.variant import Variant
+
+
+class Status(IntEnum):
+    WAITING = 1
+    IN_PROGRESS = 2
+    FINISHED = 3
+    ABORTED = 4
+
+
+class EventType(IntEnum):
+    SNAPSHOT = 1
+    GAME_STARTED = 2
+    TURN_STARTED = 3
+    PLAY_MADE = 4
+    TURN_PASSED = 5
+    GAME_FINISHED = 6
+    GAME_ABORTED = 7
+    HEARTBEAT = 8
+    SERVER_SHUTDOWN = 9
+
+
+@dataclass(frozen=True)
+class PlayRecord:
+    side: Color
+    dice: tuple[int, int]
+    notation: str
+    turn_id: int
+    automatic: bool
+    used_ms: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a GameState message shows, frozen at one moment."""
+
+    status: Status
+    position: Position
+    dice: tuple[int, ...]
+    turn_id: int
+    clocks: tuple[tuple[int, int], tuple[int, int]]  # per colour: (remaining_ms, bank_ms)
+    scores: tuple[int, int]  # white's, black's match points
+    match_over: bool
+    result: GameResult | None
+    legal: tuple[Play, ...]  # for the side to move while a play is awaited
+    next_game_id: str
+    refused: tuple[int, int]  # plays refused as illegal: white's, black's
+    white_seat: int | None = None  # the seat playing white, once known
+
+
+@dataclass
+class Event:
+    """One journal entry of a game; ``views`` caches the encoded message per audience."""
+
+    seq: int
+    type: EventType
+    time: float
+    snapshot: Snapshot
+    play: PlayRecord | None = None
+    throws: tuple[tuple[int, int], ...] = ()
+    views: dict = field(default_factory=dict)
+
+
+# -- events -----------------------------------------------------------------------------
+def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
+    """A compact journal entry: everything needed to rebuild the event, as JSON.
+
+    ``white_seat`` is recorded with GAME_STARTED; ``rolled`` (dice thrown so far in the
+    match) lets recovery continue the match's dice exactly where they were.
+    """
+    s = event.snapshot
+    entry: dict[str, Any] = {
+        "status": int(s.status),
+        "position": s.position.text(),
+        "dice": list(s.dice),
+        "turn": s.turn_id,
+        "clocks": s.clocks,
+        "scores": s.scores,
+        "over": s.match_over,
+        "next": s.next_game_id,
+        "refused": s.refused,
+        "result": _result_entry(s.result),
+    }
+    if s.white_seat is not None:
+        entry["ws"] = s.white_seat
+    if event.play is not None:
+        p = event.play
+        entry["play"] = [p.side.letter, list(p.dice), p.notation, p.turn_id, p.automatic, p.used_ms]
+    if event.throws:
+        entry["throws"] = event.throws
+    if event.type is EventType.GAME_STARTED:
+        entry["white_seat"] = white_seat
+    entry["rolled"] = rolled
+    return json.dumps(entry, separators=(",", ":")).encode()
+
+
+def _result_entry(r: GameResult | None) -> list | None:
+    return None if r is None else [r.winner.letter, str(r.kind), str(r.termination)]
+
+
+def decode_result(data: list | None, rules: Variant) -> GameResult | None:
+    if not data:
+        return None
+    winner, kind, how = data
+    return GameResult(Color.from_letter(winner), rules.kind(kind), Termination(how))
+
+
+def entry_of(data: bytes | str | memoryview) -> dict:
+    """The JSON entry of an events row (``data`` as the store returns it)."""
+    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+
+
+def decode_event(seq: int, kind: int, when: float, e: dict, rules: Variant) -> Event:
+    """One journal entry (see encode_event) of a game of ``rules`` as an event."""
+    snap = Snapshot(
+        status=Status(e["status"]),
+        position=rules.parse(e["position"]),
+        dice=tuple(e["dice"]),
+        turn_id=e["turn"],
+        clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
+        scores=tuple(e["scores"]),
+        match_over=e["over"],
+        result=decode_result(e["result"], rules),
+        legal=(),
+        next_game_id=e["next"],
+        refused=tuple(e["refused"]),
+        white_seat=e.get("ws", e.get("white_seat")),
+    )
+    play = None
+    if "play" in e:
+        side, dice, notation, turn_id, automatic, used = e["play"]
+        play = PlayRecord(Color.from_letter(side), tuple(dice), notation, turn_id, automatic, used)
+    throws = tuple(tuple(t) for t in e.get("throws", ()))
+    return Event(seq, EventType(kind), when, snap, play, throws)
+
+
+# -- games, matches and ladder results ----------------------------------------------------
+def encode_game_result(r: GameResult | None) -> str | None:
+    """The ``games.result`` column."""
+    if r is None:
+        return None
+    return json.dumps(
+        {
+            "winner": r.winner.letter,
+            "kind": str(r.kind),
+            "points": r.points,
+            "termination": str(r.termination),
+        }
+    )
+
+
+def encode_json(value: Any) -> str:
+    """A plain JSON column (match scores, ladder options)."""
+    return json.dumps(value)
+
+
+def decode_json(text: str) -> Any:
+    return json.loads(text)
+
+
+def encode_ladder_game(record: Any) -> str:
+    """A ``ladder_games.record`` column from a server.ladder.LadderGame."""
+    return json.dumps(asdict(record))
+
+
+def decode_ladder_game(text: str) -> dict:
+    """The fields of a LadderGame from its column (tuples where the dataclass has them)."""
+    record = json.loads(text)
+    record["used_ms"], record["plays"] = tuple(record["used_ms"]), tuple(record["plays"])
+    return record
+
+
+def encode_match(match: Any) -> tuple:
+    """The ``matches`` row of a server.session.MatchSession (scores are updated later)."""
+    o = match.options
+    options = {
+        "variant": o.variant,
+        "rules": sorted(o.rules),
+        "opening": str(o.opening),
+        "colours": str(o.colours),
+        "turn_ms": match.turn_time_ms,
+        "time_bank_ms": match.time_bank_ms,
+        "auto_play_forced": match.auto_play_forced,
+        "illegal_play_limit": match.illegal_play_limit,
+        "ladder": match.ladder,
+        "pair_id": match.pair_id,
+        "start_timeout": match.start_timeout,
+        "first_seat_white": match.first_seat_white,
+        "challenged": match.challenged,
+    }
+    seats = [
+        {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}
+        for s in match.seats
+    ]
+    return (
+        match.id,
+        match.match.target,
+        json.dumps(options),
+        json.dumps(seats),
+        match.dice.seed,
+        json.dumps(match.dice.script),
+        match.start.text() if match.start else "",
+    )
+
+
+MATCH_COLUMNS = ("id", "target", "options", "seats", "seed", "script", "start")
+
+
+def decode_match(row: tuple) -> dict:
+    """A ``matches`` row (columns as MATCH_COLUMNS) as a dict with its JSON decoded."""
+    m = dict(zip(MATCH_COLUMNS, row, strict=True))
+    for key in ("options", "seats", "script"):
+        m[key] = json.loads(m[key])
+    return m

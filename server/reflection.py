@@ -1,0 +1,30 @@
+"""gRPC server reflection, both versions: ``grpc.reflection.v1`` and ``v1alpha``.
+
+grpcio-reflection ships only v1alpha; v1 (what current grpcurl, Postman and grpcui ask for
+first) has the very same messages under another package name, so the same servicer answers
+it through a generic handler: the bytes on the wire are identical.
+"""
+
+from __future__ import annotations
+
+import grpc
+from grpc_reflection.v1alpha import _async as reflection_aio
+from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection_pb2 as messages
+
+V1 = "grpc.reflection.v1.ServerReflection"
+
+
+def enable_reflection(service_names: list[str], server: grpc.aio.Server) -> None:
+    """Serve reflection (v1 and v1alpha) listing ``service_names`` and the two itself."""
+    names = [*service_names, V1, reflection.SERVICE_NAME]
+    reflection.enable_server_reflection(names, server)
+    servicer = reflection_aio.ReflectionServicer(names)
+    handler = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=messages.ServerReflectionRequest.FromString,
+        response_serializer=messages.ServerReflectionResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(V1, {"ServerReflectionInfo": handler}),)
+    )

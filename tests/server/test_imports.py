@@ -1,0 +1,78 @@
+"""The server's modules form a layered graph: no module imports, even lazily inside a
+function, one that imports it back (imports under ``if TYPE_CHECKING:`` are type hints only
+and do not count)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SERVER = Path(__file__).resolve().parents[2] / "server"
+
+
+def imports_of(path: Path) -> set[str]:
+    """The server.* modules a file imports at run time, anywhere in its body."""
+    tree = ast.parse(path.read_text())
+    hints: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hints.update(id(n) for child in node.body for n in ast.walk(child))
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in hints:
+            continue
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if (SERVER / (n.removeprefix("server.") + ".py")).exists())
+    return {n for n in found if n.startswith("server.")}
+
+
+def graph() -> dict[str, set[str]]:
+    return {f"server.{p.stem}": imports_of(p) for p in SERVER.glob("*.py")}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_lazy_import_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_the_graph_sees_lazy_imports(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from server.arbiter import Arbiter\n"
+        "def f():\n    from server.journal import Event\n    import server.store\n"
+    )
+    assert imports_of(f) == {"server.journal", "server.store"}
+
+
+def test_no_import_cycles_in_server():
+    edges = graph()
+    assert "server.journal" in edges["server.session"]
+    assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or ())
