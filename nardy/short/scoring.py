@@ -1,4 +1,4 @@
-"""Short nardy results: single game, gammon, backgammon, forfeits, and the opening (§8).
+"""Short nardy results: single game, gammon, backgammon and forfeits (RULES.md §8).
 
 There is no doubling cube: a game is worth 1, 2 or 3 points.
 """
@@ -46,15 +46,3 @@ def forfeit(position: Position, loser: Color, termination: Termination) -> GameR
     nothing, else a single game (1); never a backgammon (§8)."""
     kind = Kind.SINGLE if position.borne_off(loser) else Kind.GAMMON
     return GameResult(loser.opponent, kind, termination)
-
-
-def first_roll(throws: list[tuple[int, int]]) -> tuple[int, int]:
-    """White's first roll: the two numbers of the deciding opening throw (§8).
-
-    ``throws`` are the single-die throws of both sides, ties thrown again; the last one
-    differs, so white's first roll is never a double.
-    """
-    if not throws or throws[-1][0] == throws[-1][1]:
-        raise ValueError("the opening throw is decided by two different dice")
-    a, b = throws[-1]
-    return max(a, b), min(a, b)

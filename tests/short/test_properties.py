@@ -30,9 +30,7 @@ GAMES = settings(
 )
 SEEDS = st.integers(0, 2**32 - 1)
 DICE = st.tuples(st.integers(1, 6), st.integers(1, 6))
-POSITIONS = st.builds(
-    random_position, st.randoms(use_true_random=False), st.sampled_from(KINDS)
-)
+POSITIONS = st.builds(random_position, st.randoms(use_true_random=False), st.sampled_from(KINDS))
 
 
 def game(seed: int):

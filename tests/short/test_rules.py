@@ -14,7 +14,7 @@ from nardy.game import Color, IllegalPlay, NotationError, PositionError, Termina
 from nardy.short.movegen import Step, legal_plays
 from nardy.short.notation import parse_moves
 from nardy.short.position import BAR, OFF, Position
-from nardy.short.scoring import Kind, first_roll, forfeit, result
+from nardy.short.scoring import Kind, forfeit, result
 from nardy.short.turn import TurnBuilder, match_play
 
 from .helpers import B, W, pos
@@ -352,8 +352,9 @@ def test_single_gammon_and_backgammon():
     assert result(pos(W, {1: 1}, {})).kind is Kind.SINGLE
 
 
-@pytest.mark.parametrize("why", [Termination.TIMEOUT, Termination.RESIGNATION,
-                                 Termination.ABANDONMENT])
+@pytest.mark.parametrize(
+    "why", [Termination.TIMEOUT, Termination.RESIGNATION, Termination.ABANDONMENT]
+)
 def test_forfeits_score_two_when_the_loser_bore_off_nothing(why):
     """§8 (as §5): timeout, resignation, abandonment: 2 if the loser bore off none, else 1;
     never a backgammon, even with checkers on the bar."""
@@ -364,10 +365,3 @@ def test_forfeits_score_two_when_the_loser_bore_off_nothing(why):
     assert forfeit(some_off, W, why).points == 1
     on_bar = pos(W, {6: 14}, {6: 14}, bar=(0, 1))
     assert forfeit(on_bar, B, why).kind is Kind.GAMMON
-
-
-def test_the_opening_throw_is_whites_first_roll():
-    """§8: the two single-die throws, ties thrown again, are white's first roll."""
-    assert first_roll([(3, 3), (2, 5)]) == (5, 2)
-    with pytest.raises(ValueError):
-        first_roll([(4, 4)])
