@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from nardy.dice import parse_dice
-from nardy.long.movegen import legal_plays
+from nardy.long.movegen import end_texts
 from nardy.long.position import Position
 
 
@@ -13,10 +13,7 @@ def end_positions(position_text: str, dice_text: str) -> list[str]:
     """Sorted legal end positions; the unchanged board, opponent to move, if none."""
     position = Position.parse(position_text)
     dice = parse_dice(dice_text)
-    plays = legal_plays(position, dice)
-    if not plays:
-        return [position.passed().text()]
-    return sorted(p.end.text() for p in plays)
+    return end_texts(position, dice) or [position.passed().text()]
 
 
 def single(position_text: str, dice_text: str, out: TextIO) -> int:
