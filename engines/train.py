@@ -22,24 +22,18 @@ and to ``<checkpoint>.log.jsonl``. ``--export`` writes the shipped (float32) wei
 
 from __future__ import annotations
 
-import os
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
 
-# One BLAS thread: the matrices are small, the machine is shared, and results stay exact.
-for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from engines.arena import mean_ci, pair_score  # noqa: E402
-from engines.network import WEIGHTS, Network, encode, equity, flip  # noqa: E402
-from nardy import Position, legal_plays  # noqa: E402
+from engines.arena import mean_ci, pair_score
+from engines.network import WEIGHTS, Network, encode, equity, flip
+from nardy import Position, legal_plays
 
 DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
 MAX_TURNS = 1500

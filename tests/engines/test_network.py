@@ -11,6 +11,7 @@ import pytest
 
 from engines import network as nw
 from engines import train
+from engines.evaluate import values_for
 from engines.neural import LEVELS, NetworkEngine
 from nardy import CHECKERS, Color, Position, legal_plays, result
 
@@ -142,6 +143,10 @@ def test_flip_and_equity():
     assert np.isclose(nw.equity(v) + nw.equity(nw.flip(v)), 0)
     assert nw.equity(np.array([1.0, 1.0, 0.0])) == 2  # a sure mars
     assert nw.equity(np.array([0.0, 0.0, 1.0])) == -2
+    # with outcome values: points give the same equity; one point to win: mars counts as oin
+    assert np.isclose(nw.equity(v, values_for(None)), nw.equity(v))
+    last = values_for((3, 2, 0))
+    assert np.isclose(nw.equity(v, last), nw.equity(np.array([0.7, 0.0, 0.05]), last))
 
 
 @pytest.mark.parametrize("ply", [0, 1])
