@@ -271,6 +271,15 @@ def test_training_resumes_from_a_checkpoint_to_the_same_weights(tmp_path):
     assert log and '"games_per_hour"' in log[-1]
 
 
+def test_training_with_workers_is_reproducible(tmp_path):
+    common = ["--seed", "3", "--hidden", "8", "--eval-every", "0", "--games", "4"]
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    assert train.main([*common, "--checkpoint", str(a), "--workers", "2"]) == 0
+    assert train.main([*common, "--checkpoint", str(b), "--workers", "2"]) == 0
+    na, nb = nw.Network.load(a), nw.Network.load(b)
+    assert np.array_equal(na.w1, nb.w1) and na.meta["workers"] == [[0, 2]]
+
+
 def test_training_refuses_another_seeds_checkpoint(tmp_path):
     ckpt = tmp_path / "c.npz"
     common = ["--hidden", "8", "--eval-every", "0", "--checkpoint", str(ckpt)]
