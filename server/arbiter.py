@@ -17,9 +17,9 @@ from enum import IntEnum
 
 import trio
 
-from nardy import Color, GameResult, Position
+from nardy import Color, GameResult
 from nardy.dice import Dice
-from nardy.variant import variant
+from nardy.variant import Variant, variant
 from server.clock import Arrival, Arrivals
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
@@ -28,6 +28,7 @@ from server.metrics import Metrics
 from server.recovery import restore_match
 from server.session import (
     Accepted,
+    GameCard,
     GameSession,
     MatchSession,
     MatchSpec,
@@ -77,9 +78,16 @@ class Note(IntEnum):
 
 @dataclass(frozen=True)
 class PlayerNote:
+    """A message for a player's stream, frozen when it is made (read on the transport)."""
+
     type: Note
-    game: GameSession | None = None
+    game: GameCard | None = None
     seat: int = 0
+    color: Color | None = None
+
+    @classmethod
+    def about(cls, kind: Note, game: GameSession, seat: int) -> PlayerNote:
+        return cls(kind, game.card, seat, game.color_of(seat))
 
 
 @dataclass
@@ -278,7 +286,8 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
-        if not 0 < spec.turn_time_ms <= MAX_TURN_TIME_MS or spec.time_bank_ms > MAX_TURN_TIME_MS:
+        terms = spec.terms
+        if not 0 < terms.turn_time_ms <= MAX_TURN_TIME_MS or terms.time_bank_ms > MAX_TURN_TIME_MS:
             raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
         cap = MAX_TURN_TIME_MS if caller.admin else self.policy.max_start_timeout_ms
         if not 0 < spec.start_timeout_ms <= cap:
@@ -294,12 +303,14 @@ class Arbiter:
         if not caller.admin:
             self._waiting_quota(caller.key)
         start = None
+        rules = variant(spec.options.variant)
         try:
             dice = Dice(spec.seed, spec.dice_script)
             if spec.start_position:
-                start = Position.parse(spec.start_position)
-                start = Position(Color.WHITE, start.board)
-                if start.winner is not None:
+                start = rules.parse(spec.start_position)
+                if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
+                    start = rules.passed(start)
+                if rules.result(start, spec.options.rules) is not None:
                     raise ValueError("the game would be over before it starts")
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
@@ -309,14 +320,14 @@ class Arbiter:
             spec.options,
             spec.target,
             (seats[0], seats[1]),
-            turn_time_ms=spec.turn_time_ms,
-            time_bank_ms=spec.time_bank_ms,
-            auto_play_forced=spec.auto_play_forced,
+            turn_time_ms=terms.turn_time_ms,
+            time_bank_ms=terms.time_bank_ms,
+            auto_play_forced=terms.auto_play_forced,
             dice=dice,
             start=start,
             start_timeout=spec.start_timeout_ms / 1000,
             new_id=new_id,
-            illegal_play_limit=spec.illegal_play_limit,
+            illegal_play_limit=terms.illegal_play_limit,
             ladder=spec.ladder,
             pair_id=spec.pair_id,
             first_seat_white=spec.first_seat_white,
@@ -336,7 +347,7 @@ class Arbiter:
         self.game_created(match.current)
         if challenged is not None:
             seat = next(s.index for s in seats if s.player_id == challenged)
-            self._notify_player(challenged, PlayerNote(Note.CHALLENGE, match.current, seat))
+            self._notify_player(challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat))
         assert self.nursery is not None
         self.nursery.start_soon(self._run_match, match)
         log.info(
@@ -574,9 +585,10 @@ class Arbiter:
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
                 seat = self.seat_in(game, principal)
                 if seat is not None:
-                    notes.append(PlayerNote(Note.GAME_ASSIGNED, game, seat))
+                    notes.append(PlayerNote.about(Note.GAME_ASSIGNED, game, seat))
                 elif principal.player_id and game.match.challenged == principal.player_id:
-                    notes.append(PlayerNote(Note.CHALLENGE, game, game.match.seat_index(seat)))
+                    index = game.match.seat_index(seat)
+                    notes.append(PlayerNote.about(Note.CHALLENGE, game, index))
         return notes
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
@@ -591,7 +603,7 @@ class Arbiter:
                 keys.append(seat.player_id)
             for key in keys:
                 for sink in list(self.player_sinks.get(key, ())):
-                    sink.send(PlayerNote(kind, game, seat.index))
+                    sink.send(PlayerNote.about(kind, game, seat.index))
 
     def _notify_player(self, player_id: str, note: PlayerNote) -> None:
         for sink in list(self.player_sinks.get(player_id, ())):
@@ -737,8 +749,8 @@ class Arbiter:
             counts[game.status.name.lower()] += 1
         return counts
 
-    def load_events(self, game_id: str) -> list[Event]:
-        return [decode_event(*entry) for entry in self.store.load_events(game_id)]
+    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
+        return [decode_event(*entry, rules) for entry in self.store.load_events(game_id)]
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

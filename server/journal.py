@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from nardy import Color, GameResult, Kind, Play, Position, Termination
+from nardy import Color, GameResult, Play, Position, Termination
+from nardy.variant import Variant
 
 
 class Status(IntEnum):
@@ -60,6 +61,7 @@ class Snapshot:
     legal: tuple[Play, ...]  # for the side to move while a play is awaited
     next_game_id: str
     refused: tuple[int, int]  # plays refused as illegal: white's, black's
+    white_seat: int | None = None  # the seat playing white, once known
 
 
 @dataclass
@@ -95,6 +97,8 @@ def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
         "refused": s.refused,
         "result": _result_entry(s.result),
     }
+    if s.white_seat is not None:
+        entry["ws"] = s.white_seat
     if event.play is not None:
         p = event.play
         entry["play"] = [p.side.letter, list(p.dice), p.notation, p.turn_id, p.automatic, p.used_ms]
@@ -110,11 +114,11 @@ def _result_entry(r: GameResult | None) -> list | None:
     return None if r is None else [r.winner.letter, str(r.kind), str(r.termination)]
 
 
-def decode_result(data: list | None) -> GameResult | None:
+def decode_result(data: list | None, rules: Variant) -> GameResult | None:
     if not data:
         return None
     winner, kind, how = data
-    return GameResult(Color.from_letter(winner), Kind(kind), Termination(how))
+    return GameResult(Color.from_letter(winner), rules.kind(kind), Termination(how))
 
 
 def entry_of(data: bytes | str | memoryview) -> dict:
@@ -122,20 +126,21 @@ def entry_of(data: bytes | str | memoryview) -> dict:
     return json.loads(bytes(data) if isinstance(data, memoryview) else data)
 
 
-def decode_event(seq: int, kind: int, when: float, e: dict) -> Event:
-    """One journal entry (see encode_event) as an event."""
+def decode_event(seq: int, kind: int, when: float, e: dict, rules: Variant) -> Event:
+    """One journal entry (see encode_event) of a game of ``rules`` as an event."""
     snap = Snapshot(
         status=Status(e["status"]),
-        position=Position.parse(e["position"]),
+        position=rules.parse(e["position"]),
         dice=tuple(e["dice"]),
         turn_id=e["turn"],
         clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
         scores=tuple(e["scores"]),
         match_over=e["over"],
-        result=decode_result(e["result"]),
+        result=decode_result(e["result"], rules),
         legal=(),
         next_game_id=e["next"],
         refused=tuple(e["refused"]),
+        white_seat=e.get("ws", e.get("white_seat")),
     )
     play = None
     if "play" in e:

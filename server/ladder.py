@@ -18,6 +18,7 @@ import trio
 from nardy import Kind, Termination
 from nardy.match import GameOptions
 from nardy.stats import SkillTable, elo_pairs
+from nardy.wire import Terms
 from server.clock import DEFAULT_TURN_TIME_MS
 from server.journal import Status
 from server.session import GameSession, MatchSpec
@@ -154,11 +155,13 @@ class Ladder:
                 first=(first.name, ""),
                 second=(second.name, ""),
                 seed=seed,
-                turn_time_ms=self.options.turn_time_ms,
-                time_bank_ms=self.options.time_bank_ms,
-                auto_play_forced=True,
+                terms=Terms(
+                    turn_time_ms=self.options.turn_time_ms,
+                    time_bank_ms=self.options.time_bank_ms,
+                    auto_play_forced=True,
+                    illegal_play_limit=self.options.illegal_play_limit,
+                ),
                 start_timeout_ms=30_000,
-                illegal_play_limit=self.options.illegal_play_limit,
                 ladder=self.name,
                 pair_id=pair_id,
             )

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nardy import Color, Position
 from nardy.dice import Dice
+from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
+from nardy.variant import variant
 from server.journal import EventType, Status, decode_event
 from server.session import Accepted, GameSession, Host, MatchSession, Seat
 
@@ -43,7 +44,7 @@ def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> Mat
         time_bank_ms=o["time_bank_ms"],
         auto_play_forced=o["auto_play_forced"],
         dice=Dice(row["seed"], row["script"]),
-        start=Position.parse(row["start"]) if row["start"] else None,
+        start=variant(options.variant).parse(row["start"]) if row["start"] else None,
         start_timeout=o.get("start_timeout", 60.0),
         new_id=new_id,
         illegal_play_limit=o.get("illegal_play_limit", 0),
@@ -69,7 +70,7 @@ def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> Mat
 def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]]) -> None:
     """Replay journal entries into ``game``: its events, state, and answered plays."""
     for seq, kind, when, e in entries:
-        event = decode_event(seq, kind, when, e)
+        event = decode_event(seq, kind, when, e, game.variant)
         game.events.append(event)
         play = event.play
         if event.type is EventType.GAME_STARTED:

@@ -12,6 +12,7 @@ import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from nardy import wire
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
@@ -22,7 +23,6 @@ from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, QueueSink
-from server.clock import DEFAULT_TURN_TIME_MS
 from server.errors import ArbiterError
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
@@ -101,13 +101,20 @@ class Limited:
         self.limiter = limiter
 
     async def _caller(self, context, request: Message) -> Caller:
-        caller = Caller(self.arbiter.principal(bearer(context)), peer_address(context))
+        token = bearer(context)
+        caller = Caller(self.arbiter.principal(token), peer_address(context))
         if not self.limiter.allow(caller.key):
             await refuse(
                 context,
                 self.arbiter.metrics,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "too many requests; slow down and retry",
+            )
+        if token is not None and caller.principal is None:
+            # on every call, also those that need no token: a bot with a wrong token is
+            # told so instead of being served as an anonymous caller
+            await refuse(
+                context, self.arbiter.metrics, grpc.StatusCode.UNAUTHENTICATED, "unknown token"
             )
         if (name := bad_enum(request)) is not None:
             await refuse(
@@ -156,19 +163,16 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         o = request.options
         color = request.first_seat_color
         spec = MatchSpec(
-            options=views.options_from_pb(o),
+            options=wire.options_of(o),
             target=max(1, request.target_points),
             first=(request.first.player_name, request.first.display_name),
             second=(request.second.player_name, request.second.display_name),
             seed=request.seed if request.HasField("seed") else None,
-            turn_time_ms=o.turn_time_ms or DEFAULT_TURN_TIME_MS,
-            time_bank_ms=o.time_bank_ms,
-            auto_play_forced=o.auto_play_forced,
-            start_timeout_ms=request.start_timeout_ms or 60_000,
+            terms=wire.terms_of(o),
+            start_timeout_ms=request.start_timeout_ms or wire.DEFAULT_START_TIMEOUT_MS,
             start_position=request.start_position,
             first_seat_white=None if not color else color == pb.COLOR_WHITE,
             dice_script=tuple(request.dice),
-            illegal_play_limit=o.illegal_play_limit,
         )
         match, t1, t2 = await self._call(
             context, request, self.arbiter.create_match, spec, caller=True
@@ -201,7 +205,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         def view() -> api.GetGameResponse:  # in the trio thread: one consistent moment
             color = None if seat is None else game.color_of(seat)
             return api.GetGameResponse(
-                state=views.state_pb(game, game.snapshot(), color), last_seq=len(game.events)
+                state=views.state_pb(game.card, game.snapshot(), color), last_seq=len(game.events)
             )
 
         return await self.bridge.call(view)
@@ -210,7 +214,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         games = await self._call(
             context, request, self.arbiter.list_games, request.status, request.limit, request.ladder
         )
-        summaries = await self.bridge.call(lambda: [views.summary_pb(g) for g in games])
+        cards = await self.bridge.call(lambda: [(g.card, g.snapshot()) for g in games])
+        summaries = [views.summary_pb(card, snap) for card, snap in cards]
         return api.ListGamesResponse(games=summaries)
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[pb.GameEvent]:
@@ -227,8 +232,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             sink,
         )
 
+        card = game.card
+
         def view(event: Event) -> pb.GameEvent:
-            return views.event_pb(game, event, None if seat is None else game.color_of(seat))
+            return views.event_pb(card, event, seat)
 
         seq = backlog[-1].seq if backlog else request.after_seq
         streams = self.arbiter.metrics.streams.labels("game")
@@ -314,31 +321,33 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         result = await self._call(
             context, request, self.arbiter.resign, bearer(context), request.game_id
         )
-        return api.ResignResponse(result=views.result_pb(result))
+        return api.ResignResponse(result=wire.result_pb(result))
 
 
 def player_event(note: PlayerNote) -> api.PlayerEvent:
     msg = api.PlayerEvent(type=PLAYER_EVENT[note.type])
     game = note.game
     if game is not None:
-        msg.game_id = game.id
-        msg.match_id = game.match.id
-        msg.color = views.COLOR[game.color_of(note.seat)]
-        msg.opponent.CopyFrom(views.player_pb(game.match.seats[1 - note.seat]))
+        msg.game_id = game.game_id
+        msg.match_id = game.match_id
+        msg.color = wire.color_pb(note.color)
+        msg.opponent.CopyFrom(views.player_pb(game.seats[1 - note.seat]))
     return msg
 
 
 class LadderService(Limited, ladder_grpc.LadderServiceServicer):
     async def CreateLadder(self, request, context):
         o = request.options
-        options = LadderOptions(
-            turn_time_ms=o.turn_time_ms or DEFAULT_TURN_TIME_MS,
-            time_bank_ms=o.time_bank_ms,
-            max_games_per_bot=o.max_games_per_bot or 2,
-            illegal_play_limit=o.illegal_play_limit or 3,
-            max_games=o.max_games,
-            max_concurrent_games=o.max_concurrent_games,
-        )
+        given = {
+            "turn_time_ms": o.turn_time_ms,
+            "time_bank_ms": o.time_bank_ms,
+            "max_games_per_bot": o.max_games_per_bot,
+            "illegal_play_limit": o.illegal_play_limit,
+            "max_games": o.max_games,
+            "max_concurrent_games": o.max_concurrent_games,
+        }
+        # A field left 0 takes LadderOptions' default (the only place defaults are set).
+        options = LadderOptions(**{k: v for k, v in given.items() if v})
         ladder, created = await self._call(
             context, request, self.arbiter.create_ladder, bearer(context), request.name, options
         )

@@ -21,8 +21,10 @@ from nardy import Color, GameResult, Match, Play, Position, Termination, opening
 from nardy.dice import Dice
 from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
+from nardy.variant import Variant
 from nardy.variant import variant as get_variant
-from server.clock import DEFAULT_TURN_TIME_MS, Arrival, Arrivals, Clock
+from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
+from server.clock import Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.metrics import Metrics
@@ -30,7 +32,7 @@ from server.metrics import Metrics
 log = logging.getLogger("nardy.server")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Seat:
     """One of a match's two players."""
 
@@ -57,7 +59,7 @@ class Host(Protocol):
     def journal(self, game: GameSession, event: Event) -> None:
         """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
 
-    def load_events(self, game_id: str) -> list[Event]:
+    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
         """The journaled events of a game, in order."""
         ...
 
@@ -87,16 +89,35 @@ class MatchSpec:
     first: tuple[str, str]  # (registered player name or "", display name)
     second: tuple[str, str]
     seed: int | None = None
-    turn_time_ms: int = DEFAULT_TURN_TIME_MS
-    time_bank_ms: int = 0
-    auto_play_forced: bool = False
-    start_timeout_ms: int = 60_000
+    terms: Terms = Terms()  # clocks, forced plays, the illegal-play limit
+    start_timeout_ms: int = DEFAULT_START_TIMEOUT_MS
     start_position: str = ""
     dice_script: tuple[int, ...] = ()
-    illegal_play_limit: int = 0
     ladder: str = ""
     pair_id: str = ""
     first_seat_white: bool | None = None  # None: the opening throw decides
+
+
+@dataclass(frozen=True)
+class GameCard:
+    """What never changes in a game: ids, options, seats. Safe to read from any thread."""
+
+    game_id: str
+    match_id: str
+    number: int
+    options: GameOptions
+    terms: Terms
+    seats: tuple[Seat, Seat]  # first and second player (CreateMatch order)
+    target: int
+    seeded: bool
+    rated: bool
+    ladder: str
+
+    def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
+        """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
+        if seat is None or white_seat is None:
+            return None
+        return Color.WHITE if seat == white_seat else Color.BLACK
 
 
 class GameSession:
@@ -111,6 +132,23 @@ class GameSession:
         self.status = Status.WAITING
         self.position = match.start if number == 1 and match.start else self.variant.start()
         self.white_seat: int | None = None  # set when the game starts
+        self.card = GameCard(
+            game_id,
+            match.id,
+            number,
+            match.options,
+            Terms(
+                match.turn_time_ms,
+                match.time_bank_ms,
+                match.auto_play_forced,
+                match.illegal_play_limit,
+            ),
+            match.seats,
+            match.match.target,
+            match.seeded,
+            match.rated,
+            match.ladder,
+        )
         # Known before the start when no opening throw decides (a chosen colour, or later
         # games of a match whose colours alternate).
         self.planned_white: int | None = match.planned_white()
@@ -216,6 +254,7 @@ class GameSession:
             legal=self.legal,
             next_game_id=self.next_game_id,
             refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
+            white_seat=self.known_white,
         )
 
     def _event(self, kind: EventType, *, record: bool = True, **extra) -> Event:
@@ -499,11 +538,12 @@ class JournalEvents(Sequence):
 
     def __init__(self, game: GameSession) -> None:
         self.game_id = game.id
+        self.variant = game.variant
         self.host = game.match.host
         self.count = len(game.events)
 
     def _load(self) -> list[Event]:
-        return self.host.load_events(self.game_id)
+        return self.host.load_events(self.game_id, self.variant)
 
     def __len__(self) -> int:
         return self.count

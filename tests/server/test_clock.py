@@ -16,6 +16,7 @@ import trio.testing
 from nardy import Termination
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 from nardy.match import GameOptions
+from nardy.wire import Terms
 from server.arbiter import Arbiter
 from server.errors import ArbiterError
 from server.journal import EventType, Status
@@ -59,7 +60,7 @@ def test_sdk_display_counts_down_from_the_reading():
 
 
 def test_one_default_turn_time():
-    assert Clock().turn_time_ms == DEFAULT_TURN_TIME_MS == MatchSpec.turn_time_ms
+    assert Clock().turn_time_ms == DEFAULT_TURN_TIME_MS == MatchSpec.terms.turn_time_ms
 
 
 # -- the arbiter's clocks under virtual time ------------------------------------------------
@@ -82,12 +83,17 @@ class Inbox:
         raise AssertionError(f"the stream ended before {kind.name}")
 
 
-async def started_game(nursery, tmp_path, **spec):
+async def started_game(nursery, tmp_path, **terms):
     """An arbiter and a started game between two open seats; (arbiter, game, tokens, inbox)."""
     arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")))
     await nursery.start(arbiter.run)
     spec = MatchSpec(
-        options=GameOptions(), target=1, first=("", "a"), second=("", "b"), seed=7, **spec
+        options=GameOptions(),
+        target=1,
+        first=("", "a"),
+        second=("", "b"),
+        seed=7,
+        terms=Terms(**terms),
     )
     match, t1, t2 = arbiter.create_match(None, spec)  # None: the server itself
     game = match.current
