@@ -35,6 +35,10 @@ from server.writer import Commit
 
 log = logging.getLogger("nardy.server")
 
+# A turn's time runs from when the mover's stream sent it, at most this long after the core
+# announced it (a slow or stalled reader of its own stream gains no more than this).
+MAX_SEND_DELAY_S = 2.0
+
 
 @dataclass(frozen=True)
 class Seat:
@@ -178,6 +182,8 @@ class GameSession:
         self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
         self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
+        self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
+        self._offer: tuple = ((), {}, {})  # see _offered
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
@@ -374,14 +380,16 @@ class GameSession:
         self.legal = plays
         clock = self.clocks[mover]
         self._wake = trio.Event()
-        await self.emit(EventType.TURN_STARTED)
-        # the clock starts when the turn is told: the journal's time is never charged
-        deadline = clock.start(trio.current_time())
+        await self.emit(EventType.TURN_STARTED)  # journaled, then handed to the streams
+        # The clock starts when the turn is told (the journal's time is never charged) and
+        # moves on when the mover's stream sends it (turn_sent).
+        clock.start(trio.current_time())
         self.open_turn = self.result is None
-        with trio.move_on_at(deadline):
+        with trio.CancelScope(deadline=clock.deadline) as self._turn_scope:
             while self._awaiting_play():
                 self._wake = trio.Event()
                 await self._wake.wait()
+        deadline = clock.deadline
         # A play that arrived in time may still be on its way to the core, or to the
         # journal: judge it first.
         arrivals = self.match.host.arrivals
@@ -404,6 +412,13 @@ class GameSession:
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
+
+    def turn_sent(self, turn_id: int, at: float) -> None:
+        """The mover's stream handed turn ``turn_id`` to the transport at ``at`` (on the
+        core's clock): the side's time runs from then (see Clock.sent)."""
+        clock = self.clocks[self.position.turn]
+        if turn_id == self.turn_id and clock.running and self._awaiting_play():
+            self._turn_scope.deadline = clock.sent(at, MAX_SEND_DELAY_S)
 
     def _awaiting_play(self) -> bool:
         """No result yet, and no play accepted (or one is accepted but not yet stored)."""
@@ -535,7 +550,20 @@ class GameSession:
                     return None
         return None
 
+    def _offered(self) -> tuple[dict[str, Play], dict[str, Play]]:
+        """The awaited turn's legal plays by end-position text and by notation, built
+        once per turn: a play given as the server wrote it is found without parsing."""
+        if self._offer[0] is not self.legal:
+            by_end = {play.end.text(): play for play in self.legal}
+            by_notation = {play.notation(): play for play in self.legal}
+            self._offer = (self.legal, by_end, by_notation)
+        return self._offer[1], self._offer[2]
+
     def _read_play(self, notation: str | None, end: str | None) -> Play:
+        by_end, by_notation = self._offered()
+        play = by_notation.get(notation or "") if end is None else by_end.get(end)
+        if play is not None:
+            return play
         try:
             if end is None:
                 return self.variant.match_play(self.position, self.dice, notation or "")
