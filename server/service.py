@@ -253,7 +253,13 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 if item is CLOSE:
                     return
                 seq = item.seq
-                yield view(item)
+                msg = view(item)
+                yield msg
+                if item.type is EventType.TURN_STARTED and msg.state.legal_plays:
+                    # This seat's turn is out: its clock runs from now (server.clock).
+                    sent = self.arbiter.arrivals.now()
+                    turn = item.snapshot.turn_id
+                    self.bridge.call_soon(self.arbiter.turn_sent, game.id, turn, sent)
         finally:
             streams.dec()
             if live:
