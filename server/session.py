@@ -431,8 +431,8 @@ class GameSession:
     ) -> Accepted:
         """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
         transport (now, if not given); idempotent for the same play."""
-        if turn_id in self.accepted:
-            answer = self.accepted[turn_id]
+        answer = self.accepted.get(turn_id) or self._journaled_answer(turn_id)
+        if answer is not None:
             requested = self._requested_end(turn_id, notation, end)
             if requested is not None and requested.text() == answer.end_position:
                 return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
@@ -476,6 +476,18 @@ class GameSession:
             except ValueError:
                 return None
         return self._replay_end(turn_id, notation)
+
+    def _journaled_answer(self, turn_id: int) -> Accepted | None:
+        """The answer to ``turn_id``'s play in an ended game, read back from its journal
+        (an ended game keeps no answers in memory; see release)."""
+        if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
+            return None
+        for event in reversed(self.events):
+            play = event.play
+            if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
+                end = event.snapshot.position.text()
+                return Accepted(play.notation, end, play.used_ms)
+        return None
 
     def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
         """The end position ``notation`` would have given on an already played turn."""
@@ -556,8 +568,12 @@ class GameSession:
 
     def release(self) -> None:
         """An ended game keeps its events in the journal only: they are read back when
-        someone replays the game, so a ladder that runs for weeks does not fill memory."""
+        someone replays the game, so a ladder that runs for weeks does not fill memory.
+        So are the answers to its plays (for an idempotent re-send, see submit)."""
         self.events = JournalEvents(self)
+        self.accepted = {}
+        self.legal = ()
+        self._offer = ((), {}, {})
 
 
 class JournalEvents(Sequence):
