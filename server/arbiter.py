@@ -593,7 +593,7 @@ class Arbiter:
                 if seat is not None:
                     notes.append(PlayerNote.about(Note.GAME_ASSIGNED, game, seat))
                 elif principal.player_id and game.match.challenged == principal.player_id:
-                    index = game.match.seat_index(seat)
+                    index = game.match.seat_index(principal.player_id)
                     notes.append(PlayerNote.about(Note.CHALLENGE, game, index))
         return notes
 

@@ -39,6 +39,8 @@ def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> No
     if fut.cancelled():
         return
     if error is not None:
+        if isinstance(error, StopIteration):  # a Future refuses it and would never settle
+            error = RuntimeError(f"StopIteration in the core: {error!r}")
         fut.set_exception(error)
     else:
         fut.set_result(result)
