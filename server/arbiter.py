@@ -17,11 +17,12 @@ from enum import IntEnum
 import trio
 
 from nardy import Color, GameResult, Position
-from nardy.dice import Dice
+from nardy.dice import check_client_seed
 from nardy.variant import variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.lockstep import Lockstep
 from server.recovery import restore_match
 from server.session import (
     Accepted,
@@ -289,7 +290,8 @@ class Arbiter:
             self._waiting_quota(caller.key)
         start = None
         try:
-            dice = Dice(spec.seed, spec.dice_script)
+            if any(not 1 <= d <= 6 for d in spec.dice_script):
+                raise ValueError("scripted dice must be 1..6")
             if spec.start_position:
                 start = Position.parse(spec.start_position)
                 start = Position(Color.WHITE, start.board)
@@ -306,7 +308,10 @@ class Arbiter:
             turn_ms=spec.turn_ms,
             time_bank_ms=spec.time_bank_ms,
             auto_play_forced=spec.auto_play_forced,
-            dice=dice,
+            seed=spec.seed,
+            script=spec.dice_script,
+            server_seed=spec.server_seed,
+            pair=spec.pair,
             start=start,
             start_timeout=spec.start_timeout_ms / 1000,
             new_id=new_id,
@@ -316,14 +321,14 @@ class Arbiter:
             first_seat_white=spec.first_seat_white,
             challenged=challenged,
         )
+        self.store.add_match(match)
         seat_tokens = ["", ""]
         for seat in seats:
             if seat.player_id is None:
                 token = secrets.token_urlsafe(32)
+                self.store.add_seat_token(match.id, seat.index, token_hash(token))
                 self.tokens[token_hash(token)] = Principal(match_id=match.id, seat=seat.index)
                 seat_tokens[seat.index] = token
-                self.store.add_seat_token(match.id, seat.index, token_hash(token))
-        self.store.add_match(match)
         self.matches[match.id] = match
         if not caller.admin:
             self.waiting.setdefault(caller.key, set()).add(match.id)
@@ -506,12 +511,27 @@ class Arbiter:
         return game, seat
 
     def subscribe_game(
-        self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
+        self,
+        token: str | None,
+        game_id: str,
+        after_seq: int,
+        from_start: bool,
+        sink: Sink,
+        client_seed: str = "",
     ) -> tuple[GameSession, int | None, list, bool]:
-        """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
+        """Subscribe ``sink``: (game, seat or None, events to send first, whether live).
+
+        A seat may add its ``client_seed`` to the game's dice until the game starts.
+        """
+        try:
+            check_client_seed(client_seed)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         game, seat = self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
+        if seat is not None:
+            game.offer_client_seed(seat, client_seed)
         backlog, live = game.subscribe(sink, seat, after_seq, from_start)
         return game, seat, backlog, live
 
@@ -664,12 +684,15 @@ class Arbiter:
                     )
         for match_id, seat, digest in self.store.load_seat_tokens():
             self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+        pairs: dict[str, Lockstep] = {}
         for row in self.store.load_matches():
             games = [
-                (game_id, number, self.store.load_events(game_id))
-                for game_id, number in self.store.load_games(row["id"])
+                (game_id, number, seed, self.store.load_events(game_id))
+                for game_id, number, seed in self.store.load_games(row["id"])
             ]
-            match = restore_match(self, row, games, new_id)
+            pair_id = row["options"].get("pair_id", "")
+            pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
+            match = restore_match(self, row, games, new_id, pair)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game

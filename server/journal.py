@@ -76,11 +76,14 @@ class Event:
 
 
 # -- events -----------------------------------------------------------------------------
-def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
+def encode_event(
+    event: Event, white_seat: int | None, rolled: int, client_seeds: tuple[str, ...] = ()
+) -> bytes:
     """A compact journal entry: everything needed to rebuild the event, as JSON.
 
-    ``white_seat`` is recorded with GAME_STARTED; ``rolled`` (dice thrown so far in the
-    match) lets recovery continue the match's dice exactly where they were.
+    ``white_seat`` and the dice's ``client_seeds`` are recorded with GAME_STARTED;
+    ``rolled`` (dice thrown so far in the game) lets recovery continue the game's dice
+    exactly where they were.
     """
     s = event.snapshot
     entry: dict[str, Any] = {
@@ -102,6 +105,7 @@ def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
         entry["throws"] = event.throws
     if event.type is EventType.GAME_STARTED:
         entry["white_seat"] = white_seat
+        entry["client_seeds"] = list(client_seeds)
     entry["rolled"] = rolled
     return json.dumps(entry, separators=(",", ":")).encode()
 
@@ -208,8 +212,8 @@ def encode_match(match: Any) -> tuple:
         match.match.target,
         json.dumps(options),
         json.dumps(seats),
-        match.dice.seed,
-        json.dumps(match.dice.script),
+        match.seed,
+        json.dumps(list(match.script)),
         match.start.text() if match.start else "",
     )
 

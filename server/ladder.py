@@ -19,6 +19,7 @@ from nardy import Kind, Termination
 from nardy.match import GameOptions
 from nardy.stats import SkillTable, elo_pairs
 from server.journal import Status
+from server.lockstep import Lockstep
 from server.session import GameSession, MatchSpec
 
 log = logging.getLogger("nardy.server")
@@ -143,8 +144,9 @@ class Ladder:
             self._start_pair(a, b)
 
     def _start_pair(self, a: Member, b: Member) -> None:
-        seed = secrets.randbits(63)
         pair_id = secrets.token_hex(4)
+        server_seed = secrets.token_bytes(32)  # one secret seed: the same dice in both games
+        lockstep = Lockstep(pair_id)
         games = []
         for first, second in ((a, b), (b, a)):
             spec = MatchSpec(
@@ -152,7 +154,8 @@ class Ladder:
                 target=1,
                 first=(first.name, ""),
                 second=(second.name, ""),
-                seed=seed,
+                server_seed=server_seed,
+                pair=lockstep,
                 turn_ms=self.options.turn_ms,
                 time_bank_ms=self.options.time_bank_ms,
                 auto_play_forced=True,

@@ -160,6 +160,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         return api.CreateMatchResponse(
             match_id=match.id,
             game_id=match.current.id,
+            dice_commitment=match.current.roller.commitment,
             first_seat_token=t1,
             second_seat_token=t2,
             challenge=match.challenged is not None,
@@ -209,6 +210,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             request.after_seq,
             request.from_start,
             sink,
+            request.client_seed,
         )
 
         def view(event: Event) -> pb.GameEvent:

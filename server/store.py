@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS matches (
 CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY, match_id TEXT NOT NULL REFERENCES matches(id), number INTEGER NOT NULL,
     status INTEGER NOT NULL, white_seat INTEGER, result TEXT,
-    created REAL DEFAULT (unixepoch('subsec')));
+    created REAL DEFAULT (unixepoch('subsec')), server_seed TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS ladders (name TEXT PRIMARY KEY, options TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ladder_members (
@@ -93,6 +93,9 @@ class SQLiteStore:
             if check != "ok":
                 raise sqlite3.DatabaseError(f"integrity check failed: {check}")
             self.db.executescript(SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(games)")}
+            if "server_seed" not in columns:  # a database from before provably fair dice
+                self.db.execute("ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''")
         except sqlite3.Error as e:
             raise StoreError(f"{path}: not a usable nardy database ({e})") from None
 
@@ -131,8 +134,8 @@ class SQLiteStore:
 
     def add_game(self, game: GameSession) -> None:
         self._write(
-            "INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
-            (game.id, game.match.id, game.number, int(game.status)),
+            "INSERT INTO games (id, match_id, number, status, server_seed) VALUES (?,?,?,?,?)",
+            (game.id, game.match.id, game.number, int(game.status), game.roller.server_seed.hex()),
         )
 
     def update_game(self, game: GameSession) -> None:
@@ -149,7 +152,9 @@ class SQLiteStore:
                 event.seq,
                 int(event.type),
                 event.time,
-                journal.encode_event(event, game.white_seat, game.match.dice.rolled),
+                journal.encode_event(
+                    event, game.white_seat, game.roller.rolled, game.roller.client_seeds
+                ),
             ),
         )
 
@@ -212,9 +217,11 @@ class SQLiteStore:
         rows = self.db.execute(f"SELECT {cols} FROM matches ORDER BY rowid").fetchall()
         return [journal.decode_match(row) for row in rows]
 
-    def load_games(self, match_id: str) -> list[tuple[str, int]]:
+    def load_games(self, match_id: str) -> list[tuple[str, int, str]]:
+        """(id, number, server seed in hex) of each game of a match, in order."""
         return self.db.execute(
-            "SELECT id, number FROM games WHERE match_id=? ORDER BY number", (match_id,)
+            "SELECT id, number, server_seed FROM games WHERE match_id=? ORDER BY number",
+            (match_id,),
         ).fetchall()
 
     def load_events(self, game_id: str) -> list[tuple[int, int, float, dict]]:

@@ -11,6 +11,7 @@ from nardy.v1 import game_pb2 as pb
 from server.journal import Event, Snapshot, Status
 from server.session import GameSession, Seat
 
+ENDED = (Status.FINISHED, Status.ABORTED)
 COLOR = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK, None: pb.COLOR_UNSPECIFIED}
 FROM_COLOR = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
 OPENING = {
@@ -125,6 +126,9 @@ def state_pb(game: GameSession, snap: Snapshot, audience: Color | None) -> pb.Ga
         result=result_pb(snap.result) if snap.status is Status.FINISHED else None,
         seeded=game.match.seeded,
         rated=game.match.rated,
+        dice_commitment=game.roller.commitment,
+        client_seeds=game.roller.client_seeds,
+        server_seed=game.revealed_seed() if snap.status in ENDED else "",
         next_game_id=snap.next_game_id,
         white_refused=snap.refused[0],
         black_refused=snap.refused[1],
