@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import grpc
 
 from nardy import Color, GameResult, Kind, Position, Termination
+from nardy.client import channel as sdk_channel
 from nardy.record import GameRecord, TurnRecord, dumps, to_json
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
@@ -71,6 +73,7 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
         headers["Dice"] = "seeded"
     if st.ladder:
         headers["Ladder"] = st.ladder
+    headers.update(dice_headers(first, last))
     turns = [
         TurnRecord(SIDE[e.play.side], (e.play.dice[0], e.play.dice[1]), e.play.notation)
         for e in events
@@ -83,6 +86,25 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
         headers["Score"] = f"{last.match.white_points}-{last.match.black_points}"
     start = Position.parse(st.position)  # the board as the game started
     return GameRecord(headers=headers, start=start, turns=turns, result=result)
+
+
+def dice_headers(started: pb.GameEvent, last: pb.GameState) -> dict[str, str]:
+    """What ``nardy verify`` needs: the commitment, the client seeds, the opening throws
+    and (once revealed) the server seed."""
+    st = started.state
+    out = {
+        "DiceCommitment": st.dice_commitment,
+        "ClientSeeds": json.dumps(list(st.client_seeds)),
+        "Opening": " ".join(
+            f"{t.first_player_die}-{t.second_player_die}" for t in started.opening_throws
+        )
+        or "none",
+    }
+    if st.options.opening == pb.OPENING_RULE_USE_OPENING_DICE:
+        out["OpeningRule"] = "use-opening-dice"
+    if last.server_seed:
+        out["ServerSeed"] = last.server_seed
+    return out
 
 
 def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
@@ -99,7 +121,7 @@ def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    with grpc.insecure_channel(args.server) as channel:
+    with sdk_channel(args.server) as channel:
         stub = api_grpc.ArbiterServiceStub(channel)
         try:
             record = record_from_events(game_events(stub, args.game))

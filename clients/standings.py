@@ -18,6 +18,7 @@ from rich.table import Table
 
 from clients.term import run_trio
 from nardy.client import Client
+from nardy.client import channel as sdk_channel
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 
@@ -109,7 +110,7 @@ def ladder_standings(args: argparse.Namespace) -> int:
     from nardy.v1 import ladder_pb2 as lpb
     from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 
-    with grpc.insecure_channel(args.server) as channel:
+    with sdk_channel(args.server) as channel:
         stub = ladder_grpc.LadderServiceStub(channel)
         try:
             st = stub.GetStandings(lpb.GetStandingsRequest(ladder=args.ladder), timeout=10)

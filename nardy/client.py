@@ -33,6 +33,8 @@ log = logging.getLogger("nardy.client")
 
 ENV_SERVER = "NARDY_SERVER"
 ENV_TOKEN = "NARDY_TOKEN"
+ENV_TLS = "NARDY_TLS"
+ENV_TLS_CA = "NARDY_TLS_CA"
 RETRYABLE = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -95,15 +97,37 @@ def choice_fields(choice: pb.LegalPlay | str) -> dict[str, str]:
     return {"end_position": choice.end_position}
 
 
+def tls_settings(
+    tls: bool | None = None, root_certificates: bytes | None = None
+) -> tuple[bool, bytes | None]:
+    """Whether to use TLS and which roots: as given, else from the environment.
+
+    ``$NARDY_TLS_CA`` (a PEM file of the roots to trust, e.g. a self-signed server's
+    certificate) turns TLS on; ``$NARDY_TLS=1`` turns it on with the system's roots.
+    """
+    ca = os.environ.get(ENV_TLS_CA)
+    if tls is None:
+        tls = bool(ca) or os.environ.get(ENV_TLS, "").lower() in ("1", "true", "yes", "on")
+    if tls and root_certificates is None and ca:
+        with open(ca, "rb") as f:
+            root_certificates = f.read()
+    return tls, root_certificates
+
+
 def channel(
-    address: str, *, tls: bool = False, root_certificates: bytes | None = None
+    address: str, *, tls: bool | None = None, root_certificates: bytes | None = None
 ) -> grpc.Channel:
-    """A channel with keepalive, so that a dead connection is noticed within seconds."""
+    """A channel with keepalive, so that a dead connection is noticed within seconds.
+
+    ``tls`` None follows the environment (see :func:`tls_settings`); TLS without
+    ``root_certificates`` trusts the system's roots.
+    """
     options = [
         ("grpc.keepalive_time_ms", 10_000),
         ("grpc.keepalive_timeout_ms", 5_000),
         ("grpc.keepalive_permit_without_calls", 1),
     ]
+    tls, root_certificates = tls_settings(tls, root_certificates)
     if tls:
         creds = grpc.ssl_channel_credentials(root_certificates)
         return grpc.secure_channel(address, creds, options=options)
@@ -123,7 +147,7 @@ class Client:
         address: str | None = None,
         token: str | None = None,
         *,
-        tls: bool = False,
+        tls: bool | None = None,
         root_certificates: bytes | None = None,
         timeout: float = 10.0,
         shared: grpc.Channel | None = None,
@@ -437,7 +461,7 @@ class SimpleClient:
         address: str | None = None,
         token: str | None = None,
         *,
-        tls: bool = False,
+        tls: bool | None = None,
         root_certificates: bytes | None = None,
         timeout: float = 10.0,
     ) -> None:
