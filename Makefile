@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean
+.PHONY: install test lint demo bench proto clean browser
 
 install: $(STAMP)
 
@@ -19,7 +19,15 @@ $(STAMP): pyproject.toml
 proto: $(STAMP)
 	$(BIN)/python -m nardy.protogen
 
-test: $(STAMP) proto
+# Headless Chromium and its driver (Debian packages) for the web view's browser test.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		echo "installing chromium and chromium-driver (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium chromium-driver >/dev/null || echo "could not install chromium"; \
+	fi
+
+test: $(STAMP) proto browser
 	$(BIN)/pytest -q
 
 lint: $(STAMP)

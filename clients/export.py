@@ -120,15 +120,35 @@ def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
     return len(games)
 
 
+def board_svg_of(events: list[pb.GameEvent], ply: int | None = None) -> str:
+    """The board after ``ply`` plays (default: the last position), the last play ringed."""
+    from nardy.svg import state_svg
+
+    plays = [e for e in events if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)]
+    if ply is None or ply >= len(plays):
+        return state_svg(events[-1].state, last_play=plays[-1].play if plays else None)
+    if ply <= 0:
+        start = next((e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED), events[0])
+        return state_svg(start.state)
+    return state_svg(plays[ply - 1].state, last_play=plays[ply - 1].play)
+
+
 def main(args: argparse.Namespace) -> int:
     with sdk_channel(args.server) as channel:
         stub = api_grpc.ArbiterServiceStub(channel)
         try:
-            record = record_from_events(game_events(stub, args.game))
+            events = game_events(stub, args.game)
+            if not events:
+                print(f"nardy export: game {args.game} has no events yet", file=sys.stderr)
+                return 1
+            record = record_from_events(events)
         except grpc.RpcError as e:
             print(f"nardy export: {e.details()}", file=sys.stderr)
             return 1
-    text = to_json([record]) if args.json else dumps([record])
+    if args.svg:
+        text = board_svg_of(events, args.ply) + "\n"
+    else:
+        text = to_json([record]) if args.json else dumps([record])
     if args.output:
         Path(args.output).write_text(text)
     else:

@@ -23,6 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="PER_S",
         help="requests per second allowed per token or connection (default 1000)",
     )
+    p.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="also serve the read-only web view (live boards, ladders, replays) and "
+        "Prometheus /metrics on this port (0 = any; default: off)",
+    )
+    p.add_argument("--http-host", default=None, help="address for the web view (default: --host)")
     p.set_defaults(func=_serve)
 
     p = sub.add_parser(
@@ -58,10 +67,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--records", metavar="DIR", help="write a record of every game here")
     p.set_defaults(func=_ladder)
 
-    p = sub.add_parser("export", help="write a game's record (text or JSON)")
+    p = sub.add_parser(
+        "export",
+        help="write a game's record (text or JSON) or its board (SVG)",
+        description="Fetch a game from an arbiter and write its record in the nardy text "
+        "format (or JSON), or with --svg a picture of its board.",
+    )
     p.add_argument("game", help="game id")
     p.add_argument("--server", default="127.0.0.1:50051", help="arbiter address")
     p.add_argument("--json", action="store_true", help="JSON instead of the text format")
+    p.add_argument(
+        "--svg",
+        action="store_true",
+        help="the board as an SVG picture instead (the web view's board), last play ringed",
+    )
+    p.add_argument(
+        "--ply",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --svg: the board after N plays (0 = the start; default: the last)",
+    )
     p.add_argument("-o", "--output", help="file to write (default stdout)")
     p.set_defaults(func=_export)
 
@@ -117,6 +143,8 @@ def _serve(args: argparse.Namespace) -> int:
                 db=args.db,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
+                http_port=args.http_port,
+                http_host=args.http_host,
             )
         )
     except BaseException as e:

@@ -25,7 +25,6 @@ from openskill.models import PlackettLuce, PlackettLuceRating
 __all__ = [
     "MAX_ELO",
     "SCORE_EPS",
-    "SPRT_REGULARIZE",
     "Z95",
     "EloEstimate",
     "SkillTable",
@@ -46,8 +45,6 @@ MAX_ELO = 400.0 * math.log10((1.0 - SCORE_EPS) / SCORE_EPS)
 """Largest Elo difference ``elo_from_score`` returns (about 2400)."""
 Z95 = NormalDist().inv_cdf(0.975)
 """Two-sided 95% normal quantile, 1.959963..."""
-SPRT_REGULARIZE = 1e-3
-"""Pseudo-count for empty pair cells when ``sprt_llr`` meets zero variance (as fishtest)."""
 
 _PHI = NormalDist().cdf
 
@@ -199,17 +196,18 @@ def sprt_llr(counts: Sequence[int], elo0: float, elo1: float, *, min_pairs: int 
         LLR = N * ((m - mu0)^2 - (m - mu1)^2) / (2 v)
             = N * (mu1 - mu0) * (2 m - mu0 - mu1) / (2 v)
 
-    This is fastchess's pentanomial GSPRT with three outcomes. If every pair ended alike (v = 0)
-    the empty cells get a pseudo-count ``SPRT_REGULARIZE`` (as fishtest does); below
-    ``min_pairs`` pairs the approximation means nothing and the LLR is 0.
+    This is fastchess's pentanomial GSPRT with three outcomes. If every pair ended alike
+    (v = 0) the variance is the smallest that N pairs can show, as if one pair had ended one
+    game differently: ``v = (N - 1) / (4 N^2)`` (a pseudo-count of 1e-3, as fishtest uses,
+    gives an LLR in the thousands after ten pairs); the mean is kept. Below ``min_pairs``
+    pairs the approximation means nothing and the LLR is 0.
     """
     n0, n1, n2 = _check_counts(counts)
     if n0 + n1 + n2 < max(min_pairs, 1):
         return 0.0
     n, mean, var = _pair_moments(n0, n1, n2)
-    if var <= 0.0:  # every pair ended alike: regularize the empty cells
-        reg = [c if c > 0 else SPRT_REGULARIZE for c in (n0, n1, n2)]
-        _, mean, var = _pair_moments(*reg)
+    if var <= 0.0:  # every pair ended alike: the least variance N pairs can have
+        var = max(n - 1, 1) / (4.0 * n * n)
     mu0, mu1 = score_from_elo(elo0), score_from_elo(elo1)
     return n * (mu1 - mu0) * (2.0 * mean - mu0 - mu1) / (2.0 * var)
 

@@ -32,6 +32,7 @@ from server.limits import RateLimiter
 from server.reflection import enable_reflection
 from server.service import HEARTBEAT_S, AdminService, ArbiterService, LadderService
 from server.store import SQLiteStore
+from server.web import WebView
 
 log = logging.getLogger("nardy.server")
 
@@ -52,6 +53,8 @@ class ServerConfig:
     rate_per_s: float = 1000.0  # requests per second per token (or connection), on average
     rate_burst: float = 2000.0
     switch_interval_s: float = 0.0005
+    http_port: int | None = None  # the read-only web view and /metrics (None: off; 0: any)
+    http_host: str | None = None  # default: the gRPC host
     admin_token: str | None = None  # None: the one stored (hashed), else a new one printed once
     registration_open: bool = True
     players_per_hour: int = Policy.players_per_hour
@@ -144,6 +147,12 @@ async def serve(
             else:
                 port = server.add_secure_port(address, creds)
             await server.start()
+            if config.http_port is not None:
+                web_view = WebView(arbiter, bridge, arbiter.metrics)
+                parts["http_port"] = await web_view.start(
+                    config.http_host or config.host, config.http_port
+                )
+                parts["web"] = web_view
             for name in ("", SERVICE, LADDER_SERVICE):
                 await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
             parts.update(server=server, health=checker)
@@ -152,6 +161,8 @@ async def serve(
         async def shutdown(grace: float) -> None:
             await parts["health"].enter_graceful_shutdown()  # NOT_SERVING first
             await bridge.call(arbiter.shutdown)  # streams end with SERVER_SHUTDOWN
+            if "web" in parts:
+                await parts["web"].stop()
             await parts["server"].stop(grace)
 
         transport = Transport(setup, shutdown)
@@ -164,7 +175,10 @@ async def serve(
             "on" if creds else "off",
             "open" if config.registration_open else "closed",
         )
-        task_status.started((port, arbiter))
+        http_port = parts.get("http_port")
+        if http_port is not None:
+            log.info("web view on http://%s:%d/", config.http_host or config.host, http_port)
+        task_status.started((port, arbiter, http_port))
         try:
             await stop.wait()
         finally:
@@ -214,6 +228,7 @@ class EmbeddedServer:
         self.config = ServerConfig(port=0, db=db, **options)
         self.admin_token: str = options["admin_token"]
         self.port = 0
+        self.http_port: int | None = None  # with http_port=0 in the options: the bound port
         self._token: trio.lowlevel.TrioToken | None = None
         self._arbiter = None
         self._stop: trio.Event | None = None
@@ -224,6 +239,11 @@ class EmbeddedServer:
     @property
     def address(self) -> str:
         return f"{self.config.host}:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """The web view's base URL (when started with ``http_port``)."""
+        return f"http://{self.config.http_host or self.config.host}:{self.http_port}"
 
     def start(self) -> EmbeddedServer:
         self._thread.start()
@@ -257,7 +277,9 @@ class EmbeddedServer:
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             async with trio.open_nursery() as nursery:
-                self.port, self._arbiter = await nursery.start(serve, self.config, self._stop)
+                self.port, self._arbiter, self.http_port = await nursery.start(
+                    serve, self.config, self._stop
+                )
                 self._ready.set()
 
         try:

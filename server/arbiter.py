@@ -10,6 +10,7 @@ import hashlib
 import logging
 import re
 import secrets
+import time
 from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
@@ -23,6 +24,7 @@ from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.lockstep import Lockstep
+from server.metrics import Metrics
 from server.recovery import restore_match
 from server.session import (
     Accepted,
@@ -168,6 +170,7 @@ class Arbiter:
         self.waiting: dict[str, set[str]] = {}  # caller key -> its matches not yet started
         self.nursery: trio.Nursery | None = None
         self.closing = False
+        self.metrics = Metrics()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -725,7 +728,16 @@ class Arbiter:
                     member.playing += 1
 
     def journal(self, game: GameSession, event: Event) -> None:
+        t0 = time.perf_counter()
         self.store.append_event(game, event)
+        self.metrics.journal_commit.observe(time.perf_counter() - t0)
+
+    def game_counts(self) -> dict[str, int]:
+        """How many games are in each status (for /metrics)."""
+        counts = {s.name.lower(): 0 for s in Status}
+        for game in self.games.values():
+            counts[game.status.name.lower()] += 1
+        return counts
 
     def load_events(self, game_id: str) -> list[Event]:
         return [decode_event(*entry) for entry in self.store.load_events(game_id)]

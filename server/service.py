@@ -26,6 +26,7 @@ from server.errors import ArbiterError
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
+from server.metrics import Metrics
 from server.session import DEFAULT_TURN_MS
 
 log = logging.getLogger("nardy.server")
@@ -81,6 +82,14 @@ async def _abort(context: grpc.aio.ServicerContext, error: ArbiterError) -> None
     await context.abort(getattr(grpc.StatusCode, error.code.value), clip(error.message))
 
 
+async def refuse(
+    context: grpc.aio.ServicerContext, metrics: Metrics, code: grpc.StatusCode, message: str
+) -> None:
+    """Abort the call with ``code``, counted in the refusals metric."""
+    metrics.refusals.labels(code.name).inc()
+    await context.abort(code, message)
+
+
 class Limited:
     """Every call is checked before it crosses the bridge: its token is verified, then the
     rate limit of the verified identity (or of the peer address, for calls without a valid
@@ -94,12 +103,18 @@ class Limited:
     async def _caller(self, context, request: Message) -> Caller:
         caller = Caller(self.arbiter.principal(bearer(context)), peer_address(context))
         if not self.limiter.allow(caller.key):
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, "too many requests; slow down and retry"
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "too many requests; slow down and retry",
             )
         if (name := bad_enum(request)) is not None:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"{name}: not a value this server knows"
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{name}: not a value this server knows",
             )
         return caller
 
@@ -110,6 +125,7 @@ class Limited:
         try:
             return await self.bridge.call(fn, *((who, *args) if caller else args))
         except ArbiterError as e:
+            self.arbiter.metrics.refusals.labels(e.code.value).inc()
             await _abort(context, e)
 
 
@@ -217,6 +233,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             return views.event_pb(game, event, None if seat is None else game.color_of(seat))
 
         seq = backlog[-1].seq if backlog else request.after_seq
+        streams = self.arbiter.metrics.streams.labels("game")
+        streams.inc()
         try:
             for event in backlog:
                 yield view(event)
@@ -232,6 +250,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 seq = item.seq
                 yield view(item)
         finally:
+            streams.dec()
             if live:
                 self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
 
@@ -241,6 +260,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         token = bearer(context)
         sink = QueueSink(loop, queue)
         backlog = await self._call(context, request, self.arbiter.subscribe_player, token, sink)
+        streams = self.arbiter.metrics.streams.labels("player")
+        streams.inc()
         try:
             for note in backlog:
                 yield player_event(note)
@@ -254,13 +275,16 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                     return
                 yield player_event(item)
         finally:
+            streams.dec()
             self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
 
     async def SubmitPlay(self, request, context):
         which = request.WhichOneof("play")
         text = request.notation if which == "notation" else request.end_position
         if which is None or len(text) > MAX_NOTATION:
-            await context.abort(
+            await refuse(
+                context,
+                self.arbiter.metrics,
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "give the play as notation or end_position (at most 200 chars)",
             )

@@ -24,6 +24,7 @@ from nardy.variant import variant as get_variant
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.lockstep import Lockstep
+from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
@@ -50,6 +51,8 @@ class Sink(Protocol):
 
 class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
+
+    metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, event: Event) -> None:
         """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
@@ -345,6 +348,7 @@ class GameSession:
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             self.emit(EventType.TURN_PASSED, play=record)
+            self.match.host.metrics.turns.labels("passed").inc()
             return
         if len(plays) == 1 and self.match.auto_play_forced:
             self._apply(plays[0], mover, automatic=True, used_ms=0)
@@ -361,6 +365,8 @@ class GameSession:
         with trio.move_on_at(self.deadline):
             await self._wake.wait()
         if self.result is None and self.turn_id not in self.accepted:
+            late = trio.current_time() - self.deadline
+            self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
@@ -383,6 +389,10 @@ class GameSession:
             del self.accepted[self.turn_id]
             self.position, self.legal, self.dice, self.deadline, self.result = before
             raise
+        metrics = self.match.host.metrics
+        metrics.turns.labels("automatic" if automatic else "played").inc()
+        if not automatic:
+            metrics.turn_latency.observe(used_ms / 1000)
         self._retire_announcement()
         return answer
 

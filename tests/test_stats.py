@@ -266,3 +266,12 @@ def test_wilson_known_values():
     assert lo3 < low and hi3 > high
     with pytest.raises(ValueError):
         wilson(11, 10)
+
+
+def test_sprt_llr_with_zero_variance_is_on_the_scale_of_its_neighbours():
+    # Ten pairs all won: no less evidence than nine won and one split, and nowhere near the
+    # thousands a tiny pseudo-count gives (the runner once printed LLR 2654 here).
+    swept, nearly = sprt_llr((0, 0, 10), 0, 20), sprt_llr((0, 1, 9), 0, 20)
+    assert nearly <= swept < 2 * nearly < 15
+    # all pairs split: the two engines look equal, evidence slightly for H0
+    assert -1 < sprt_llr((0, 10, 0), 0, 20) < 0

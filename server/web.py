@@ -1,0 +1,538 @@
+"""The arbiter's read-only web view and ``/metrics`` (``nardy serve --http-port``).
+
+An aiohttp application on the gRPC transport's asyncio loop (``server/bridge.py``): no
+HTTP is parsed here, and the trio core is never blocked or read from this thread. Every
+page asks the core for messages through :meth:`Bridge.call` (``GameState``s, events,
+standings: built in the trio thread from frozen snapshots, then only read here), and
+renders them as HTML and SVG (:mod:`nardy.svg`).
+
+Pages: ``/`` (games in progress with live boards, ladders, finished games),
+``/game/ID`` (a live game; a finished one is a replay: ``?ply=N``, its move list, arrow
+keys), ``/ladder/NAME`` (standings and crosstable). Live parts refresh themselves from
+``/fragment/...`` once a second (a few lines of script; the pages work without it).
+JSON for tools: ``/api/games``, ``/api/game/ID``, ``/api/ladder/NAME``. Nothing here can
+change anything: there is no POST route, and requests are rate-limited per address.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from html import escape
+
+from aiohttp import web
+from google.protobuf.json_format import MessageToDict
+
+from nardy import Color
+from nardy.svg import state_svg
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
+from server import views
+from server.bridge import Bridge
+from server.errors import ArbiterError, Code
+from server.limits import RateLimiter
+from server.metrics import CONTENT_TYPE, Metrics
+
+log = logging.getLogger("nardy.web")
+
+LIVE_GAMES = 24  # boards on the front page
+FINISHED_GAMES = 30
+REPLAY_CACHE = 64  # finished games' events kept for replays
+PLAY_EVENTS = (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
+ENDED = (pb.GAME_STATUS_FINISHED, pb.GAME_STATUS_ABORTED)
+STATUS = {
+    pb.GAME_STATUS_WAITING: "waiting",
+    pb.GAME_STATUS_IN_PROGRESS: "in progress",
+    pb.GAME_STATUS_FINISHED: "finished",
+    pb.GAME_STATUS_ABORTED: "aborted",
+}
+KIND = {pb.RESULT_KIND_OIN: "oin", pb.RESULT_KIND_MARS: "mars", pb.RESULT_KIND_KOKS: "koks"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+
+# -- queries: run in the trio thread, return messages only -------------------------------
+def _last_play(game) -> pb.PlayRecord | None:
+    for event in reversed(game.events):
+        if event.play is not None:
+            return views.event_pb(game, event, None).play
+    return None
+
+
+def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
+    live = [
+        (views.state_pb(g, g.snapshot(), None), _last_play(g))
+        for g in arbiter.list_games(pb.GAME_STATUS_IN_PROGRESS, LIVE_GAMES)
+    ]
+    finished = [
+        views.summary_pb(g) for g in arbiter.list_games(pb.GAME_STATUS_FINISHED, FINISHED_GAMES)
+    ]
+    return live, finished, sorted(arbiter.ladders)
+
+
+def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
+    game = arbiter.game(game_id)
+    state = views.state_pb(game, game.snapshot(), None)
+    events = [views.event_pb(game, e, None) for e in game.events] if with_events else []
+    return state, events
+
+
+def query_ladder(arbiter, name: str):
+    from server.service import crosstable_pb, standings_pb
+
+    return standings_pb(arbiter, name), crosstable_pb(arbiter, name)
+
+
+# -- the application ---------------------------------------------------------------------
+@dataclass
+class Replay:
+    """A game's plays: the position before the first and after each."""
+
+    start: pb.GameState
+    plays: list[pb.GameEvent]
+
+
+class WebView:
+    def __init__(self, arbiter, bridge: Bridge, metrics: Metrics, rate_per_s: float = 50.0):
+        self.arbiter = arbiter
+        self.bridge = bridge
+        self.metrics = metrics
+        self.limiter = RateLimiter(rate_per_s, 2 * rate_per_s)
+        self._replays: OrderedDict[str, tuple[pb.GameState, list]] = OrderedDict()
+        self.runner: web.AppRunner | None = None
+        self.port = 0
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._guard])
+        r = app.router
+        r.add_get("/", self.index)
+        r.add_get("/game/{id}", self.game_page)
+        r.add_get("/game/{id}/board.svg", self.board)
+        r.add_get("/ladder/{name}", self.ladder_page)
+        r.add_get("/fragment/index", self.index_fragment)
+        r.add_get("/fragment/game/{id}", self.game_fragment)
+        r.add_get("/fragment/ladder/{name}", self.ladder_fragment)
+        r.add_get("/api/games", self.api_games)
+        r.add_get("/api/game/{id}", self.api_game)
+        r.add_get("/api/ladder/{name}", self.api_ladder)
+        r.add_get("/metrics", self.metrics_page)
+        r.add_get("/static/live.js", self.script)
+        r.add_get("/static/style.css", self.style)
+        return app
+
+    async def start(self, host: str, port: int) -> int:
+        self.runner = web.AppRunner(self.app(), access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, host, port, reuse_address=True)
+        await site.start()
+        self.port = self.runner.addresses[0][1]
+        return self.port
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler):
+        if not self.limiter.allow(request.remote or "?"):
+            return web.Response(status=429, text="too many requests; slow down\n")
+        try:
+            response = await handler(request)
+        except ArbiterError as e:
+            status = 404 if e.code is Code.NOT_FOUND else 503
+            response = web.Response(
+                status=status,
+                text=_page("nardy", f"<p>{escape(str(e))}</p>"),
+                content_type="text/html",
+            )
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    # -- data ----------------------------------------------------------------------------
+    async def _game(self, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
+        cached = self._replays.get(game_id)
+        if cached is not None:
+            self._replays.move_to_end(game_id)
+            return cached
+        state, events = await self.bridge.call(query_game, self.arbiter, game_id, with_events)
+        if with_events and state.status in ENDED:  # an ended game never changes again
+            self._replays[game_id] = (state, events)
+            while len(self._replays) > REPLAY_CACHE:
+                self._replays.popitem(last=False)
+        return state, events
+
+    async def _ladder(self, name: str):
+        return await self.bridge.call(query_ladder, self.arbiter, name)
+
+    # -- pages ---------------------------------------------------------------------------
+    async def index(self, request: web.Request) -> web.Response:
+        body = await self._index_body()
+        return _html(_page("nardy arbiter", _live("/fragment/index", body)))
+
+    async def index_fragment(self, request: web.Request) -> web.Response:
+        return _html(await self._index_body())
+
+    async def _index_body(self) -> str:
+        live, finished, ladders = await self.bridge.call(query_index, self.arbiter)
+        out = ["<h2>Games in progress</h2>"]
+        if not live:
+            out.append('<p class="none">No game is being played now.</p>')
+        out.append('<div class="boards">')
+        for state, last in live:
+            out.append(
+                f'<a class="game" href="/game/{_q(state.game_id)}">'
+                f"{_board(state, last)}<span>{_players(state)} · game {state.game_number}"
+                f"{_score(state)}</span></a>"
+            )
+        out.append("</div><h2>Ladders</h2>")
+        if ladders:
+            out.append("<ul>")
+            out += [f'<li><a href="/ladder/{_q(n)}">{escape(n)}</a></li>' for n in ladders]
+            out.append("</ul>")
+        else:
+            out.append('<p class="none">No ladder on this arbiter.</p>')
+        out.append("<h2>Finished games</h2>")
+        if finished:
+            out.append(
+                '<table class="games"><tr><th>game</th><th>white</th><th>black</th>'
+                "<th>result</th></tr>"
+            )
+            for g in finished:
+                out.append(
+                    f'<tr><td><a href="/game/{_q(g.game_id)}">{escape(g.game_id)}</a></td>'
+                    f"<td>{escape(g.white.name)}</td><td>{escape(g.black.name)}</td>"
+                    f"<td>{_result(g.result)}</td></tr>"
+                )
+            out.append("</table>")
+        else:
+            out.append('<p class="none">None yet.</p>')
+        return "".join(out)
+
+    async def game_page(self, request: web.Request) -> web.Response:
+        game_id = request.match_info["id"]
+        body, title, ended = await self._game_body(game_id, _ply(request))
+        if ended:
+            return _html(_page(title, body))
+        return _html(_page(title, _live(f"/fragment/game/{_q(game_id)}", body)))
+
+    async def game_fragment(self, request: web.Request) -> web.Response:
+        body, _, _ = await self._game_body(request.match_info["id"], None)
+        return _html(body)
+
+    async def _game_body(self, game_id: str, ply: int | None) -> tuple[str, str, bool]:
+        state, events = await self._game(game_id, True)
+        replay = _replay(state, events)
+        plays = replay.plays
+        ended = state.status in ENDED
+        title = f"{state.white.name or 'white'} vs {state.black.name or 'black'}"
+        out = [f"<h2>{escape(title)} · game {state.game_number}{_score(state)}</h2>"]
+        if ended:
+            shown = len(plays) if ply is None else max(0, min(ply, len(plays)))
+            if shown == 0:
+                board = _board(replay.start, None, ply=0)
+            else:
+                ev = plays[shown - 1]
+                board = _board(state if shown == len(plays) else ev.state, ev.play, ply=shown)
+            out.append(f'<p class="status">{_status(state)}</p>')
+            out.append(_nav(game_id, shown, len(plays)))
+            out.append(board)
+            out.append(_move_list(game_id, plays, shown))
+        else:
+            last = plays[-1].play if plays else None
+            out.append(f'<p class="status">{_status(state)} · {_clocks(state)}</p>')
+            out.append(_board(state, last))
+            out.append(_move_list(None, plays, len(plays)))
+        return "".join(out), title, ended
+
+    async def board(self, request: web.Request) -> web.Response:
+        game_id = request.match_info["id"]
+        state, events = await self._game(game_id, True)
+        replay = _replay(state, events)
+        ply = _ply(request)
+        if ply is not None and 0 <= ply <= len(replay.plays):
+            state = replay.plays[ply - 1].state if ply else replay.start
+        return web.Response(text=_board(state, None), content_type="image/svg+xml")
+
+    async def ladder_page(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        body = await self._ladder_body(name)
+        return _html(_page(f"ladder {name}", _live(f"/fragment/ladder/{_q(name)}", body)))
+
+    async def ladder_fragment(self, request: web.Request) -> web.Response:
+        return _html(await self._ladder_body(request.match_info["name"]))
+
+    async def _ladder_body(self, name: str) -> str:
+        st, cross = await self._ladder(name)
+        rows = []
+        first = st.rows[0].player.name if st.rows else ""
+        for r in st.rows:
+            rows.append(
+                f'<tr data-player="{escape(r.player.name)}"><td>{r.rank}</td>'
+                f"<td>{escape(r.player.name)}</td><td>{_elo(r.elo)}</td>"
+                f"<td>{r.skill_conservative:.2f}</td><td>{r.games}</td>"
+                f"<td>{r.wins}-{r.losses}</td><td>{r.points_for}-{r.points_against}</td>"
+                f"<td>{r.mars_wins}/{r.mars_losses}</td><td>{r.timeouts + r.disconnects}</td>"
+                f"<td>{r.avg_move_ms:.1f}</td></tr>"
+            )
+        names = [r.player.name for r in st.rows]
+        cells = {(c.player, c.opponent): c for c in cross.cells}
+        head = "".join(f"<th>{escape(n)}</th>" for n in names)
+        cross_rows = []
+        for a in names:
+            tds = []
+            for b in names:
+                c = cells.get((a, b))
+                text = (
+                    ""
+                    if a == b
+                    else "-"
+                    if c is None
+                    else (f"{c.wins}-{c.losses} ({c.pairs_won}/{c.pairs_split}/{c.pairs_lost})")
+                )
+                tds.append(f"<td>{text}</td>")
+            cross_rows.append(f"<tr><th>{escape(a)}</th>{''.join(tds)}</tr>")
+        return (
+            f'<h2>Ladder {escape(name)}</h2><p class="status" id="ladder-summary">'
+            f"{st.finished_games} games finished, {st.games_in_progress} in progress"
+            + (f", {st.voided_games} voided" if st.voided_games else "")
+            + "</p>"
+            + '<table id="standings"><tr><th>#</th><th>player</th>'
+            "<th>Elo (95%) vs its opponents</th><th>skill μ-3σ</th><th>games</th>"
+            "<th>W-L</th><th>points</th><th>mars W/L</th><th>timeouts</th><th>ms/move</th></tr>"
+            + "".join(rows)
+            + "</table>"
+            + (
+                '<p class="note">Elo: each player\'s duplicate-pair score against the '
+                "opponents it met (0 = an even score), with its 95% interval; ranked by "
+                f"skill (OpenSkill μ-3σ); leader {escape(first)}.</p>"
+                if first
+                else ""
+            )
+            + '<h3>Crosstable: wins-losses (pairs won/split/lost)</h3><table id="crosstable">'
+            f"<tr><th></th>{head}</tr>{''.join(cross_rows)}</table>"
+        )
+
+    # -- JSON and metrics ----------------------------------------------------------------
+    async def api_games(self, request: web.Request) -> web.Response:
+        live, finished, ladders = await self.bridge.call(query_index, self.arbiter)
+        return web.json_response(
+            {
+                "in_progress": [MessageToDict(s) for s, _ in live],
+                "finished": [MessageToDict(g) for g in finished],
+                "ladders": ladders,
+            }
+        )
+
+    async def api_game(self, request: web.Request) -> web.Response:
+        state, events = await self._game(request.match_info["id"], True)
+        return web.json_response(
+            {
+                "state": MessageToDict(state),
+                "plays": [MessageToDict(e.play) for e in _replay(state, events).plays],
+            }
+        )
+
+    async def api_ladder(self, request: web.Request) -> web.Response:
+        st, cross = await self._ladder(request.match_info["name"])
+        return web.json_response(
+            {"standings": MessageToDict(st), "crosstable": MessageToDict(cross)}
+        )
+
+    async def metrics_page(self, request: web.Request) -> web.Response:
+        counts = await self.bridge.call(self.arbiter.game_counts)
+        self.metrics.set_games(counts)
+        return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+
+    async def script(self, request: web.Request) -> web.Response:
+        return web.Response(text=SCRIPT, content_type="text/javascript")
+
+    async def style(self, request: web.Request) -> web.Response:
+        return web.Response(text=STYLE, content_type="text/css")
+
+
+# -- rendering ---------------------------------------------------------------------------
+def _q(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def _ply(request: web.Request) -> int | None:
+    try:
+        return int(request.query["ply"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _html(text: str) -> web.Response:
+    return web.Response(text=text, content_type="text/html")
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{escape(title)}</title><link rel="stylesheet" href="/static/style.css">'
+        '<script src="/static/live.js" defer></script></head><body>'
+        '<header><a href="/">nardy arbiter</a> <span>read-only view</span></header>'
+        f"<main>{body}</main></body></html>"
+    )
+
+
+def _live(src: str, body: str) -> str:
+    return f'<div id="live" data-fragment="{escape(src)}">{body}</div>'
+
+
+def _board(state: pb.GameState, last: pb.PlayRecord | None, *, ply: int | None = None) -> str:
+    attrs = {
+        "game": state.game_id,
+        "turn": str(state.turn_id),
+        "position": state.position,
+        "status": STATUS.get(state.status, ""),
+    }
+    if ply is not None:
+        attrs["ply"] = str(ply)
+    return state_svg(state, perspective=Color.WHITE, last_play=last, attrs=attrs)
+
+
+def _players(state) -> str:
+    return f"{escape(state.white.name or 'white')} – {escape(state.black.name or 'black')}"
+
+
+def _score(state: pb.GameState) -> str:
+    m = state.match
+    if m.target <= 1:
+        return ""
+    return f" · match to {m.target}: {m.white_points}-{m.black_points}"
+
+
+def _result(r: pb.GameResult) -> str:
+    if not r.winner:
+        return ""
+    who = "white" if r.winner == pb.COLOR_WHITE else "black"
+    how = pb.Termination.Name(r.termination).removeprefix("TERMINATION_").lower()
+    return f"{who} wins by {KIND.get(r.kind, '?')} (+{r.points}, {how.replace('_', ' ')})"
+
+
+def _status(state: pb.GameState) -> str:
+    if state.status == pb.GAME_STATUS_FINISHED:
+        return escape(_result(state.result))
+    if state.status == pb.GAME_STATUS_IN_PROGRESS:
+        side = "white" if state.side_to_move == pb.COLOR_WHITE else "black"
+        dice = "-".join(map(str, state.dice))
+        return f"{side} to play" + (f" {dice}" if dice else "")
+    return STATUS.get(state.status, "")
+
+
+def _clock(ms: int) -> str:
+    s = (ms + 999) // 1000
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def _clocks(state: pb.GameState) -> str:
+    return (
+        f"clocks: white {_clock(state.white_clock.remaining_ms)}, "
+        f"black {_clock(state.black_clock.remaining_ms)}"
+    )
+
+
+def _replay(state: pb.GameState, events: list[pb.GameEvent]) -> Replay:
+    start = next((e.state for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED), state)
+    return Replay(start, [e for e in events if e.type in PLAY_EVENTS])
+
+
+def _nav(game_id: str, shown: int, total: int) -> str:
+    base = f"/game/{_q(game_id)}?ply="
+    links = [
+        ("first", 0),
+        ("previous", max(0, shown - 1)),
+        ("next", min(total, shown + 1)),
+        ("last", total),
+    ]
+    parts = [f'<a id="nav-{name}" href="{base}{n}">{name}</a>' for name, n in links]
+    return (
+        f'<nav class="replay" data-ply="{shown}" data-total="{total}">'
+        + " ".join(parts)
+        + (f" · position after ply {shown} of {total}</nav>")
+    )
+
+
+def _move_list(game_id: str | None, plays: list[pb.GameEvent], shown: int) -> str:
+    out = ['<ol class="moves" id="moves">']
+    for i, ev in enumerate(plays, 1):
+        p = ev.play
+        side = "w" if p.side == pb.COLOR_WHITE else "b"
+        text = f"{side} {p.dice[0]}-{p.dice[1]} {escape(p.notation)}"
+        cls = ' class="current"' if i == shown else ""
+        if game_id is not None:
+            text = f'<a href="/game/{_q(game_id)}?ply={i}">{text}</a>'
+        out.append(f"<li{cls}>{text}</li>")
+    out.append("</ol>")
+    return "".join(out)
+
+
+def _elo(e) -> str:
+    def b(x: float) -> str:
+        return f"{x:+.0f}" if abs(x) < 2000 else ("+inf" if x > 0 else "-inf")
+
+    if abs(e.value) >= 2000:
+        return "all won" if e.value > 0 else "all lost"
+    return f"{e.value:+.0f} [{b(e.low)}, {b(e.high)}]"
+
+
+SCRIPT = """\
+// Live parts of the page refresh themselves once a second; arrow keys step a replay.
+(function () {
+  const live = document.getElementById("live");
+  if (live) {
+    const src = live.dataset.fragment;
+    let busy = false, last = null;
+    setInterval(async function () {
+      if (busy || document.hidden) return;
+      busy = true;
+      try {
+        const r = await fetch(src, {cache: "no-store"});
+        if (r.ok) {
+          const html = await r.text();
+          if (last !== null && html !== last) live.innerHTML = html;
+          last = html;
+        }
+      } catch (e) { /* the arbiter is away: try again */ }
+      busy = false;
+    }, 1000);
+  }
+  document.addEventListener("keydown", function (e) {
+    const id = {ArrowLeft: "nav-previous", ArrowRight: "nav-next", Home: "nav-first",
+                End: "nav-last"}[e.key];
+    const a = id && document.getElementById(id);
+    if (a) { window.location = a.href; }
+  });
+})();
+"""
+
+STYLE = """\
+body { font-family: system-ui, sans-serif; margin: 0; background: #faf7f0; color: #222; }
+header { background: #3b2a14; color: #f7f3e8; padding: .6em 1em; }
+header a { color: #fff; font-weight: bold; text-decoration: none; }
+header span { opacity: .7; margin-left: 1em; font-size: .9em; }
+main { padding: 1em; max-width: 1100px; }
+.boards { display: flex; flex-wrap: wrap; gap: 1em; }
+a.game { display: flex; flex-direction: column; color: inherit; text-decoration: none; }
+a.game svg { width: 300px; height: auto; }
+table { border-collapse: collapse; margin: .5em 0; }
+td, th { border: 1px solid #cbb; padding: .25em .6em; text-align: right; }
+td:nth-child(2), th:first-child { text-align: left; }
+ol.moves { columns: 3; font-family: ui-monospace, monospace; font-size: .9em; }
+ol.moves li.current { background: #d8f5dc; font-weight: bold; }
+.none, .note { color: #777; }
+nav.replay a { margin-right: .5em; }
+"""
+
+
+__all__ = ["WebView"]

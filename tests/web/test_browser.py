@@ -1,0 +1,174 @@
+"""The web view in a real browser: a live game's board advances without a reload, a
+finished game replays with its move list, and a ladder's page shows the ladder RPCs' table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
+from nardy.v1 import ladder_pb2 as lpb
+from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server.app import EmbeddedServer
+
+ENGINE = [sys.executable, "-m", "nardy", "engine", "random"]
+
+
+def _auth(token: str):
+    return (("authorization", f"Bearer {token}"),)
+
+
+def _engine(address: str, token: str) -> subprocess.Popen:
+    env = {**os.environ, "NARDY_SERVER": address, "NARDY_TOKEN": token}
+    return subprocess.Popen(ENGINE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def arbiter(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "a.db"), http_port=0) as srv:
+        channel = grpc.insecure_channel(srv.address)
+        srv.stub = api_grpc.ArbiterServiceStub(channel)
+        srv.ladders = ladder_grpc.LadderServiceStub(channel)
+        procs: list[subprocess.Popen] = []
+        srv.engine = lambda token: procs.append(_engine(srv.address, token))
+        try:
+            yield srv
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+            channel.close()
+
+
+def live_board(driver) -> tuple[int, str]:
+    """The live board's turn and position, read in one go (the page swaps it every second)."""
+    got = driver.execute_script(
+        "const b = document.querySelector('#live svg.nardy-board');"
+        "return b ? [b.dataset.turn, b.dataset.position] : null;"
+    )
+    return (int(got[0]), got[1]) if got else (0, "")
+
+
+def table(driver, rows: str) -> list[list[str]]:
+    """The cells of the rows matching ``rows``, read in one go."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map("
+        "tr => [...tr.querySelectorAll('td')].map(td => td.textContent));",
+        rows,
+    )
+
+
+def test_a_live_game_advances_on_the_page(arbiter, browser):
+    """The test holds one seat and plays only after the browser shows the turn; the other
+    seat is a real engine process."""
+    r = arbiter.stub.CreateMatch(
+        api.CreateMatchRequest(
+            options=pb.GameOptions(turn_time_ms=60_000),
+            seed=7,
+            first=api.SeatSpec(display_name="tester"),
+            second=api.SeatSpec(display_name="random-bot"),
+        )
+    )
+    arbiter.engine(r.second_seat_token)
+    stream = arbiter.stub.SubscribeGame(
+        api.SubscribeGameRequest(game_id=r.game_id), metadata=_auth(r.first_seat_token)
+    )
+    browser.get(f"{arbiter.http_url}/game/{r.game_id}")
+    seen: list[int] = []
+    positions: set[str] = set()
+    for ev in stream:
+        st = ev.state
+        if ev.type != pb.EVENT_TYPE_TURN_STARTED or st.side_to_move != st.your_color:
+            continue
+        # the page, loaded once, catches up with this turn by itself
+        WebDriverWait(browser, 15, poll_frequency=0.1).until(
+            lambda d, t=st.turn_id: live_board(d)[0] == t
+        )
+        assert live_board(browser) == (st.turn_id, st.position)
+        seen.append(st.turn_id)
+        positions.add(st.position)
+        if len(seen) == 3:
+            break
+        arbiter.stub.SubmitPlay(
+            api.SubmitPlayRequest(
+                game_id=r.game_id, turn_id=st.turn_id, end_position=st.legal_plays[0].end_position
+            ),
+            metadata=_auth(r.first_seat_token),
+        )
+    stream.cancel()
+    assert len(seen) == 3 and seen == sorted(seen) and len(positions) == 3
+    assert "tester" in browser.page_source and "random-bot" in browser.page_source
+    moves = browser.find_elements(By.CSS_SELECTOR, "#moves li")
+    assert len(moves) >= 4  # two of ours, two (or more) of the engine's
+    # the front page lists the game with its live board
+    browser.get(arbiter.http_url + "/")
+    boards = browser.find_elements(By.CSS_SELECTOR, f'svg.nardy-board[data-game="{r.game_id}"]')
+    assert len(boards) == 1
+
+    # resign: the game's page becomes a replay with its move list
+    arbiter.stub.Resign(api.ResignRequest(game_id=r.game_id), metadata=_auth(r.first_seat_token))
+    browser.get(f"{arbiter.http_url}/game/{r.game_id}?ply=1")
+    nav = browser.find_element(By.CSS_SELECTOR, "nav.replay")
+    total = int(nav.get_attribute("data-total"))
+    assert total == len(browser.find_elements(By.CSS_SELECTOR, "#moves li")) >= 4
+    current = browser.find_element(By.CSS_SELECTOR, "#moves li.current")
+    assert current.text.startswith(("w ", "b "))
+    browser.find_element(By.ID, "nav-next").click()
+    WebDriverWait(browser, 10).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, "nav.replay").get_attribute("data-ply") == "2"
+    )
+    assert "wins by" in browser.find_element(By.CSS_SELECTOR, "p.status").text
+
+
+def test_ladder_page_shows_the_ladder_rpcs(arbiter, browser):
+    arbiter.ladders.CreateLadder(
+        lpb.CreateLadderRequest(
+            name="web", options=lpb.LadderOptions(turn_time_ms=3000, max_games=4)
+        ),
+        metadata=_auth(arbiter.admin_token),  # ladders are the operator's
+    )
+    for name in ("alpha", "beta"):
+        token = arbiter.stub.RegisterPlayer(api.RegisterPlayerRequest(name=name, bot=True)).token
+        arbiter.engine(token)
+        arbiter.ladders.JoinLadder(
+            lpb.JoinLadderRequest(ladder="web", ready=True), metadata=_auth(token)
+        )
+    deadline = time.monotonic() + 90
+    while True:
+        st = arbiter.ladders.GetStandings(lpb.GetStandingsRequest(ladder="web"))
+        if st.finished_games >= 4 and not st.games_in_progress:
+            break
+        assert time.monotonic() < deadline, "the ladder did not finish its games"
+        time.sleep(0.2)
+    browser.get(f"{arbiter.http_url}/ladder/web")
+    WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: (
+            f"{st.finished_games} games finished" in d.find_element(By.ID, "ladder-summary").text
+        )
+    )
+    rows = table(browser, "#standings tr[data-player]")
+    assert len(rows) == len(st.rows) == 2
+    for cells, row in zip(rows, st.rows, strict=True):
+        assert cells[0] == str(row.rank)
+        assert cells[1] == row.player.name
+        assert cells[4] == str(row.games)
+        assert cells[5] == f"{row.wins}-{row.losses}"
+        assert cells[6] == f"{row.points_for}-{row.points_against}"
+        assert cells[7] == f"{row.mars_wins}/{row.mars_losses}"
+    cross = arbiter.ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder="web"))
+    a = next(c for c in cross.cells if c.player == st.rows[0].player.name)
+    first = table(browser, "#crosstable tr")[1]
+    assert f"{a.wins}-{a.losses} ({a.pairs_won}/{a.pairs_split}/{a.pairs_lost})" in first
+    # the JSON the page is built from is the RPC's message
+    browser.get(f"{arbiter.http_url}/api/ladder/web")
+    assert '"finishedGames": 4' in browser.page_source
