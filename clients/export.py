@@ -110,9 +110,17 @@ def dice_headers(started: pb.GameEvent, last: pb.GameState) -> dict[str, str]:
 def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
     """Write a text record of every finished game of ``ladder`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    games = stub.ListGames(
-        api.ListGamesRequest(ladder=ladder, limit=10_000, status=pb.GAME_STATUS_FINISHED)
-    ).games
+    games, token = [], ""
+    while True:
+        r = stub.ListGames(
+            api.ListGamesRequest(
+                ladder=ladder, limit=500, status=pb.GAME_STATUS_FINISHED, page_token=token
+            )
+        )
+        games.extend(r.games)
+        token = r.next_page_token
+        if not token:
+            break
     for g in games:
         path = out / f"{g.game_id}.nrd"
         if not path.exists():

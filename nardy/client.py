@@ -205,6 +205,24 @@ class Client:
     async def get_game(self, game_id: str) -> api.GetGameResponse:
         return await self.call("GetGame", api.GetGameRequest(game_id=game_id))
 
+    async def list_games(
+        self, *, status: int = 0, ladder: str = "", limit: int | None = None
+    ) -> list[api.GameSummary]:
+        """Games newest first, following ListGames page tokens (up to ``limit`` games)."""
+        out: list[api.GameSummary] = []
+        token = ""
+        while limit is None or len(out) < limit:
+            size = 500 if limit is None else min(500, limit - len(out))
+            r = await self.call(
+                "ListGames",
+                api.ListGamesRequest(status=status, ladder=ladder, limit=size, page_token=token),
+            )
+            out.extend(r.games)
+            token = r.next_page_token
+            if not token:
+                break
+        return out
+
     async def submit(
         self,
         game_id: str,

@@ -20,6 +20,7 @@ import trio
 from nardy import Color, GameResult, Position
 from nardy.dice import check_client_seed
 from nardy.variant import variant
+from server.catalogue import Catalogue
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
@@ -35,6 +36,7 @@ from server.session import (
     Sink,
 )
 from server.store import Store, StoreError
+from server.views import summary_pb
 
 log = logging.getLogger("nardy.server")
 
@@ -168,6 +170,7 @@ class Arbiter:
         self.ladders: dict[str, Ladder] = {}
         self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
         self.waiting: dict[str, set[str]] = {}  # caller key -> its matches not yet started
+        self.catalogue = Catalogue()
         self.nursery: trio.Nursery | None = None
         self.closing = False
         self.metrics = Metrics()
@@ -440,6 +443,7 @@ class Arbiter:
         elif game.status is Status.FINISHED:
             game.status = Status.ABORTED
             self.store.update_game(game)
+            self._publish(game)
             ladder = self.ladders.get(game.match.ladder)
             if ladder is not None:
                 ladder.void(game.id)
@@ -468,12 +472,18 @@ class Arbiter:
         return game
 
     def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
-        games = [
-            g
-            for g in reversed(self.games.values())
-            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder)
-        ]
-        return games[: max(1, min(limit or 50, 10_000))]
+        """The newest games (for the web view's short lists; ListGames reads the catalogue)."""
+        out = []
+        for g in reversed(self.games.values()):
+            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder):
+                out.append(g)
+                if len(out) >= max(1, min(limit, 500)):
+                    break
+        return out
+
+    def _publish(self, game: GameSession) -> None:
+        """Show the game's new summary to ListGames (see catalogue)."""
+        self.catalogue.publish(game.id, summary_pb(game))
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -600,10 +610,12 @@ class Arbiter:
     def game_created(self, game: GameSession) -> None:
         self.games[game.id] = game
         self.store.add_game(game)
+        self._publish(game)
         self._notify(game, Note.GAME_ASSIGNED)
 
     def game_over(self, game: GameSession) -> None:
         self.store.update_game(game)
+        self._publish(game)
         self._notify(game, Note.GAME_OVER)
         if game.match.ladder in self.ladders:
             self.ladders[game.match.ladder].game_over(game)
@@ -699,6 +711,7 @@ class Arbiter:
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
+                self._publish(game)
             self._restore_ladder_games(match)
             if not match.match.over and match.current.status in (
                 Status.WAITING,
@@ -731,6 +744,8 @@ class Arbiter:
         t0 = time.perf_counter()
         self.store.append_event(game, event)
         self.metrics.journal_commit.observe(time.perf_counter() - t0)
+        if event.type is EventType.GAME_STARTED:
+            self._publish(game)
 
     def game_counts(self) -> dict[str, int]:
         """How many games are in each status (for /metrics)."""

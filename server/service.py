@@ -208,11 +208,15 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         return await self.bridge.call(view)
 
     async def ListGames(self, request, context):
-        games = await self._call(
-            context, request, self.arbiter.list_games, request.status, request.limit, request.ladder
-        )
-        summaries = await self.bridge.call(lambda: [views.summary_pb(g) for g in games])
-        return api.ListGamesResponse(games=summaries)
+        """Answered here, in the transport's thread, from the catalogue (no core work)."""
+        await self._caller(context, request)
+        try:
+            games, token = self.arbiter.catalogue.page(
+                request.status, request.ladder, request.limit, request.page_token
+            )
+        except ValueError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return api.ListGamesResponse(games=games, next_page_token=token)
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[pb.GameEvent]:
         queue: asyncio.Queue = asyncio.Queue()
