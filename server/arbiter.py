@@ -585,7 +585,8 @@ class Arbiter:
                 if seat is not None:
                     notes.append(PlayerNote(Note.GAME_ASSIGNED, game, seat))
                 elif principal.player_id and game.match.challenged == principal.player_id:
-                    notes.append(PlayerNote(Note.CHALLENGE, game, game.match.seat_index(seat)))
+                    seat = game.match.seat_index(principal.player_id)
+                    notes.append(PlayerNote(Note.CHALLENGE, game, seat))
         return notes
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:

@@ -38,6 +38,8 @@ CLOSE = object()  # queue sentinel: the stream is over
 def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
     if fut.cancelled():
         return
+    if isinstance(error, StopIteration):  # a Future refuses it: the call would hang
+        error = RuntimeError(f"StopIteration in the core: {error!r}")
     if error is not None:
         fut.set_exception(error)
     else:

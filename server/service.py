@@ -122,6 +122,8 @@ class Limited:
         """Check the call, then run ``fn(*args)`` in the core (``fn(caller, *args)`` when
         ``caller``); a refusal becomes the gRPC status it names."""
         who = await self._caller(context, request)
+        if caller and who.principal is None and bearer(context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown token")
         try:
             return await self.bridge.call(fn, *((who, *args) if caller else args))
         except ArbiterError as e:
