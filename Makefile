@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser
+.PHONY: install test lint demo bench proto clean browser node
 
 install: $(STAMP)
 
@@ -27,7 +27,16 @@ browser:
 			chromium chromium-driver >/dev/null || echo "could not install chromium"; \
 	fi
 
-test: $(STAMP) proto browser
+# The Node.js example engine's packages, exactly as its lock file says (npm ci).
+NODE_DIR := examples/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+test: $(STAMP) proto browser node
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
@@ -41,4 +50,4 @@ bench: $(STAMP) proto
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules

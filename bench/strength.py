@@ -2,103 +2,34 @@
 
 * greedy vs random: 200 games, colours alternating, greedy's win rate with a 95% Wilson
   interval;
-* expectimax (full level) vs greedy: 200 duplicate-dice pairs (400 games): both games of
-  a pair use the same dice sequence with the colours swapped, which cancels most of the
-  luck. Score, win rate and points share with 95% confidence intervals from the pair
-  results, plus the average thinking time per move of each engine.
+* duplicate matches (:data:`MATCHES`), 200 pairs (400 games) each: expectimax (level 3)
+  vs greedy, the network engine (full level) vs greedy and vs expectimax level 3. Both
+  games of a pair use the same dice sequence with the colours swapped, which cancels most
+  of the luck. Score, win rate and points share with 95% confidence intervals from the
+  pair results, plus the average thinking time per move of each engine;
+* the network engine's time per move at 0 ply and at full strength.
 
-Games are spread over two worker processes. Run ``python -m bench.strength`` (or
-``python bench/strength.py``); ``main(quick=True)`` plays a handful of games as a smoke
-test.
+Games are spread over two worker processes. Run ``python -m bench strength`` or
+``python -m bench.strength [--pairs N] [--only network-greedy,...]``; ``--quick`` plays a
+handful of games as a smoke test.
 """
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import os
 import random
 import sys
 import time
-from dataclasses import dataclass, field
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from engines.arena import GameRecord, mean_ci, play_game, wilson  # noqa: E402
 from engines.registry import make_engine  # noqa: E402
-from nardy import Color, Position, legal_plays, result  # noqa: E402
+from nardy import Color  # noqa: E402
 
 WORKERS = 2
-Z95 = 1.959964
-
-
-@dataclass
-class GameRecord:
-    """One finished game: who won what, and the time each engine spent."""
-
-    white: str
-    black: str
-    winner: Color
-    points: int
-    turns: int
-    think: dict[str, float] = field(default_factory=dict)  # seconds per engine name
-    moves: dict[str, int] = field(default_factory=dict)  # decisions per engine name
-
-
-def play_game(white, black, dice_seed: int, *, max_turns: int = 2000) -> GameRecord:
-    """Play one game between two engine objects; turn ``i`` uses the ``i``-th roll of the
-    sequence seeded by ``dice_seed`` (so two games with one seed have the same dice)."""
-    rng = random.Random(dice_seed)
-    pos = Position.start()
-    engines = {Color.WHITE: white, Color.BLACK: black}
-    names = {Color.WHITE: f"white:{white.name}", Color.BLACK: f"black:{black.name}"}
-    think = {n: 0.0 for n in names.values()}
-    moves = {n: 0 for n in names.values()}
-    turns = 0
-    while result(pos) is None:
-        if turns >= max_turns:
-            raise RuntimeError(f"game with seed {dice_seed} did not finish")
-        dice = (rng.randint(1, 6), rng.randint(1, 6))
-        turns += 1
-        plays = legal_plays(pos, dice)
-        if not plays:
-            pos = pos.passed()
-            continue
-        name = names[pos.turn]
-        t0 = time.perf_counter()
-        play = engines[pos.turn].choose(pos, dice, plays)
-        think[name] += time.perf_counter() - t0
-        moves[name] += 1
-        if play not in plays:
-            raise RuntimeError(f"{name} returned a play that is not legal")
-        pos = play.end
-    res = result(pos)
-    return GameRecord(white.name, black.name, res.winner, res.points, turns, think, moves)
-
-
-# -- statistics ---------------------------------------------------------------------------
-
-
-def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return c - h, c + h
-
-
-def mean_ci(xs: list[float], z: float = Z95) -> tuple[float, float, float]:
-    """Mean and normal-approximation interval of independent samples."""
-    n = len(xs)
-    m = sum(xs) / n
-    if n < 2:
-        return m, m, m
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
-    h = z * sd / math.sqrt(n)
-    return m, m - h, m + h
 
 
 # -- jobs (run in worker processes) -------------------------------------------------------
@@ -165,15 +96,16 @@ def greedy_vs_random(games: int, seed: int = 1) -> dict:
     }
 
 
-def expectimax_vs_greedy(pairs: int, seed: int = 2, level: int = 3) -> dict:
-    a, b = ("expectimax", level, seed), ("greedy", None, seed)
+def duplicate(a: tuple, b: tuple, pairs: int, seed: int) -> dict:
+    """``a`` against ``b`` (engine specs ``(name, level, seed)``) over duplicate-dice pairs."""
+    label = f"{_spec_name(a)} vs {_spec_name(b)}"
     jobs = [(a, b, seed * 100_000 + i) for i in range(pairs)]
-    results = _run(_pair, jobs, "expectimax vs greedy")
+    results = _run(_pair, jobs, label)
     wins_pp, net_pp, pts_for, pts_against = [], [], [], []
     for pair in results:
         w = f = ag = 0
         for g in pair:
-            if _winner_name(g) == "expectimax":
+            if _winner_name(g) == a[0]:
                 w += 1
                 f += g.points
             else:
@@ -183,8 +115,6 @@ def expectimax_vs_greedy(pairs: int, seed: int = 2, level: int = 3) -> dict:
         pts_for.append(f)
         pts_against.append(ag)
     recs = [g for pair in results for g in pair]
-    rate = mean_ci(wins_pp)
-    net = mean_ci(net_pp)
     total_f, total_a = sum(pts_for), sum(pts_against)
     share = total_f / (total_f + total_a)
     # ratio estimator over pairs (delta method)
@@ -192,15 +122,22 @@ def expectimax_vs_greedy(pairs: int, seed: int = 2, level: int = 3) -> dict:
     zs = [(f - share * (f + ag)) / mean_tot for f, ag in zip(pts_for, pts_against, strict=True)]
     _, zlo, zhi = mean_ci(zs)
     return {
+        "label": label,
+        "name": a[0],
         "pairs": len(results),
         "games": len(recs),
-        "rate": rate,
-        "net": net,
+        "wins": sum(_winner_name(g) == a[0] for g in recs),
+        "rate": mean_ci(wins_pp),
+        "net": mean_ci(net_pp),
         "points": (total_f, total_a),
         "share": (share, share + zlo, share + zhi),
         "mars": sum(g.points == 2 for g in recs),
         "records": recs,
     }
+
+
+def _spec_name(spec: tuple) -> str:
+    return spec[0] + (f" L{spec[1]}" if spec[1] is not None else "")
 
 
 def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
@@ -209,53 +146,110 @@ def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
     return f"{x:+.3f}  [{lo:+.3f}, {hi:+.3f}]"
 
 
-def main(quick: bool = False) -> None:
-    n_single, n_pairs = (6, 3) if quick else (200, 200)
+#: The duplicate matches of the full bench: (engine, opponent, dice seed).
+MATCHES = {
+    "expectimax-greedy": (("expectimax", 3, 2), ("greedy", None, 2), 2),
+    "network-greedy": (("network", 3, 3), ("greedy", None, 3), 3),
+    "network-expectimax": (("network", 3, 4), ("expectimax", 3, 4), 4),
+}
+
+
+def main(quick: bool = False, argv: list[str] | None = None) -> None:
+    """``python -m bench.strength [--quick] [--pairs N] [--only NAME,...]``: greedy vs random
+    and the duplicate :data:`MATCHES`; ``--only`` picks matches (``random`` for the first)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m bench.strength")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--pairs", type=int, default=None, help="pairs per match (default 200)")
+    ap.add_argument("--only", default=None, help=f"random,{','.join(MATCHES)}")
+    args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+    quick = quick or args.quick
+    n_single = 6 if quick else 200
+    n_pairs = args.pairs or (3 if quick else 200)
+    only = set(args.only.split(",")) if args.only else {"random", *MATCHES}
     t0 = time.perf_counter()
-    gr = greedy_vs_random(n_single)
-    ex = expectimax_vs_greedy(n_pairs)
-    elapsed = time.perf_counter() - t0
-    all_recs = gr["records"] + ex["records"]
     rows = []
-    rows.append(
-        (
-            "greedy vs random",
-            f"{gr['games']} games",
-            f"greedy wins {gr['wins']}/{gr['games']}",
-            "win rate " + _fmt_ci(gr["rate"], *gr["ci"]) + " (Wilson)",
+    all_recs: list[GameRecord] = []
+    if "random" in only:
+        gr = greedy_vs_random(n_single)
+        all_recs += gr["records"]
+        rows.append(
+            (
+                "greedy vs random",
+                f"{gr['games']} games",
+                f"greedy wins {gr['wins']}/{gr['games']}",
+                "win rate " + _fmt_ci(gr["rate"], *gr["ci"]) + " (Wilson)",
+            )
         )
-    )
-    m, lo, hi = ex["rate"]
-    rows.append(
-        (
-            "expectimax vs greedy",
-            f"{ex['pairs']} pairs / {ex['games']} games",
-            f"points {ex['points'][0]}-{ex['points'][1]} (mars games {ex['mars']})",
-            "win rate " + _fmt_ci(m, lo, hi),
+    for key, (a, b, seed) in MATCHES.items():
+        if key not in only:
+            continue
+        ex = duplicate(a, b, n_pairs, seed)
+        all_recs += ex["records"]
+        m, lo, hi = ex["rate"]
+        rows.append(
+            (
+                ex["label"],
+                f"{ex['pairs']} pairs / {ex['games']} games",
+                f"wins {ex['wins']}, points {ex['points'][0]}-{ex['points'][1]} "
+                f"(mars games {ex['mars']})",
+                "win rate " + _fmt_ci(m, lo, hi),
+            )
         )
-    )
-    s, slo, shi = ex["share"]
-    rows.append(("", "", "", "points share " + _fmt_ci(s, slo, shi)))
-    m, lo, hi = ex["net"]
-    rows.append(("", "", "", "net points/game " + _fmt_ci(m, lo, hi, pct=False)))
+        s, slo, shi = ex["share"]
+        rows.append(("", "", "", "points share " + _fmt_ci(s, slo, shi)))
+        m, lo, hi = ex["net"]
+        rows.append(("", "", "", "net points/game " + _fmt_ci(m, lo, hi, pct=False)))
+    elapsed = time.perf_counter() - t0
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     print()
-    print("Engine strength (in-process, duplicate dice for the expectimax pairs)")
-    print("-" * 100)
+    print("Engine strength (in-process; duplicate dice, colours swapped, for the pairs)")
+    print("-" * 110)
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
-    print("-" * 100)
+    print("-" * 110)
     print("Average thinking time per move (turns with at least one legal play):")
-    for name, recs in (
-        ("random", gr["records"]),
-        ("greedy", all_recs),
-        ("expectimax", ex["records"]),
-    ):
-        secs, n = _times(recs, name)
+    for name in ("random", "greedy", "expectimax", "network"):
+        secs, n = _times(all_recs, name)
         if n:
             print(f"  {name:<11} {1000 * secs / n:8.2f} ms  over {n} moves")
     print(f"(total {elapsed:.0f} s on {WORKERS} worker processes)")
+    move_times(quick)
+
+
+def move_times(quick: bool) -> None:
+    """Time per move of the network engine at 0 ply (level 2) and full strength (level 3)
+    over the positions of a few self-play games, worst case included."""
+    from engines.neural import NetworkEngine
+    from nardy import Position, legal_plays, result
+
+    rng = random.Random(5)
+    engines = {2: NetworkEngine(level=2, seed=1), 3: NetworkEngine(level=3, seed=1)}
+    times: dict[int, list[float]] = {2: [], 3: []}
+    for _ in range(1 if quick else 4):
+        pos = Position.start()
+        while result(pos) is None:
+            dice = (rng.randint(1, 6), rng.randint(1, 6))
+            plays = legal_plays(pos, dice)
+            if not plays:
+                pos = pos.passed()
+                continue
+            for level, engine in engines.items():
+                t = time.perf_counter()
+                play = engine.choose(pos, dice, plays, time_left_ms=3000)
+                times[level].append(time.perf_counter() - t)
+            pos = play.end
+    print("Network engine time per move, given a 3 s turn (budget: a third):")
+    for level, ts in times.items():
+        ts.sort()
+        print(
+            f"  level {level} ({'0-ply' if level == 2 else '1-ply, full'}): mean "
+            f"{1000 * sum(ts) / len(ts):7.2f} ms, 95th percentile "
+            f"{1000 * ts[int(0.95 * len(ts))]:7.2f} ms, max {1000 * ts[-1]:7.2f} ms "
+            f"over {len(ts)} moves"
+        )
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv[1:])
+    main()

@@ -10,12 +10,16 @@ import argparse
 import getpass
 import os
 
-ENGINES = ("random", "greedy", "expectimax")
+ENGINES = ("random", "greedy", "expectimax", "network")
 
 
 def _play(args: argparse.Namespace) -> int:
     from clients.play import main
 
+    if args.engine == "network" and args.level is None:
+        from engines.neural import BEGINNER
+
+        args.level = BEGINNER  # a newcomer can beat it sometimes
     return main(args)
 
 
@@ -75,9 +79,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "go; undo, hint, resign, help.",
     )
     p.add_argument(
-        "--engine", choices=ENGINES, default="greedy", help="the opponent (default greedy)"
+        "--engine", choices=ENGINES, default="network", help="the opponent (default network)"
     )
-    p.add_argument("--level", type=int, default=None, help="engine strength (expectimax: 0-3)")
+    p.add_argument(
+        "--level",
+        type=int,
+        default=None,
+        help="engine strength: expectimax 0-3, network 0-3 (0, the default, slips like a "
+        "beginner; 3 is full strength)",
+    )
     p.add_argument(
         "--points", type=int, default=1, help="match length: 1, 3, 5 or 7 points (default 1)"
     )

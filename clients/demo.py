@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
         concurrency=4,
         time_per_move=args.time_per_move,
         db=args.db,
+        logs=None,
         records=args.records,
+        progress=5.0,
     )
     return run_ladder(ladder)

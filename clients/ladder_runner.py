@@ -1,23 +1,27 @@
 """`nardy ladder`: a local tournament between engine processes on an embedded arbiter.
 
 The runner starts the arbiter on the given SQLite file, registers each engine as a bot,
-launches each engine command as its own process (with ``NARDY_SERVER`` and ``NARDY_TOKEN``
-in its environment), enters them into a server-hosted ladder and watches the standings
-until the number of games is reached or the SPRT decides. An engine that exits is
-restarted; the games it was playing are lost by it on its clock (as disconnects). Running
-again with the same ``--db`` continues: finished games are kept and only the rest are played.
+launches each engine command as its own process (:mod:`clients.supervisor`: environment,
+logs, orphan guard, restart, crash loop), enters them into a server-hosted ladder and
+watches the standings until the number of games is reached or the SPRT decides. An engine
+that exits is restarted; the games it was playing are lost by it on its clock (as
+disconnects). Running again with the same ``--db`` continues: finished games are kept and
+only the rest are played.
+
+Unattended (stdout not a terminal) it prints a progress line every ``--progress`` seconds
+instead of a bar. SIGINT and SIGTERM end it early, still printing the standings, the
+crosstable and the records, with exit status 130 and 143. Temporary files (the database,
+the engine logs) are removed at the end unless ``--db`` / ``--logs`` named them.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import logging
-import os
 import shlex
+import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +33,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from nardy.stats import SprtState
+from clients.supervisor import EngineProcess, LaunchError
+from nardy.stats import SprtState, elo_pairs
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import ladder_pb2 as lpb
@@ -38,88 +43,43 @@ from server.app import EmbeddedServer
 from server.errors import ArbiterError
 
 LADDER = "local"
-CRASH_LIMIT = 5  # an engine that dies this often before any game ends is broken
+POLL_S = 0.25
+ELO_NOTE = (
+    "Elo: each engine's duplicate-pair score against the opponents it met, "
+    "0 = an even score; [95% interval]"
+)
 log = logging.getLogger("nardy.ladder")
 
 
-@dataclass
-class EngineProcess:
-    """One engine command, supervised: restarted when it exits."""
+class Stopped(Exception):
+    """SIGINT or SIGTERM arrived: finish early, printing what was played."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@dataclass(eq=False)
+class Entrant:
+    """An engine in the ladder: its name, command, token and supervised process."""
 
     name: str
     cmd: list[str]
     token: str = ""
-    proc: subprocess.Popen | None = None
-    crashes: int = 0
-    log_path: Path | None = None
-    started: list[float] = field(default_factory=list)
-    counted: bool = False  # this exit is already counted as a crash
+    process: EngineProcess | None = field(default=None, repr=False)
 
-    def start(self, address: str, log_dir: Path) -> None:
-        self.log_path = log_dir / f"{self.name}.log"
-        # The runner's own interpreter directory first on PATH: `python` and `nardy` in an
-        # engine command mean the installation the runner itself runs from.
-        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-        env = {**os.environ, "PATH": path, "NARDY_SERVER": address, "NARDY_TOKEN": self.token}
-        out = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
-        self.proc = subprocess.Popen(
-            self.cmd,
-            env=env,
-            stdout=out,
-            stderr=out,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        out.close()
-        self.started.append(time.monotonic())
-        self.counted = False
-
-    def check(self, address: str, log_dir: Path) -> bool:
-        """Restart the engine if it has exited (at most once a second); True if restarted."""
-        if self.proc is None or self.proc.poll() is None:
-            return False
-        if not self.counted:
-            self.crashes += 1
-            self.counted = True
-        if time.monotonic() - self.started[-1] < 1.0:
-            return False
-        self.start(address, log_dir)
-        return True
-
-    def log_tail(self, lines: int = 5) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return "(no log)"
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:]) or "(empty)"
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(3)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+    @property
+    def crashes(self) -> int:
+        return self.process.crashes if self.process else 0
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM when the runner dies, even by SIGKILL (Linux)."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def parse_engines(specs: list[str]) -> list[EngineProcess]:
+def parse_engines(specs: list[str]) -> list[Entrant]:
     engines = []
     for spec in specs:
         name, sep, cmd = spec.partition("=")
         if not sep or not name or not cmd.strip():
             raise SystemExit(f"nardy ladder: --engine takes NAME=COMMAND, not {spec!r}")
-        engines.append(EngineProcess(name.strip(), shlex.split(cmd)))
+        engines.append(Entrant(name.strip(), shlex.split(cmd)))
     names = [e.name for e in engines]
     if len(set(names)) != len(names):
         raise SystemExit("nardy ladder: engine names must differ")
@@ -138,78 +98,129 @@ def parse_sprt(text: str | None) -> SprtState | None:
         raise SystemExit(f"nardy ladder: --sprt takes elo0,elo1,alpha,beta ({e})") from None
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    for flag, value, low in (
+        ("--games", args.games, 1),
+        ("--concurrency", args.concurrency, 1),
+        ("--time-per-move", args.time_per_move, 1),
+    ):
+        if value < low:
+            raise SystemExit(f"nardy ladder: {flag} must be at least {low}, not {value}")
+    if getattr(args, "progress", 5.0) <= 0:
+        raise SystemExit("nardy ladder: --progress takes a number of seconds above 0")
+
+
+def _on_signal(signum, frame) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)  # one is enough: finish the report undisturbed
+    raise Stopped(signum)
+
+
 def run(args: argparse.Namespace) -> int:
     engines = parse_engines(args.engine)
     sprt = parse_sprt(args.sprt)
     if sprt is not None and len(engines) != 2:
         raise SystemExit("nardy ladder: --sprt compares exactly two engines")
+    _check_args(args)
     console = Console()
-    if not console.is_terminal:
+    unattended = not console.is_terminal
+    if unattended:
         console = Console(width=150)
-    db = args.db or str(Path(tempfile.mkdtemp(prefix="nardy-ladder-")) / "ladder.db")
-    log_dir = Path(tempfile.mkdtemp(prefix="nardy-ladder-logs-"))
+    temporary: list[Path] = []
+    if args.db:
+        db = args.db
+    else:
+        temporary.append(Path(tempfile.mkdtemp(prefix="nardy-ladder-")))
+        db = str(temporary[-1] / "ladder.db")
+    if getattr(args, "logs", None):
+        log_dir = Path(args.logs)
+        log_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        temporary.append(Path(tempfile.mkdtemp(prefix="nardy-ladder-logs-")))
+        log_dir = temporary[-1]
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _run(args, console, unattended, engines, sprt, db, log_dir)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for entrant in engines:
+            if entrant.process is not None:
+                entrant.process.stop()
+        for path in temporary:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _run(args, console, unattended, engines, sprt, db, log_dir) -> int:
+    stopped: Stopped | None = None
     with EmbeddedServer(db=db) as server:
         channel = grpc.insecure_channel(server.address)
         arbiter = api_grpc.ArbiterServiceStub(channel)
         ladders = ladder_grpc.LadderServiceStub(channel)
-        games = 0 if sprt is not None else args.games
-        options = lpb.LadderOptions(
-            turn_time_ms=args.time_per_move,
-            max_games=games,
-            max_games_per_bot=max(2, args.concurrency + args.concurrency % 2),
-            max_concurrent_games=max(2, args.concurrency),
-        )
-        created = ladders.CreateLadder(
-            lpb.CreateLadderRequest(name=LADDER, options=options),
-            metadata=_auth(server.admin_token),
-        )
-        target = created.options.max_games
-        if not created.created:
-            console.print(
-                f"continuing the ladder in {db}: {target or 'no'} game limit, "
-                f"{created.options.turn_time_ms} ms per turn (its first settings)"
-            )
-        for engine in engines:
-            engine.token = _token(server, arbiter, engine.name)
-            engine.start(server.address, log_dir)
-            ladders.JoinLadder(
-                lpb.JoinLadderRequest(ladder=LADDER, ready=True), metadata=_auth(engine.token)
-            )
-        console.print(f"ladder on {server.address}, db {db}; engine logs in {log_dir}")
         try:
-            standings = _watch(console, ladders, engines, server.address, log_dir, target, sprt)
-        except KeyboardInterrupt:
-            console.print("interrupted: finished games are kept in the db; run again to go on")
-            standings = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
-        finally:
-            for engine in engines:
-                with contextlib.suppress(grpc.RpcError):
-                    ladders.JoinLadder(
-                        lpb.JoinLadderRequest(ladder=LADDER, ready=False),
-                        metadata=_auth(engine.token),
-                        timeout=2,
-                    )
-            for engine in engines:
-                engine.stop()
-        cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
-        console.print(standings_table(standings, engines))
-        console.print(crosstable(cross, [e.name for e in engines]))
-        if sprt is not None:
-            a, b = engines[0].name, engines[1].name
-            verdict = {
-                "H1": f"H1 accepted: {a} is stronger than {b} by at least {sprt.elo1:g} Elo",
-                "H0": f"H0 accepted: {a} is not stronger than {b} by {sprt.elo1:g} Elo",
-            }.get(sprt.decision() or "", "no decision yet")
+            target = _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir)
+            _watch(console, unattended, args, ladders, engines, target, sprt)
+        except Stopped as e:
+            stopped = e
             console.print(
-                f"SPRT {a} vs {b}, elo0 {sprt.elo0:g}, elo1 {sprt.elo1:g}: {sprt}\n{verdict}"
+                f"stopped by {e}: finished games are kept"
+                + (f" in {db}; run again with --db to go on" if args.db else "")
             )
-        if args.records:
-            from clients.export import export_ladder
-
-            n = export_ladder(arbiter, server.address, LADDER, Path(args.records))
-            console.print(f"{n} game records written to {args.records}")
+        finally:
+            for entrant in engines:
+                with contextlib.suppress(grpc.RpcError):
+                    if entrant.token:
+                        ladders.JoinLadder(
+                            lpb.JoinLadderRequest(ladder=LADDER, ready=False),
+                            metadata=_auth(entrant.token),
+                            timeout=2,
+                        )
+                if entrant.process is not None:
+                    entrant.process.stop()
+        _report(console, args, arbiter, ladders, engines, sprt, server.address)
         channel.close()
-    return 0
+    return 0 if stopped is None else 128 + stopped.signum
+
+
+def _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir) -> int:
+    """Create (or resume) the ladder, start every engine; the ladder's game target."""
+    options = lpb.LadderOptions(
+        turn_time_ms=args.time_per_move,
+        max_games=0 if sprt is not None else args.games,
+        max_games_per_bot=max(2, args.concurrency + args.concurrency % 2),
+        max_concurrent_games=max(2, args.concurrency),
+    )
+    created = ladders.CreateLadder(
+        lpb.CreateLadderRequest(name=LADDER, options=options),
+        metadata=_auth(server.admin_token),
+    )
+    target = created.options.max_games
+    if not created.created:
+        console.print(
+            f"continuing the ladder in {db}: {target or 'no'} game limit, "
+            f"{created.options.turn_time_ms} ms per turn (its first settings)"
+        )
+    for entrant in engines:
+        entrant.token = _token(server, arbiter, entrant.name)
+        entrant.process = EngineProcess(
+            entrant.name,
+            entrant.cmd,
+            log_dir / f"{entrant.name}.log",
+            env={"NARDY_SERVER": server.address, "NARDY_TOKEN": entrant.token},
+        )
+        try:
+            entrant.process.start()
+        except LaunchError as e:
+            raise SystemExit(f"nardy ladder: engine {entrant.name}: {e}") from None
+        ladders.JoinLadder(
+            lpb.JoinLadderRequest(ladder=LADDER, ready=True), metadata=_auth(entrant.token)
+        )
+    goal = f"SPRT {sprt.elo0:g},{sprt.elo1:g}" if sprt is not None else f"{target} games"
+    console.print(
+        f"ladder of {len(engines)} engines ({goal}, {created.options.turn_time_ms} ms per "
+        f"turn) on {server.address}; db {db}; engine logs in {log_dir}"
+    )
+    return target
 
 
 def _auth(token: str) -> tuple[tuple[str, str], ...]:
@@ -231,60 +242,135 @@ def _token(server: EmbeddedServer, arbiter, name: str) -> str:
         raise SystemExit(f"nardy ladder: {e}") from None
 
 
-def _watch(
-    console: Console,
-    ladders,
-    engines: list[EngineProcess],
-    address: str,
-    log_dir: Path,
-    target: int,
-    sprt: SprtState | None,
-) -> lpb.GetStandingsResponse:
-    """Show live progress until the target or the SPRT decision; return the standings."""
-    start = None
+def _supervise(console, engines: list[Entrant], done: int) -> None:
+    for entrant in engines:
+        process = entrant.process
+        assert process is not None
+        event = process.check()
+        if event:
+            console.print(f"engine {event}")
+        if process.crash_loop:
+            raise SystemExit(
+                f"nardy ladder: engine {entrant.name} is in a crash loop "
+                f"({process.crashes} exits; {done} games finished); its log ends:\n"
+                + "\n".join(process.tail())
+            )
+
+
+def _watch(console, unattended, args, ladders, engines, target, sprt) -> None:
+    """Follow the ladder until the target or the SPRT decision: a bar on a terminal, a
+    progress line every few seconds otherwise."""
+    if unattended:
+        _watch_lines(console, args, ladders, engines, target, sprt)
+        return
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TextColumn("{task.fields[leader]}"),
+        TextColumn("{task.fields[line]}"),
         TimeElapsedColumn(),
         console=console,
         transient=False,
     ) as progress:
-        task = progress.add_task("games", total=target or None, rate="", leader="")
-        while True:
-            st = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
-            done = st.finished_games
-            for engine in engines:
-                engine.check(address, log_dir)
-                if engine.crashes >= CRASH_LIMIT and not done:
-                    raise SystemExit(
-                        f"nardy ladder: engine {engine.name} exited "
-                        f"{engine.crashes} times before any game finished; "
-                        f"its log ({engine.log_path}) ends:\n{engine.log_tail()}"
-                    )
-            if start is None:
-                start = (time.monotonic(), done)
-            elapsed = time.monotonic() - start[0]
-            rate = (done - start[1]) / elapsed if elapsed > 0 else 0.0
-            leader = st.rows[0].player.name if st.rows and done else ""
-            extra = ""
-            if sprt is not None:
-                cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
-                sprt.counts = pair_counts(cross, engines[0].name, engines[1].name)
-                extra = f"  {sprt}"
-            progress.update(
-                task,
-                completed=done,
-                rate=f"{rate:.2f} games/s",
-                leader=f"leader: {leader}{extra}" if leader else extra,
-            )
-            if target and done >= target and not st.games_in_progress:
-                return st
-            if sprt is not None and sprt.decision() is not None:
-                return st
-            time.sleep(0.25)
+        task = progress.add_task("games", total=target or None, line="")
+        for st, line in _poll(console, ladders, engines, target, sprt):
+            progress.update(task, completed=st.finished_games, line=line)
+
+
+def _watch_lines(console, args, ladders, engines, target, sprt) -> None:
+    every = getattr(args, "progress", 5.0)
+    t0 = time.monotonic()
+    next_line = t0 + every
+    st = line = None
+    for st, line in _poll(console, ladders, engines, target, sprt):
+        if time.monotonic() >= next_line:
+            next_line += every
+            _progress_line(console, st, line, target, time.monotonic() - t0)
+    if st is not None:
+        _progress_line(console, st, line, target, time.monotonic() - t0)
+
+
+def _progress_line(console, st, line: str, target: int, elapsed: float) -> None:
+    games = f"{st.finished_games}/{target}" if target else str(st.finished_games)
+    console.print(
+        f"Games: {games} ({st.games_in_progress} playing), {elapsed:.0f} s; {line}",
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
+def _poll(console, ladders, engines, target, sprt):
+    """Yield (standings, summary) every POLL_S until the ladder is done."""
+    while True:
+        st = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
+        _supervise(console, engines, st.finished_games)
+        cross = None
+        if sprt is not None or len(engines) == 2:
+            cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
+        yield st, summary(st, cross, engines, sprt)
+        if target and st.finished_games >= target and not st.games_in_progress:
+            return
+        if sprt is not None and sprt.decision() is not None:
+            return
+        time.sleep(POLL_S)
+
+
+def summary(st, cross, engines: list[Entrant], sprt: SprtState | None) -> str:
+    """One line as fastchess prints it: score, Elo with its interval, LLR with its bounds."""
+    if cross is not None and len(engines) == 2:
+        a, b = engines[0].name, engines[1].name
+        counts = pair_counts(cross, a, b)
+        if sprt is not None:
+            sprt.counts = counts
+        cell = next((c for c in cross.cells if c.player == a and c.opponent == b), None)
+        wins, losses = (cell.wins, cell.losses) if cell else (0, 0)
+        elo = elo_pairs(counts)
+        text = (
+            f"{a} vs {b}: {wins}-{losses} in games, pairs {counts[2]}-{counts[1]}-{counts[0]} "
+            f"(W-split-L), Elo {_elo_text(elo.elo, elo.low, elo.high, bool(sum(counts)))}"
+        )
+        if sprt is not None:
+            text += f", {sprt}"
+        return text
+    parts = [
+        f"{r.player.name} {r.wins}-{r.losses} "
+        + _elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
+        for r in st.rows
+    ]
+    return "; ".join(parts)
+
+
+def _elo_text(value: float, low: float, high: float, any_games: bool) -> str:
+    if not any_games:
+        return "-"
+    if abs(value) >= 2000:  # every pair won (or lost): no finite estimate
+        return "all won" if value > 0 else "all lost"
+    return f"{value:+.0f} [{_bound(low)}, {_bound(high)}]"
+
+
+def _report(console, args, arbiter, ladders, engines, sprt, address) -> None:
+    """Standings, crosstable, the SPRT verdict and the records: at the end, however it ends."""
+    standings = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
+    cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
+    console.print(standings_table(standings, engines))
+    console.print(ELO_NOTE, highlight=False)
+    console.print(crosstable(cross, [e.name for e in engines]))
+    if sprt is not None:
+        a, b = engines[0].name, engines[1].name
+        sprt.counts = pair_counts(cross, a, b)
+        verdict = {
+            "H1": f"H1 accepted: {a} is stronger than {b} by at least {sprt.elo1:g} Elo",
+            "H0": f"H0 accepted: {a} is not stronger than {b} by {sprt.elo1:g} Elo",
+        }.get(sprt.decision() or "", "no decision yet")
+        console.print(
+            f"SPRT {a} vs {b}, elo0 {sprt.elo0:g}, elo1 {sprt.elo1:g}: {sprt}\n{verdict}",
+            highlight=False,
+        )
+    if args.records:
+        from clients.export import export_ladder
+
+        n = export_ladder(arbiter, address, LADDER, Path(args.records))
+        console.print(f"{n} game records written to {args.records}")
 
 
 def pair_counts(cross: lpb.GetCrosstableResponse, a: str, b: str) -> tuple[int, int, int]:
@@ -294,9 +380,7 @@ def pair_counts(cross: lpb.GetCrosstableResponse, a: str, b: str) -> tuple[int, 
     return 0, 0, 0
 
 
-def standings_table(
-    st: lpb.GetStandingsResponse, engines: list[EngineProcess] | None = None
-) -> Table:
+def standings_table(st: lpb.GetStandingsResponse, engines: list[Entrant] | None = None) -> Table:
     crashes = {e.name: e.crashes for e in engines or []}
     t = Table(
         title=f"standings: {st.finished_games} games"
@@ -305,7 +389,7 @@ def standings_table(
     for col in (
         "#",
         "engine",
-        "Elo (95%)",
+        "Elo vs opponents",
         "skill μ-3σ",
         "games",
         "W-L",
@@ -317,13 +401,7 @@ def standings_table(
     ):
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in st.rows:
-        elo = r.elo
-        if not r.games:
-            elo_text = "-"
-        elif abs(elo.value) >= 2000:  # every pair won (or lost): no finite estimate
-            elo_text = "all won" if elo.value > 0 else "all lost"
-        else:
-            elo_text = f"{elo.value:+.0f} [{_bound(elo.low)}, {_bound(elo.high)}]"
+        elo_text = _elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
         t.add_row(
             str(r.rank),
             r.player.name,

@@ -90,7 +90,7 @@ def build_table(rows: list[Row], server: str) -> Table:
 async def _main(args: argparse.Namespace) -> int:
     async with Client(args.server) as client:
         try:
-            games = await client.list_games(status=pb.GAME_STATUS_FINISHED, limit=LIMIT)
+            games = await client.all_games(status=pb.GAME_STATUS_FINISHED, limit=LIMIT)
         except grpc.RpcError as e:
             print(f"nardy standings: cannot reach {args.server}: {e.details()}", file=sys.stderr)
             return 1

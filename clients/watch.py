@@ -40,7 +40,7 @@ def default_server() -> str:
 async def newest_game(client: Client) -> str | None:
     """The newest game in progress (or, failing that, waiting to start)."""
     for status in (pb.GAME_STATUS_IN_PROGRESS, pb.GAME_STATUS_WAITING):
-        games = await client.list_games(status=status, limit=1)
+        games = await client.all_games(status=status, limit=1)
         if games:
             return games[0].game_id
     return None

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from typing import TYPE_CHECKING
 
 from engines.expectimax import ExpectimaxEngine
 from engines.greedy import GreedyEngine
+from engines.neural import NetworkEngine
 from engines.random_engine import RandomEngine
 from nardy import Color, legal_plays
 
@@ -21,11 +23,21 @@ ENGINES = {
     "random": RandomEngine,
     "greedy": GreedyEngine,
     "expectimax": ExpectimaxEngine,
+    "network": NetworkEngine,
 }
 
 
+def levels(name: str) -> tuple[int, ...]:
+    """The strength levels the engine offers (its module's ``LEVELS``; empty: none)."""
+    module = sys.modules[ENGINES[name].__module__]
+    return tuple(sorted(getattr(module, "LEVELS", {})))
+
+
 def make_engine(name: str, level: int | None = None, seed: int | None = None):
-    """A new engine object by name; KeyError for an unknown name."""
+    """A new engine object by name; KeyError for an unknown name, ValueError for a level
+    the engine does not have."""
+    if level is not None and not levels(name):
+        raise ValueError(f"the {name} engine has no levels")
     return ENGINES[name](level=level, seed=seed)
 
 

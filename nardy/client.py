@@ -5,6 +5,11 @@ A Python engine is one function from a :class:`TurnInfo` to a play; :func:`run_e
 resuming a dropped stream from the last sequence number with backoff, idempotent plays
 named by ``turn_id``, and deadlines on every call.
 
+There is one client, :class:`Client`, for trio code; every retry, resume and shutdown rule
+lives there. :class:`SimpleClient` is the blocking face of the same client (as
+python-chess's ``SimpleEngine`` wraps its asyncio engine): it runs a ``Client`` on a trio
+loop in a background thread and each of its methods calls the trio method there.
+
 grpcio has no trio support, so unary calls use ``stub.Method.future`` woken through the trio
 token, and each stream is read by one thread feeding a trio memory channel.
 """
@@ -12,22 +17,26 @@ token, and each stream is read by one thread feeding a trio memory channel.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 
 import grpc
 import trio
 
+from nardy.clock import Clock
 from nardy.game import Color
 from nardy.long.position import Position
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
+from nardy.v1 import ladder_pb2 as ladder_pb
+from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 
 log = logging.getLogger("nardy.client")
 
@@ -42,6 +51,9 @@ RETRYABLE = {
     grpc.StatusCode.INTERNAL,
     grpc.StatusCode.UNKNOWN,
 }
+# Worth retrying for an idempotent call: also the rate limit, after a pause.
+BACK_OFF = RETRYABLE | {grpc.StatusCode.RESOURCE_EXHAUSTED}
+FIRST_BACKOFF_S = 0.1
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
 COLORS = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
 
@@ -51,6 +63,7 @@ class TurnInfo:
     """What an engine sees when it must play: the state and the legal plays."""
 
     state: pb.GameState
+    received: float = field(default_factory=time.monotonic)  # when the state arrived
 
     @property
     def position(self) -> Position:
@@ -70,9 +83,15 @@ class TurnInfo:
         return list(self.state.legal_plays)
 
     @property
+    def clock(self) -> Clock:
+        """The side's clock as the server read it, counting down since the state arrived."""
+        shown = self.state.white_clock if self.color is Color.WHITE else self.state.black_clock
+        return Clock.from_reading(shown.remaining_ms, shown.bank_ms, self.received)
+
+    @property
     def time_left_ms(self) -> int:
-        clock = self.state.white_clock if self.color is Color.WHITE else self.state.black_clock
-        return clock.remaining_ms
+        """Time left for this turn now (turn time plus bank), in ms."""
+        return self.clock.reading(time.monotonic())[0]
 
 
 Engine = Callable[[TurnInfo], "pb.LegalPlay | str"]
@@ -140,6 +159,10 @@ class Client:
     ``address`` defaults to ``$NARDY_SERVER``; ``token`` is a player or seat token, or None
     for an anonymous (spectator) connection. Engines launched by a runner get their token
     from ``$NARDY_TOKEN`` through :func:`run_engine`.
+
+    The retry rules live here: idempotent unary calls (reads, plays, ladder calls) are
+    retried with backoff on a transient status; streams resume after a drop or a
+    SERVER_SHUTDOWN (games from the last seq seen); creating calls are never retried.
     """
 
     def __init__(
@@ -158,6 +181,7 @@ class Client:
         self._owns_channel = shared is None
         self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
         self.stub = api_grpc.ArbiterServiceStub(self.channel)
+        self.ladders = ladder_grpc.LadderServiceStub(self.channel)
 
     def with_token(self, token: str) -> Client:
         """Another identity over the same connection."""
@@ -177,13 +201,27 @@ class Client:
     def metadata(self) -> tuple[tuple[str, str], ...]:
         return (("authorization", f"Bearer {self.token}"),) if self.token else ()
 
-    async def call(self, method: str, request, *, timeout: float | None = None):
-        """A unary call without blocking trio; raises grpc.RpcError on a status."""
+    async def call(self, method: str, request, *, timeout: float | None = None, attempts: int = 1):
+        """A unary call (ArbiterService or LadderService) without blocking trio; raises
+        grpc.RpcError on a status. With ``attempts`` > 1, for idempotent calls only, a
+        transient status (:data:`BACK_OFF`) is retried after a growing pause."""
+        rpc = getattr(self.stub, method, None) or getattr(self.ladders, method)
+        delay = FIRST_BACKOFF_S
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._unary(rpc, request, timeout or self.timeout)
+            except grpc.RpcError as e:
+                if attempt == attempts or e.code() not in BACK_OFF:
+                    raise
+                log.info("%s: %s; retrying in %.1f s", method, e.code().name, delay)
+            await trio.sleep(delay)
+            delay = min(2.0, delay * 2)
+        raise AssertionError("unreachable")
+
+    async def _unary(self, rpc, request, timeout: float):
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
-        fut = getattr(self.stub, method).future(
-            request, metadata=self.metadata, timeout=timeout or self.timeout
-        )
+        fut = rpc.future(request, metadata=self.metadata, timeout=timeout)
         fut.add_done_callback(lambda _: token.run_sync_soon(done.set))
         try:
             await done.wait()
@@ -192,20 +230,25 @@ class Client:
             raise
         return fut.result()
 
-    # -- the API ------------------------------------------------------------------------
-    async def register(self, name: str, *, bot: bool = True) -> str:
+    # -- the arbiter ----------------------------------------------------------------------
+    async def register(self, name: str, *, bot: bool = True, owner: str = "") -> str:
         """Register a player; remembers and returns its token."""
-        r = await self.call("RegisterPlayer", api.RegisterPlayerRequest(name=name, bot=bot))
-        self.token = r.token
-        return r.token
+        req = api.RegisterPlayerRequest(name=name, bot=bot, owner=owner)
+        self.token = (await self.call("RegisterPlayer", req)).token
+        return self.token
 
     async def create_match(self, **fields) -> api.CreateMatchResponse:
+        """CreateMatch with the request's fields (options, first, second, target_points...)."""
         return await self.call("CreateMatch", api.CreateMatchRequest(**fields))
 
     async def get_game(self, game_id: str) -> api.GetGameResponse:
-        return await self.call("GetGame", api.GetGameRequest(game_id=game_id))
+        """The game now: with a seat's token that seat's view (its legal plays on its turn)."""
+        return await self.call("GetGame", api.GetGameRequest(game_id=game_id), attempts=3)
 
-    async def list_games(
+    async def list_games(self, **fields) -> api.ListGamesResponse:
+        return await self.call("ListGames", api.ListGamesRequest(**fields), attempts=3)
+
+    async def all_games(
         self, *, status: int = 0, ladder: str = "", limit: int | None = None
     ) -> list[api.GameSummary]:
         """Games newest first, following ListGames page tokens (up to ``limit`` games)."""
@@ -213,10 +256,7 @@ class Client:
         token = ""
         while limit is None or len(out) < limit:
             size = 500 if limit is None else min(500, limit - len(out))
-            r = await self.call(
-                "ListGames",
-                api.ListGamesRequest(status=status, ladder=ladder, limit=size, page_token=token),
-            )
+            r = await self.list_games(status=status, ladder=ladder, limit=size, page_token=token)
             out.extend(r.games)
             token = r.next_page_token
             if not token:
@@ -230,11 +270,33 @@ class Client:
         *,
         notation: str | None = None,
         end_position: str | None = None,
+        attempts: int = 1,
     ) -> api.SubmitPlayResponse:
-        return await self.call("SubmitPlay", play_request(game_id, turn_id, notation, end_position))
+        """SubmitPlay; plays are idempotent, so ``attempts`` > 1 is safe."""
+        req = play_request(game_id, turn_id, notation, end_position)
+        return await self.call("SubmitPlay", req, attempts=attempts)
 
     async def resign(self, game_id: str) -> api.ResignResponse:
         return await self.call("Resign", api.ResignRequest(game_id=game_id))
+
+    # -- ladders --------------------------------------------------------------------------
+    async def create_ladder(self, name: str, **options) -> ladder_pb.CreateLadderResponse:
+        """The ladder ``name`` (created with LadderOptions fields if it is new)."""
+        req = ladder_pb.CreateLadderRequest(name=name, options=ladder_pb.LadderOptions(**options))
+        return await self.call("CreateLadder", req, attempts=3)
+
+    async def join_ladder(self, ladder: str, *, ready: bool = True) -> None:
+        """Be paired in ``ladder`` (a player token), or stop being paired."""
+        req = ladder_pb.JoinLadderRequest(ladder=ladder, ready=ready)
+        await self.call("JoinLadder", req, attempts=3)
+
+    async def standings(self, ladder: str) -> ladder_pb.GetStandingsResponse:
+        req = ladder_pb.GetStandingsRequest(ladder=ladder)
+        return await self.call("GetStandings", req, attempts=3)
+
+    async def crosstable(self, ladder: str) -> ladder_pb.GetCrosstableResponse:
+        req = ladder_pb.GetCrosstableRequest(ladder=ladder)
+        return await self.call("GetCrosstable", req, attempts=3)
 
     # -- streams ------------------------------------------------------------------------
     async def _stream(self, method: str, request) -> AsyncIterator:
@@ -272,6 +334,37 @@ class Client:
         finally:
             call.cancel()
 
+    async def _resuming(
+        self,
+        method: str,
+        request: Callable[[], object],
+        *,
+        shutdown: int,
+        ends: Callable[[object], bool],
+        resume: bool,
+        max_backoff: float,
+    ) -> AsyncIterator:
+        """A stream subscribed again (with ``request()`` built afresh) after a transient
+        drop or a shutdown message, with backoff; ends after an item for which ``ends``."""
+        backoff = FIRST_BACKOFF_S
+        while True:
+            try:
+                async for item in self._stream(method, request()):
+                    backoff = FIRST_BACKOFF_S
+                    yield item
+                    if ends(item):
+                        return
+                    if item.type == shutdown:
+                        break
+            except grpc.RpcError as e:
+                if not resume or e.code() not in RETRYABLE:
+                    raise
+                log.info("%s: stream dropped (%s); resuming", method, e.code().name)
+            if not resume:
+                return
+            await trio.sleep(backoff)
+            backoff = min(max_backoff, backoff * 2)
+
     async def events(
         self,
         game_id: str,
@@ -283,65 +376,50 @@ class Client:
     ) -> AsyncIterator[pb.GameEvent]:
         """A game's events, resuming after drops from the last seq; ends with the game.
 
-        Heartbeats are passed on too (their seq does not advance).
+        Heartbeats are passed on too (their seq does not advance). After a drop on this
+        seat's waiting turn the arbiter announces the turn again (a SNAPSHOT).
         """
         last = after_seq
-        backoff = 0.1
-        while True:
-            req = api.SubscribeGameRequest(
+
+        def request() -> api.SubscribeGameRequest:
+            return api.SubscribeGameRequest(
                 game_id=game_id, after_seq=last, from_start=from_start and last == 0
             )
-            try:
-                async for ev in self._stream("SubscribeGame", req):
-                    backoff = 0.1
-                    last = max(last, ev.seq)
-                    yield ev
-                    if ev.type in END_TYPES:
-                        return
-                    if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
-                        break
-            except grpc.RpcError as e:
-                if not resume or e.code() not in RETRYABLE:
-                    raise
-                log.info(
-                    "game %s: stream dropped (%s); resuming after seq %d",
-                    game_id,
-                    e.code().name,
-                    last,
-                )
-            else:
-                if not resume:
-                    return
-            await trio.sleep(backoff)
-            backoff = min(max_backoff, backoff * 2)
+
+        async for ev in self._resuming(
+            "SubscribeGame",
+            request,
+            shutdown=pb.EVENT_TYPE_SERVER_SHUTDOWN,
+            ends=lambda ev: ev.type in END_TYPES,
+            resume=resume,
+            max_backoff=max_backoff,
+        ):
+            last = max(last, ev.seq)
+            yield ev
 
     async def player_events(
         self, *, resume: bool = True, max_backoff: float = 5.0
     ) -> AsyncIterator[api.PlayerEvent]:
-        """The calling player's stream, reconnecting after drops."""
-        backoff = 0.1
-        while True:
-            try:
-                async for ev in self._stream("SubscribePlayer", api.SubscribePlayerRequest()):
-                    backoff = 0.1
-                    yield ev
-                    if ev.type == api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN:
-                        break
-            except grpc.RpcError as e:
-                if not resume or e.code() not in RETRYABLE:
-                    raise
-            if not resume:
-                return
-            await trio.sleep(backoff)
-            backoff = min(max_backoff, backoff * 2)
+        """The calling player's stream, reconnecting after drops and shutdowns (the games
+        not yet over are announced again on every reconnection)."""
+        async for ev in self._resuming(
+            "SubscribePlayer",
+            api.SubscribePlayerRequest,
+            shutdown=api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN,
+            ends=lambda _: False,
+            resume=resume,
+            max_backoff=max_backoff,
+        ):
+            yield ev
 
 
 def my_turn(ev: pb.GameEvent) -> bool:
-    """True when this seat's stream event asks for a play."""
+    """True when this seat's stream event asks for a play: the arbiter sends legal plays
+    only to the seat to move, only while its turn waits (TURN_STARTED, or a SNAPSHOT or
+    HEARTBEAT during that turn). Answer each turn_id once."""
     st = ev.state
     return (
-        ev.type in (pb.EVENT_TYPE_TURN_STARTED, pb.EVENT_TYPE_SNAPSHOT)
-        and st.status == pb.GAME_STATUS_IN_PROGRESS
+        st.status == pb.GAME_STATUS_IN_PROGRESS
         and len(st.legal_plays) > 0
         and st.side_to_move == st.your_color
     )
@@ -397,18 +475,15 @@ async def submit_play(
     engine loses the quality of a move, not the game on time.
     """
     fields = choice_fields(choice)
-    delay = 0.05
-    for _ in range(attempts):
+    fallback = {"end_position": state.legal_plays[0].end_position} if state.legal_plays else None
+    while True:
         try:
-            await client.submit(game_id, state.turn_id, **fields)
+            await client.submit(game_id, state.turn_id, **fields, attempts=attempts)
             return True
         except grpc.RpcError as e:
-            code = e.code()
-            if code in RETRYABLE:
-                await trio.sleep(delay)
-                delay *= 2
-                continue
-            if code == grpc.StatusCode.INVALID_ARGUMENT and state.legal_plays:
+            if e.code() in BACK_OFF:
+                return None  # still unreachable after the retries
+            if e.code() == grpc.StatusCode.INVALID_ARGUMENT and fallback not in (None, fields):
                 log.warning(
                     "game %s turn %d: play refused (%s); playing %s instead",
                     game_id,
@@ -416,11 +491,40 @@ async def submit_play(
                     e.details(),
                     state.legal_plays[0].notation,
                 )
-                fields = {"end_position": state.legal_plays[0].end_position}
+                fields = fallback
                 continue
             log.warning("game %s turn %d: %s", game_id, state.turn_id, e.details())
             return False
-    return None
+
+
+async def serve_games(client: Client, engine: Engine, *, max_games: int | None = None) -> None:
+    """Play every game ``client``'s player is seated in, concurrently, as the player
+    stream announces them; return after ``max_games`` (or run until cancelled)."""
+    seen: set[str] = set()
+    finished = trio.Event()
+    count = 0
+
+    async def one(game_id: str) -> None:
+        nonlocal count
+        try:
+            await play_game(client, game_id, engine)
+        except grpc.RpcError as e:
+            log.warning("game %s: %s", game_id, e.details())
+        count += 1
+        if max_games is not None and count >= max_games:
+            finished.set()
+
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            async for ev in client.player_events():
+                if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in seen:
+                    seen.add(ev.game_id)
+                    nursery.start_soon(one, ev.game_id)
+
+        nursery.start_soon(watch)
+        await finished.wait()
+        nursery.cancel_scope.cancel()
 
 
 async def play_forever(
@@ -430,33 +534,9 @@ async def play_forever(
     token: str | None = None,
     max_games: int | None = None,
 ) -> None:
-    """Play every game the player is seated in, concurrently, as they are announced."""
+    """Connect (``$NARDY_SERVER``, ``$NARDY_TOKEN`` by default) and serve games."""
     async with Client(address, token if token is not None else os.environ.get(ENV_TOKEN)) as client:
-        seen: set[str] = set()
-        finished = trio.Event()
-        count = 0
-
-        async def one(game_id: str) -> None:
-            nonlocal count
-            try:
-                await play_game(client, game_id, engine)
-            except grpc.RpcError as e:
-                log.warning("game %s: %s", game_id, e.details())
-            count += 1
-            if max_games is not None and count >= max_games:
-                finished.set()
-
-        async with trio.open_nursery() as nursery:
-
-            async def watch() -> None:
-                async for ev in client.player_events():
-                    if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in seen:
-                        seen.add(ev.game_id)
-                        nursery.start_soon(one, ev.game_id)
-
-            nursery.start_soon(watch)
-            await finished.wait()
-            nursery.cancel_scope.cancel()
+        await serve_games(client, engine, max_games=max_games)
 
 
 def run_engine(
@@ -470,24 +550,118 @@ def run_engine(
     trio.run(lambda: play_forever(engine, address=address, token=token, max_games=max_games))
 
 
-class SimpleClient:
-    """The blocking client, for scripts and engines without an event loop (the shape of
-    python-chess's ``SimpleEngine``): the same calls as :class:`Client`, synchronous."""
+# -- the blocking client ------------------------------------------------------------------
+class ClientClosed(RuntimeError):
+    """A blocking call was cut short because its SimpleClient was closed."""
 
-    def __init__(
-        self,
-        address: str | None = None,
-        token: str | None = None,
-        *,
-        tls: bool | None = None,
-        root_certificates: bytes | None = None,
-        timeout: float = 10.0,
-    ) -> None:
-        self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
-        self.token = token
-        self.timeout = timeout
-        self.channel = channel(self.address, tls=tls, root_certificates=root_certificates)
-        self.stub = api_grpc.ArbiterServiceStub(self.channel)
+
+class _Loop:
+    """A trio loop in a daemon thread that runs coroutines for blocking callers."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+        self._scopes: set[trio.CancelScope] = set()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self._idle: trio.Event | None = None
+        self._thread = threading.Thread(target=trio.run, args=(self._main,), daemon=True)
+        self._thread.name = "nardy-sdk-trio"
+        self._thread.start()
+        self._ready.wait()
+
+    async def _main(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        self._idle = trio.Event()
+        self._ready.set()
+        await self._stop.wait()
+        if self._scopes:  # let the cancelled calls end (with ClientClosed) first
+            await self._idle.wait()
+
+    def run(self, fn: Callable[..., Awaitable], *args, **kwargs):
+        """``await fn(*args, **kwargs)`` in the loop; its result or its exception here."""
+        if self._stop is None or self._stop.is_set():
+            raise ClientClosed("the client is closed")
+        return trio.from_thread.run(self._guarded, fn, args, kwargs, trio_token=self._token)
+
+    async def _guarded(self, fn, args, kwargs):
+        if self._stop is None or self._stop.is_set():  # closed while this call was queued
+            raise ClientClosed("the client is closed")
+        with trio.CancelScope() as scope:
+            self._scopes.add(scope)
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                self._scopes.discard(scope)
+                if not self._scopes and self._stop is not None and self._stop.is_set():
+                    self._idle.set()  # type: ignore[union-attr]
+        raise ClientClosed("the client was closed during the call")
+
+    def close(self, last: Callable[[], None]) -> None:
+        """Cancel the calls in progress, run ``last()`` in the loop, and stop it."""
+        if self._stop is None or self._stop.is_set():
+            return
+
+        def stop() -> None:
+            for scope in list(self._scopes):
+                scope.cancel()
+            last()
+            self._stop.set()
+
+        with contextlib.suppress(trio.RunFinishedError):
+            trio.from_thread.run_sync(stop, trio_token=self._token)
+        self._thread.join()
+
+
+def _blocking(method: Callable[..., Awaitable]):
+    """The blocking form of a :class:`Client` coroutine method."""
+
+    @functools.wraps(method)
+    def call(self: SimpleClient, *args, **kwargs):
+        return self._loop.run(method, self.client, *args, **kwargs)
+
+    return call
+
+
+def _blocking_iter(method: Callable[..., AsyncIterator]):
+    """The blocking form of a :class:`Client` async-generator method: a plain generator
+    that steps the async one in the loop (resumes, backoff and shutdowns included)."""
+
+    @functools.wraps(method)
+    def iterate(self: SimpleClient, *args, **kwargs) -> Iterator:
+        stream = method(self.client, *args, **kwargs)
+        try:
+            while True:
+                try:
+                    item = self._loop.run(stream.__anext__)
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            with contextlib.suppress(ClientClosed):
+                self._loop.run(stream.aclose)
+
+    return iterate
+
+
+class SimpleClient:
+    """The blocking client, for scripts and engines without an event loop: a thin wrapper
+    over :class:`Client` (as python-chess's ``SimpleEngine`` wraps its async engine). Every
+    method runs the trio client's method on a loop in a background thread, so both behave
+    alike: the same retries, resumes and shutdown handling. ``client`` is the trio client.
+    """
+
+    def __init__(self, address: str | None = None, token: str | None = None, **options) -> None:
+        self._loop = _Loop()
+        self.client = Client(address, token, **options)
+
+    @property
+    def address(self) -> str:
+        return self.client.address
+
+    @property
+    def token(self) -> str | None:
+        return self.client.token
 
     def __enter__(self) -> SimpleClient:
         return self
@@ -496,75 +670,27 @@ class SimpleClient:
         self.close()
 
     def close(self) -> None:
-        self.channel.close()
+        """Cancel calls in progress (they raise :class:`ClientClosed`) and disconnect."""
+        self._loop.close(self.client.close)
 
-    @property
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
-
-    def call(self, method: str, request):
-        return getattr(self.stub, method)(request, metadata=self.metadata, timeout=self.timeout)
-
-    def register(self, name: str, *, bot: bool = True) -> str:
-        self.token = self.call(
-            "RegisterPlayer", api.RegisterPlayerRequest(name=name, bot=bot)
-        ).token
-        return self.token
-
-    def create_match(self, **fields) -> api.CreateMatchResponse:
-        return self.call("CreateMatch", api.CreateMatchRequest(**fields))
-
-    def get_game(self, game_id: str) -> api.GetGameResponse:
-        return self.call("GetGame", api.GetGameRequest(game_id=game_id))
-
-    def submit(
-        self,
-        game_id: str,
-        turn_id: int,
-        *,
-        notation: str | None = None,
-        end_position: str | None = None,
-    ) -> api.SubmitPlayResponse:
-        return self.call("SubmitPlay", play_request(game_id, turn_id, notation, end_position))
-
-    def resign(self, game_id: str) -> api.ResignResponse:
-        return self.call("Resign", api.ResignRequest(game_id=game_id))
-
-    def events(
-        self,
-        game_id: str,
-        *,
-        after_seq: int = 0,
-        from_start: bool = False,
-        max_backoff: float = 5.0,
-    ):
-        """A game's events, resuming after drops from the last seq; ends with the game."""
-        last, backoff = after_seq, 0.1
-        while True:
-            req = api.SubscribeGameRequest(
-                game_id=game_id, after_seq=last, from_start=from_start and last == 0
-            )
-            try:
-                for ev in self.stub.SubscribeGame(req, metadata=self.metadata):
-                    backoff = 0.1
-                    last = max(last, ev.seq)
-                    yield ev
-                    if ev.type in END_TYPES:
-                        return
-            except grpc.RpcError as e:
-                if e.code() not in RETRYABLE:
-                    raise
-            time.sleep(backoff)
-            backoff = min(max_backoff, backoff * 2)
+    call = _blocking(Client.call)
+    register = _blocking(Client.register)
+    create_match = _blocking(Client.create_match)
+    get_game = _blocking(Client.get_game)
+    list_games = _blocking(Client.list_games)
+    submit = _blocking(Client.submit)
+    resign = _blocking(Client.resign)
+    create_ladder = _blocking(Client.create_ladder)
+    join_ladder = _blocking(Client.join_ladder)
+    standings = _blocking(Client.standings)
+    crosstable = _blocking(Client.crosstable)
+    events = _blocking_iter(Client.events)
+    player_events = _blocking_iter(Client.player_events)
 
     def play(self, game_id: str, engine: Engine) -> pb.GameState:
-        """Play one game with ``engine``; returns the final state."""
-        state, played = None, 0
-        for ev in self.events(game_id):
-            state = ev.state
-            if my_turn(ev) and state.turn_id > played:
-                choice = engine(TurnInfo(state))
-                self.submit(game_id, state.turn_id, **choice_fields(choice))
-                played = state.turn_id
-        assert state is not None
-        return state
+        """Play one game with ``engine`` (see :func:`play_game`); returns the final state."""
+        return self._loop.run(play_game, self.client, game_id, engine)
+
+    def serve_games(self, engine: Engine, *, max_games: int | None = None) -> None:
+        """Play every game this player is seated in (see :func:`serve_games`)."""
+        self._loop.run(serve_games, self.client, engine, max_games=max_games)

@@ -80,8 +80,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="MS",
         help="turn time in ms (default 1000)",
     )
-    p.add_argument("--db", help="SQLite file; running again with it continues (default: temp)")
+    p.add_argument(
+        "--db",
+        help="SQLite file; running again with it continues (default: a temporary one, "
+        "removed at the end)",
+    )
+    p.add_argument(
+        "--logs",
+        metavar="DIR",
+        help="keep the engines' logs here (default: a temporary folder, removed at the end)",
+    )
     p.add_argument("--records", metavar="DIR", help="write a record of every game here")
+    p.add_argument(
+        "--progress",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="when stdout is not a terminal: a progress line this often (default 5)",
+    )
     p.set_defaults(func=_ladder)
 
     p = sub.add_parser(

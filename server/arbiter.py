@@ -17,10 +17,11 @@ from enum import IntEnum
 
 import trio
 
-from nardy import Color, GameResult, Position
+from nardy import Color, GameResult
 from nardy.dice import check_client_seed
-from nardy.variant import variant
+from nardy.variant import Variant, variant
 from server.catalogue import Catalogue
+from server.clock import Arrival, Arrivals
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status, decode_event
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
@@ -29,6 +30,7 @@ from server.metrics import Metrics
 from server.recovery import restore_match
 from server.session import (
     Accepted,
+    GameCard,
     GameSession,
     MatchSession,
     MatchSpec,
@@ -42,7 +44,7 @@ log = logging.getLogger("nardy.server")
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 MAX_TARGET = 99
-MAX_TURN_MS = 24 * 3600 * 1000
+MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 QUOTE = 100  # characters of a request's text an error message may repeat
 
@@ -79,9 +81,16 @@ class Note(IntEnum):
 
 @dataclass(frozen=True)
 class PlayerNote:
+    """A message for a player's stream, frozen when it is made (read on the transport)."""
+
     type: Note
-    game: GameSession | None = None
+    game: GameCard | None = None
     seat: int = 0
+    color: Color | None = None
+
+    @classmethod
+    def about(cls, kind: Note, game: GameSession, seat: int) -> PlayerNote:
+        return cls(kind, game.card, seat, game.color_of(seat))
 
 
 @dataclass
@@ -158,6 +167,8 @@ class Arbiter:
         self, store: Store, *, admin_hash: str | None = None, policy: Policy | None = None
     ) -> None:
         self.store = store
+        # Created in the trio thread: plays are stamped on this run's clock (server.clock).
+        self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
         self.policy = policy or Policy()
         self.players: dict[str, Player] = {}
@@ -279,9 +290,10 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
-        if not 0 < spec.turn_ms <= MAX_TURN_MS or spec.time_bank_ms > MAX_TURN_MS:
+        terms = spec.terms
+        if not 0 < terms.turn_time_ms <= MAX_TURN_TIME_MS or terms.time_bank_ms > MAX_TURN_TIME_MS:
             raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
-        cap = MAX_TURN_MS if caller.admin else self.policy.max_start_timeout_ms
+        cap = MAX_TURN_TIME_MS if caller.admin else self.policy.max_start_timeout_ms
         if not 0 < spec.start_timeout_ms <= cap:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, f"start_timeout_ms must be 1..{cap} on this server"
@@ -295,13 +307,15 @@ class Arbiter:
         if not caller.admin:
             self._waiting_quota(caller.key)
         start = None
+        rules = variant(spec.options.variant)
         try:
             if any(not 1 <= d <= 6 for d in spec.dice_script):
                 raise ValueError("scripted dice must be 1..6")
             if spec.start_position:
-                start = Position.parse(spec.start_position)
-                start = Position(Color.WHITE, start.board)
-                if start.winner is not None:
+                start = rules.parse(spec.start_position)
+                if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
+                    start = rules.passed(start)
+                if rules.result(start, spec.options.rules) is not None:
                     raise ValueError("the game would be over before it starts")
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
@@ -311,9 +325,9 @@ class Arbiter:
             spec.options,
             spec.target,
             (seats[0], seats[1]),
-            turn_ms=spec.turn_ms,
-            time_bank_ms=spec.time_bank_ms,
-            auto_play_forced=spec.auto_play_forced,
+            turn_time_ms=terms.turn_time_ms,
+            time_bank_ms=terms.time_bank_ms,
+            auto_play_forced=terms.auto_play_forced,
             seed=spec.seed,
             script=spec.dice_script,
             server_seed=spec.server_seed,
@@ -321,7 +335,7 @@ class Arbiter:
             start=start,
             start_timeout=spec.start_timeout_ms / 1000,
             new_id=new_id,
-            illegal_play_limit=spec.illegal_play_limit,
+            illegal_play_limit=terms.illegal_play_limit,
             ladder=spec.ladder,
             pair_id=spec.pair_id,
             first_seat_white=spec.first_seat_white,
@@ -341,7 +355,7 @@ class Arbiter:
         self.game_created(match.current)
         if challenged is not None:
             seat = next(s.index for s in seats if s.player_id == challenged)
-            self._notify_player(challenged, PlayerNote(Note.CHALLENGE, match.current, seat))
+            self._notify_player(challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat))
         assert self.nursery is not None
         self.nursery.start_soon(self._run_match, match)
         log.info(
@@ -483,7 +497,7 @@ class Arbiter:
 
     def _publish(self, game: GameSession) -> None:
         """Show the game's new summary to ListGames (see catalogue)."""
-        self.catalogue.publish(game.id, summary_pb(game))
+        self.catalogue.publish(game.id, summary_pb(game.card, game.snapshot()))
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -554,10 +568,28 @@ class Arbiter:
             game.unsubscribe(sink, seat)
 
     def submit_play(
-        self, token: str | None, game_id: str, turn_id: int, notation: str | None, end: str | None
+        self,
+        token: str | None,
+        game_id: str,
+        turn_id: int,
+        notation: str | None,
+        end: str | None,
+        arrival: Arrival | None = None,
     ) -> Accepted:
-        game, seat = self._seat_for_action(token, game_id)
-        return game.submit(seat, turn_id, notation, end)
+        """Judge a play that reached the transport at ``arrival`` (see server.clock)."""
+        try:
+            game, seat = self._seat_for_action(token, game_id)
+            return game.submit(seat, turn_id, notation, end, arrival)
+        finally:
+            if arrival is not None and self.arrivals.settle(arrival):
+                self.arrival_settled(arrival)
+
+    def arrival_settled(self, arrival: Arrival) -> None:
+        """A stamped play was judged or dropped while its game's turn, past its deadline,
+        was waiting for it: let the turn decide."""
+        game = self.games.get(arrival.game_id)
+        if game is not None:
+            game.arrival_settled()
 
     def resign(self, token: str | None, game_id: str) -> GameResult:
         game, seat = self._seat_for_action(token, game_id)
@@ -583,10 +615,10 @@ class Arbiter:
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
                 seat = self.seat_in(game, principal)
                 if seat is not None:
-                    notes.append(PlayerNote(Note.GAME_ASSIGNED, game, seat))
+                    notes.append(PlayerNote.about(Note.GAME_ASSIGNED, game, seat))
                 elif principal.player_id and game.match.challenged == principal.player_id:
-                    seat = game.match.seat_index(principal.player_id)
-                    notes.append(PlayerNote(Note.CHALLENGE, game, seat))
+                    index = game.match.seat_index(principal.player_id)
+                    notes.append(PlayerNote.about(Note.CHALLENGE, game, index))
         return notes
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
@@ -601,7 +633,7 @@ class Arbiter:
                 keys.append(seat.player_id)
             for key in keys:
                 for sink in list(self.player_sinks.get(key, ())):
-                    sink.send(PlayerNote(kind, game, seat.index))
+                    sink.send(PlayerNote.about(kind, game, seat.index))
 
     def _notify_player(self, player_id: str, note: PlayerNote) -> None:
         for sink in list(self.player_sinks.get(player_id, ())):
@@ -633,7 +665,7 @@ class Arbiter:
             )
         if name in self.ladders:
             return self.ladders[name], False
-        if not 0 < options.turn_ms <= MAX_TURN_MS or options.max_games_per_bot < 2:
+        if not 0 < options.turn_time_ms <= MAX_TURN_TIME_MS or options.max_games_per_bot < 2:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
             )
@@ -755,8 +787,8 @@ class Arbiter:
             counts[game.status.name.lower()] += 1
         return counts
 
-    def load_events(self, game_id: str) -> list[Event]:
-        return [decode_event(*entry) for entry in self.store.load_events(game_id)]
+    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
+        return [decode_event(*entry, rules) for entry in self.store.load_events(game_id)]
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from nardy import Color, GameResult, Kind, Play, Position, Termination
+from nardy import Color, GameResult, Play, Position, Termination
+from nardy.variant import Variant
 
 
 class Status(IntEnum):
@@ -60,6 +61,9 @@ class Snapshot:
     legal: tuple[Play, ...]  # for the side to move while a play is awaited
     next_game_id: str
     refused: tuple[int, int]  # plays refused as illegal: white's, black's
+    white_seat: int | None = None  # the seat playing white, once known
+    client_seeds: tuple[str, ...] = ()  # the dice's client seeds, once the game has started
+    server_seed: str = ""  # hex, once revealed (the game, and its pair, has ended)
 
 
 @dataclass
@@ -76,14 +80,11 @@ class Event:
 
 
 # -- events -----------------------------------------------------------------------------
-def encode_event(
-    event: Event, white_seat: int | None, rolled: int, client_seeds: tuple[str, ...] = ()
-) -> bytes:
+def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
     """A compact journal entry: everything needed to rebuild the event, as JSON.
 
-    ``white_seat`` and the dice's ``client_seeds`` are recorded with GAME_STARTED;
-    ``rolled`` (dice thrown so far in the game) lets recovery continue the game's dice
-    exactly where they were.
+    ``white_seat`` is recorded with GAME_STARTED; ``rolled`` (dice thrown so far in the
+    game) lets recovery continue the game's dice exactly where they were.
     """
     s = event.snapshot
     entry: dict[str, Any] = {
@@ -98,6 +99,12 @@ def encode_event(
         "refused": s.refused,
         "result": _result_entry(s.result),
     }
+    if s.white_seat is not None:
+        entry["ws"] = s.white_seat
+    if s.client_seeds:
+        entry["cs"] = list(s.client_seeds)
+    if s.server_seed:
+        entry["ss"] = s.server_seed
     if event.play is not None:
         p = event.play
         entry["play"] = [p.side.letter, list(p.dice), p.notation, p.turn_id, p.automatic, p.used_ms]
@@ -105,7 +112,6 @@ def encode_event(
         entry["throws"] = event.throws
     if event.type is EventType.GAME_STARTED:
         entry["white_seat"] = white_seat
-        entry["client_seeds"] = list(client_seeds)
     entry["rolled"] = rolled
     return json.dumps(entry, separators=(",", ":")).encode()
 
@@ -114,11 +120,11 @@ def _result_entry(r: GameResult | None) -> list | None:
     return None if r is None else [r.winner.letter, str(r.kind), str(r.termination)]
 
 
-def decode_result(data: list | None) -> GameResult | None:
+def decode_result(data: list | None, rules: Variant) -> GameResult | None:
     if not data:
         return None
     winner, kind, how = data
-    return GameResult(Color.from_letter(winner), Kind(kind), Termination(how))
+    return GameResult(Color.from_letter(winner), rules.kind(kind), Termination(how))
 
 
 def entry_of(data: bytes | str | memoryview) -> dict:
@@ -126,20 +132,23 @@ def entry_of(data: bytes | str | memoryview) -> dict:
     return json.loads(bytes(data) if isinstance(data, memoryview) else data)
 
 
-def decode_event(seq: int, kind: int, when: float, e: dict) -> Event:
-    """One journal entry (see encode_event) as an event."""
+def decode_event(seq: int, kind: int, when: float, e: dict, rules: Variant) -> Event:
+    """One journal entry (see encode_event) of a game of ``rules`` as an event."""
     snap = Snapshot(
         status=Status(e["status"]),
-        position=Position.parse(e["position"]),
+        position=rules.parse(e["position"]),
         dice=tuple(e["dice"]),
         turn_id=e["turn"],
         clocks=(tuple(e["clocks"][0]), tuple(e["clocks"][1])),
         scores=tuple(e["scores"]),
         match_over=e["over"],
-        result=decode_result(e["result"]),
+        result=decode_result(e["result"], rules),
         legal=(),
         next_game_id=e["next"],
         refused=tuple(e["refused"]),
+        white_seat=e.get("ws", e.get("white_seat")),
+        client_seeds=tuple(e.get("cs", ())),
+        server_seed=e.get("ss", ""),
     )
     play = None
     if "play" in e:
@@ -193,7 +202,7 @@ def encode_match(match: Any) -> tuple:
         "rules": sorted(o.rules),
         "opening": str(o.opening),
         "colours": str(o.colours),
-        "turn_ms": match.turn_ms,
+        "turn_ms": match.turn_time_ms,
         "time_bank_ms": match.time_bank_ms,
         "auto_play_forced": match.auto_play_forced,
         "illegal_play_limit": match.illegal_play_limit,

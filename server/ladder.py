@@ -18,6 +18,8 @@ import trio
 from nardy import Kind, Termination
 from nardy.match import GameOptions
 from nardy.stats import SkillTable, elo_pairs
+from nardy.wire import Terms
+from server.clock import DEFAULT_TURN_TIME_MS
 from server.journal import Status
 from server.lockstep import Lockstep
 from server.session import GameSession, MatchSpec
@@ -27,7 +29,7 @@ log = logging.getLogger("nardy.server")
 
 @dataclass(frozen=True)
 class LadderOptions:
-    turn_ms: int = 1000
+    turn_time_ms: int = DEFAULT_TURN_TIME_MS
     time_bank_ms: int = 0
     max_games_per_bot: int = 2
     illegal_play_limit: int = 3
@@ -156,11 +158,13 @@ class Ladder:
                 second=(second.name, ""),
                 server_seed=server_seed,
                 pair=lockstep,
-                turn_ms=self.options.turn_ms,
-                time_bank_ms=self.options.time_bank_ms,
-                auto_play_forced=True,
+                terms=Terms(
+                    turn_time_ms=self.options.turn_time_ms,
+                    time_bank_ms=self.options.time_bank_ms,
+                    auto_play_forced=True,
+                    illegal_play_limit=self.options.illegal_play_limit,
+                ),
                 start_timeout_ms=30_000,
-                illegal_play_limit=self.options.illegal_play_limit,
                 ladder=self.name,
                 pair_id=pair_id,
             )

@@ -8,8 +8,11 @@ its play, and a fresh clock for the side to move.
 
 from __future__ import annotations
 
-from nardy import Color, Position
+from dataclasses import replace
+
+from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
+from nardy.variant import variant
 from server.journal import EventType, Status, decode_event
 from server.lockstep import Lockstep
 from server.session import Accepted, GameSession, Host, MatchSession, Seat
@@ -40,13 +43,13 @@ def restore_match(
         options,
         row["target"],
         (seats[0], seats[1]),
-        turn_ms=o["turn_ms"],
+        turn_time_ms=o["turn_ms"],
         time_bank_ms=o["time_bank_ms"],
         auto_play_forced=o["auto_play_forced"],
         seed=row["seed"],
         script=tuple(row["script"]),
         pair=pair,
-        start=Position.parse(row["start"]) if row["start"] else None,
+        start=variant(options.variant).parse(row["start"]) if row["start"] else None,
         start_timeout=o.get("start_timeout", 60.0),
         new_id=new_id,
         illegal_play_limit=o.get("illegal_play_limit", 0),
@@ -76,13 +79,13 @@ def restore_match(
 def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]]) -> None:
     """Replay journal entries into ``game``: its events, state, and answered plays."""
     for seq, kind, when, e in entries:
-        event = decode_event(seq, kind, when, e)
+        event = decode_event(seq, kind, when, e, game.variant)
         game.events.append(event)
         play = event.play
         if event.type is EventType.GAME_STARTED:
             game.white_seat = e["white_seat"]
             game.throws = event.throws
-            game.roller.client_seeds = tuple(e.get("client_seeds", ()))
+            game.roller.client_seeds = event.snapshot.client_seeds
         if event.type is EventType.PLAY_MADE and play is not None:
             end = event.snapshot.position.text()
             game.accepted[play.turn_id] = Accepted(play.notation, end, play.used_ms)
@@ -99,6 +102,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     game.result = last.result
     game.next_game_id = last.next_game_id
     game.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
-    game.bank = {Color.WHITE: last.clocks[0][1], Color.BLACK: last.clocks[1][1]}
+    for color, (_, bank_ms) in zip(Color, last.clocks, strict=True):
+        game.clocks[color] = replace(game.match.fresh_clock(), bank_ms=bank_ms)  # not running
     if game.status in (Status.FINISHED, Status.ABORTED):
         game.release()

@@ -12,6 +12,7 @@ import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from nardy import wire
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
@@ -27,7 +28,6 @@ from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
 from server.metrics import Metrics
-from server.session import DEFAULT_TURN_MS
 
 log = logging.getLogger("nardy.server")
 
@@ -158,19 +158,16 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         o = request.options
         color = request.first_seat_color
         spec = MatchSpec(
-            options=views.options_from_pb(o),
+            options=wire.options_of(o),
             target=max(1, request.target_points),
             first=(request.first.player_name, request.first.display_name),
             second=(request.second.player_name, request.second.display_name),
             seed=request.seed if request.HasField("seed") else None,
-            turn_ms=o.turn_time_ms or DEFAULT_TURN_MS,
-            time_bank_ms=o.time_bank_ms,
-            auto_play_forced=o.auto_play_forced,
-            start_timeout_ms=request.start_timeout_ms or 60_000,
+            terms=wire.terms_of(o),
+            start_timeout_ms=request.start_timeout_ms or wire.DEFAULT_START_TIMEOUT_MS,
             start_position=request.start_position,
             first_seat_white=None if not color else color == pb.COLOR_WHITE,
             dice_script=tuple(request.dice),
-            illegal_play_limit=o.illegal_play_limit,
         )
         match, t1, t2 = await self._call(
             context, request, self.arbiter.create_match, spec, caller=True
@@ -204,7 +201,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         def view() -> api.GetGameResponse:  # in the trio thread: one consistent moment
             color = None if seat is None else game.color_of(seat)
             return api.GetGameResponse(
-                state=views.state_pb(game, game.snapshot(), color), last_seq=len(game.events)
+                state=views.state_pb(game.card, game.snapshot(), color), last_seq=len(game.events)
             )
 
         return await self.bridge.call(view)
@@ -235,8 +232,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             request.client_seed,
         )
 
+        card = game.card
+
         def view(event: Event) -> pb.GameEvent:
-            return views.event_pb(game, event, None if seat is None else game.color_of(seat))
+            return views.event_pb(card, event, seat)
 
         seq = backlog[-1].seq if backlog else request.after_seq
         streams = self.arbiter.metrics.streams.labels("game")
@@ -294,16 +293,23 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "give the play as notation or end_position (at most 200 chars)",
             )
-        answer = await self._call(
-            context,
-            request,
-            self.arbiter.submit_play,
-            bearer(context),
-            request.game_id,
-            request.turn_id,
-            text if which == "notation" else None,
-            text if which == "end_position" else None,
-        )
+        # Stamped on arrival: the side is charged up to now, however long the core takes.
+        arrival = self.arbiter.arrivals.stamp(request.game_id)
+        try:
+            answer = await self._call(
+                context,
+                request,
+                self.arbiter.submit_play,
+                bearer(context),
+                request.game_id,
+                request.turn_id,
+                text if which == "notation" else None,
+                text if which == "end_position" else None,
+                arrival,
+            )
+        finally:
+            if self.arbiter.arrivals.settle(arrival):  # refused before it reached the core
+                self.bridge.call_soon(self.arbiter.arrival_settled, arrival)
         return api.SubmitPlayResponse(
             notation=answer.notation,
             end_position=answer.end_position,
@@ -315,31 +321,33 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         result = await self._call(
             context, request, self.arbiter.resign, bearer(context), request.game_id
         )
-        return api.ResignResponse(result=views.result_pb(result))
+        return api.ResignResponse(result=wire.result_pb(result))
 
 
 def player_event(note: PlayerNote) -> api.PlayerEvent:
     msg = api.PlayerEvent(type=PLAYER_EVENT[note.type])
     game = note.game
     if game is not None:
-        msg.game_id = game.id
-        msg.match_id = game.match.id
-        msg.color = views.COLOR[game.color_of(note.seat)]
-        msg.opponent.CopyFrom(views.player_pb(game.match.seats[1 - note.seat]))
+        msg.game_id = game.game_id
+        msg.match_id = game.match_id
+        msg.color = wire.color_pb(note.color)
+        msg.opponent.CopyFrom(views.player_pb(game.seats[1 - note.seat]))
     return msg
 
 
 class LadderService(Limited, ladder_grpc.LadderServiceServicer):
     async def CreateLadder(self, request, context):
         o = request.options
-        options = LadderOptions(
-            turn_ms=o.turn_time_ms or 1000,
-            time_bank_ms=o.time_bank_ms,
-            max_games_per_bot=o.max_games_per_bot or 2,
-            illegal_play_limit=o.illegal_play_limit or 3,
-            max_games=o.max_games,
-            max_concurrent_games=o.max_concurrent_games,
-        )
+        given = {
+            "turn_time_ms": o.turn_time_ms,
+            "time_bank_ms": o.time_bank_ms,
+            "max_games_per_bot": o.max_games_per_bot,
+            "illegal_play_limit": o.illegal_play_limit,
+            "max_games": o.max_games,
+            "max_concurrent_games": o.max_concurrent_games,
+        }
+        # A field left 0 takes LadderOptions' default (the only place defaults are set).
+        options = LadderOptions(**{k: v for k, v in given.items() if v})
         ladder, created = await self._call(
             context, request, self.arbiter.create_ladder, bearer(context), request.name, options
         )
@@ -367,7 +375,7 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
 
 def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:
     return ladder_pb.LadderOptions(
-        turn_time_ms=o.turn_ms,
+        turn_time_ms=o.turn_time_ms,
         time_bank_ms=o.time_bank_ms,
         max_games_per_bot=o.max_games_per_bot,
         illegal_play_limit=o.illegal_play_limit,

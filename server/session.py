@@ -1,8 +1,10 @@
 """One game and one match as trio tasks: dice, the turn clock, plays, results and events.
 
-Everything here runs in the arbiter's trio thread. A turn's clock is a deadline on the wait
-for the play (``trio.move_on_at``); plays, resignations and subscriptions arrive as plain
-synchronous calls from the transport bridge, so no lock is needed.
+Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.clock`) is
+a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
+arrived at the transport, not by when the core gets to it; plays, resignations and
+subscriptions arrive as plain synchronous calls from the transport bridge, so no lock is
+needed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from nardy import Color, GameResult, Match, Play, Position, Termination, opening
 from nardy.dice import Dice, seeded_server_seed
 from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
+from nardy.variant import Variant
 from nardy.variant import variant as get_variant
+from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
+from server.clock import Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.lockstep import Lockstep
@@ -28,10 +33,8 @@ from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
-DEFAULT_TURN_MS = 120_000
 
-
-@dataclass
+@dataclass(frozen=True)
 class Seat:
     """One of a match's two players."""
 
@@ -52,12 +55,13 @@ class Sink(Protocol):
 class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
 
+    arrivals: Arrivals  # plays stamped at the transport, not yet judged
     metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, event: Event) -> None:
         """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
 
-    def load_events(self, game_id: str) -> list[Event]:
+    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
         """The journaled events of a game, in order."""
         ...
 
@@ -87,18 +91,38 @@ class MatchSpec:
     first: tuple[str, str]  # (registered player name or "", display name)
     second: tuple[str, str]
     seed: int | None = None
-    turn_ms: int = DEFAULT_TURN_MS
-    time_bank_ms: int = 0
-    auto_play_forced: bool = False
-    start_timeout_ms: int = 60_000
+    terms: Terms = Terms()  # clocks, forced plays, the illegal-play limit
+    start_timeout_ms: int = DEFAULT_START_TIMEOUT_MS
     start_position: str = ""
     dice_script: tuple[int, ...] = ()
-    illegal_play_limit: int = 0
     ladder: str = ""
     pair_id: str = ""
     first_seat_white: bool | None = None  # None: the opening throw decides
     server_seed: bytes | None = None  # a duplicate pair's shared seed (None: a fresh one)
     pair: Lockstep | None = None  # the pair whose games throw in lockstep
+
+
+@dataclass(frozen=True)
+class GameCard:
+    """What never changes in a game: ids, options, seats. Safe to read from any thread."""
+
+    game_id: str
+    match_id: str
+    number: int
+    options: GameOptions
+    terms: Terms
+    seats: tuple[Seat, Seat]  # first and second player (CreateMatch order)
+    target: int
+    seeded: bool
+    rated: bool
+    ladder: str
+    dice_commitment: str  # hex SHA-256 of the game's server seed (provably fair dice)
+
+    def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
+        """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
+        if seat is None or white_seat is None:
+            return None
+        return Color.WHITE if seat == white_seat else Color.BLACK
 
 
 class GameSession:
@@ -120,15 +144,31 @@ class GameSession:
         self.status = Status.WAITING
         self.position = match.start if number == 1 and match.start else self.variant.start()
         self.white_seat: int | None = None  # set when the game starts
+        self.card = GameCard(
+            game_id,
+            match.id,
+            number,
+            match.options,
+            Terms(
+                match.turn_time_ms,
+                match.time_bank_ms,
+                match.auto_play_forced,
+                match.illegal_play_limit,
+            ),
+            match.seats,
+            match.match.target,
+            match.seeded,
+            match.rated,
+            match.ladder,
+            self.roller.commitment,
+        )
         # Known before the start when no opening throw decides (a chosen colour, or later
         # games of a match whose colours alternate).
         self.planned_white: int | None = match.planned_white()
         self.turn_id = 0
         self.dice: tuple[int, ...] = ()
         self.legal: tuple[Play, ...] = ()
-        self.deadline = float("inf")
-        self.turn_started = 0.0
-        self.bank = {Color.WHITE: match.time_bank_ms, Color.BLACK: match.time_bank_ms}
+        self.clocks = {color: match.fresh_clock() for color in Color}
         self.result: GameResult | None = None
         self.next_game_id = ""
         self.events: list[Event] = []
@@ -213,17 +253,7 @@ class GameSession:
     # -- events -------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         now = trio.current_time()
-        turn_ms = self.match.turn_ms
-        clocks = []
-        for color in Color:
-            bank = self.bank[color]
-            if self.status is Status.IN_PROGRESS and self.legal and self.position.turn is color:
-                remaining = max(0, int((self.deadline - now) * 1000))
-                spent = (now - self.turn_started) * 1000
-                bank = max(0, int(bank - max(0.0, spent - turn_ms)))
-            else:
-                remaining = turn_ms + bank
-            clocks.append((remaining, bank))
+        clocks = [self.clocks[color].reading(now) for color in Color]
         scores = self.match.scores_by_colour(self)
         return Snapshot(
             status=self.status,
@@ -237,6 +267,9 @@ class GameSession:
             legal=self.legal,
             next_game_id=self.next_game_id,
             refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
+            white_seat=self.known_white,
+            client_seeds=self.roller.client_seeds,
+            server_seed=self.revealed_seed(),
         )
 
     def _event(self, kind: EventType, *, record: bool = True, **extra) -> Event:
@@ -358,14 +391,22 @@ class GameSession:
     async def _await_play(self, mover: Color, plays: tuple[Play, ...]) -> None:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
-        self.turn_started = trio.current_time()
-        self.deadline = self.turn_started + (self.match.turn_ms + self.bank[mover]) / 1000
-        self._wake = trio.Event()
+        clock = self.clocks[mover]
+        deadline = clock.start(trio.current_time())
         self.emit(EventType.TURN_STARTED)
-        with trio.move_on_at(self.deadline):
+        with trio.move_on_at(deadline):
+            while self._awaiting_play():
+                self._wake = trio.Event()
+                await self._wake.wait()
+        # A play that arrived in time may still be on its way to the core: judge it first.
+        arrivals = self.match.host.arrivals
+        while self._awaiting_play() and arrivals.pending(self.id, before=deadline):
+            self._wake = trio.Event()
             await self._wake.wait()
-        if self.result is None and self.turn_id not in self.accepted:
-            late = trio.current_time() - self.deadline
+        arrivals.done_waiting(self.id)
+        clock.stop()  # stopped already if a play was charged
+        if self._awaiting_play():
+            late = trio.current_time() - deadline
             self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
@@ -373,21 +414,28 @@ class GameSession:
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
 
+    def _awaiting_play(self) -> bool:
+        return self.result is None and self.turn_id not in self.accepted
+
+    def arrival_settled(self) -> None:
+        """A play stamped for this game has been judged: a turn past its deadline that
+        was waiting for it may now decide (see _await_play)."""
+        self._wake.set()
+
     def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
-        before = (self.position, self.legal, self.dice, self.deadline, self.result)
+        before = (self.position, self.legal, self.dice, self.result)
         self.accepted[self.turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
-        self.deadline = float("inf")
         self.result = self.variant.result(self.position, self.options.rules)
         try:
             self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
         except ArbiterError:  # not stored: as if the play never arrived
             del self.accepted[self.turn_id]
-            self.position, self.legal, self.dice, self.deadline, self.result = before
+            self.position, self.legal, self.dice, self.result = before
             raise
         metrics = self.match.host.metrics
         metrics.turns.labels("automatic" if automatic else "played").inc()
@@ -408,8 +456,16 @@ class GameSession:
                 return
 
     # -- actions (called from the bridge) -----------------------------------------------
-    def submit(self, seat: int, turn_id: int, notation: str | None, end: str | None) -> Accepted:
-        """Check and make a play for ``turn_id``; idempotent for the same play."""
+    def submit(
+        self,
+        seat: int,
+        turn_id: int,
+        notation: str | None,
+        end: str | None,
+        arrival: Arrival | None = None,
+    ) -> Accepted:
+        """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
+        transport (now, if not given); idempotent for the same play."""
         if turn_id in self.accepted:
             answer = self.accepted[turn_id]
             requested = self._requested_end(turn_id, notation, end)
@@ -431,17 +487,20 @@ class GameSession:
                 Code.FAILED_PRECONDITION,
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
             )
-        now = trio.current_time()
-        if now >= self.deadline:
+        clock = self.clocks[mover]
+        arrived = trio.current_time() if arrival is None else arrival.time
+        if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
         play = self._read_play(notation, end)
-        used = (now - self.turn_started) * 1000
-        over = used - self.match.turn_ms
-        if over > 0:
-            self.bank[mover] = max(0, int(self.bank[mover] - over))
-        self.used_ms[mover] += int(used)
+        before = (clock.bank_ms, clock.started)
+        used = clock.charge(arrived)
+        try:
+            answer = self._apply(play, mover, automatic=False, used_ms=used)
+        except ArbiterError:  # not stored: the clock runs on as if the play never arrived
+            clock.bank_ms, clock.started = before
+            raise
+        self.used_ms[mover] += used
         self.plays_made[mover] += 1
-        answer = self._apply(play, mover, automatic=False, used_ms=int(used))
         self._wake.set()
         return answer
 
@@ -530,11 +589,12 @@ class JournalEvents(Sequence):
 
     def __init__(self, game: GameSession) -> None:
         self.game_id = game.id
+        self.variant = game.variant
         self.host = game.match.host
         self.count = len(game.events)
 
     def _load(self) -> list[Event]:
-        return self.host.load_events(self.game_id)
+        return self.host.load_events(self.game_id, self.variant)
 
     def __len__(self) -> int:
         return self.count
@@ -560,7 +620,7 @@ class MatchSession:
         target: int,
         seats: tuple[Seat, Seat],
         *,
-        turn_ms: int,
+        turn_time_ms: int,
         time_bank_ms: int,
         auto_play_forced: bool,
         illegal_play_limit: int = 0,
@@ -581,7 +641,7 @@ class MatchSession:
         self.options = options
         self.match = Match(target, options)
         self.seats = seats
-        self.turn_ms = turn_ms
+        self.turn_time_ms = turn_time_ms
         self.time_bank_ms = time_bank_ms
         self.auto_play_forced = auto_play_forced
         self.illegal_play_limit = illegal_play_limit
@@ -610,6 +670,10 @@ class MatchSession:
     @property
     def current(self) -> GameSession:
         return self.games[-1]
+
+    def fresh_clock(self) -> Clock:
+        """A side's clock at the start of a game (and of a turn resumed after a restart)."""
+        return Clock(self.turn_time_ms, self.time_bank_ms)
 
     def planned_white(self) -> int | None:
         """The seat that will play white in the next game, if no opening throw decides it."""

@@ -152,9 +152,7 @@ class SQLiteStore:
                 event.seq,
                 int(event.type),
                 event.time,
-                journal.encode_event(
-                    event, game.white_seat, game.roller.rolled, game.roller.client_seeds
-                ),
+                journal.encode_event(event, game.white_seat, game.roller.rolled),
             ),
         )
 

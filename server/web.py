@@ -61,25 +61,26 @@ SECURITY_HEADERS = {
 def _last_play(game) -> pb.PlayRecord | None:
     for event in reversed(game.events):
         if event.play is not None:
-            return views.event_pb(game, event, None).play
+            return views.event_pb(game.card, event, None).play
     return None
 
 
 def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
     live = [
-        (views.state_pb(g, g.snapshot(), None), _last_play(g))
+        (views.state_pb(g.card, g.snapshot(), None), _last_play(g))
         for g in arbiter.list_games(pb.GAME_STATUS_IN_PROGRESS, LIVE_GAMES)
     ]
     finished = [
-        views.summary_pb(g) for g in arbiter.list_games(pb.GAME_STATUS_FINISHED, FINISHED_GAMES)
+        views.summary_pb(g.card, g.snapshot())
+        for g in arbiter.list_games(pb.GAME_STATUS_FINISHED, FINISHED_GAMES)
     ]
     return live, finished, sorted(arbiter.ladders)
 
 
 def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
     game = arbiter.game(game_id)
-    state = views.state_pb(game, game.snapshot(), None)
-    events = [views.event_pb(game, e, None) for e in game.events] if with_events else []
+    state = views.state_pb(game.card, game.snapshot(), None)
+    events = [views.event_pb(game.card, e, None) for e in game.events] if with_events else []
     return state, events
 
 

@@ -20,6 +20,7 @@ from engines.evaluate import (
     values_for,
 )
 from engines.expectimax import LEVELS, ROLLS, ExpectimaxEngine
+from engines.neural import LEVELS as NETWORK_LEVELS
 from engines.registry import ENGINES, make_engine
 from nardy import Color, Position, legal_plays, result
 from nardy.client import Client
@@ -38,6 +39,7 @@ RACE = Position.parse("b/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,2,3,3,3,2,1")
 def engines_under_test():
     out = [("random", None), ("greedy", None)]
     out += [("expectimax", level) for level in sorted(LEVELS)]
+    out += [("network", level) for level in sorted(NETWORK_LEVELS)]
     return out
 
 
@@ -180,7 +182,12 @@ def arbiter(tmp_path):
 
 @pytest.mark.parametrize(
     "first,second,seed",
-    [("random", "greedy", 1), ("greedy", "expectimax", 2), ("random", "expectimax", 3)],
+    [
+        ("random", "greedy", 1),
+        ("greedy", "expectimax", 2),
+        ("random", "expectimax", 3),
+        ("network", "greedy", 4),
+    ],
 )
 async def test_engines_play_a_game_over_grpc(arbiter, first, second, seed):
     async with Client(arbiter.address) as client:

@@ -250,3 +250,79 @@ def test_sprt_mode_stops_when_the_test_decides(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "H1 accepted: greedy is stronger than random" in out.stdout
     assert "LLR" in out.stdout and "(-2.94, 2.94)" in out.stdout
+
+
+def test_unattended_runner_prints_progress_lines(tmp_path):
+    """stdout is a pipe: no progress bar, but a line every --progress seconds as fastchess
+    prints it (games, score, Elo with its interval, LLR with its bounds)."""
+    out = ladder(
+        "--engine",
+        f"greedy={GREEDY}",
+        "--engine",
+        f"random={RANDOM}",
+        "--sprt",
+        "0,50,0.05,0.05",
+        "--concurrency",
+        "2",
+        "--time-per-move",
+        "2000",
+        "--progress",
+        "0.5",
+        "--db",
+        str(tmp_path / "p.db"),
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("Games: ")]
+    assert len(lines) >= 2, out.stdout
+    last = lines[-1]
+    assert "greedy vs random: " in last and "Elo " in last
+    assert "LLR " in last and "(-2.94, 2.94)" in last
+    assert "\r" not in out.stdout and "\x1b[" not in out.stdout  # no bar, no escape codes
+    assert "0 = an even score" in out.stdout  # the Elo column says what it is relative to
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_path, sig, code):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nardy",
+            "ladder",
+            "--engine",
+            f"a={RANDOM}",
+            "--engine",
+            f"b={RANDOM}",
+            "--games",
+            "1000",
+            "--time-per-move",
+            "2000",
+            "--progress",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+    try:
+        for line in proc.stdout:  # wait until games have finished, then stop it
+            if line.startswith("Games: ") and not line.startswith(("Games: 0/", "Games: 1/")):
+                break
+        else:
+            raise AssertionError(f"no progress: {proc.stderr.read()}")
+        assert any(tmp.iterdir())  # its temporary database and logs exist while it runs
+        proc.send_signal(sig)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert f"stopped by {signal.Signals(sig).name}" in rest
+    assert "standings: " in rest and "crosstable" in rest
+    row = next(
+        ln for ln in rest.splitlines() if ln.count("│") > 5 and ln.split("│")[2].strip() == "a"
+    )
+    assert int(row.split("│")[5]) >= 2  # games counted
+    assert list(tmp.iterdir()) == []  # the temporary database and engine logs are gone

@@ -157,7 +157,7 @@ async def test_a_game_against_a_registered_bot_cannot_be_set_up(server, client, 
         r = await creator.create_match(**fields)
         assert (await operator.get_game(r.game_id)).state.seeded
         assert not (await operator.get_game(r.game_id)).state.rated
-    listed = await client.list_games()
+    listed = await client.all_games()
     assert len(listed) == 2 and all(g.seeded and not g.rated for g in listed)
 
 

@@ -1,0 +1,118 @@
+"""`nardy check-engine -- CMD ...`: drive an engine process through scripted scenarios.
+
+The checker starts an embedded arbiter, and for each scenario creates a match with two open
+seats from a scripted start position and scripted dice, so that every scenario is the same
+on every run. The engine under test gets the first seat: CMD is launched as its own process
+with NARDY_SERVER and NARDY_TOKEN (the seat token) in its environment. The checker plays the
+second seat in-process with the SDK, follows the game as a spectator and judges it.
+
+The package: ``scenarios`` (the scripted games), ``judge`` (what each must show),
+``runner`` (playing them), ``output`` (the PASS/FAIL lines); engines are run by
+:mod:`clients.supervisor`.
+
+Engine output (stdout and stderr) goes to one log file per scenario in a temporary
+directory, kept and named on failure. Every engine process is killed at the end, also on
+Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+
+import trio
+
+from clients.check_engine.output import Output
+from clients.check_engine.runner import run_all
+from clients.check_engine.scenarios import check_setups, scenarios
+from clients.supervisor import engine_env, stop_all
+
+
+def interrupted(error: BaseException) -> bool:
+    """True for Ctrl-C, also when trio delivers it inside an exception group."""
+    if isinstance(error, BaseExceptionGroup):
+        return error.subgroup(KeyboardInterrupt) is not None
+    return isinstance(error, KeyboardInterrupt)
+
+
+def usage() -> int:
+    print(
+        "usage: nardy check-engine [--turn-ms MS] -- CMD [ARG ...]\n"
+        "nardy check-engine: give the engine command after '--', e.g. "
+        "nardy check-engine -- python -m nardy engine random",
+        file=sys.stderr,
+    )
+    return 2
+
+
+def main(args: argparse.Namespace) -> int:
+    cmd = list(args.cmd or [])
+    if cmd[:1] == ["--"]:
+        cmd = cmd[1:]
+    if not cmd:
+        return usage()
+    if args.turn_ms <= 0:
+        print("nardy check-engine: --turn-ms must be positive", file=sys.stderr)
+        return 2
+    if shutil.which(cmd[0], path=engine_env({})["PATH"]) is None:
+        print(
+            f"nardy check-engine: cannot run {cmd[0]!r}: not found or not executable",
+            file=sys.stderr,
+        )
+        return 2
+    from server.app import EmbeddedServer
+
+    logdir = tempfile.mkdtemp(prefix="nardy-check-")
+    logging.basicConfig(
+        filename=os.path.join(logdir, "arbiter.log"),
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    out = Output(colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame) -> None:
+        stop_all()
+        os.write(2, f"terminated; engine logs in {logdir}\n".encode())
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    server = EmbeddedServer(db=os.path.join(logdir, "arbiter.db"))
+    results: list[tuple[str, bool, str]] = []
+    try:
+        server.start()
+        print(
+            f"checking: {shlex.join(cmd)}  (turn time {args.turn_ms} ms, arbiter {server.address})",
+            flush=True,
+        )
+        results = trio.run(run_all, server.address, cmd, args.turn_ms, logdir, out)
+    except BaseException as e:
+        if not interrupted(e):
+            raise
+        stop_all()
+        print(f"interrupted; engine logs in {logdir}", file=sys.stderr)
+        return 130
+    finally:
+        stop_all()
+        server.stop()
+        signal.signal(signal.SIGTERM, previous)
+    failed = [name for name, ok, _ in results if not ok]
+    if failed:
+        print(
+            f"FAILED: {len(failed)} of {len(results)} scenarios failed "
+            f"({', '.join(failed)}); engine logs in {logdir}"
+        )
+        return 1
+    print(f"OK: all {len(results)} scenarios passed")
+    logging.shutdown()
+    shutil.rmtree(logdir, ignore_errors=True)
+    return 0
+
+
+__all__ = ["check_setups", "main", "scenarios"]

@@ -1,0 +1,225 @@
+"""The scenarios: scripted start positions and dice, what each checks, and its hooks.
+
+The opening throw is scripted too: the first die is the engine's, so (2, 1) gives it white
+and (1, 2) black. After the scripted dice run out the arbiter's own dice take over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import grpc
+import trio
+
+from clients.check_engine.judge import (
+    ILLEGAL,
+    JOIN_MS,
+    EngineTurn,
+    Fail,
+    judge_bear_off,
+    judge_first_double,
+    judge_forced,
+    judge_illegal,
+    judge_near_timeout,
+    judge_pass,
+    judge_resume,
+)
+from nardy import Position, legal_plays, match_play
+from nardy.client import END_TYPES, my_turn
+from nardy.v1 import game_pb2 as pb
+
+if TYPE_CHECKING:
+    from clients.check_engine.runner import Run
+
+LAUNCH_MS = 5_000  # extra clock where the engine is (re)launched during its own turn
+NEAR_TIMEOUT_MS = 1_500
+
+ENGINE_WHITE = (2, 1)  # opening throw: first die (the engine's) higher -> engine is white
+ENGINE_BLACK = (1, 2)
+
+START = Position.start().text()
+# White (the engine) to move with 6-5: each of its checkers on a=0, 1, 2 would land on a
+# black point (a=5..8), so the turn has no legal play and the arbiter passes it.
+BLOCKED = "w/13,1,1,0,0,-1,-1,-1,-1,0,0,0,-11,0,0,0,0,0,0,0,0,0,0,0"
+# White has all 15 home (points 6..1); black has not left its head.
+BEAR_OFF = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,3,3,3,2,2,2"
+# A middle game where 2-2 has 172 legal plays: an engine that searches must watch its clock.
+MIDDLE = "w/5,0,0,1,3,0,0,0,0,0,-1,-3,-9,2,1,1,0,0,-2,0,0,1,0,1"
+
+
+@dataclass
+class Scenario:
+    name: str
+    start: str
+    dice: tuple[int, ...]
+    judge: Callable[[Run, list[EngineTurn]], str]
+    engine_color: int = pb.COLOR_WHITE
+    clock: str = "normal"  # "normal": --turn-ms; "launch": plus LAUNCH_MS; "short"
+    stop_after: int | None = 1  # engine plays before the checker resigns; None: to the end
+    prelude: Callable[[Run], Awaitable[None]] | None = None  # before the engine starts
+    # Called around the checker's plays: (run, how many it has made, the turn's id).
+    before_checker_play: Callable[[Run, int, int], Awaitable[None]] | None = None
+    after_checker_play: Callable[[Run, int, int], Awaitable[None]] | None = None
+
+    def turn_ms(self, base: int) -> int:
+        if self.clock == "launch":
+            return base + LAUNCH_MS
+        if self.clock == "short":
+            return min(NEAR_TIMEOUT_MS, base)
+        return base
+
+    def limit_s(self, turn_ms: int) -> float:
+        turns = 2 * (self.stop_after or 30) + 6
+        return (JOIN_MS + turns * (turn_ms + 250)) / 1000 + 10
+
+
+# -- scenario hooks ---------------------------------------------------------------------
+async def submit_illegal(run: Run) -> None:
+    """Before the engine runs: join as the engine's seat (which starts the game), submit an
+    illegal play for its turn, and record the arbiter's answer."""
+    seat = run.client.with_token(run.engine_token)
+    with trio.move_on_after(JOIN_MS / 1000):
+        async with contextlib.aclosing(seat.events(run.game_id)) as events:
+            async for ev in events:
+                if ev.type in END_TYPES:
+                    break
+                if not my_turn(ev):
+                    continue
+                run.notes["turn_id"] = ev.state.turn_id
+                try:
+                    await seat.submit(run.game_id, ev.state.turn_id, notation=ILLEGAL)
+                    run.notes["refusal"] = None
+                except grpc.RpcError as e:
+                    run.notes["refusal"] = (e.code(), e.details())
+                return
+    raise Fail("setup: the engine's turn did not start")
+
+
+async def kill_before_first_reply(run: Run, index: int, turn_id: int) -> None:
+    """The engine has played its first turn: kill it as a crash would."""
+    if index == 0:
+        await run.kill_engine()
+        run.notes["killed_at"] = turn_id
+
+
+async def relaunch_after_first_reply(run: Run, index: int, turn_id: int) -> None:
+    """The checker has played, so the engine's turn is running: relaunch it, with the same
+    token, into a game in progress (it starts from a SNAPSHOT)."""
+    if index == 0:
+        run.launch()
+
+
+def scenarios() -> list[Scenario]:
+    w = ENGINE_WHITE
+    return [
+        Scenario("first-turn-6-6", START, (*w, 6, 6), judge_first_double),
+        Scenario("first-turn-4-4", START, (*w, 4, 4), judge_first_double),
+        Scenario("first-turn-3-3", START, (*w, 3, 3), judge_first_double),
+        Scenario(
+            "black-first-double",
+            START,
+            (*ENGINE_BLACK, 5, 2, 3, 3),
+            judge_first_double,
+            engine_color=pb.COLOR_BLACK,
+        ),
+        Scenario("no-legal-play", BLOCKED, (*w, 6, 5, 1, 2, 3, 1), judge_pass),
+        Scenario("forced-play", START, (*w, 6, 5), judge_forced),
+        Scenario(
+            "bear-off",
+            BEAR_OFF,
+            (
+                *w,
+                6,
+                5,
+                3,
+                1,
+                4,
+                2,
+                5,
+                2,
+                6,
+                6,
+                2,
+                1,
+                5,
+                3,
+                4,
+                1,
+                3,
+                3,
+                6,
+                2,
+                6,
+                4,
+                3,
+                2,
+                5,
+                5,
+                4,
+                3,
+                2,
+                1,
+                1,
+                1,
+                6,
+                3,
+                5,
+                4,
+                4,
+                4,
+                2,
+                2,
+                6,
+                6,
+                3,
+                1,
+                5,
+                5,
+            ),
+            judge_bear_off,
+            stop_after=None,
+        ),
+        Scenario(
+            "illegal-play-refused",
+            START,
+            (*w, 3, 1, 4, 2, 5, 3),
+            judge_illegal,
+            clock="launch",
+            stop_after=2,
+            prelude=submit_illegal,
+        ),
+        Scenario(
+            "drop-and-resume",
+            START,
+            (*w, 3, 1, 4, 2, 5, 3, 6, 1, 4, 1, 5, 2, 6, 2, 3, 2),
+            judge_resume,
+            clock="launch",
+            stop_after=3,
+            before_checker_play=kill_before_first_reply,
+            after_checker_play=relaunch_after_first_reply,
+        ),
+        Scenario(
+            "near-timeout",
+            MIDDLE,
+            (*w, 2, 2, 3, 1, 1, 1, 6, 4, 5, 5, 4, 2, 3, 3, 6, 5),
+            judge_near_timeout,
+            clock="short",
+            stop_after=4,
+        ),
+    ]
+
+
+def check_setups() -> None:
+    """The scripted positions do what the scenarios say (cheap; run by the tests)."""
+    blocked = Position.parse(BLOCKED)
+    assert legal_plays(blocked, (6, 5)) == []
+    assert len(legal_plays(Position.start(), (6, 5))) == 1
+    try:
+        match_play(Position.start(), (3, 1), ILLEGAL)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"{ILLEGAL} should be illegal")

@@ -1,0 +1,97 @@
+"""Engines playing each other in-process (no gRPC): one game, duplicate pairs, statistics.
+
+Used by the strength bench (``python -m bench strength``) and by training's periodic
+evaluation (``python -m engines.train``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+
+from nardy import Color, Position, legal_plays, result
+
+Z95 = 1.959964
+
+
+@dataclass
+class GameRecord:
+    """One finished game: who won what, and the time each engine spent."""
+
+    white: str
+    black: str
+    winner: Color
+    points: int
+    turns: int
+    think: dict[str, float] = field(default_factory=dict)  # seconds per engine name
+    moves: dict[str, int] = field(default_factory=dict)  # decisions per engine name
+
+
+def play_game(white, black, dice_seed: int, *, max_turns: int = 2000) -> GameRecord:
+    """Play one game between two engine objects; turn ``i`` uses the ``i``-th roll of the
+    sequence seeded by ``dice_seed`` (so two games with one seed have the same dice)."""
+    rng = random.Random(dice_seed)
+    pos = Position.start()
+    engines = {Color.WHITE: white, Color.BLACK: black}
+    names = {Color.WHITE: f"white:{white.name}", Color.BLACK: f"black:{black.name}"}
+    think = {n: 0.0 for n in names.values()}
+    moves = {n: 0 for n in names.values()}
+    turns = 0
+    while result(pos) is None:
+        if turns >= max_turns:
+            raise RuntimeError(f"game with seed {dice_seed} did not finish")
+        dice = (rng.randint(1, 6), rng.randint(1, 6))
+        turns += 1
+        plays = legal_plays(pos, dice)
+        if not plays:
+            pos = pos.passed()
+            continue
+        name = names[pos.turn]
+        t0 = time.perf_counter()
+        play = engines[pos.turn].choose(pos, dice, plays)
+        think[name] += time.perf_counter() - t0
+        moves[name] += 1
+        if play not in plays:
+            raise RuntimeError(f"{name} returned a play that is not legal")
+        pos = play.end
+    res = result(pos)
+    return GameRecord(white.name, black.name, res.winner, res.points, turns, think, moves)
+
+
+# -- statistics ---------------------------------------------------------------------------
+
+
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return c - h, c + h
+
+
+def mean_ci(xs: list[float], z: float = Z95) -> tuple[float, float, float]:
+    """Mean and normal-approximation interval of independent samples."""
+    n = len(xs)
+    m = sum(xs) / n
+    if n < 2:
+        return m, m, m
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
+    h = z * sd / math.sqrt(n)
+    return m, m - h, m + h
+
+
+def pair_score(a, b, dice_seed: int) -> tuple[float, float]:
+    """A duplicate pair between engine objects ``a`` and ``b``: the same dice with the
+    colours swapped. Returns ``a``'s (wins, net points) over the two games, halved."""
+    wins = points = 0.0
+    for white, black in ((a, b), (b, a)):
+        g = play_game(white, black, dice_seed)
+        won = (g.winner is Color.WHITE) == (white is a)
+        wins += won
+        points += g.points if won else -g.points
+    return wins / 2, points / 2

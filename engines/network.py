@@ -1,0 +1,340 @@
+"""The long-nardy value network: board encoding, evaluation and ``best_plays``.
+
+**What the network says.** For a position (before the dice of the side to move) it
+gives three probabilities from the point of view of the side to move: it wins, it wins
+by mars (the opponent has borne off nothing, RULES.md §5), it loses by mars. The
+**equity** of a position, in points, is ``2 win - 1 + win_mars - loss_mars`` (an oin is
+1 point, a mars 2). A play is judged by its end position, where the opponent is to move:
+its value for the mover is the opponent's value turned round (:func:`flip`).
+
+**The encoding** (:func:`encode`, :data:`FEATURES` = 215 inputs), *turn-relative*: the
+side to move first, then its opponent, each in its own player-relative points 1..24
+(24 is the head, 6..1 home; the opponent's point ``q`` is the mover's ``q±12``). Per side:
+
+* per point ``p`` = 1..24, four units: ``n >= 1``, ``n >= 2``, ``n >= 3``, ``(n-3)/4``
+  for ``n > 3`` (TD-Gammon's unary code; a lone checker already holds a point in long
+  nardy, so the first unit is "point held"): 96 inputs;
+* checkers borne off / 15, pip count / 150, checkers on the head / 15, checkers home / 15:
+  4 inputs;
+* its blocks against the other side (:func:`blocks`): the share of the other's checkers
+  that find exactly 1, 2, .., 6 of the six points in front of them held, and the longest
+  run of held points along the other's path / 6: 7 inputs;
+
+and finally one input that is 1 in a **race** (neither side can block the other any
+more: every checker of each side has passed every checker of the other along its path).
+The board is read only through :class:`nardy.Position` (the absolute index ``a`` of
+RULES.md §1) and the top-level API.
+
+**The model**: inputs -> ``hidden`` sigmoid units -> 3 sigmoid outputs, evaluated in numpy
+on a batch of positions at once (all end positions of a turn in one matrix product).
+Positions that are already decided (a side has borne off all 15) are not asked of the
+network: their value is exact.
+
+``best_plays(position, dice)`` ranks the legal plays of a turn by the network
+(``ply=0``) or by a 1-ply lookahead over the opponent's 21 rolls (``ply=1``); it is the
+call behind the terminal client's ``hint``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from itertools import chain
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from nardy import CHECKERS, Play, Position, legal_plays
+
+WEIGHTS = Path(__file__).with_name("weights") / "long.npz"
+
+POINTS = 24
+UNITS = 4  # per point and side
+BLOCK = 7  # per side: the blocks it makes against the other side
+SIDE = POINTS * UNITS + 4 + BLOCK
+FEATURES = 2 * SIDE + 1
+OUTPUTS = 3  # win, win by mars, loss by mars (side to move)
+
+# IDX[color][p-1]: the absolute index of color's own point p (RULES.md §1).
+IDX = np.array(
+    [[POINTS - p for p in range(1, 25)], [(36 - p) % POINTS for p in range(1, 25)]],
+    dtype=np.intp,
+)
+# By side to move: the absolute indices of its points 1..24, then its opponent's, and the
+# signs that make both sides' counts positive.
+_GATHER = np.array([np.concatenate([IDX[t], IDX[1 - t]]) for t in (0, 1)])
+_SIGNS = np.array([[1] * 24 + [-1] * 24, [-1] * 24 + [1] * 24], dtype=np.int64)
+# The four units of a point holding n = 0..15 checkers.
+_UNITS = np.array([[n >= 1, n >= 2, n >= 3, max(n - 3, 0) / 4] for n in range(16)], dtype=float)
+# Counts (24) -> on-board share, pips / 150, head / 15, home / 15.
+_EXTRA = np.zeros((POINTS, 4))
+_EXTRA[:, 0] = 1 / CHECKERS
+_EXTRA[:, 1] = np.arange(1, 25) / 150
+_EXTRA[23, 2] = 1 / CHECKERS
+_EXTRA[:6, 3] = 1 / CHECKERS
+# Progress along a side's own path of its point p (0 at the head, 23 at point 1) and along
+# the *other* side's path (the other's point q is this side's q+12 or q-12).
+_PROG_OWN = np.arange(23, -1, -1)
+_PROG_OTHER = np.array([12 - q if q <= 12 else 36 - q for q in range(1, 25)])
+# _ON_OTHER[k]: the column (own point - 1) of a side's point that is the other side's point
+# at progress k along the other side's path (k = 0 is the other side's head).
+_ON_OTHER = np.argsort(_PROG_OTHER)
+_ONE_HOT = np.eye(7)  # blocked points 0..6
+_BITS = 1 << np.arange(POINTS, dtype=np.int64)
+
+
+def _boards(positions: list[Position]) -> tuple[np.ndarray, np.ndarray]:
+    n = len(positions)
+    boards = np.fromiter(chain.from_iterable(p.board for p in positions), np.int64, n * POINTS)
+    turns = np.array([p.turn.value for p in positions], dtype=np.intp)
+    return boards.reshape(n, POINTS), turns
+
+
+def counts(boards: np.ndarray, turns: np.ndarray) -> np.ndarray:
+    """``(N, 2, 24)``: the checkers of the side to move ``[:, 0]`` and of its opponent
+    ``[:, 1]``, each on its own points 1..24 (column ``p-1``), from signed absolute boards
+    ``(N, 24)`` and sides to move ``(N,)``."""
+    n = len(boards)
+    c = boards[np.arange(n)[:, None], _GATHER[turns]] * _SIGNS[turns]
+    np.maximum(c, 0, out=c)
+    return c.reshape(n, 2, POINTS)
+
+
+def race(c: np.ndarray) -> np.ndarray:
+    """True where neither side can block the other any more: every checker of each side
+    has passed every checker of the other along its path."""
+    occ = c > 0
+    rear = np.where(occ, _PROG_OWN, 99).min(2)  # each side's last checker, own path
+    front = np.where(occ, _PROG_OTHER, -1).max(2)  # its first checker on the other's path
+    return (rear[:, 0] > front[:, 1]) & (rear[:, 1] > front[:, 0])
+
+
+def blocks(c: np.ndarray) -> np.ndarray:
+    """``(N, 2, 7)``: how each side blocks the other: the share of the other's checkers
+    with exactly 1..6 of the six points in front of them (along its path) held by this
+    side, and this side's longest run of held points along the other's path / 6 (runs
+    longer than six count as six)."""
+    n = len(c)
+    held = (c > 0)[:, :, _ON_OTHER]  # by the other's progress 0..23
+    cum = np.zeros((n, 2, POINTS + 7), dtype=np.int64)  # six unheld points past the end
+    np.cumsum(held, axis=2, out=cum[:, :, 1 : POINTS + 1])
+    cum[:, :, POINTS + 1 :] = cum[:, :, POINTS : POINTS + 1]
+    front = cum[:, :, 7:] - cum[:, :, 1 : POINTS + 1]  # points k+1..k+6 held
+    theirs = c[:, ::-1, None, ::-1].astype(float)  # the other's checkers by its progress
+    hist = np.matmul(theirs, _ONE_HOT[front])[:, :, 0, 1:] / CHECKERS
+    mask = held @ _BITS  # bit k: point at the other's progress k held
+    longest = np.zeros(mask.shape)
+    for _ in range(6):
+        longest += mask != 0
+        mask &= mask >> 1
+    return np.concatenate([hist, (longest / 6.0)[..., None]], axis=2)
+
+
+def features(c: np.ndarray) -> np.ndarray:
+    """The network inputs ``(N, FEATURES)`` of both sides' counts (:func:`counts`)."""
+    n = len(c)
+    extra = c @ _EXTRA
+    extra[:, :, 0] = 1.0 - extra[:, :, 0]  # on-board share -> borne-off share
+    sides = np.concatenate([_UNITS[c].reshape(n, 2, -1), extra, blocks(c)], axis=2)
+    return np.concatenate([sides.reshape(n, -1), race(c)[:, None]], axis=1)
+
+
+def encode(positions: list[Position]) -> np.ndarray:
+    """The network inputs of positions (see the module docstring)."""
+    return features(counts(*_boards(positions)))
+
+
+def flip(v: np.ndarray) -> np.ndarray:
+    """Values for the side to move -> the same values for its opponent (and back)."""
+    return np.stack([1.0 - v[..., 0], v[..., 2], v[..., 1]], axis=-1)
+
+
+def equity(v: np.ndarray) -> np.ndarray:
+    """Expected points for the side whose values ``v`` are (win, win mars, loss mars)."""
+    return 2.0 * v[..., 0] - 1.0 + v[..., 1] - v[..., 2]
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 + 0.5 * np.tanh(0.5 * x)  # = 1 / (1 + exp(-x)), without overflow
+
+
+class Network:
+    """An MLP ``FEATURES -> hidden (sigmoid) -> 3 (sigmoid)``; see the module docstring."""
+
+    def __init__(
+        self,
+        w1: np.ndarray,
+        b1: np.ndarray,
+        w2: np.ndarray,
+        b2: np.ndarray,
+        meta: dict | None = None,
+    ) -> None:
+        self.w1, self.b1, self.w2, self.b2 = w1, b1, w2, b2
+        self.meta = dict(meta or {})
+
+    @classmethod
+    def random(cls, hidden: int = 80, seed: int = 0) -> Network:
+        """Small random weights (the start of training)."""
+        rng = np.random.default_rng(seed)
+        w1 = rng.normal(0.0, 1.0 / np.sqrt(FEATURES), (FEATURES, hidden))
+        w2 = rng.normal(0.0, 1.0 / np.sqrt(hidden), (hidden, OUTPUTS))
+        return cls(w1, np.zeros(hidden), w2, np.zeros(OUTPUTS))
+
+    @property
+    def hidden(self) -> int:
+        return self.w1.shape[1]
+
+    # -- evaluation ---------------------------------------------------------------------
+    def forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Hidden activations and outputs for inputs ``x`` (N, FEATURES)."""
+        h = _sigmoid(x @ self.w1 + self.b1)
+        return h, _sigmoid(h @ self.w2 + self.b2)
+
+    def values(self, positions: list[Position]) -> np.ndarray:
+        """``(N, 3)`` values of positions for their side to move; exact once decided."""
+        if not positions:
+            return np.zeros((0, OUTPUTS))
+        c = counts(*_boards(positions))
+        out = self.forward(features(c))[1]
+        on = c.sum(2)
+        done = on[:, 1] == 0  # the opponent has borne off all 15: the side to move lost
+        if done.any():
+            out[done] = 0.0
+            out[done, 2] = on[done, 0] == CHECKERS
+        return out
+
+    def after(self, plays: list[Play]) -> np.ndarray:
+        """``(N, 3)`` values of each play's end position for the side that plays it."""
+        return flip(self.values([p.end for p in plays]))
+
+    # -- files --------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike, dtype=np.float32, **extra: np.ndarray) -> None:
+        """Write the weights (float32 unless told) and ``meta`` as an .npz file, atomically."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez_compressed(
+            tmp,
+            w1=self.w1.astype(dtype),
+            b1=self.b1.astype(dtype),
+            w2=self.w2.astype(dtype),
+            b2=self.b2.astype(dtype),
+            meta=np.array(json.dumps(self.meta)),
+            **extra,
+        )
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike = WEIGHTS) -> Network:
+        """Read weights written by :meth:`save` (float64 in memory)."""
+        with np.load(path) as f:
+            if f["w1"].shape[0] != FEATURES:
+                raise ValueError(
+                    f"{path}: weights expect {f['w1'].shape[0]} inputs, the encoding has {FEATURES}"
+                )
+            arrays = [f[k].astype(np.float64) for k in ("w1", "b1", "w2", "b2")]
+            meta = json.loads(str(f["meta"])) if "meta" in f else {}
+        return cls(*arrays, meta=meta)
+
+
+_SHIPPED: Network | None = None
+
+
+def shipped() -> Network:
+    """The network shipped with the package (loaded once)."""
+    global _SHIPPED
+    if _SHIPPED is None:
+        _SHIPPED = Network.load(WEIGHTS)
+    return _SHIPPED
+
+
+# -- search -------------------------------------------------------------------------------
+
+#: The 21 distinct rolls and their probabilities.
+ROLLS: tuple[tuple[tuple[int, int], float], ...] = tuple(
+    ((a, b), (1 if a == b else 2) / 36) for a in range(6, 0, -1) for b in range(a, 0, -1)
+)
+
+
+def lookahead(net: Network, end: Position, deadline: float | None = None) -> np.ndarray | None:
+    """1-ply value of an end position for the side that just played: the average over the
+    opponent's 21 rolls of the position after the opponent's best reply by the network
+    (None if ``time.perf_counter()`` passes ``deadline`` first)."""
+    if end.winner is not None:
+        return flip(net.values([end]))[0]
+    replies: list[Position] = []
+    spans: list[tuple[int, int, float]] = []
+    for roll, weight in ROLLS:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
+        ps = legal_plays(end, roll)
+        start = len(replies)
+        replies.extend(p.end for p in ps) if ps else replies.append(end.passed())
+        spans.append((start, len(replies), weight))
+    v = net.values(replies)  # for the side that played ``end``: it is to move again
+    eq = equity(v)
+    total = np.zeros(OUTPUTS)
+    for start, stop, weight in spans:
+        total += weight * v[start + int(np.argmin(eq[start:stop]))]
+    return total
+
+
+class RankedPlay(NamedTuple):
+    """A play with the network's judgement of it, for the side that plays it."""
+
+    play: Play
+    equity: float  # expected points, -2..2
+    win: float  # probability of winning
+    win_mars: float
+    loss_mars: float
+
+
+def best_plays(
+    position: Position,
+    dice: tuple[int, int],
+    *,
+    ply: int = 0,
+    candidates: int = 6,
+    network: Network | None = None,
+) -> list[RankedPlay]:
+    """The legal plays of ``position`` with ``dice``, best first, ranked by the network.
+
+    ``ply=0`` judges each end position by the network; ``ply=1`` first ranks all plays at
+    0 ply, then looks one roll ahead for the best ``candidates`` of them (they come first,
+    in 1-ply order, followed by the rest in 0-ply order). An empty list when no play is
+    legal. Uses the shipped weights unless ``network`` is given.
+    """
+    net = network or shipped()
+    plays = legal_plays(position, dice)
+    if not plays:
+        return []
+    v = net.after(plays)
+    order = np.argsort(-equity(v), kind="stable")
+    ranked = [_ranked(plays[i], v[i]) for i in order]
+    if ply >= 1 and len(ranked) > 1:
+        deep = [_ranked(r.play, lookahead(net, r.play.end)) for r in ranked[:candidates]]
+        deep.sort(key=lambda r: -r.equity)
+        ranked = deep + ranked[candidates:]
+    return ranked
+
+
+def _ranked(play: Play, v: np.ndarray) -> RankedPlay:
+    return RankedPlay(play, float(equity(v)), float(v[0]), float(v[1]), float(v[2]))
+
+
+__all__ = [
+    "FEATURES",
+    "ROLLS",
+    "WEIGHTS",
+    "Network",
+    "RankedPlay",
+    "best_plays",
+    "encode",
+    "equity",
+    "flip",
+    "lookahead",
+    "race",
+    "shipped",
+]

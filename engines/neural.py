@@ -1,0 +1,117 @@
+"""The "network" engine: the trained value network (engines/network.py) with search and levels.
+
+* **0-ply**: every legal play's end position is judged by the network in one batch.
+* **1-ply** (full strength): the 0-ply pass prunes the candidates to the best ``k`` within
+  ``margin`` points of the best; each survivor is then judged by the average over the
+  opponent's 21 rolls of the opponent's best reply (:func:`engines.network.lookahead`).
+  Candidates are searched in 0-ply order; when the time budget (a third of the turn's time
+  left, at most ``max_seconds``) runs out, the best of the fully searched candidates is
+  played (when at least two were), else the 0-ply choice.
+* **Levels** 0..3: 3 is full strength, 2 plays the network's 0-ply choice, and the lower
+  levels slip like a person: their judgement gets noise and now and then they take the
+  second or third choice when it looks close.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from engines.base import Engine
+from engines.network import Network, equity, lookahead, shipped
+from nardy import Play, Position
+
+SAFETY_MS = 50  # kept back from the time budget for messaging
+
+
+@dataclass(frozen=True)
+class Level:
+    ply: int  # 0: the network alone; 1: one roll of lookahead
+    k: int  # candidates searched at 1 ply
+    margin: float  # ... within this many points of the 0-ply best
+    noise: float  # standard deviation (points) of the noise added to each play's equity
+    slip: float  # chance of taking the 2nd or 3rd choice ...
+    slip_margin: float  # ... when it is within this many points of the best
+
+
+LEVELS: dict[int, Level] = {
+    0: Level(ply=0, k=1, margin=0.0, noise=0.30, slip=0.30, slip_margin=0.40),
+    1: Level(ply=0, k=1, margin=0.0, noise=0.10, slip=0.12, slip_margin=0.15),
+    2: Level(ply=0, k=1, margin=0.0, noise=0.0, slip=0.0, slip_margin=0.0),
+    3: Level(ply=1, k=5, margin=0.25, noise=0.0, slip=0.0, slip_margin=0.0),
+}
+FULL = 3
+#: The level ``nardy play`` offers a newcomer: it slips often enough to be beaten.
+BEGINNER = 0
+
+
+class NetworkEngine(Engine):
+    """The value network with a 0-ply pruning pass and 1-ply lookahead; see the module doc."""
+
+    name = "network"
+
+    def __init__(
+        self,
+        level: int | None = None,
+        seed: int | None = None,
+        *,
+        network: Network | None = None,
+        max_seconds: float | None = 0.9,
+    ) -> None:
+        level = FULL if level is None else level
+        if level not in LEVELS:
+            raise ValueError(f"level must be 0..{FULL}, not {level}")
+        self.level = level
+        self.params = LEVELS[level]
+        self.net = network or shipped()
+        self.max_seconds = max_seconds
+        self.rng = random.Random(seed)
+        self.timeouts = 0  # searches cut short by the clock
+
+    def pick(
+        self,
+        position: Position,
+        dice: tuple[int, int],
+        plays: list[Play],
+        *,
+        time_left_ms: int | None,
+        match,
+    ) -> Play:
+        budget = self.max_seconds
+        if time_left_ms is not None:
+            t = max(0.0, (time_left_ms / 3 - SAFETY_MS) / 1000)
+            budget = t if budget is None else min(budget, t)
+        deadline = None if budget is None else time.perf_counter() + budget
+        p = self.params
+        eq0 = equity(self.net.after(plays))
+        order = np.argsort(-eq0, kind="stable")
+        scores = {int(i): float(eq0[i]) for i in order}
+        if p.ply >= 1:
+            best = eq0[order[0]]
+            cands = [int(i) for i in order[: p.k] if eq0[i] >= best - p.margin]
+            if len(cands) > 1:
+                deep: dict[int, float] = {}
+                for i in cands:
+                    v = lookahead(self.net, plays[i].end, deadline)
+                    if v is None:
+                        self.timeouts += 1
+                        break
+                    deep[i] = float(equity(v))
+                if len(deep) >= 2:
+                    scores = deep
+        return plays[self._choose(scores)]
+
+    def _choose(self, scores: dict[int, float]) -> int:
+        p = self.params
+        ranked = [
+            (v + (self.rng.gauss(0.0, p.noise) if p.noise else 0.0), i) for i, v in scores.items()
+        ]
+        ranked.sort(key=lambda x: -x[0])
+        if p.slip and len(ranked) > 1 and self.rng.random() < p.slip:
+            close = [x for x in ranked[1:3] if x[0] >= ranked[0][0] - p.slip_margin]
+            if close:
+                return self.rng.choice(close)[1]
+        return ranked[0][1]

@@ -1,0 +1,239 @@
+"""Train the long-nardy value network by TD(lambda) self-play: ``python -m engines.train``.
+
+The method is TD-Gammon's: the network plays both sides at 0 ply (the dice are the only
+exploration) and learns to predict its own next estimate. Each game is learned from as a
+whole when it ends (the *offline* lambda-return form of TD(lambda)): for the positions
+``s_0 .. s_{T-1}`` before each turn, the targets are
+
+    G_{T-1} = the game's outcome,    G_t = flip((1 - lambda) V(s_{t+1}) + lambda G_{t+1}),
+
+(``flip`` turns the values round to the other side to move) and one gradient step on
+``sum_t |G_t - V(s_t)|^2 / 2`` follows, with step ``alpha / sqrt(1 + i / alpha_half)``
+for game ``i`` (large steps early, smaller ones as the play settles).
+
+Reproducible and resumable: game ``i`` of a run with ``--seed S`` throws its dice from a
+generator seeded with ``(S, i)`` and the weights start from ``S``, so the same command
+reproduces the same weights, whether it ran at once or was stopped and resumed from a
+checkpoint (``--checkpoint``, written every ``--checkpoint-every`` games, atomically; the
+run resumes from it when it exists). Every ``--eval-every`` games the network (0 ply) plays
+``--eval-pairs`` duplicate-dice pairs against the greedy engine; the results go to the log
+and to ``<checkpoint>.log.jsonl``. ``--export`` writes the shipped (float32) weights.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread: the matrices are small, the machine is shared, and results stay exact.
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from engines.arena import mean_ci, pair_score  # noqa: E402
+from engines.network import WEIGHTS, Network, encode, equity, flip  # noqa: E402
+from nardy import Position, legal_plays  # noqa: E402
+
+DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
+MAX_TURNS = 1500
+
+
+def self_play(net: Network, rng: random.Random) -> tuple[list[Position], np.ndarray]:
+    """One game of the network against itself at 0 ply: the positions before each turn
+    and the outcome for the side to move in the final position (which has lost)."""
+    pos = Position.start()
+    states = []
+    while True:
+        states.append(pos)
+        if len(states) > MAX_TURNS:
+            raise RuntimeError("self-play game did not finish")
+        dice = (rng.randint(1, 6), rng.randint(1, 6))
+        plays = legal_plays(pos, dice)
+        if not plays:
+            pos = pos.passed()
+            continue
+        pos = plays[int(np.argmax(equity(net.after(plays))))].end
+        if pos.winner is not None:
+            loser_off = pos.borne_off(pos.turn)
+            return states, np.array([0.0, 0.0, 1.0 if loser_off == 0 else 0.0])
+
+
+def td_targets(v: np.ndarray, outcome: np.ndarray, lam: float) -> np.ndarray:
+    """The lambda-returns ``G_t`` for values ``v`` (T, 3) of a game's positions, each for
+    its side to move, and the outcome for the side to move after the last turn."""
+    g = np.empty_like(v)
+    nxt = flip(outcome)
+    g[-1] = nxt
+    for t in range(len(v) - 2, -1, -1):
+        g[t] = flip((1.0 - lam) * v[t + 1] + lam * g[t + 1])
+    return g
+
+
+def learn(net: Network, x: np.ndarray, g: np.ndarray, alpha: float) -> float:
+    """One gradient step of ``sum |g - V(x)|^2 / 2``; returns the mean squared error."""
+    h, y = net.forward(x)
+    err = y - g
+    dy = err * y * (1.0 - y)
+    dh = (dy @ net.w2.T) * h * (1.0 - h)
+    net.w2 -= alpha * (h.T @ dy)
+    net.b2 -= alpha * dy.sum(0)
+    net.w1 -= alpha * (x.T @ dh)
+    net.b1 -= alpha * dh.sum(0)
+    return float((err**2).mean())
+
+
+def game_rng(seed: int, game: int) -> random.Random:
+    return random.Random(f"nardy-train:{seed}:{game}")
+
+
+def evaluate(net: Network, pairs: int, seed: int, at: int) -> dict:
+    """The network at 0 ply against greedy over duplicate-dice pairs."""
+    from engines.greedy import GreedyEngine
+    from engines.neural import NetworkEngine
+
+    me = NetworkEngine(level=2, network=net, max_seconds=None)
+    other = GreedyEngine()
+    t0 = time.perf_counter()
+    scores = [pair_score(me, other, 10**9 + seed * 10**6 + at + i) for i in range(pairs)]
+    rate, lo, hi = mean_ci([s[0] for s in scores])
+    net_pts = sum(s[1] for s in scores) / len(scores)
+    return {
+        "games": at,
+        "vs": "greedy",
+        "pairs": pairs,
+        "win_rate": round(rate, 4),
+        "ci95": [round(lo, 4), round(hi, 4)],
+        "net_points_per_game": round(net_pts, 4),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m engines.train", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument("--games", type=int, default=20_000, help="train until this many games in all")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the weights and the dice")
+    ap.add_argument("--hidden", type=int, default=80, help="hidden units (new runs only)")
+    ap.add_argument("--alpha", type=float, default=0.1, help="step size at the start")
+    ap.add_argument(
+        "--alpha-half", type=float, default=10_000, help="games until the step is alpha/sqrt(2)"
+    )
+    ap.add_argument("--lam", type=float, default=0.7, help="TD lambda")
+    ap.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT)
+    ap.add_argument("--checkpoint-every", type=int, default=500)
+    ap.add_argument("--eval-every", type=int, default=2000, help="0: never")
+    ap.add_argument("--eval-pairs", type=int, default=50)
+    ap.add_argument("--export", type=Path, default=None, help="write shipped weights here too")
+    ap.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    args = ap.parse_args(argv)
+
+    ckpt: Path = args.checkpoint
+    if ckpt.exists() and not args.fresh:
+        net = Network.load(ckpt)
+        done = int(net.meta["games"])
+        if net.meta.get("seed") != args.seed:
+            print(
+                f"{ckpt}: a run with seed {net.meta.get('seed')}; use --fresh or its seed",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"resuming {ckpt} at game {done}", file=sys.stderr)
+    else:
+        net = Network.random(args.hidden, seed=args.seed)
+        net.meta = {"seed": args.seed, "games": 0, "hidden": args.hidden, "seconds": 0.0}
+        done = 0
+    net.meta.update(
+        alpha=args.alpha,
+        alpha_half=args.alpha_half,
+        lam=args.lam,
+        method="TD(lambda) self-play at 0 ply, offline lambda-returns per game",
+    )
+    log_path = ckpt.with_name(ckpt.name + ".log.jsonl")
+    trained_before = float(net.meta.get("seconds", 0.0))
+
+    def save() -> None:
+        net.meta["games"] = done
+        net.meta["seconds"] = round(trained_before + time.perf_counter() - t0, 1)
+        net.save(ckpt, dtype=np.float64)
+        if args.export:
+            net.save(args.export)
+
+    def note(record: dict) -> None:
+        print(json.dumps(record), file=sys.stderr, flush=True)
+        with open(log_path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    t0 = time.perf_counter()
+    window_t, window_games, mse_sum, turns_sum = t0, 0, 0.0, 0
+    progress = _progress(args.games, done)
+    try:
+        while done < args.games:
+            states, outcome = self_play(net, game_rng(args.seed, done))
+            x = encode(states)
+            v = net.forward(x)[1]
+            alpha = args.alpha / np.sqrt(1.0 + done / args.alpha_half)
+            mse_sum += learn(net, x, td_targets(v, outcome, args.lam), alpha)
+            turns_sum += len(states)
+            done += 1
+            window_games += 1
+            progress(done)
+            if done % args.checkpoint_every == 0 or done == args.games:
+                save()
+                now = time.perf_counter()
+                note(
+                    {
+                        "games": done,
+                        "games_per_hour": round(3600 * window_games / (now - window_t)),
+                        "turns_per_game": round(turns_sum / window_games, 1),
+                        "mse": round(mse_sum / window_games, 5),
+                        "hours": round(net.meta["seconds"] / 3600, 3),
+                    }
+                )
+                window_t, window_games, mse_sum, turns_sum = now, 0, 0.0, 0
+            if args.eval_every and done % args.eval_every == 0:
+                note(evaluate(net, args.eval_pairs, args.seed, done))
+                window_t = time.perf_counter()
+    except KeyboardInterrupt:
+        save()
+        print(f"\ninterrupted: checkpoint at game {done} in {ckpt}", file=sys.stderr)
+        return 130
+    finally:
+        progress(None)
+    return 0
+
+
+def _progress(total: int, done: int):
+    """A rich progress bar on a terminal; nothing otherwise (the log lines report)."""
+    if not sys.stderr.isatty():
+        return lambda n: None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=False,
+    )
+    bar.start()
+    task = bar.add_task("self-play games", total=total, completed=done)
+
+    def update(n: int | None) -> None:
+        if n is None:
+            bar.stop()
+        else:
+            bar.update(task, completed=n)
+
+    return update
+
+
+if __name__ == "__main__":
+    sys.exit(main())

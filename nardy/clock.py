@@ -1,0 +1,81 @@
+"""A side's clock in one game: a turn time for every turn, then a bank that only shrinks.
+
+One object serves the arbiter (deadline, charging a play from the moment it arrived,
+the fresh clock of a game resumed after a restart) and the SDK (the clock display,
+counting down from the reading in the last ``GameState``). Times are seconds on the
+caller's monotonic clock (the arbiter's trio clock, the SDK's ``time.monotonic``);
+amounts are whole milliseconds, as on the wire (``nardy.v1.Clock``). No I/O here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: The turn time when none is given: two minutes per turn (the .proto's ``turn_time_ms``).
+DEFAULT_TURN_TIME_MS = 120_000
+
+
+@dataclass
+class Clock:
+    """``turn_time_ms`` for each turn; time beyond it comes out of ``bank_ms``.
+
+    While a turn runs, ``started`` is when the turn was sent to the side; the side loses
+    on time unless its play *arrives* before :attr:`deadline`.
+    """
+
+    turn_time_ms: int = DEFAULT_TURN_TIME_MS
+    bank_ms: int = 0
+    started: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.started is not None
+
+    @property
+    def deadline(self) -> float:
+        """When the running turn's time and the whole bank are used up (inf when stopped)."""
+        if self.started is None:
+            return math.inf
+        return self.started + (self.turn_time_ms + self.bank_ms) / 1000
+
+    def start(self, now: float) -> float:
+        """Start a turn at ``now``; return its deadline."""
+        self.started = now
+        return self.deadline
+
+    def in_time(self, arrived: float) -> bool:
+        """Did a play that arrived at ``arrived`` beat the deadline?"""
+        return arrived < self.deadline
+
+    def charge(self, arrived: float) -> int:
+        """Stop the clock for a play that arrived at ``arrived``: the bank pays what went
+        beyond the turn time; returns the time used in ms (never negative)."""
+        assert self.started is not None, "the clock is not running"
+        used = round(max(0.0, arrived - self.started) * 1000)
+        over = used - self.turn_time_ms
+        if over > 0:
+            self.bank_ms = max(0, self.bank_ms - over)
+        self.started = None
+        return used
+
+    def stop(self) -> None:
+        """Stop without charging (the turn ended by timeout, resignation or the game's end)."""
+        self.started = None
+
+    def reading(self, now: float) -> tuple[int, int]:
+        """``(remaining_ms, bank_ms)`` as shown at ``now``: the time left for the turn
+        (turn time plus bank) and what is left of the bank."""
+        if self.started is None:
+            return self.turn_time_ms + self.bank_ms, self.bank_ms
+        spent = (now - self.started) * 1000
+        remaining = max(0, int(self.turn_time_ms + self.bank_ms - spent))
+        bank = max(0, int(self.bank_ms - max(0.0, spent - self.turn_time_ms)))
+        return remaining, bank
+
+    @classmethod
+    def from_reading(cls, remaining_ms: int, bank_ms: int, received: float) -> Clock:
+        """A running clock that reads ``(remaining_ms, bank_ms)`` at ``received``: the SDK's
+        view of a side's clock from a GameState, counting down from when it arrived."""
+        bank = min(bank_ms, remaining_ms)
+        return cls(turn_time_ms=remaining_ms - bank, bank_ms=bank, started=received)

@@ -1,0 +1,174 @@
+"""Every conversion between ``nardy.v1`` messages and the domain, both directions, in one place.
+
+The server builds its messages with these functions and the clients, the SDK and the
+tools read messages back with them, so both ends agree by construction. Enum values are
+mapped by name (``RESULT_KIND_GAMMON`` is the kind ``gammon``), so a variant's new result
+kind needs a .proto value, not a code change here. Request defaults live here too
+(:func:`terms_of`): an unset field (0) means the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nardy.clock import DEFAULT_TURN_TIME_MS
+from nardy.game import Color, GameResult, Termination
+from nardy.match import Colours, GameOptions, Opening
+from nardy.v1 import game_pb2 as pb
+from nardy.variant import Board, GamePlay, Variant
+
+# -- colours ------------------------------------------------------------------------------
+_COLOR_PB = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK}
+_PB_COLOR = {v: k for k, v in _COLOR_PB.items()}
+
+
+def color_pb(color: Color | None) -> int:
+    """``pb.Color`` of a side; ``COLOR_UNSPECIFIED`` for None."""
+    return pb.COLOR_UNSPECIFIED if color is None else _COLOR_PB[color]
+
+
+def color_of(value: int) -> Color | None:
+    """The side of a ``pb.Color``; None for ``COLOR_UNSPECIFIED`` (or an unknown value)."""
+    return _PB_COLOR.get(value)
+
+
+def color_name(value: int) -> str:
+    """``white``, ``black`` or ``?``."""
+    color = _PB_COLOR.get(value)
+    return "?" if color is None else color.name.lower()
+
+
+# -- enums by name ------------------------------------------------------------------------
+def _enum_name(enum, prefix: str, value: int) -> str | None:
+    try:
+        return enum.Name(value).removeprefix(prefix).lower().replace("_", "-")
+    except ValueError:
+        return None
+
+
+def termination_pb(termination: Termination) -> int:
+    return pb.Termination.Value("TERMINATION_" + termination.value.upper().replace("-", "_"))
+
+
+def termination_of(value: int) -> Termination:
+    """The domain termination of a ``pb.Termination``; ValueError if unknown."""
+    name = _enum_name(pb.Termination, "TERMINATION_", value)
+    if name is None or name == "unspecified":
+        raise ValueError(f"unknown termination {value}")
+    return Termination(name)
+
+
+def termination_name(value: int) -> str:
+    """``timeout``, ``illegal plays``, ...: a ``pb.Termination`` in words."""
+    return (_enum_name(pb.Termination, "TERMINATION_", value) or "?").replace("-", " ")
+
+
+def kind_pb(kind) -> int:
+    """``pb.ResultKind`` of a variant's result kind (``oin`` -> ``RESULT_KIND_OIN``)."""
+    return pb.ResultKind.Value("RESULT_KIND_" + kind.value.upper())
+
+
+def kind_name(value: int) -> str:
+    """``oin``, ``mars``, ``gammon``, ...: a ``pb.ResultKind`` by name, ``?`` if unknown."""
+    name = _enum_name(pb.ResultKind, "RESULT_KIND_", value)
+    return "?" if name in (None, "unspecified") else name
+
+
+# -- results ------------------------------------------------------------------------------
+def result_pb(result: GameResult | None) -> pb.GameResult | None:
+    if result is None:
+        return None
+    return pb.GameResult(
+        winner=color_pb(result.winner),
+        kind=kind_pb(result.kind),
+        termination=termination_pb(result.termination),
+        points=result.points,
+    )
+
+
+def result_of(msg: pb.GameResult, variant: Variant) -> GameResult:
+    """The domain result of a message, its kind one of ``variant``'s; ValueError if not."""
+    winner = color_of(msg.winner)
+    if winner is None:
+        raise ValueError("a result without a winner")
+    return GameResult(winner, variant.kind(kind_name(msg.kind)), termination_of(msg.termination))
+
+
+# -- options and request defaults ----------------------------------------------------------
+DEFAULT_START_TIMEOUT_MS = 60_000  # how long a match waits for both seats
+
+_OPENING_PB = {
+    Opening.FRESH_ROLL: pb.OPENING_RULE_FRESH_ROLL,
+    Opening.USE_OPENING_DICE: pb.OPENING_RULE_USE_OPENING_DICE,
+}
+_COLOURS_PB = {
+    Colours.ALTERNATE: pb.COLOUR_RULE_ALTERNATE,
+    Colours.THROW_EACH_GAME: pb.COLOUR_RULE_THROW_EACH_GAME,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """What a ``pb.GameOptions`` asks beyond the rules, with the defaults applied."""
+
+    turn_time_ms: int = DEFAULT_TURN_TIME_MS
+    time_bank_ms: int = 0
+    auto_play_forced: bool = False
+    illegal_play_limit: int = 0  # 0: no limit
+
+
+def options_of(msg: pb.GameOptions) -> GameOptions:
+    """The rule options of a request; unset fields take the variant's defaults."""
+    opening = {v: k for k, v in _OPENING_PB.items()}.get(msg.opening)
+    colours = {v: k for k, v in _COLOURS_PB.items()}.get(msg.colours, Colours.ALTERNATE)
+    rules = frozenset({"koks"} if msg.koks else ())
+    fields = {"opening": opening} if opening is not None else {}
+    return GameOptions(variant=msg.variant or "long", rules=rules, colours=colours, **fields)
+
+
+def terms_of(msg: pb.GameOptions, **defaults: int | bool) -> Terms:
+    """The clock and ladder terms of a request: a field left 0 takes ``defaults`` or
+    :class:`Terms`' default."""
+    base = Terms(**defaults)  # type: ignore[arg-type]
+    return Terms(
+        turn_time_ms=msg.turn_time_ms or base.turn_time_ms,
+        time_bank_ms=msg.time_bank_ms or base.time_bank_ms,
+        auto_play_forced=msg.auto_play_forced or base.auto_play_forced,
+        illegal_play_limit=msg.illegal_play_limit or base.illegal_play_limit,
+    )
+
+
+def options_pb(options: GameOptions, terms: Terms) -> pb.GameOptions:
+    return pb.GameOptions(
+        variant=options.variant,
+        koks="koks" in options.rules,
+        opening=_OPENING_PB[options.opening],
+        colours=_COLOURS_PB[options.colours],
+        turn_time_ms=terms.turn_time_ms,
+        time_bank_ms=terms.time_bank_ms,
+        auto_play_forced=terms.auto_play_forced,
+        illegal_play_limit=terms.illegal_play_limit,
+    )
+
+
+# -- boards and plays ---------------------------------------------------------------------
+def board_pb(board: Board) -> pb.Board:
+    return pb.Board(
+        points=board.points,
+        white_off=board.off[Color.WHITE],
+        black_off=board.off[Color.BLACK],
+    )
+
+
+def legal_pb(play: GamePlay) -> pb.LegalPlay:
+    return pb.LegalPlay(
+        notation=play.notation(),
+        end_position=play.end.text(),
+        steps=[pb.Step(**{"from": s.src, "to": s.dst, "die": s.die}) for s in play.steps],
+    )
+
+
+def dice_of(msg_dice) -> tuple[int, int]:
+    """The two dice of a message's repeated ``dice`` field (a double is sent as two)."""
+    a, b = msg_dice[0], msg_dice[1]
+    return a, b

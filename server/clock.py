@@ -1,0 +1,78 @@
+"""Arrival stamps: when a play reached the transport, on the core's clock, across threads.
+
+A side is charged from when its turn was sent to when its play *arrived* (issue 10,
+"fair clocks under load"), not to when the trio thread got round to it. The gRPC thread
+stamps every SubmitPlay as it arrives (:meth:`Arrivals.stamp`, on the trio run's own
+clock, which is safe to read from any thread) and the core settles the stamp when it has
+judged the play. A turn whose deadline has passed waits for every play of its game that
+was stamped before the deadline (:meth:`Arrivals.pending`) before it declares a timeout:
+enforcement may lag behind a busy core, what a side is charged never does.
+
+The per-side arithmetic (turn time, bank, deadline, charge) is :class:`nardy.clock.Clock`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
+
+__all__ = ["DEFAULT_TURN_TIME_MS", "Arrival", "Arrivals", "Clock"]
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One play on its way from the transport to the core."""
+
+    game_id: str
+    id: int
+    time: float  # on the core's clock
+
+
+class Arrivals:
+    """Plays stamped on arrival and not yet judged by the core, per game (thread-safe)."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now  # the core's clock; callable from any thread
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._pending: dict[str, dict[int, float]] = {}
+        self._waiting: set[str] = set()  # games whose turn waits for a stamped play
+
+    def stamp(self, game_id: str) -> Arrival:
+        """Stamp a play that has just arrived (call from the transport's thread)."""
+        with self._lock:
+            arrival = Arrival(game_id, next(self._ids), self._now())
+            self._pending.setdefault(game_id, {})[arrival.id] = arrival.time
+        return arrival
+
+    def settle(self, arrival: Arrival) -> bool:
+        """The play has been judged (or dropped); True if its game's turn is waiting for
+        it (see :meth:`pending`) and should be told."""
+        with self._lock:
+            stamps = self._pending.get(arrival.game_id)
+            if stamps is None or stamps.pop(arrival.id, None) is None:
+                return False
+            if not stamps:
+                del self._pending[arrival.game_id]
+            return arrival.game_id in self._waiting
+
+    def pending(self, game_id: str, before: float) -> bool:
+        """Is a play for ``game_id`` that arrived before ``before`` still on its way? While
+        one is, the game counts as waiting for it (until :meth:`done_waiting`)."""
+        with self._lock:
+            found = any(t < before for t in self._pending.get(game_id, {}).values())
+            if found:
+                self._waiting.add(game_id)
+            return found
+
+    def done_waiting(self, game_id: str) -> None:
+        with self._lock:
+            self._waiting.discard(game_id)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(map(len, self._pending.values()))

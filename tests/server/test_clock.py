@@ -1,0 +1,236 @@
+"""Clocks (issue 10 "fair clocks under load", issue 13 "one clock object") under trio's
+MockClock: turn time and bank, a play charged up to when it *arrived* at the transport, a
+play that arrived in time accepted however late the core judges it, timeouts that fire
+at the deadline, and the SDK's clock display. Virtual time: no test waits real seconds.
+
+The arbiter core runs here with a real SQLite store and no transport: the transport's
+part is :class:`server.clock.Arrivals`, whose stamps these tests take themselves.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from nardy import Termination
+from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
+from nardy.match import GameOptions
+from nardy.wire import Terms
+from server.arbiter import Arbiter
+from server.errors import ArbiterError
+from server.journal import EventType, Status
+from server.session import MatchSpec
+from server.store import SQLiteStore
+
+
+@pytest.fixture
+def autojump_clock():
+    return trio.testing.MockClock(autojump_threshold=0)
+
+
+# -- the clock object --------------------------------------------------------------------
+def test_turn_time_then_bank():
+    c = Clock(turn_time_ms=1000, bank_ms=500)
+    assert c.deadline == float("inf") and not c.running
+    assert c.start(10.0) == 11.5
+    assert c.reading(10.25) == (1250, 500)  # in turn time: the bank untouched
+    assert c.reading(11.2) == (300, 300)  # 200 ms into the bank
+    assert c.in_time(11.499) and not c.in_time(11.5)
+    assert c.charge(11.2) == 1200 and c.bank_ms == 300 and not c.running
+    assert c.reading(99.0) == (1300, 300)  # stopped: the next turn's full time
+
+
+def test_charge_is_never_negative_and_stop_charges_nothing():
+    c = Clock(turn_time_ms=1000, bank_ms=100)
+    c.start(5.0)
+    assert c.charge(4.0) == 0 and c.bank_ms == 100  # stamped before the turn was sent
+    c.start(6.0)
+    c.stop()
+    assert c.bank_ms == 100 and c.deadline == float("inf")
+
+
+def test_sdk_display_counts_down_from_the_reading():
+    shown = Clock.from_reading(remaining_ms=1800, bank_ms=500, received=100.0)
+    assert shown.reading(100.0) == (1800, 500)
+    assert shown.reading(101.0) == (800, 500)  # the turn time goes first
+    assert shown.reading(101.5) == (300, 300)  # then the bank
+    assert shown.reading(103.0) == (0, 0)
+    assert shown.deadline == 101.8
+
+
+def test_one_default_turn_time():
+    assert Clock().turn_time_ms == DEFAULT_TURN_TIME_MS == MatchSpec.terms.turn_time_ms
+
+
+# -- the arbiter's clocks under virtual time ------------------------------------------------
+class Inbox:
+    """A subscription sink: the events of one game, in order."""
+
+    def __init__(self) -> None:
+        self.send_channel, self.receive = trio.open_memory_channel(1000)
+
+    def send(self, event) -> None:
+        self.send_channel.send_nowait(event)
+
+    def close(self) -> None:
+        self.send_channel.close()
+
+    async def next(self, kind: EventType):
+        async for event in self.receive:
+            if event.type is kind:
+                return event
+        raise AssertionError(f"the stream ended before {kind.name}")
+
+
+async def started_game(nursery, tmp_path, **terms):
+    """An arbiter and a started game between two open seats; (arbiter, game, tokens, inbox)."""
+    arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")))
+    await nursery.start(arbiter.run)
+    spec = MatchSpec(
+        options=GameOptions(),
+        target=1,
+        first=("", "a"),
+        second=("", "b"),
+        seed=7,
+        terms=Terms(**terms),
+    )
+    match, t1, t2 = arbiter.create_match(None, spec)  # None: the server itself
+    game = match.current
+    inbox = Inbox()
+    arbiter.subscribe_game(t1, game.id, 0, False, inbox)
+    arbiter.subscribe_game(t2, game.id, 0, False, Inbox())
+    return arbiter, game, (t1, t2), inbox
+
+
+def mover_token(game, tokens) -> str:
+    seat = game.seat_of(game.position.turn).index
+    return tokens[seat]
+
+
+async def test_play_is_charged_up_to_its_arrival(nursery, tmp_path, autojump_clock):
+    arbiter, game, tokens, inbox = await started_game(
+        nursery, tmp_path, turn_time_ms=1000, time_bank_ms=400
+    )
+    turn = await inbox.next(EventType.TURN_STARTED)
+    mover = game.position.turn
+    start = trio.current_time()
+    await trio.sleep(1.2)  # the side thinks 1.2 s: 200 ms out of its bank
+    arrival = arbiter.arrivals.stamp(game.id)
+    await trio.sleep(5.0)  # the core is 5 s behind: past the deadline (start + 1.4 s)
+    assert game.result is None  # the timeout waits for the play that arrived in time
+    play = turn.snapshot.legal[0]
+    answer = arbiter.submit_play(
+        mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
+    )
+    assert answer.used_ms == pytest.approx(1200, abs=1)
+    assert game.clocks[mover].bank_ms == pytest.approx(200, abs=1)
+    assert arrival.time - start == pytest.approx(1.2)
+    assert len(arbiter.arrivals) == 0
+    made = await inbox.next(EventType.PLAY_MADE)
+    assert made.play.used_ms == answer.used_ms
+
+
+async def test_play_that_arrived_late_is_refused_and_the_side_loses(
+    nursery, tmp_path, autojump_clock
+):
+    arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
+    turn = await inbox.next(EventType.TURN_STARTED)
+    await trio.sleep(1.0)  # exactly at the deadline: too late
+    arrival = arbiter.arrivals.stamp(game.id)
+    with pytest.raises(ArbiterError, match="clock ran out|the game is over"):
+        arbiter.submit_play(
+            mover_token(game, tokens),
+            game.id,
+            game.turn_id,
+            None,
+            turn.snapshot.legal[0].end.text(),
+            arrival,
+        )
+    await inbox.next(EventType.GAME_FINISHED)
+    assert game.result.termination is Termination.TIMEOUT
+
+
+async def test_timeout_fires_at_the_deadline(nursery, tmp_path, autojump_clock):
+    arbiter, game, tokens, inbox = await started_game(
+        nursery, tmp_path, turn_time_ms=2000, time_bank_ms=500
+    )
+    await inbox.next(EventType.TURN_STARTED)
+    start = trio.current_time()
+    await inbox.next(EventType.GAME_FINISHED)
+    assert trio.current_time() - start == pytest.approx(2.5)
+    assert game.status is Status.FINISHED
+    assert game.result.termination is Termination.TIMEOUT
+    assert not any(c.running for c in game.clocks.values())
+
+
+async def test_illegal_play_in_time_does_not_stop_the_clock(nursery, tmp_path, autojump_clock):
+    arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
+    await inbox.next(EventType.TURN_STARTED)
+    start = trio.current_time()
+    await trio.sleep(0.3)
+    arrival = arbiter.arrivals.stamp(game.id)
+    with pytest.raises(ArbiterError, match="illegal play"):
+        arbiter.submit_play(
+            mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
+        )
+    assert game.result is None and game.clocks[game.position.turn].running
+    await inbox.next(EventType.GAME_FINISHED)
+    assert trio.current_time() - start == pytest.approx(1.0)
+
+
+async def test_stamps_for_unknown_games_do_not_hold_up_a_timeout(nursery, tmp_path, autojump_clock):
+    arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
+    await inbox.next(EventType.TURN_STARTED)
+    start = trio.current_time()
+    stray = arbiter.arrivals.stamp("no-such-game")
+    await inbox.next(EventType.GAME_FINISHED)
+    assert trio.current_time() - start == pytest.approx(1.0)
+    assert not arbiter.arrivals.settle(stray)  # no turn was waiting for it
+    assert len(arbiter.arrivals) == 0
+
+
+async def test_snapshot_shows_the_running_clock(nursery, tmp_path, autojump_clock):
+    arbiter, game, tokens, inbox = await started_game(
+        nursery, tmp_path, turn_time_ms=1000, time_bank_ms=1000
+    )
+    await inbox.next(EventType.TURN_STARTED)
+    mover = game.position.turn
+    await trio.sleep(1.5)
+    mine, theirs = game.snapshot().clocks[mover], game.snapshot().clocks[mover.opponent]
+    assert mine == (500, 500)
+    assert theirs == (2000, 1000)
+
+
+def test_sdk_turn_info_counts_down_since_the_state_arrived():
+    import time
+
+    from nardy.client import TurnInfo
+    from nardy.v1 import game_pb2 as pb
+
+    state = pb.GameState(
+        your_color=pb.COLOR_BLACK,
+        white_clock=pb.Clock(remaining_ms=9000, bank_ms=0),
+        black_clock=pb.Clock(remaining_ms=2000, bank_ms=1000),
+    )
+    turn = TurnInfo(state, received=time.monotonic() - 0.5)  # the engine starts 0.5 s late
+    assert 1400 <= turn.time_left_ms <= 1500
+    assert turn.clock.bank_ms == 1000
+
+
+async def test_timeout_waits_for_an_in_time_play_then_decides(nursery, tmp_path, autojump_clock):
+    """An illegal play that arrived in time is judged first; then the timeout stands."""
+    arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
+    await inbox.next(EventType.TURN_STARTED)
+    await trio.sleep(0.9)
+    arrival = arbiter.arrivals.stamp(game.id)
+    await trio.sleep(3.0)  # the core is behind: the deadline passed 2.9 s ago
+    assert game.result is None
+    judged = trio.current_time()
+    with pytest.raises(ArbiterError, match="illegal play"):
+        arbiter.submit_play(
+            mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
+        )
+    await inbox.next(EventType.GAME_FINISHED)
+    assert game.result.termination is Termination.TIMEOUT
+    assert trio.current_time() == pytest.approx(judged)
