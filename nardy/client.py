@@ -21,6 +21,7 @@ import functools
 import logging
 import math
 import os
+import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -373,17 +374,22 @@ class Client:
         from_start: bool = False,
         resume: bool = True,
         max_backoff: float = 5.0,
+        client_seed: str = "",
     ) -> AsyncIterator[pb.GameEvent]:
         """A game's events, resuming after drops from the last seq; ends with the game.
 
         Heartbeats are passed on too (their seq does not advance). After a drop on this
-        seat's waiting turn the arbiter announces the turn again (a SNAPSHOT).
+        seat's waiting turn the arbiter announces the turn again (a SNAPSHOT). A seat may
+        add ``client_seed`` to the game's dice (provably fair dice; before the start).
         """
         last = after_seq
 
         def request() -> api.SubscribeGameRequest:
             return api.SubscribeGameRequest(
-                game_id=game_id, after_seq=last, from_start=from_start and last == 0
+                game_id=game_id,
+                after_seq=last,
+                from_start=from_start and last == 0,
+                client_seed=client_seed,
             )
 
         async for ev in self._resuming(
@@ -431,12 +437,14 @@ async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameStat
     The engine runs in a worker thread, so a slow one does not hold up the other games of
     the process; an engine that raises is logged and the first legal play is made instead.
     If a play cannot reach the arbiter, the game is followed again from a fresh snapshot,
-    which shows whether the turn is still waiting for it.
+    which shows whether the turn is still waiting for it. The seat adds a random client
+    seed of its own to the game's dice (see GameState.dice_commitment).
     """
     state = None
     played = 0  # the last turn this seat has answered
+    seed = secrets.token_hex(8)
     while True:
-        async for ev in client.events(game_id):
+        async for ev in client.events(game_id, client_seed=seed):
             state = ev.state
             if ev.type in END_TYPES:
                 return state
