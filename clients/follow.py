@@ -16,7 +16,7 @@ import grpc
 import trio
 
 from clients.board import KIND, PB_COLOR, side_name, termination_name
-from nardy import Color
+from nardy import BAR, OFF, Color, variant
 from nardy.client import END_TYPES, RETRYABLE, Client
 from nardy.v1 import game_pb2 as pb
 
@@ -94,8 +94,34 @@ def dice_text(dice) -> str:
     return "-".join(str(d) for d in dice)
 
 
-def describe(ev: pb.GameEvent, you: Color | None = None) -> str | None:
-    """One line about an event, or None for events that need no words."""
+def in_numbering(state: pb.GameState, side: Color, notation: str, viewer: Color | None) -> str:
+    """``side``'s play (written in its own point numbers) in ``viewer``'s numbers, as the
+    board shows them; unchanged for the viewer's own plays, "-" and what cannot be read."""
+    if viewer is None or side is viewer or notation.strip() in ("", "-"):
+        return notation
+    v = variant(state.options.variant or "long")
+    try:
+        moves = v.parse_moves(notation)
+    except ValueError:
+        return notation
+    mine = {v.point_index(viewer, q): q for q in range(1, 25)}
+
+    def point(p: int) -> str:
+        if p == OFF:
+            return "off"
+        if p == BAR:
+            return "bar"
+        return str(mine[v.point_index(side, p)])
+
+    return " ".join(f"{point(a)}/{point(b)}" for a, b in moves)
+
+
+def describe(
+    ev: pb.GameEvent, you: Color | None = None, numbering: Color | None = None
+) -> str | None:
+    """One line about an event, or None for events that need no words. Plays are written
+    in the point numbers of ``numbering`` (default: ``you``), as the board shows them."""
+    viewer = numbering if numbering is not None else you
     st = ev.state
     t = ev.type
     if t == pb.EVENT_TYPE_GAME_STARTED:
@@ -115,7 +141,8 @@ def describe(ev: pb.GameEvent, you: Color | None = None) -> str | None:
     if t == pb.EVENT_TYPE_PLAY_MADE:
         side = PB_COLOR[ev.play.side]
         auto = " (automatic)" if ev.play.automatic else ""
-        return f"{who(st, side, you)} played {dice_text(ev.play.dice)}: {ev.play.notation}{auto}"
+        notation = in_numbering(st, side, ev.play.notation, viewer)
+        return f"{who(st, side, you)} played {dice_text(ev.play.dice)}: {notation}{auto}"
     if t == pb.EVENT_TYPE_TURN_PASSED:
         side = PB_COLOR[ev.play.side]
         return (

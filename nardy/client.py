@@ -43,8 +43,8 @@ log = logging.getLogger("nardy.client")
 
 ENV_SERVER = "NARDY_SERVER"
 ENV_TOKEN = "NARDY_TOKEN"
-ENV_TLS = "NARDY_TLS"
-ENV_TLS_CA = "NARDY_TLS_CA"
+ENV_TLS_CA = "NARDY_TLS_CA"  # a PEM file: connect with TLS, trusting that root
+ENV_TLS = "NARDY_TLS"  # "1": connect with TLS, trusting the system's roots
 RETRYABLE = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -158,8 +158,9 @@ class Client:
     """An arbiter connection for trio code. Use ``async with Client(...)`` or call close().
 
     ``address`` defaults to ``$NARDY_SERVER``; ``token`` is a player or seat token, or None
-    for an anonymous (spectator) connection. Engines launched by a runner get their token
-    from ``$NARDY_TOKEN`` through :func:`run_engine`.
+    for an anonymous (spectator) connection. TLS: ``tls`` and ``root_certificates``, or
+    else ``$NARDY_TLS_CA`` / ``$NARDY_TLS`` (see :func:`tls_settings`). Engines
+    launched by a runner get their token from ``$NARDY_TOKEN`` through :func:`run_engine`.
 
     The retry rules live here: idempotent unary calls (reads, plays, ladder calls) are
     retried with backoff on a transient status; streams resume after a drop or a
@@ -279,6 +280,14 @@ class Client:
 
     async def resign(self, game_id: str) -> api.ResignResponse:
         return await self.call("Resign", api.ResignRequest(game_id=game_id))
+
+    async def accept_challenge(self, match_id: str) -> api.AcceptChallengeResponse:
+        """Take your seat in a match another player challenged you to (a player token)."""
+        req = api.AcceptChallengeRequest(match_id=match_id)
+        return await self.call("AcceptChallenge", req, attempts=3)
+
+    async def decline_challenge(self, match_id: str) -> None:
+        await self.call("DeclineChallenge", api.DeclineChallengeRequest(match_id=match_id))
 
     # -- ladders --------------------------------------------------------------------------
     async def create_ladder(self, name: str, **options) -> ladder_pb.CreateLadderResponse:
@@ -688,6 +697,8 @@ class SimpleClient:
     list_games = _blocking(Client.list_games)
     submit = _blocking(Client.submit)
     resign = _blocking(Client.resign)
+    accept_challenge = _blocking(Client.accept_challenge)
+    decline_challenge = _blocking(Client.decline_challenge)
     create_ladder = _blocking(Client.create_ladder)
     join_ladder = _blocking(Client.join_ladder)
     standings = _blocking(Client.standings)

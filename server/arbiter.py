@@ -584,6 +584,12 @@ class Arbiter:
             if arrival is not None and self.arrivals.settle(arrival):
                 self.arrival_settled(arrival)
 
+    def turn_sent(self, game_id: str, turn_id: int, at: float) -> None:
+        """A seat's stream handed its turn to the transport at ``at`` (server.clock)."""
+        game = self.games.get(game_id)
+        if game is not None:
+            game.turn_sent(turn_id, at)
+
     def arrival_settled(self, arrival: Arrival) -> None:
         """A stamped play was judged or dropped while its game's turn, past its deadline,
         was waiting for it: let the turn decide."""

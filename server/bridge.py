@@ -38,9 +38,9 @@ CLOSE = object()  # queue sentinel: the stream is over
 def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
     if fut.cancelled():
         return
-    if isinstance(error, StopIteration):  # a Future refuses it: the call would hang
-        error = RuntimeError(f"StopIteration in the core: {error!r}")
     if error is not None:
+        if isinstance(error, StopIteration):  # a Future refuses it and would never settle
+            error = RuntimeError(f"StopIteration in the core: {error!r}")
         fut.set_exception(error)
     else:
         fut.set_result(result)

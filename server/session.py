@@ -33,6 +33,10 @@ from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
+# A turn's time runs from when the mover's stream sent it, at most this long after the core
+# announced it (a slow or stalled reader of its own stream gains no more than this).
+MAX_SEND_DELAY_S = 2.0
+
 
 @dataclass(frozen=True)
 class Seat:
@@ -181,6 +185,8 @@ class GameSession:
         self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
         self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
+        self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
+        self._offer: tuple = ((), {}, {})  # see _offered
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
@@ -392,12 +398,13 @@ class GameSession:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
         clock = self.clocks[mover]
-        deadline = clock.start(trio.current_time())
-        self.emit(EventType.TURN_STARTED)
-        with trio.move_on_at(deadline):
+        self.emit(EventType.TURN_STARTED)  # journaled and handed to the streams
+        clock.start(trio.current_time())  # moved on when the mover's stream sends it
+        with trio.CancelScope(deadline=clock.deadline) as self._turn_scope:
             while self._awaiting_play():
                 self._wake = trio.Event()
                 await self._wake.wait()
+        deadline = clock.deadline
         # A play that arrived in time may still be on its way to the core: judge it first.
         arrivals = self.match.host.arrivals
         while self._awaiting_play() and arrivals.pending(self.id, before=deadline):
@@ -413,6 +420,13 @@ class GameSession:
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
+
+    def turn_sent(self, turn_id: int, at: float) -> None:
+        """The mover's stream handed turn ``turn_id`` to the transport at ``at`` (on the
+        core's clock): the side's time runs from then (see Clock.sent)."""
+        clock = self.clocks[self.position.turn]
+        if turn_id == self.turn_id and clock.running and self._awaiting_play():
+            self._turn_scope.deadline = clock.sent(at, MAX_SEND_DELAY_S)
 
     def _awaiting_play(self) -> bool:
         return self.result is None and self.turn_id not in self.accepted
@@ -523,7 +537,20 @@ class GameSession:
                     return None
         return None
 
+    def _offered(self) -> tuple[dict[str, Play], dict[str, Play]]:
+        """The awaited turn's legal plays by end-position text and by notation, built
+        once per turn: a play given as the server wrote it is found without parsing."""
+        if self._offer[0] is not self.legal:
+            by_end = {play.end.text(): play for play in self.legal}
+            by_notation = {play.notation(): play for play in self.legal}
+            self._offer = (self.legal, by_end, by_notation)
+        return self._offer[1], self._offer[2]
+
     def _read_play(self, notation: str | None, end: str | None) -> Play:
+        by_end, by_notation = self._offered()
+        play = by_notation.get(notation or "") if end is None else by_end.get(end)
+        if play is not None:
+            return play
         try:
             if end is None:
                 return self.variant.match_play(self.position, self.dice, notation or "")

@@ -259,9 +259,10 @@ class PlayUI:
             self.me or Color.WHITE,
             you=self.me,
             clocks=(w, bl),
-            marks=self.marks if turn is None else set(),
+            marks=self.marks if turn is None or not turn.builder.steps else set(),
             title=self.title,
             unicode=self.screen.unicode,
+            compact=self.screen.compact,
             **kw,
         )
 

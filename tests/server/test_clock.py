@@ -50,6 +50,19 @@ def test_charge_is_never_negative_and_stop_charges_nothing():
     assert c.bank_ms == 100 and c.deadline == float("inf")
 
 
+def test_time_runs_from_when_the_turn_was_sent():
+    c = Clock(turn_time_ms=1000)
+    c.start(10.0)
+    assert c.sent(10.2, most=2.0) == 11.2  # the stream sent the turn 200 ms later
+    assert c.sent(10.9, most=2.0) == 11.2  # only the first report counts
+    c.start(20.0)
+    assert c.sent(25.0, most=2.0) == 23.0  # a stalled reader gains at most `most`
+    c.start(30.0)
+    assert c.sent(29.0, most=2.0) == 31.0  # never earlier than the start
+    c.stop()
+    assert c.sent(40.0, most=2.0) == float("inf")
+
+
 def test_sdk_display_counts_down_from_the_reading():
     shown = Clock.from_reading(remaining_ms=1800, bank_ms=500, received=100.0)
     assert shown.reading(100.0) == (1800, 500)
@@ -234,3 +247,26 @@ async def test_timeout_waits_for_an_in_time_play_then_decides(nursery, tmp_path,
     await inbox.next(EventType.GAME_FINISHED)
     assert game.result.termination is Termination.TIMEOUT
     assert trio.current_time() == pytest.approx(judged)
+
+
+async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clock):
+    """The mover's stream sent the turn 0.4 s after the core announced it (a busy
+    transport): the timeout fires 0.4 s later and a play is charged from the send."""
+    arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
+    await inbox.next(EventType.TURN_STARTED)
+    announced = trio.current_time()
+    await trio.sleep(0.4)
+    arbiter.turn_sent(game.id, game.turn_id, trio.current_time())
+    await trio.sleep(0.9)  # 1.3 s after the announcement, 0.9 s after the send
+    arrival = arbiter.arrivals.stamp(game.id)
+    play = game.legal[0]
+    answer = arbiter.submit_play(
+        mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
+    )
+    assert answer.used_ms == pytest.approx(900, abs=1)
+    await inbox.next(EventType.PLAY_MADE)
+    await inbox.next(EventType.TURN_STARTED)  # the other side: never sent, times out
+    second = trio.current_time()
+    await inbox.next(EventType.GAME_FINISHED)
+    assert trio.current_time() - second == pytest.approx(1.0)
+    assert second > announced
