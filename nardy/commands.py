@@ -16,12 +16,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run the arbiter (gRPC server) for others to connect to",
         description="Run the arbiter: the gRPC server that hosts games, matches, spectators "
         "and ladders, owning the dice, the clocks and the rules. Everything is journaled in "
-        "the SQLite file given by --db; a restart on the same file resumes games in "
-        "progress. SIGINT or SIGTERM shut it down gracefully.",
+        "the database given by --db (an SQLite file or a PostgreSQL URL); a restart on the "
+        "same database resumes games in progress. SIGINT or SIGTERM shut it down gracefully.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=50051, help="port (default 50051; 0 = any)")
-    p.add_argument("--db", default="nardy.db", help="SQLite file (default nardy.db)")
+    p.add_argument(
+        "--db",
+        default="nardy.db",
+        help="SQLite file, or a postgresql://user@host:port/dbname URL (default nardy.db)",
+    )
+    p.add_argument(
+        "--commit-window-ms",
+        type=float,
+        default=0.0,
+        help="wait this long to gather more events into one journal transaction "
+        "(default 0: a batch is what arrived while the previous one was being written)",
+    )
     p.add_argument(
         "--log-level",
         default="INFO",
@@ -181,6 +192,7 @@ def _serve(args: argparse.Namespace) -> int:
                 host=args.host,
                 port=args.port,
                 db=args.db,
+                commit_window_s=args.commit_window_ms / 1000,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,
