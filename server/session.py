@@ -537,12 +537,12 @@ class GameSession:
     ) -> Accepted:
         """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
         transport (now, if not given); answered once it is durable; idempotent for the
-        same play."""
+        same play (in an ended game too: its answers are read back from the journal)."""
         pending = self._committing
         if pending is not None and turn_id == self.turn_id:
             await pending.wait()  # the same turn is being stored: answer after its fate
-        if turn_id in self.accepted:
-            answer = self.accepted[turn_id]
+        answer = self.accepted.get(turn_id) or await self._journaled_answer(turn_id)
+        if answer is not None:
             requested = await self._requested_end(turn_id, notation, end)
             if requested is not None and requested.text() == answer.end_position:
                 return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
@@ -587,6 +587,17 @@ class GameSession:
             except ValueError:
                 return None
         return await self._replay_end(turn_id, notation)
+
+    async def _journaled_answer(self, turn_id: int) -> Accepted | None:
+        """The answer to ``turn_id``'s play in an ended game, read back from its journal
+        (an ended game keeps no answers in memory; see release)."""
+        if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
+            return None
+        for event in reversed(await self.history()):
+            play = event.play
+            if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
+                return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
+        return None
 
     async def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
         """The end position ``notation`` would have given on an already played turn."""
@@ -682,9 +693,13 @@ class GameSession:
 
     def release(self) -> None:
         """An ended game keeps its events in the journal only: they are read back when
-        someone replays the game, so a ladder that runs for weeks does not fill memory."""
+        someone replays the game, so a ladder that runs for weeks does not fill memory.
+        So are the answers to its plays (for an idempotent re-send, see submit)."""
         self.released = len(self.events)
         self.events = []
+        self.accepted = {}
+        self.legal = ()
+        self._offer = ((), {}, {})
         self.ended.set()
 
 
