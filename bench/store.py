@@ -6,8 +6,10 @@ journal transactions per second and events per transaction (group commit: one
 transaction carries every event that arrived while the previous one was written), read
 from the server's own /metrics. Then games per second of one instance with 16 games
 against two instances with 8 each (each instance on its own database: several instances
-sharing one database's games need the leases of issue 15, not built yet). PostgreSQL is
-the project's throwaway server (tools/pg.sh, or NARDY_TEST_PG).
+sharing one database's games need the leases of issue 15, not built yet). Last, failover by
+restart: kill -9 while a turn waits for its play, start the server again on the same
+database, and time until the turn is offered again. PostgreSQL is the project's throwaway
+server (tools/pg.sh, or NARDY_TEST_PG).
 """
 
 from __future__ import annotations
@@ -201,6 +203,69 @@ def instances(server: str, quick: bool) -> None:
     )
 
 
+async def offered_turn(address: str, token: str, game_id: str, deadline: float) -> float:
+    """Follow the game (retrying while the server is down) until the seat is offered a
+    turn; when it was."""
+    md = (("authorization", f"Bearer {token}"),)
+    while time.perf_counter() < deadline:
+        try:
+            async with grpc.aio.insecure_channel(address) as ch:
+                stub = api_grpc.ArbiterServiceStub(ch)
+                req = api.SubscribeGameRequest(game_id=game_id)
+                async for ev in stub.SubscribeGame(req, metadata=md):
+                    st = ev.state
+                    if st.legal_plays and st.side_to_move == st.your_color:
+                        return time.perf_counter()
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.01)
+    raise RuntimeError("no turn offered")
+
+
+def restart_round(db: str) -> tuple[float, float]:
+    """kill -9 a server while a turn waits for its play, start it again on the same
+    database: (seconds until it accepts connections, seconds until the turn is offered)."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    with process(serve_args(port, db), port) as proc:
+        with grpc.insecure_channel(address) as ch:
+            stub = api_grpc.ArbiterServiceStub(ch)
+            r = stub.CreateMatch(api.CreateMatchRequest(seed=7))
+        tokens = (r.first_seat_token, r.second_seat_token)
+
+        async def start() -> str:  # both seats arrive; whoever moves first is offered a turn
+            offered = [
+                asyncio.ensure_future(offered_turn(address, t, r.game_id, time.perf_counter() + 30))
+                for t in tokens
+            ]
+            done, pending = await asyncio.wait(offered, return_when=asyncio.FIRST_COMPLETED)
+            for f in pending:
+                f.cancel()
+            return tokens[offered.index(done.pop())]
+
+        mover = asyncio.run(start())
+        proc.kill()
+        t0 = time.perf_counter()
+        proc.wait()
+    with process(serve_args(port, db), port):
+        up = time.perf_counter() - t0
+        offered = asyncio.run(offered_turn(address, mover, r.game_id, time.perf_counter() + 60))
+    return up, offered - t0
+
+
+def restarts(server: str, quick: bool) -> None:
+    """Failover by restart: kill -9 to the next turn offered, SQLite and PostgreSQL."""
+    rounds = 2 if quick else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for kind in ("sqlite", "postgresql") if r % 2 == 0 else ("postgresql", "sqlite"):
+                db = os.path.join(tmp, f"k{r}.db") if kind == "sqlite" else fresh_pg(server)
+                up, offered = restart_round(db)
+                print(
+                    f"round {r + 1} {kind:10s}: kill -9 -> serving {up:5.2f} s, "
+                    f"-> turn offered again {offered:5.2f} s"
+                )
+
+
 def main(quick: bool = False) -> None:
     games, seconds, rounds = (8, 6.0, 2) if quick else (8, 15.0, 3)
     server = pg_server()
@@ -221,6 +286,7 @@ def main(quick: bool = False) -> None:
     sqlite = sorted(row[0] for row in results["sqlite"])
     pg = sorted(row[0] for row in results["postgresql"])
     instances(server, quick)
+    restarts(server, quick)
     print(
         f"median turns/s at {games} games: SQLite {sqlite[len(sqlite) // 2]:.0f}, "
         f"PostgreSQL {pg[len(pg) // 2]:.0f} "
