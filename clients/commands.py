@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import os
 
 ENGINES = ("random", "greedy", "expectimax", "network")
 
@@ -57,14 +56,9 @@ def _user() -> str:
 
 
 def _server_arg(p: argparse.ArgumentParser) -> None:
-    from nardy.commands import add_tls_args
+    from nardy.commands import add_server_args
 
-    add_tls_args(p)
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
+    add_server_args(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
