@@ -343,9 +343,11 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     )
     add_server_args(p)
     p.add_argument("--admin-token-file", metavar="FILE", help="default $NARDY_ADMIN_TOKEN")
-    cmds = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    cmds = p.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="the operator action"
+    )
     q = cmds.add_parser("register", help="register a player; prints its token (shown once)")
-    q.add_argument("name")
+    q.add_argument("name", help="the player's name (1-40 letters, digits, . _ -)")
     q.add_argument("--owner", default="", help="who runs it (shown beside its name)")
     q.add_argument("--human", action="store_true", help="a person, not a bot")
     q = cmds.add_parser(
@@ -360,13 +362,13 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--start-timeout-ms", type=int, default=0, help="default 60000")
     q.add_argument("--seed", type=int, default=None, help="public dice seed (not rated)")
     q = cmds.add_parser("create-ladder", help="create a ladder (bots join it themselves)")
-    q.add_argument("name")
+    q.add_argument("name", help="the ladder's name")
     q.add_argument("--turn-time-ms", type=int, default=1000, help="default 1000")
     q.add_argument("--max-games", type=int, default=0, help="stop after this many (0: never)")
     q.add_argument("--max-games-per-bot", type=int, default=2, help="default 2 (one pair)")
     q.add_argument("--illegal-play-limit", type=int, default=3, help="default 3")
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
-    q.add_argument("game")
+    q.add_argument("game", help="the game id")
     cmds.add_parser("players", help="list the registered players")
     p.set_defaults(func=_admin)
 
