@@ -10,7 +10,7 @@ import argparse
 import getpass
 import os
 
-ENGINES = ("random", "greedy", "expectimax", "network")
+from engines.registry import names
 
 
 def _play(args: argparse.Namespace) -> int:
@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "go; undo, hint, resign, help.",
     )
     p.add_argument(
-        "--engine", choices=ENGINES, default="network", help="the opponent (default network)"
+        "--engine", choices=names(), default="network", help="the opponent (default network)"
     )
     p.add_argument(
         "--level",

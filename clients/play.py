@@ -29,12 +29,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import trio
 from rich.text import Text
 
-from clients.board import PB_COLOR, fmt_clock, live_clocks, play_marks, render
+from clients.board import fmt_clock, live_clocks, play_marks, render, rules_of
 from clients.follow import (
     GameGone,
     describe,
@@ -45,23 +46,15 @@ from clients.follow import (
     score_text,
 )
 from clients.term import Screen, run_trio
-from nardy import (
-    OFF,
-    Color,
-    IllegalPlay,
-    NotationError,
-    Position,
-    TurnBuilder,
-    match_play,
-    parse_moves,
-)
+from nardy import wire
 from nardy.client import RETRYABLE, Client, my_turn
+from nardy.game import Color, IllegalPlay, NotationError, Termination
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import OFF, Variant, variant
 
 log = logging.getLogger("nardy.play")
 
-ENGINES = ("random", "greedy", "expectimax")
 OPENING = {"white": pb.COLOR_WHITE, "black": pb.COLOR_BLACK}  # the person's first colour
 NEXT_GAME_S = 15.0  # the next game of a match starts by itself after this
 HELP = """\
@@ -133,9 +126,10 @@ class Turn:
     """The person's turn being built."""
 
     turn_id: int
-    position: Position
+    rules: Variant
+    position: Any  # the variant's position before the turn
     dice: tuple[int, int]
-    builder: TurnBuilder
+    builder: Any  # the variant's turn builder
     selected: int | None = None
     sent: bool = False
 
@@ -248,8 +242,8 @@ class PlayUI:
         st = ev.state
         self.state = st
         self.received = trio.current_time()
-        if st.your_color in PB_COLOR:
-            self.me = PB_COLOR[st.your_color]
+        if wire.color_of(st.your_color) is not None:
+            self.me = wire.color_of(st.your_color)
         t = ev.type
         if t == pb.EVENT_TYPE_HEARTBEAT:
             return
@@ -258,7 +252,7 @@ class PlayUI:
             self.screen.messages.clear()  # a new game, a fresh log
         if t == pb.EVENT_TYPE_PLAY_MADE:
             self.turn = None
-            self.marks = play_marks(PB_COLOR[ev.play.side], ev.play.notation)
+            self.marks = play_marks(rules_of(st), wire.color_of(ev.play.side), ev.play.notation)
         elif t == pb.EVENT_TYPE_TURN_PASSED:
             self.turn = None
             self.marks = set()
@@ -270,7 +264,7 @@ class PlayUI:
         if my_turn(ev) and (self.turn is None or self.turn.turn_id != st.turn_id):
             self._start_turn(st)
         elif t == pb.EVENT_TYPE_TURN_STARTED and self.me is not None:
-            mover = PB_COLOR.get(st.side_to_move)
+            mover = wire.color_of(st.side_to_move)
             if mover is not self.me:
                 self.note(f"{names_of(st)[mover]} to play {dice_text(st.dice)}...", "grey50")
         if t == pb.EVENT_TYPE_SNAPSHOT and st.status == pb.GAME_STATUS_WAITING:
@@ -291,10 +285,11 @@ class PlayUI:
             self.screen.show(self.board())
 
     def _start_turn(self, st: pb.GameState) -> None:
-        position = Position.parse(st.position)
+        rules = rules_of(st)
+        position = rules.parse(st.position)
         a, b = st.dice
-        builder = TurnBuilder(position, (a, b))
-        self.turn = Turn(st.turn_id, position, (a, b), builder)
+        builder = rules.turn_builder(position, (a, b))
+        self.turn = Turn(st.turn_id, rules, position, (a, b), builder)
         offered = {lp.end_position for lp in st.legal_plays}
         if offered != {p.end.text() for p in builder.plays}:
             log.warning("turn %d: local legal plays differ from the arbiter's", st.turn_id)
@@ -360,7 +355,7 @@ class PlayUI:
         if st.status != pb.GAME_STATUS_IN_PROGRESS:
             return Text(finished_text(st, self.me), style="bold")
         if turn is None:
-            mover = PB_COLOR.get(st.side_to_move)
+            mover = wire.color_of(st.side_to_move)
             if mover is None or not st.dice:
                 return Text("")
             return Text(f"{names_of(st)[mover]} is playing {dice_text(st.dice)}...", "grey50")
@@ -502,10 +497,12 @@ class PlayUI:
         )
 
     def _resign_question(self) -> str:
-        pts = "2 points (mars)"
+        pts = "the game"
         st, me = self.state, self.me
-        if st is not None and me is not None and Position.parse(st.position).borne_off(me):
-            pts = "1 point (oin)"
+        if st is not None and me is not None:
+            rules = rules_of(st)
+            loss = rules.forfeit(rules.parse(st.position), me, Termination.RESIGNATION)
+            pts = f"{loss.points} point{'s' if loss.points != 1 else ''} ({loss.kind})"
         number = st.game_number if st is not None else 1
         return f"Resign game {number}? It counts as a loss of {pts}. Type y to confirm."
 
@@ -604,7 +601,7 @@ class PlayUI:
         b = turn.builder
         turn.selected = None
         try:
-            moves = parse_moves(text)
+            moves = turn.rules.parse_moves(text)
         except NotationError as e:
             self.note(f"Not understood: {e}. Type help for the commands.", "bold red")
             return
@@ -613,7 +610,7 @@ class PlayUI:
             return
         if whole and not b.steps:
             try:
-                play = match_play(turn.position, turn.dice, text)
+                play = turn.rules.match_play(turn.position, turn.dice, text)
             except (IllegalPlay, ValueError):
                 pass
             else:  # a whole play at once
@@ -652,7 +649,10 @@ class PlayUI:
         fields = {"end_position": play.end.text()}
         notation = " ".join(map(str, turn.builder.steps))
         with contextlib.suppress(IllegalPlay, ValueError):
-            if notation and match_play(turn.position, turn.dice, notation).end == play.end:
+            if (
+                notation
+                and turn.rules.match_play(turn.position, turn.dice, notation).end == play.end
+            ):
                 fields = {"notation": notation}
         delay = 0.2
         while True:
@@ -813,7 +813,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.start:
         try:
-            Position.parse(args.start)
+            variant(getattr(args, "variant", "long")).parse(args.start)
         except ValueError as e:
             print(f"nardy play: --start: {e}", file=sys.stderr)
             return 2

@@ -125,7 +125,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run a bundled engine as a process. The server and token come from "
         "--server/--token or the NARDY_SERVER/NARDY_TOKEN environment variables.",
     )
-    p.add_argument("name", help="engine name: random, greedy, expectimax")
+    from engines.registry import names
+
+    p.add_argument("name", help="engine name: " + ", ".join(names()))
     p.add_argument("--server", help="arbiter address host:port (default $NARDY_SERVER)")
     p.add_argument("--token", help="player or seat token (default $NARDY_TOKEN)")
     p.add_argument("--level", type=int, default=None, help="strength level, if the engine has one")
