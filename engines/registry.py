@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -58,16 +59,28 @@ def make_engine(
     KeyError for an unknown name; ValueError for a variant the engine does not play or a
     level it does not have."""
     entry = ENGINES[name]
+    if level is not None and not levels(name):
+        raise ValueError(f"the {name} engine has no levels")
     if variant_name not in entry.variants:
         raise ValueError(
             f"engine {name} plays {', '.join(entry.variants)} nardy, not {variant_name}; "
             f"for {variant_name}: {', '.join(names(variant_name))}"
         )
-    module, cls = entry.cls.split(":")
-    factory = getattr(importlib.import_module(module), cls)
+    factory = _class(name)
     if len(entry.variants) > 1:  # an engine for several variants is told which it plays
         return factory(level=level, seed=seed, rules=variant(variant_name))
     return factory(level=level, seed=seed)
+
+
+def _class(name: str):
+    module, cls = ENGINES[name].cls.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def levels(name: str) -> tuple[int, ...]:
+    """The strength levels the engine offers (its module's ``LEVELS``; empty: none)."""
+    module = sys.modules[_class(name).__module__]
+    return tuple(sorted(getattr(module, "LEVELS", {})))
 
 
 def match_of(turn: TurnInfo) -> tuple[int, int, int] | None:

@@ -3,13 +3,16 @@ against real arbiters (the client's own, or one started here)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
+import shutil
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import threading
 from pathlib import Path
@@ -32,6 +35,8 @@ RACE = "w/0,0,0,0,0,0,-1,-1,-1,-1,0,0,0,0,0,0,0,0,1,1,1,1,0,0"
 
 
 _SPAWNED: list[subprocess.Popen] = []
+RECORDS = tempfile.mkdtemp(prefix="nardy-test-records-")
+atexit.register(shutil.rmtree, RECORDS, True)
 
 
 def spawn(*args: str, timeout: float = 20, env: dict | None = None) -> fdpexpect.fdspawn:
@@ -43,6 +48,7 @@ def spawn(*args: str, timeout: float = 20, env: dict | None = None) -> fdpexpect
     """
     e = {k: v for k, v in os.environ.items() if k not in ("NARDY_SERVER", "NARDY_TOKEN")}
     e.update(NO_COLOR="1", TERM="xterm", LANG="C.UTF-8", PYTHONUNBUFFERED="1")
+    e.setdefault("NARDY_RECORDS", RECORDS)  # saved games go here, not to the home folder
     e.update(env or {})
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))

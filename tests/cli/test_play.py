@@ -51,7 +51,10 @@ def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
     child.expect("random played 2-1")
     child.expect("Your turn: 5-4")
     child.sendline("hint")
-    child.expect(r"\d+ legal plays: ")
+    child.expect(r"The network engine's best of \d+ legal plays \(equity")
+    child.expect(r"  1\. \S.* [+-]\d\.\d{3}")  # ranked, with its value
+    child.sendline("hint all")
+    child.expect(r"\d+ legal plays:")
     child.sendline("5/off 4/off")  # a whole play: sent at once
     child.expect("You played 5-4: 5/off 4/off")
     child.expect("random played 1-2")
@@ -162,5 +165,6 @@ def test_remote_game_resumes_after_a_lost_connection(arbiter):
 
 def test_remote_with_a_bad_token_says_so(arbiter):
     child = spawn("play", "--server", arbiter.address, "--token", "not-a-token")
-    child.expect(r"nardy play: unknown token \(UNAUTHENTICATED\)")
+    child.expect(r"nardy play: the arbiter at \S+ does not accept this token \(unknown token\)")
     assert finish(child) == 1
+    assert "Traceback" not in child.before

@@ -1,35 +1,12 @@
-"""``nardy play``: a person plays long nardy in the terminal.
-
-With no ``--server`` the client starts an arbiter of its own (``EmbeddedServer`` on a
-loopback port, its journal in a temporary directory), creates a match with two open seats,
-launches the chosen engine as a process on the second seat (``python -m nardy engine NAME``
-with ``NARDY_SERVER``/``NARDY_TOKEN``) and plays the first seat in this process. With
-``--server ADDR --token T`` it joins the game the token is seated in on a remote arbiter.
-
-A turn is entered as a whole (``24/18 18/13``, ``24/13``, ``6/off``: submitted at once) or
-step by step (``24/18``, then ``18/13``, then ``done``), with ``undo`` taking back the last
-step. A point number alone (``24``) selects that checker and shows where it can go; a
-number then moves it there. Steps the rules refuse are refused at once with the reason.
-
-Colour: ``--colour white`` or ``black`` gives the person that colour in the first game
-(CreateMatch's ``first_seat_color``); ``--colour random`` (the default) leaves it to the
-opening throw. Every die comes from the arbiter's CSPRNG unless ``--dice`` scripts them.
-"""
+"""The person's side of a game on screen: events in, the board and messages out, the
+person's commands applied to the turn being built and submitted."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
-import os
-import shutil
 import signal
-import subprocess
-import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import grpc
 import trio
@@ -45,93 +22,19 @@ from clients.follow import (
     names_of,
     score_text,
 )
-from clients.term import Screen, run_trio
+from clients.play.commands import HELP, parse_command
+from clients.play.explore import Turn, hint_lines, targets, why_not
+from clients.supervisor import EngineProcess
+from clients.term import Screen
 from nardy import wire
 from nardy.client import RETRYABLE, Client, my_turn
 from nardy.game import Color, IllegalPlay, NotationError, Termination
-from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from nardy.variant import OFF, Variant, variant
+from nardy.variant import OFF
 
 log = logging.getLogger("nardy.play")
 
-OPENING = {"white": pb.COLOR_WHITE, "black": pb.COLOR_BLACK}  # the person's first colour
 NEXT_GAME_S = 15.0  # the next game of a match starts by itself after this
-HELP = """\
-Commands (your turn):
-  24/18 18/13   a whole play: submitted at once (also 24/13, 24/16(2), 6/off)
-  24/18         one step; more steps follow, then 'done' (or Enter) submits
-  24            choose the checker on 24: its legal targets are shown; then 18 moves it
-  off           bear the chosen checker off
-  undo  (u)     take back the last step           done (d)   submit the play
-  hint  (h)     show the legal plays              resign     resign this game (asks)
-  help          this text                         quit       leave (asks)"""
-
-
-# -- the engine process -----------------------------------------------------------------
-# On Linux the engine is started through this stub, which asks the kernel to end it when
-# the client dies (PR_SET_PDEATHSIG), even by SIGKILL, then becomes the engine (execv).
-_ORPHAN_GUARD = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
-    "if os.getppid() != int(sys.argv[1]):\n"
-    "    sys.exit(0)\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-class EngineProcess:
-    """The opponent engine as a process in its own session, output to a log file; it never
-    outlives the client (stopped on exit, and on Linux by the kernel if the client dies)."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str], log_path: str) -> None:
-        self.cmd = cmd
-        self.log_path = log_path
-        if sys.platform.startswith("linux"):
-            cmd = [sys.executable, "-c", _ORPHAN_GUARD, str(os.getpid()), *cmd]
-        with open(log_path, "ab") as f:
-            self.proc = subprocess.Popen(
-                cmd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def poll(self) -> int | None:
-        return self.proc.poll()
-
-    def tail(self, n: int = 3) -> list[str]:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return [line.rstrip() for line in f.readlines()[-n:]]
-        except OSError:
-            return []
-
-    def stop(self) -> None:
-        if self.proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=wait)
-                return
-
-
-# -- the person's side of a game --------------------------------------------------------
-@dataclass
-class Turn:
-    """The person's turn being built."""
-
-    turn_id: int
-    rules: Variant
-    position: Any  # the variant's position before the turn
-    dice: tuple[int, int]
-    builder: Any  # the variant's turn builder
-    selected: int | None = None
-    sent: bool = False
 
 
 @dataclass
@@ -150,6 +53,10 @@ class PlayUI:
     between: trio.Event | None = None  # set when the person is done looking at a result
     quitting: bool = False
     nursery: trio.Nursery | None = None
+    local: bool = False  # the arbiter is this process's own (it stops when we leave)
+    record_dir: str = ""  # where the games are saved when the session ends
+    games: list[str] = field(default_factory=list)  # every game id followed, in order
+    saved: object = None  # the record's Path once saved, or why it was not
     _clock_key: tuple = ()
 
     # -- running ------------------------------------------------------------------------
@@ -170,6 +77,8 @@ class PlayUI:
         game_id = self.game_id
         while game_id and not self.quitting:
             self.game_id = game_id
+            if game_id not in self.games:
+                self.games.append(game_id)
             self.turn = None
             self.marks = set()
             self.status_line()
@@ -224,15 +133,22 @@ class PlayUI:
                 self.redraw()
 
     async def _watch_engine(self) -> None:
+        """The supervisor restarts an engine that exits (it rejoins with its seat token);
+        one that keeps dying is left down, and the person is told."""
         assert self.engine is not None
-        while self.engine.poll() is None:
+        while not self.quitting:
             await trio.sleep(0.5)
-        if self.quitting:
-            return
-        self.note(f"The engine process exited (code {self.engine.poll()}).", "bold red")
-        for line in self.engine.tail():
-            self.note(f"  engine: {line}", "grey50")
-        self.redraw()
+            if self.quitting:
+                return
+            event = self.engine.check()
+            if event is None:
+                continue
+            self.note(f"The engine: {event}.", "bold red")
+            for line in self.engine.tail(3):
+                self.note(f"  engine: {line}", "grey50")
+            self.redraw()
+            if self.engine.crash_loop:
+                return
 
     # -- events -------------------------------------------------------------------------
     def note(self, text: str, style: str = "") -> None:
@@ -328,7 +244,7 @@ class PlayUI:
                 "position": b.position if b.steps else turn.position,
                 "dice_left": b.remaining,
                 "selected": turn.selected,
-                "targets": set(self.targets(turn.selected)) if turn.selected else set(),
+                "targets": set(targets(turn.builder, turn.selected)) if turn.selected else set(),
             }
         self._clock_key = self._clocks_shown()
         w, bl = live_clocks(st, trio.current_time() - self.received)
@@ -369,10 +285,10 @@ class PlayUI:
                 style="bold",
             )
         if turn.selected is not None:
-            targets = self.targets(turn.selected)
+            where = targets(turn.builder, turn.selected)
             parts = [
                 f"{'off' if d == OFF else d} ({'+'.join(map(str, dice))})"
-                for d, dice in sorted(targets.items(), key=lambda kv: -kv[0] or 99)
+                for d, dice in sorted(where.items(), key=lambda kv: -kv[0] or 99)
             ]
             return Text(f"From {turn.selected}: " + ", ".join(parts) + ". Type a target.")
         sources = sorted({s.src for s in b.legal_steps()}, reverse=True)
@@ -425,27 +341,28 @@ class PlayUI:
             self.nursery.cancel_scope.cancel()
 
     async def command(self, line: str) -> None:
-        word = line.lower()
+        cmd = parse_command(line)
+        kind = cmd.kind
         if self.confirm is not None:
             what, self.confirm = self.confirm, None
-            if word in ("y", "yes"):
+            if kind == "yes":
                 if what == "resign":
                     await self._resign()
                 else:
-                    self.note("Leaving.")
+                    self.note(self.leaving_text())
                     self._leave()
             else:
                 self.note(f"Not {'resigning' if what == 'resign' else 'leaving'}.")
             self.status_line()
             return
-        if self.between is not None and word in ("", "n", "next", "c", "continue"):
+        if self.between is not None and kind in ("enter", "next"):
             self.between.set()
             return
-        if word in ("help", "?"):
+        if kind == "help":
             for text in HELP.splitlines():
                 self.note(text)
             return
-        if word in ("quit", "exit", "q"):
+        if kind == "quit":
             self.confirm = "quit"
             if self.between is not None or self._game_over():
                 self.confirm = None
@@ -454,7 +371,7 @@ class PlayUI:
             self.note(self._quit_question(), "bold")
             self.status_line()
             return
-        if word == "resign":
+        if kind == "resign":
             if self._game_over() or self.state is None:
                 self.note("There is no game in progress to resign.")
                 return
@@ -466,7 +383,7 @@ class PlayUI:
             self.note("The game is over: press Enter to go on, or quit.")
             return
         turn = self.turn
-        if word == "":
+        if kind == "enter":
             if turn is not None and turn.builder.complete and turn.builder.steps and not turn.sent:
                 await self._done()
             return
@@ -476,18 +393,19 @@ class PlayUI:
             else:
                 self.note("There is nothing to play now.")
             return
-        if word in ("hint", "h"):
-            self._hint()
-        elif word in ("undo", "u"):
+        if kind in ("hint", "hint-all"):
+            for text in hint_lines(turn, every=kind == "hint-all"):
+                self.note(text)
+        elif kind == "undo":
             step = turn.builder.undo()
             turn.selected = None
             self.note(f"Took back {step}." if step else "Nothing to undo.")
-        elif word in ("done", "d"):
+        elif kind == "done":
             await self._done()
-        elif word == "off" or word.isdigit():
-            await self._point(0 if word == "off" else int(word))
+        elif kind in ("off", "point"):
+            await self._point(OFF if kind == "off" else cmd.point)
         else:
-            await self._moves(line)
+            await self._moves(cmd.text)
         self.status_line()
 
     def _game_over(self) -> bool:
@@ -507,16 +425,28 @@ class PlayUI:
         return f"Resign game {number}? It counts as a loss of {pts}. Type y to confirm."
 
     def _quit_question(self) -> str:
-        return "Leave now? The game is not over. Type y to leave."
+        return f"Leave now? {self.leaving_text(question=True)} Type y to leave."
 
-    def _hint(self) -> None:
-        assert self.turn is not None
-        plays = self.turn.builder.plays
-        shown = [p.notation() for p in plays[:12]]
-        self.note(
-            f"{len(plays)} legal play{'s' if len(plays) != 1 else ''}: "
-            + "  |  ".join(shown)
-            + ("  ..." if len(plays) > 12 else "")
+    def opponent_name(self) -> str:
+        if self.state is None or self.me is None:
+            return "opponent"
+        return names_of(self.state)[self.me.opponent]
+
+    def leaving_text(self, *, question: bool = False, saved: bool = True) -> str:
+        """What becomes of the game if the person leaves now."""
+        saved = f" It is saved in {self.record_dir}." if self.record_dir and saved else ""
+        if self._game_over():
+            return "Leaving." + saved
+        if self.local:
+            return (
+                "The game is played on this computer's own arbiter, which stops when you "
+                f"leave: the game ends unfinished, with no result.{saved}"
+            )
+        lead = "The game goes on" if question else "Left the game; it goes on"
+        return (
+            f"{lead} on the arbiter without you: your clock runs, and when it runs out you "
+            "lose the game (a mars if you have borne off nothing). Run the same command "
+            "again to rejoin."
         )
 
     async def _done(self) -> None:
@@ -535,7 +465,7 @@ class PlayUI:
     async def _point(self, n: int) -> None:
         turn = self.turn
         assert turn is not None
-        if turn.selected is not None and n in self.targets(turn.selected):
+        if turn.selected is not None and n in targets(turn.builder, turn.selected):
             src = turn.selected
             turn.selected = None
             await self._moves(f"{src}/{'off' if n == OFF else n}", whole=False)
@@ -554,44 +484,7 @@ class PlayUI:
             turn.selected = n
             return
         turn.selected = None
-        self.note(f"Nothing can move from {n}: {self._why_not(n)}", "bold red")
-
-    def _why_not(self, src: int) -> str:
-        b = self.turn.builder if self.turn else None
-        if b is None:
-            return ""
-        for die in sorted(set(b.remaining), reverse=True):
-            mark = len(b.steps)
-            try:
-                b.step(src, max(0, src - die))
-            except IllegalPlay as e:
-                return str(e)
-            b.rewind(mark)
-        return "no legal play starts there."
-
-    def targets(self, src: int | None) -> dict[int, list[int]]:
-        """Where the checker on ``src`` can go this turn: target -> dice used."""
-        if src is None or self.turn is None:
-            return {}
-        b = self.turn.builder
-        out: dict[int, list[int]] = {}
-
-        def walk(at: int, used: list[int]) -> None:
-            for dst in sorted({s.dst for s in b.legal_steps() if s.src == at}):
-                mark = len(b.steps)
-                try:
-                    steps = b.step(at, dst)
-                except IllegalPlay:
-                    continue
-                dice = used + [s.die for s in steps]
-                if dst not in out or len(dice) < len(out[dst]):
-                    out[dst] = dice
-                if dst != OFF:
-                    walk(dst, dice)
-                b.rewind(mark)
-
-        walk(src, [])
-        return out
+        self.note(f"Nothing can move from {n}: {why_not(b, n)}", "bold red")
 
     async def _moves(self, text: str, *, whole: bool = True) -> None:
         """Apply the moves of ``text``; a whole play typed at once is submitted at once
@@ -678,190 +571,3 @@ class PlayUI:
             await self.client.resign(self.game_id)
         except grpc.RpcError as e:
             self.note(f"Could not resign: {e.details()}", "bold red")
-
-
-# -- entry points -----------------------------------------------------------------------
-def _first_seat_color(args: argparse.Namespace) -> int:
-    return OPENING.get(args.colour, pb.COLOR_UNSPECIFIED)
-
-
-def _engine_label(args: argparse.Namespace) -> str:
-    return args.engine + (f" L{args.level}" if args.level is not None else "")
-
-
-def _title(args: argparse.Namespace) -> str:
-    turn = fmt_clock(int(args.turn_time * 1000))
-    match = f"match to {args.points}" if args.points > 1 else "one game"
-    return f"nardy - you vs {_engine_label(args)} - {match} - {turn} per turn"
-
-
-async def _embedded(args: argparse.Namespace, address: str, logdir: str, screen: Screen) -> int:
-    async with Client(address) as client, screen.session():
-        r = await client.create_match(
-            options=pb.GameOptions(
-                turn_time_ms=max(1, int(args.turn_time * 1000)), auto_play_forced=False
-            ),
-            target_points=args.points,
-            first=api.SeatSpec(display_name=args.name),
-            second=api.SeatSpec(display_name=_engine_label(args)),
-            dice=list(args.dice or []),
-            first_seat_color=_first_seat_color(args),
-            start_position=args.start or "",
-        )
-        cmd = [sys.executable, "-m", "nardy", "engine", args.engine]
-        if args.level is not None:
-            cmd += ["--level", str(args.level)]
-        env = dict(
-            os.environ,
-            NARDY_SERVER=address,
-            NARDY_TOKEN=r.second_seat_token,
-            PYTHONUNBUFFERED="1",
-        )
-        engine = EngineProcess(cmd, env, os.path.join(logdir, "engine.log"))
-        ui = PlayUI(
-            screen,
-            client.with_token(r.first_seat_token),
-            r.game_id,
-            title=_title(args),
-            engine=engine,
-        )
-        ui.note(f"Starting {_engine_label(args)}... Type help for the commands.", "grey50")
-        try:
-            await ui.run()
-        finally:
-            ui.quitting = True
-            engine.stop()
-            screen.finish()
-    return 0
-
-
-async def _assigned_game(client: Client, screen: Screen, server: str) -> str:
-    """The first game the token is seated in (waiting for one to be created if need be)."""
-    screen.say("Waiting for a game to be assigned to this token...")
-    screen.refresh()
-    told = False
-    while True:
-        try:
-            async with contextlib.aclosing(client.player_events(resume=False)) as events:
-                async for ev in events:
-                    if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
-                        return ev.game_id
-        except grpc.RpcError as e:
-            if e.code() not in RETRYABLE:
-                raise
-            if not told:
-                screen.say(
-                    f"Cannot reach the arbiter at {server} ({e.code().name.lower()}); "
-                    "trying again..."
-                )
-                screen.refresh()
-                told = True
-        await trio.sleep(1.0)
-
-
-async def _remote(args: argparse.Namespace, screen: Screen) -> int:
-    async with Client(args.server, args.token) as client, screen.session():
-        game_id = args.game
-        if not game_id:
-            try:
-                game_id = await _assigned_game(client, screen, args.server)
-            except grpc.RpcError as e:
-                screen.finish([f"nardy play: {e.details()} ({e.code().name})"])
-                return 1
-        ui = PlayUI(screen, client, game_id, title=f"nardy - {args.server}")
-        ui.note("Joined the game. Type help for the commands.", "grey50")
-        try:
-            await ui.run()
-        finally:
-            screen.finish()
-    return 0
-
-
-def _quiet_logging(path: str | None) -> None:
-    root = logging.getLogger()
-    for h in list(root.handlers):
-        root.removeHandler(h)
-    if path:
-        logging.basicConfig(
-            filename=path,
-            level=logging.INFO,
-            format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        )
-    else:
-        root.addHandler(logging.NullHandler())
-
-
-@contextlib.contextmanager
-def _stderr_to(path: str):
-    """Send fd 2 to a file while the screen is live (gRPC's C core writes there)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
-    os.close(fd)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def main(args: argparse.Namespace) -> int:
-    if args.server and not args.token and not os.environ.get("NARDY_TOKEN"):
-        print("nardy play: --server needs --token (or NARDY_TOKEN)", file=sys.stderr)
-        return 2
-    if args.start:
-        try:
-            variant(getattr(args, "variant", "long")).parse(args.start)
-        except ValueError as e:
-            print(f"nardy play: --start: {e}", file=sys.stderr)
-            return 2
-    if args.server is None and not 1 <= args.points <= 99:
-        print("nardy play: --points is a match length such as 1, 3, 5 or 7", file=sys.stderr)
-        return 2
-    if args.server is None:
-        try:
-            from engines.registry import make_engine
-
-            make_engine(args.engine, level=args.level)
-        except ValueError as e:
-            print(f"nardy play: --engine {args.engine}: {e}", file=sys.stderr)
-            return 2
-        except (ImportError, KeyError):
-            pass  # the engine process will say what is wrong
-    screen = Screen(live=False if args.plain else None)
-    logdir = tempfile.mkdtemp(prefix="nardy-play-")
-    log_path = args.log or os.path.join(logdir, "client.log")
-    _quiet_logging(log_path)
-    keep_logs = False
-    try:
-        with _stderr_to(log_path) if screen.live else contextlib.nullcontext():
-            if args.server:
-                args.token = args.token or os.environ.get("NARDY_TOKEN")
-                return run_trio(_remote, args, screen)
-            from server.app import EmbeddedServer
-
-            server = EmbeddedServer(db=os.path.join(logdir, "arbiter.db")).start()
-            try:
-                return run_trio(_embedded, args, server.address, logdir, screen)
-            finally:
-                for sig in (signal.SIGHUP, signal.SIGTERM):
-                    signal.signal(sig, signal.SIG_IGN)
-                t0 = time.monotonic()
-                server.stop()
-                log.info("arbiter stopped in %.2f s", time.monotonic() - t0)
-    except KeyboardInterrupt:
-        print("\nnardy play: interrupted")
-        return 130
-    except Exception:
-        keep_logs = True
-        raise
-    finally:
-        # the terminal may be gone (SIGHUP again): let nothing stop the clean-up now
-        for sig in (signal.SIGHUP, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
-        if keep_logs or args.keep_logs:
-            print(f"nardy play: logs in {logdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(logdir, ignore_errors=True)
