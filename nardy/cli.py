@@ -10,11 +10,11 @@ def _legal(args: argparse.Namespace) -> int:
     from nardy.legal_cmd import batch, single
 
     if args.position is None:
-        return batch(sys.stdin, sys.stdout)
+        return batch(sys.stdin, sys.stdout, args.variant)
     if args.dice is None:
         print("nardy legal: give POSITION and DICE, or neither for batch mode", file=sys.stderr)
         return 2
-    return single(args.position, args.dice, sys.stdout)
+    return single(args.position, args.dice, sys.stdout, args.variant)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +26,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the legal end positions of a turn",
         description="Print every legal end position of the turn (opponent to move), sorted. "
         "With no arguments, read 'POSITION DICE' lines from stdin and write one line each.",
+    )
+    p.add_argument(
+        "--variant",
+        default="long",
+        help="the rules: long (default) or short (backgammon; position text "
+        "w/2,0,...,-2/0,0 with the bar counts last)",
     )
     p.add_argument("position", nargs="?", help="position text, e.g. w/15,0,...,-15,...")
     p.add_argument("dice", nargs="?", help="dice, e.g. 65 or 6-5")

@@ -44,6 +44,8 @@ log = logging.getLogger("nardy.client")
 
 ENV_SERVER = "NARDY_SERVER"
 ENV_TOKEN = "NARDY_TOKEN"
+ENV_TLS_CA = "NARDY_TLS_CA"  # a PEM file: connect with TLS, trusting that root
+ENV_TLS = "NARDY_TLS"  # "1": connect with TLS, trusting the system's roots
 RETRYABLE = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -138,12 +140,23 @@ def channel(
     return grpc.insecure_channel(address, options=options)
 
 
+def tls_from_environment() -> tuple[bool, bytes | None]:
+    """(tls, root certificates) as a launcher asks for them: ``$NARDY_TLS_CA`` names a PEM
+    file of trusted roots, ``$NARDY_TLS=1`` trusts the system's roots; else plaintext."""
+    ca = os.environ.get(ENV_TLS_CA)
+    if ca:
+        with open(ca, "rb") as f:
+            return True, f.read()
+    return os.environ.get(ENV_TLS) == "1", None
+
+
 class Client:
     """An arbiter connection for trio code. Use ``async with Client(...)`` or call close().
 
     ``address`` defaults to ``$NARDY_SERVER``; ``token`` is a player or seat token, or None
-    for an anonymous (spectator) connection. Engines launched by a runner get their token
-    from ``$NARDY_TOKEN`` through :func:`run_engine`.
+    for an anonymous (spectator) connection. TLS: ``tls`` and ``root_certificates``, or
+    else ``$NARDY_TLS_CA`` / ``$NARDY_TLS`` (see :func:`tls_from_environment`). Engines
+    launched by a runner get their token from ``$NARDY_TOKEN`` through :func:`run_engine`.
 
     The retry rules live here: idempotent unary calls (reads, plays, ladder calls) are
     retried with backoff on a transient status; streams resume after a drop or a
@@ -164,6 +177,8 @@ class Client:
         self.token = token
         self.timeout = timeout
         self._owns_channel = shared is None
+        if shared is None and not tls and root_certificates is None:
+            tls, root_certificates = tls_from_environment()
         self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
         self.stub = api_grpc.ArbiterServiceStub(self.channel)
         self.ladders = ladder_grpc.LadderServiceStub(self.channel)

@@ -5,23 +5,22 @@ from __future__ import annotations
 from typing import TextIO
 
 from nardy.dice import parse_dice
-from nardy.long.movegen import legal_plays
-from nardy.long.position import Position
+from nardy.variant import Variant, variant
 
 
-def end_positions(position_text: str, dice_text: str) -> list[str]:
+def end_positions(rules: Variant, position_text: str, dice_text: str) -> list[str]:
     """Sorted legal end positions; the unchanged board, opponent to move, if none."""
-    position = Position.parse(position_text)
+    position = rules.parse(position_text)
     dice = parse_dice(dice_text)
-    plays = legal_plays(position, dice)
+    plays = rules.legal_plays(position, dice)
     if not plays:
-        return [position.passed().text()]
+        return [rules.passed(position).text()]
     return sorted(p.end.text() for p in plays)
 
 
-def single(position_text: str, dice_text: str, out: TextIO) -> int:
+def single(position_text: str, dice_text: str, out: TextIO, variant_name: str = "long") -> int:
     try:
-        ends = end_positions(position_text, dice_text)
+        ends = end_positions(variant(variant_name), position_text, dice_text)
     except ValueError as e:
         print(f"nardy legal: {e}", file=_stderr())
         return 2
@@ -29,8 +28,13 @@ def single(position_text: str, dice_text: str, out: TextIO) -> int:
     return 0
 
 
-def batch(lines: TextIO, out: TextIO) -> int:
+def batch(lines: TextIO, out: TextIO, variant_name: str = "long") -> int:
     """One output line per input line, in order, flushed as it is written."""
+    try:
+        rules = variant(variant_name)
+    except ValueError as e:
+        print(f"nardy legal: {e}", file=_stderr())
+        return 2
     for n, line in enumerate(lines, 1):
         fields = line.split()
         if not fields:
@@ -39,7 +43,7 @@ def batch(lines: TextIO, out: TextIO) -> int:
         try:
             if len(fields) != 2:
                 raise ValueError(f"expected 'POSITION DICE', got {len(fields)} fields")
-            ends = end_positions(*fields)
+            ends = end_positions(rules, *fields)
         except ValueError as e:
             print(f"nardy legal: line {n}: {e}", file=_stderr())
             return 2

@@ -101,13 +101,20 @@ class Limited:
         self.limiter = limiter
 
     async def _caller(self, context, request: Message) -> Caller:
-        caller = Caller(self.arbiter.principal(bearer(context)), peer_address(context))
+        token = bearer(context)
+        caller = Caller(self.arbiter.principal(token), peer_address(context))
         if not self.limiter.allow(caller.key):
             await refuse(
                 context,
                 self.arbiter.metrics,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "too many requests; slow down and retry",
+            )
+        if token is not None and caller.principal is None:
+            # on every call, also those that need no token: a bot with a wrong token is
+            # told so instead of being served as an anonymous caller
+            await refuse(
+                context, self.arbiter.metrics, grpc.StatusCode.UNAUTHENTICATED, "unknown token"
             )
         if (name := bad_enum(request)) is not None:
             await refuse(

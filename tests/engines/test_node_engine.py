@@ -39,7 +39,8 @@ def node() -> str:
 
 
 def environment(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("NARDY_SERVER", "NARDY_TOKEN")}
+    launcher = ("NARDY_SERVER", "NARDY_TOKEN", "NARDY_TLS_CA", "NARDY_TLS")
+    env = {k: v for k, v in os.environ.items() if k not in launcher}
     return {**env, "NO_COLOR": "1", **extra}
 
 
@@ -57,20 +58,44 @@ def test_the_node_engine_passes_check_engine(node):
     assert "FAIL" not in run.stdout
 
 
-async def test_the_node_engine_plays_a_game_against_a_python_engine(node, tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "n.db")) as srv:
-        async with Client(srv.address) as spectator:
+def self_signed(tmp_path: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key (PEM files), made with openssl."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
+async def test_the_node_engine_plays_a_game_against_a_python_engine(node, tmp_path, tls):
+    """Both engines are launched alike; with TLS both find the CA in $NARDY_TLS_CA."""
+    options, extra, spectator_tls = {}, {}, {}
+    if tls:
+        if shutil.which("openssl") is None:
+            pytest.skip("openssl is needed to make a test certificate")
+        cert, key = self_signed(tmp_path)
+        options = {"tls_cert": cert, "tls_key": key}
+        extra = {"NARDY_TLS_CA": cert}
+        spectator_tls = {"tls": True, "root_certificates": Path(cert).read_bytes()}
+    with EmbeddedServer(db=str(tmp_path / "n.db"), **options) as srv:
+        async with Client(srv.address, **spectator_tls) as spectator:
             r = await spectator.create_match(options=pb.GameOptions(turn_time_ms=20_000))
+            seat = {"NARDY_SERVER": srv.address, **extra}
             procs = [
                 subprocess.Popen(
                     [node, str(ENGINE)],
-                    env=environment(NARDY_SERVER=srv.address, NARDY_TOKEN=r.first_seat_token),
+                    env=environment(**seat, NARDY_TOKEN=r.first_seat_token),
                     stdout=subprocess.DEVNULL,
                     stderr=open(tmp_path / "node.log", "wb"),  # noqa: SIM115
                 ),
                 subprocess.Popen(
                     [sys.executable, "-m", "nardy", "engine", "greedy", "--max-games", "1"],
-                    env=environment(NARDY_SERVER=srv.address, NARDY_TOKEN=r.second_seat_token),
+                    env=environment(**seat, NARDY_TOKEN=r.second_seat_token),
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 ),

@@ -297,3 +297,17 @@ async def test_a_pass_has_no_turn_started(client):
         assert nxt.type == pb.EVENT_TYPE_TURN_STARTED and nxt.state.turn_id == 2
         assert nxt.state.side_to_move == pb.COLOR_BLACK
         n.cancel_scope.cancel()
+
+
+async def test_an_unknown_token_is_refused_even_where_none_is_needed(client):
+    """Issue 12 item 11: tokens are checked before anything else; a wrong one is never
+    served as an anonymous caller."""
+    forged = client.with_token("not-a-token")
+    for call in (
+        forged.call("RegisterPlayer", api.RegisterPlayerRequest(name="someone")),
+        forged.create_match(),
+        forged.call("ListGames", api.ListGamesRequest()),
+    ):
+        with pytest.raises(grpc.RpcError) as info:
+            await call
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
