@@ -68,8 +68,11 @@ def make_engine(
         )
     factory = _class(name)
     if len(entry.variants) > 1:  # an engine for several variants is told which it plays
-        return factory(level=level, seed=seed, rules=variant(variant_name))
-    return factory(level=level, seed=seed)
+        engine = factory(level=level, seed=seed, rules=variant(variant_name))
+    else:
+        engine = factory(level=level, seed=seed)
+    engine.variants = entry.variants
+    return engine
 
 
 def _class(name: str):
@@ -107,9 +110,16 @@ def sdk_adapter(engine):
         offered = {lp.end_position: lp for lp in turn.legal}
         if len(offered) == 1:
             return next(iter(offered.values()))
+        rules = turn.variant
+        if rules.name not in getattr(engine, "variants", ("long",)):
+            log.warning(
+                "turn %d: this engine does not play %s nardy", turn.state.turn_id, rules.name
+            )
+            return turn.legal[0]
+        engine.rules = rules  # a game of another variant than the last one
         t0 = time.perf_counter()
         position, dice = turn.position, turn.dice
-        plays = [p for p in turn.variant.legal_plays(position, dice) if p.end.text() in offered]
+        plays = [p for p in rules.legal_plays(position, dice) if p.end.text() in offered]
         if len(plays) != len(offered):
             log.warning(
                 "turn %d: %d local legal plays match %d offered by the server",

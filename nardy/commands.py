@@ -9,6 +9,7 @@ import sys
 
 def register(sub: argparse._SubParsersAction) -> None:
     from clients.commands import register as register_clients
+    from nardy.variant import available
 
     register_clients(sub)  # play, watch, replay, standings (programs for people)
     p = sub.add_parser("serve", help="run the arbiter (gRPC server)")
@@ -74,6 +75,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep the engines' logs here (default: a temporary folder, removed at the end)",
     )
     p.add_argument("--records", metavar="DIR", help="write a record of every game here")
+    p.add_argument(
+        "--variant",
+        choices=available(),
+        default="long",
+        help="the rules of every game: long nardy (default) or short nardy (backgammon)",
+    )
     p.add_argument(
         "--progress",
         type=float,

@@ -17,10 +17,11 @@ from typing import Any, Protocol
 
 import trio
 
-from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
+from nardy import Color, GameResult, Match, Termination, opening_throw
 from nardy.dice import Dice
 from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
+from nardy.variant import GamePlay as Play
 from nardy.variant import Variant
 from nardy.variant import variant as get_variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
@@ -328,7 +329,7 @@ class GameSession:
         mover = self.position.turn
         plays = self.variant.legal_plays(self.position, dice)
         if not plays:
-            self.position = self.position.passed()
+            self.position = self.variant.passed(self.position)
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             self.emit(EventType.TURN_PASSED, play=record)
@@ -458,12 +459,12 @@ class GameSession:
     def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
         if end is not None:
             try:
-                return Position.parse(end)
+                return self.variant.parse(end)
             except ValueError:
                 return None
         return self._replay_end(turn_id, notation)
 
-    def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
+    def _replay_end(self, turn_id: int, notation: str | None) -> Any:
         """The end position ``notation`` would have given on an already played turn."""
         for event in reversed(self.events):
             if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
@@ -478,7 +479,7 @@ class GameSession:
         try:
             if end is None:
                 return self.variant.match_play(self.position, self.dice, notation or "")
-            target = Position.parse(end)
+            target = self.variant.parse(end)
             for play in self.legal:
                 if play.end == target:
                     return play
@@ -578,7 +579,7 @@ class MatchSession:
         first_seat_white: bool | None = None,
         challenged: str | None = None,
         dice: Dice,
-        start: Position | None,
+        start: Any,  # a position of the match's variant, or None for its start
         start_timeout: float,
         new_id: Callable[[], str],
     ) -> None:

@@ -27,9 +27,9 @@ from clients.check_engine.judge import (
     judge_pass,
     judge_resume,
 )
-from nardy import Position, legal_plays, match_play
 from nardy.client import END_TYPES, my_turn
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import variant
 
 if TYPE_CHECKING:
     from clients.check_engine.runner import Run
@@ -40,7 +40,8 @@ NEAR_TIMEOUT_MS = 1_500
 ENGINE_WHITE = (2, 1)  # opening throw: first die (the engine's) higher -> engine is white
 ENGINE_BLACK = (1, 2)
 
-START = Position.start().text()
+LONG = variant("long")  # these scenarios are long nardy's
+START = LONG.start().text()
 # White (the engine) to move with 6-5: each of its checkers on a=0, 1, 2 would land on a
 # black point (a=5..8), so the turn has no legal play and the arbiter passes it.
 BLOCKED = "w/13,1,1,0,0,-1,-1,-1,-1,0,0,0,-11,0,0,0,0,0,0,0,0,0,0,0"
@@ -214,11 +215,11 @@ def scenarios() -> list[Scenario]:
 
 def check_setups() -> None:
     """The scripted positions do what the scenarios say (cheap; run by the tests)."""
-    blocked = Position.parse(BLOCKED)
-    assert legal_plays(blocked, (6, 5)) == []
-    assert len(legal_plays(Position.start(), (6, 5))) == 1
+    blocked = LONG.parse(BLOCKED)
+    assert LONG.legal_plays(blocked, (6, 5)) == []
+    assert len(LONG.legal_plays(LONG.start(), (6, 5))) == 1
     try:
-        match_play(Position.start(), (3, 1), ILLEGAL)
+        LONG.match_play(LONG.start(), (3, 1), ILLEGAL)
     except ValueError:
         pass
     else:
