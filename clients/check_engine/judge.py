@@ -185,6 +185,30 @@ def judge_forced(run: Run, turns: list[EngineTurn]) -> str:
     return f"submitted the only play {t.notation} ({t.dice_text}) in {t.used_ms} ms"
 
 
+def judge_enter(run: Run, turns: list[EngineTurn]) -> str:
+    """Short nardy: a checker on the bar must enter before any other move (§8)."""
+    t = played(turns)[0]
+    rules = rules_of(run.events)
+    color = t.position.turn
+    if not rules.board(t.position).bar[color]:
+        raise Fail(f"setup: turn {t.turn_id} has no checker on the bar")
+    if rules.board(t.end).bar[color]:
+        raise Fail(f"turn {t.turn_id} ({t.dice_text}): {t.notation} left a checker on the bar")
+    return f"entered from the bar: {t.notation} ({t.dice_text}) in {t.used_ms} ms"
+
+
+def judge_hit(run: Run, turns: list[EngineTurn]) -> str:
+    """Short nardy: the only play hits a blot with the first die and moves on (§8)."""
+    t = played(turns)[0]
+    rules = rules_of(run.events)
+    opponent = t.position.turn.opponent
+    if len(rules.legal_plays(t.position, t.dice)) != 1:
+        raise Fail(f"setup: turn {t.turn_id} has more than one legal play")
+    if rules.board(t.end).bar[opponent] != rules.board(t.position).bar[opponent] + 1:
+        raise Fail(f"turn {t.turn_id} ({t.dice_text}): {t.notation} did not hit")
+    return f"hit mid-turn: {t.notation} ({t.dice_text}) in {t.used_ms} ms"
+
+
 def judge_bear_off(run: Run, turns: list[EngineTurn]) -> str:
     res = run.events[-1].state.result
     if res.termination != pb.TERMINATION_NORMAL:

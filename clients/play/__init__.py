@@ -88,7 +88,11 @@ async def _embedded(
 ) -> int:
     async with Client(address) as client, screen.session():
         r = await client.create_match(
-            options=pb.GameOptions(turn_time_ms=int(args.turn_time * 1000), auto_play_forced=False),
+            options=pb.GameOptions(
+                variant=args.variant,
+                turn_time_ms=int(args.turn_time * 1000),
+                auto_play_forced=False,
+            ),
             target_points=args.points,
             first=api.SeatSpec(display_name=args.name),
             second=api.SeatSpec(display_name=_engine_label(args)),
@@ -251,14 +255,18 @@ def check_args(args: argparse.Namespace) -> str | None:
         return "--turn-time is at most a day (86400 seconds)"
     if args.start:
         try:
-            variant(getattr(args, "variant", "long")).parse(args.start)
+            variant(args.variant).parse(args.start)
         except ValueError as e:
             return f"--start: {e}"
     if args.server is None and not 1 <= args.points <= 99:
         return "--points is a match length such as 1, 3, 5 or 7"
     if args.server is None:
-        from engines.registry import levels
+        from engines.registry import levels, names
 
+        if args.engine not in names(args.variant):
+            return f"--engine: {args.engine} does not play {args.variant} nardy; " + (
+                f"choose {', '.join(names(args.variant))}"
+            )
         offered = levels(args.engine)
         if args.level is not None and not offered:
             return f"--level: the {args.engine} engine has no levels"

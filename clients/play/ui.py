@@ -30,9 +30,15 @@ from nardy import wire
 from nardy.client import RETRYABLE, Client, my_turn
 from nardy.game import Color, IllegalPlay, NotationError, Termination
 from nardy.v1 import game_pb2 as pb
-from nardy.variant import OFF
+from nardy.variant import BAR, OFF
 
 log = logging.getLogger("nardy.play")
+
+
+def point_name(point: int) -> str:
+    """A point as notation writes it: ``off``, ``bar`` or its number."""
+    return {OFF: "off", BAR: "bar"}.get(point, str(point))
+
 
 NEXT_GAME_S = 15.0  # the next game of a match starts by itself after this
 
@@ -290,12 +296,13 @@ class PlayUI:
                 f"{'off' if d == OFF else d} ({'+'.join(map(str, dice))})"
                 for d, dice in sorted(where.items(), key=lambda kv: -kv[0] or 99)
             ]
-            return Text(f"From {turn.selected}: " + ", ".join(parts) + ". Type a target.")
-        sources = sorted({s.src for s in b.legal_steps()}, reverse=True)
+            src = point_name(turn.selected)
+            return Text(f"From {src}: " + ", ".join(parts) + ". Type a target.")
+        sources = [point_name(p) for p in sorted({s.src for s in b.legal_steps()}, reverse=True)]
         left = "-".join(map(str, b.remaining))
         done = f"played {' '.join(map(str, b.steps))}; " if b.steps else ""
         return Text(
-            f"Your move, {done}dice left {left}. Move from: {' '.join(map(str, sources))}. "
+            f"Your move, {done}dice left {left}. Move from: {' '.join(sources)}. "
             "(24/18, a point, hint, undo, help)"
         )
 
@@ -468,13 +475,13 @@ class PlayUI:
         if turn.selected is not None and n in targets(turn.builder, turn.selected):
             src = turn.selected
             turn.selected = None
-            await self._moves(f"{src}/{'off' if n == OFF else n}", whole=False)
+            await self._moves(f"{point_name(src)}/{point_name(n)}", whole=False)
             return
         if n == OFF:
             self.note("Choose a checker first (type its point), then 'off'.")
             return
-        if not 1 <= n <= 24:
-            self.note(f"There is no point {n}: points are 1 to 24.")
+        if not 1 <= n <= 24 and n != BAR:
+            self.note(f"There is no point {n}: points are 1 to 24 (and the bar in short nardy).")
             return
         b = turn.builder
         if b.complete:
