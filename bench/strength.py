@@ -3,7 +3,8 @@
 * greedy vs random: 200 games, colours alternating, greedy's win rate with a 95% Wilson
   interval;
 * duplicate matches (:data:`MATCHES`), 200 pairs (400 games) each: expectimax (level 3)
-  vs greedy, the network engine (full level) vs greedy and vs expectimax level 3. Both
+  vs greedy, the network engine (full level) vs greedy and vs expectimax level 3, and the
+  network alone (0 ply, level 2) vs greedy. Both
   games of a pair use the same dice sequence with the colours swapped, which cancels most
   of the luck. Score, win rate and points share with 95% confidence intervals from the
   pair results, plus the average thinking time per move of each engine;
@@ -150,6 +151,7 @@ def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
 MATCHES = {
     "expectimax-greedy": (("expectimax", 3, 2), ("greedy", None, 2), 2),
     "network-greedy": (("network", 3, 3), ("greedy", None, 3), 3),
+    "network0-greedy": (("network", 2, 5), ("greedy", None, 5), 5),
     "network-expectimax": (("network", 3, 4), ("expectimax", 3, 4), 4),
 }
 

@@ -78,11 +78,11 @@ _EXTRA[:6, 3] = 1 / CHECKERS
 # the *other* side's path (the other's point q is this side's q+12 or q-12).
 _PROG_OWN = np.arange(23, -1, -1)
 _PROG_OTHER = np.array([12 - q if q <= 12 else 36 - q for q in range(1, 25)])
-# _ON_OTHER[k]: the column (own point - 1) of a side's point that is the other side's point
-# at progress k along the other side's path (k = 0 is the other side's head).
-_ON_OTHER = np.argsort(_PROG_OTHER)
-_ONE_HOT = np.eye(7)  # blocked points 0..6
-_BITS = 1 << np.arange(POINTS, dtype=np.int64)
+# A side's held points as a bit mask along the other's path: bit k is the other's progress k.
+_HELD_BIT = 1 << _PROG_OTHER.astype(np.int64)
+_AHEAD = np.arange(1, POINTS + 1, dtype=np.int64)
+# _BLOCKED[w]: one-hot (0..6) of the number of held points in a six-bit window w.
+_BLOCKED = np.eye(7)[[bin(w).count("1") for w in range(64)]]
 
 
 def _boards(positions: list[Position]) -> tuple[np.ndarray, np.ndarray]:
@@ -116,15 +116,10 @@ def blocks(c: np.ndarray) -> np.ndarray:
     with exactly 1..6 of the six points in front of them (along its path) held by this
     side, and this side's longest run of held points along the other's path / 6 (runs
     longer than six count as six)."""
-    n = len(c)
-    held = (c > 0)[:, :, _ON_OTHER]  # by the other's progress 0..23
-    cum = np.zeros((n, 2, POINTS + 7), dtype=np.int64)  # six unheld points past the end
-    np.cumsum(held, axis=2, out=cum[:, :, 1 : POINTS + 1])
-    cum[:, :, POINTS + 1 :] = cum[:, :, POINTS : POINTS + 1]
-    front = cum[:, :, 7:] - cum[:, :, 1 : POINTS + 1]  # points k+1..k+6 held
+    mask = (c > 0) @ _HELD_BIT  # bit k: the point at the other's progress k is held
+    window = (mask[..., None] >> _AHEAD) & 0b111111  # held points k+1..k+6 in front of k
     theirs = c[:, ::-1, None, ::-1].astype(float)  # the other's checkers by its progress
-    hist = np.matmul(theirs, _ONE_HOT[front])[:, :, 0, 1:] / CHECKERS
-    mask = held @ _BITS  # bit k: point at the other's progress k held
+    hist = np.matmul(theirs, _BLOCKED[window])[:, :, 0, 1:] / CHECKERS
     longest = np.zeros(mask.shape)
     for _ in range(6):
         longest += mask != 0
@@ -151,9 +146,19 @@ def flip(v: np.ndarray) -> np.ndarray:
     return np.stack([1.0 - v[..., 0], v[..., 2], v[..., 1]], axis=-1)
 
 
-def equity(v: np.ndarray) -> np.ndarray:
-    """Expected points for the side whose values ``v`` are (win, win mars, loss mars)."""
-    return 2.0 * v[..., 0] - 1.0 + v[..., 1] - v[..., 2]
+def equity(v: np.ndarray, values=None) -> np.ndarray:
+    """Expected points for the side whose values ``v`` are (win, win mars, loss mars), or
+    the expected value of the outcomes by ``values`` (an :class:`engines.evaluate.Values`:
+    what an oin and a mars won or lost are worth, e.g. in a match)."""
+    win, win_mars, loss_mars = v[..., 0], v[..., 1], v[..., 2]
+    if values is None:
+        return 2.0 * win - 1.0 + win_mars - loss_mars
+    return (
+        (win - win_mars) * values.win
+        + win_mars * values.win_mars
+        + (1.0 - win - loss_mars) * values.loss
+        + loss_mars * values.loss_mars
+    )
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

@@ -7,6 +7,9 @@
   Candidates are searched in 0-ply order; when the time budget (a third of the turn's time
   left, at most ``max_seconds``) runs out, the best of the fully searched candidates is
   played (when at least two were), else the 0-ply choice.
+* **Match play**: with the match score, plays are judged by match winning chances (the
+  outcome values of :func:`engines.evaluate.match_values`: a mars is worth no more than an
+  oin when one point wins the match), else by points.
 * **Levels** 0..3: 3 is full strength, 2 plays the network's 0-ply choice, and the lower
   levels slip like a person: their judgement gets noise and now and then they take the
   second or third choice when it looks close.
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engines.base import Engine
+from engines.evaluate import values_for
 from engines.network import Network, equity, lookahead, shipped
 from nardy import Play, Position
 
@@ -86,7 +90,8 @@ class NetworkEngine(Engine):
             budget = t if budget is None else min(budget, t)
         deadline = None if budget is None else time.perf_counter() + budget
         p = self.params
-        eq0 = equity(self.net.after(plays))
+        values = None if match is None else values_for(match)
+        eq0 = equity(self.net.after(plays), values)
         order = np.argsort(-eq0, kind="stable")
         scores = {int(i): float(eq0[i]) for i in order}
         if p.ply >= 1:
@@ -99,7 +104,7 @@ class NetworkEngine(Engine):
                     if v is None:
                         self.timeouts += 1
                         break
-                    deep[i] = float(equity(v))
+                    deep[i] = float(equity(v, values))
                 if len(deep) >= 2:
                     scores = deep
         return plays[self._choose(scores)]

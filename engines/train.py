@@ -13,33 +13,31 @@ for game ``i`` (large steps early, smaller ones as the play settles).
 
 Reproducible and resumable: game ``i`` of a run with ``--seed S`` throws its dice from a
 generator seeded with ``(S, i)`` and the weights start from ``S``, so the same command
-reproduces the same weights, whether it ran at once or was stopped and resumed from a
-checkpoint (``--checkpoint``, written every ``--checkpoint-every`` games, atomically; the
-run resumes from it when it exists). Every ``--eval-every`` games the network (0 ply) plays
-``--eval-pairs`` duplicate-dice pairs against the greedy engine; the results go to the log
-and to ``<checkpoint>.log.jsonl``. ``--export`` writes the shipped (float32) weights.
+reproduces the same weights, whether it ran at once or was stopped and resumed from its
+checkpoint (``--checkpoint``, written atomically every ``--checkpoint-every`` games; a run
+resumes from it when it exists). With ``--workers W``, W games at a time are played in W
+processes with the same weights and then learned from in game order, so the weights depend
+on W but never on timing; ``meta["workers"]`` lists ``[first game, W]`` for each stretch.
+Every ``--eval-every`` games the network (0 ply) plays ``--eval-pairs`` duplicate-dice
+pairs against the greedy engine; the results go to the log and to
+``<checkpoint>.log.jsonl``. ``--export`` writes the shipped (float32) weights.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import json
+import random
+import signal
+import sys
+import time
+from pathlib import Path
 
-# One BLAS thread: the matrices are small, the machine is shared, and results stay exact.
-for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from engines.arena import mean_ci, pair_score  # noqa: E402
-from engines.network import WEIGHTS, Network, encode, equity, flip  # noqa: E402
-from nardy import Position, legal_plays  # noqa: E402
+from engines.arena import mean_ci, pair_score
+from engines.network import WEIGHTS, Network, encode, equity, flip
+from nardy import Position, legal_plays
 
 DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
 MAX_TURNS = 1500
@@ -133,6 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-pairs", type=int, default=50)
     ap.add_argument("--export", type=Path, default=None, help="write shipped weights here too")
     ap.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="self-play processes; each batch of this many games is played with the same "
+        "weights, so the weights depend on it (the checkpoint records it from each game on)",
+    )
     args = ap.parse_args(argv)
 
     ckpt: Path = args.checkpoint
@@ -145,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
+        net.meta.setdefault("workers", [[0, 1]])  # checkpoints from before --workers
         print(f"resuming {ckpt} at game {done}", file=sys.stderr)
     else:
         net = Network.random(args.hidden, seed=args.seed)
@@ -171,19 +177,39 @@ def main(argv: list[str] | None = None) -> int:
         with open(log_path, "a") as f:
             f.write(json.dumps(record) + "\n")
 
+    schedule = net.meta.setdefault("workers", [[0, args.workers]])
+    if schedule[-1][1] != args.workers:
+        schedule.append([done, args.workers])
+    pool = None
+    if args.workers > 1:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("fork").Pool(args.workers)
+    signal.signal(signal.SIGTERM, _interrupt)  # a stopped session saves its checkpoint
     t0 = time.perf_counter()
     window_t, window_games, mse_sum, turns_sum = t0, 0, 0.0, 0
     progress = _progress(args.games, done)
     try:
         while done < args.games:
-            states, outcome = self_play(net, game_rng(args.seed, done))
-            x = encode(states)
-            v = net.forward(x)[1]
-            alpha = args.alpha / np.sqrt(1.0 + done / args.alpha_half)
-            mse_sum += learn(net, x, td_targets(v, outcome, args.lam), alpha)
-            turns_sum += len(states)
-            done += 1
-            window_games += 1
+            stop = min(done + args.workers, args.games)
+            for every in (args.checkpoint_every, args.eval_every):
+                if every:  # a batch never crosses a checkpoint or an evaluation
+                    stop = min(stop, (done // every + 1) * every)
+            batch = list(range(done, stop))
+            if pool is None:
+                games = [_play_game((None, args.seed, i), net) for i in batch]
+            else:  # the same weights for the whole batch, learned from in game order
+                weights = (net.w1, net.b1, net.w2, net.b2)
+                games = pool.map(_play_game, [(weights, args.seed, i) for i in batch])
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])  # learn a batch whole
+            for x, outcome in games:
+                v = net.forward(x)[1]
+                alpha = args.alpha / np.sqrt(1.0 + done / args.alpha_half)
+                mse_sum += learn(net, x, td_targets(v, outcome, args.lam), alpha)
+                turns_sum += len(x)
+                done += 1
+                window_games += 1
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
             progress(done)
             if done % args.checkpoint_every == 0 or done == args.games:
                 save()
@@ -207,7 +233,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         progress(None)
+        if pool is not None:
+            pool.terminate()
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _play_game(job: tuple, net: Network | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Self-play game ``i`` with the given weights: its encoded positions and outcome."""
+    weights, seed, i = job
+    states, outcome = self_play(net or Network(*weights), game_rng(seed, i))
+    return encode(states), outcome
 
 
 def _progress(total: int, done: int):

@@ -12,10 +12,7 @@ def end_positions(rules: Variant, position_text: str, dice_text: str) -> list[st
     """Sorted legal end positions; the unchanged board, opponent to move, if none."""
     position = rules.parse(position_text)
     dice = parse_dice(dice_text)
-    plays = rules.legal_plays(position, dice)
-    if not plays:
-        return [rules.passed(position).text()]
-    return sorted(p.end.text() for p in plays)
+    return rules.end_texts(position, dice) or [rules.passed(position).text()]
 
 
 def single(position_text: str, dice_text: str, out: TextIO, variant_name: str = "long") -> int:

@@ -126,6 +126,11 @@ class Variant(ABC):
     @abstractmethod
     def legal_plays(self, position: Any, dice: tuple[int, int]) -> list[Any]: ...
 
+    def end_texts(self, position: Any, dice: tuple[int, int]) -> list[str]:
+        """The sorted end-position texts of the legal plays (``[]`` when the turn passes);
+        a variant may compute them without building the plays (``nardy legal``)."""
+        return sorted(p.end.text() for p in self.legal_plays(position, dice))
+
     @abstractmethod
     def match_play(self, position: Any, dice: tuple[int, int], text: str) -> Any: ...
 

@@ -169,6 +169,7 @@ class GameSession:
         self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
         self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
+        self._offer: tuple = ((), {}, {})  # see _offered
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
@@ -475,7 +476,20 @@ class GameSession:
                     return None
         return None
 
+    def _offered(self) -> tuple[dict[str, Play], dict[str, Play]]:
+        """The awaited turn's legal plays by end-position text and by notation, built
+        once per turn: a play given as the server wrote it is found without parsing."""
+        if self._offer[0] is not self.legal:
+            by_end = {play.end.text(): play for play in self.legal}
+            by_notation = {play.notation(): play for play in self.legal}
+            self._offer = (self.legal, by_end, by_notation)
+        return self._offer[1], self._offer[2]
+
     def _read_play(self, notation: str | None, end: str | None) -> Play:
+        by_end, by_notation = self._offered()
+        play = by_notation.get(notation or "") if end is None else by_end.get(end)
+        if play is not None:
+            return play
         try:
             if end is None:
                 return self.variant.match_play(self.position, self.dice, notation or "")

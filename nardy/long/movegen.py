@@ -16,6 +16,12 @@ Plays are searched breadth-first, one die per level, merging step sequences that
 same intermediate board: the legal plays are distinct end positions (§3.7). Each keeps the
 first step sequence that reaches it, trying higher dice first and points from the head down,
 which is its canonical notation.
+
+The same search is compiled in ``_movegen.c`` (built at install when a C compiler is there):
+:func:`legal_plays` uses it when it is present, and the pure-Python :func:`legal_plays_py`
+otherwise (or when ``NARDY_PURE_PYTHON`` is set, see :mod:`nardy.long.compiled`). The
+Python code is the reference: the two give the same plays, in the same order, with the
+same steps (tests/test_accelerator.py).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from itertools import compress
 from typing import NamedTuple
 
 from nardy.game import Color
+from nardy.long import compiled
 from nardy.long.notation import format_step
 from nardy.long.position import CHECKERS, HEAD, POINTS, Position
 
@@ -54,6 +61,8 @@ class Play(NamedTuple):
     end: Position
 
     def notation(self) -> str:
+        if _compiled is not None:
+            return _compiled.notation(self.steps)
         return " ".join(map(str, self.steps)) or "-"
 
     def __str__(self) -> str:
@@ -199,6 +208,21 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
 
     An empty list means no die can be played: the turn passes (§3.6).
     """
+    if _compiled is not None:
+        return _compiled.legal_plays(position.turn, position.board, dice[0], dice[1])
+    return legal_plays_py(position, dice)
+
+
+def end_texts(position: Position, dice: tuple[int, int]) -> list[str]:
+    """The sorted end-position texts of the legal plays (``[]`` when the turn passes),
+    without building the plays when the compiled generator is there (``nardy legal``)."""
+    if _compiled is not None:
+        return _compiled.end_texts(position.turn, position.board, dice[0], dice[1])
+    return sorted(p.end.text() for p in legal_plays_py(position, dice))
+
+
+def legal_plays_py(position: Position, dice: tuple[int, int]) -> list[Play]:
+    """:func:`legal_plays` in pure Python: the reference for the compiled generator."""
     turn = Turn(position, dice)
     end, make, new = turn._end, Step._make, tuple.__new__
     return [new(Play, (tuple(map(make, steps)), end(m))) for m, steps in _search(turn)]
@@ -303,3 +327,9 @@ def _larger_die_rule(
         if larger:
             return larger
     return plays
+
+
+_compiled = compiled.MODULE
+if _compiled is not None:
+    _compiled.setup(Step, Play, Position, Color.WHITE, Color.BLACK)
+COMPILED = _compiled is not None  # which generator legal_plays uses

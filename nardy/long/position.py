@@ -14,6 +14,7 @@ import re
 from typing import NamedTuple
 
 from nardy.game import Color, PositionError
+from nardy.long.compiled import MODULE as _compiled
 
 CHECKERS = 15
 POINTS = 24
@@ -37,6 +38,8 @@ ABS: tuple[tuple[int, ...], tuple[int, ...]] = (
 )
 
 _TEXT = re.compile(r"^\s*([A-Za-z]+)\s*/\s*(.*?)\s*$", re.S)
+_COUNT = r"\s*[+-]?\d{1,3}\s*"
+_COUNTS = re.compile(rf"{_COUNT}(?:,{_COUNT}){{{POINTS - 1}}}", re.ASCII)  # the common case
 
 
 class Position(NamedTuple):
@@ -65,6 +68,8 @@ class Position(NamedTuple):
             raise PositionError(f"expected '<w|b>/<24 comma-separated counts>', got {text!r}")
         side, counts = m.groups()
         turn = Color.from_letter(side)
+        if _COUNTS.fullmatch(counts):  # 24 well-formed counts: no need to look at each
+            return cls.from_board(turn, [int(f) for f in counts.split(",")])
         fields = [f.strip() for f in counts.split(",")]
         if len(fields) != POINTS:
             raise PositionError(f"expected 24 point counts, got {len(fields)}")
@@ -92,6 +97,8 @@ class Position(NamedTuple):
     # -- text ---------------------------------------------------------------------------
     def text(self) -> str:
         """The position text (RULES.md §1)."""
+        if _compiled is not None:
+            return _compiled.text(self.turn, self.board)
         return f"{self.turn.letter}/{','.join(map(str, self.board))}"
 
     def __str__(self) -> str:

@@ -48,6 +48,8 @@ def parse_moves(text: str) -> list[tuple[int, int, bool]]:
                 raise NotationError(f"{token!r}: point {dst} is not on the board (1..24)")
             if dst != OFF and dst >= src:
                 raise NotationError(f"{token!r}: checkers move from higher to lower points")
+            if src == BAR and dst == OFF:
+                raise NotationError(f"{token!r}: a checker on the bar enters; it cannot bear off")
         moves.extend(chain * repeat)
     return moves
 

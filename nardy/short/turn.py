@@ -154,9 +154,9 @@ class TurnBuilder:
         dst = src - die
         if dst >= 1:
             if self.turn.closed >> dst & 1:
-                what = f"cannot enter on point {dst}" if src == BAR else f"point {dst}"
+                what = "cannot enter: point" if src == BAR else "point"
                 raise IllegalPlay(
-                    f"{text}: {what} is closed: the opponent holds it with two or more "
+                    f"{text}: {what} {dst} is closed, the opponent holds it with two or more "
                     "checkers (RULES §8)"
                 )
         else:
@@ -223,7 +223,8 @@ def match_play(position: Position, dice: tuple[int, int], text: str) -> Play:
 
     Every reading of the moves as dice is tried (``24/13`` with 6-5 is 24/18 18/13 or
     24/19 19/13). Readings that end in different positions are told apart by the ``*``
-    marks (``24/18*/13`` hits on 18, ``24/13`` hits nothing); if the marks do not settle
+    marks: a written ``*`` needs a hit there and a point passed over without being written
+    is not hit (``24/18*/13`` hits on 18, ``24/13`` does not). If the marks do not settle
     it, the play is refused as ambiguous.
     """
     moves = parse_moves(text)
@@ -250,7 +251,8 @@ def match_play(position: Position, dice: tuple[int, int], text: str) -> Play:
                 errors.append(IllegalPlay(f"move {i + 1} ({format_step(src, dst)}): {e}"))
                 continue
             hits = [s.hit for s in steps]
-            read(i + 1, agree and hits[-1] == starred and not any(hits[:-1]))
+            # a written * needs a hit there; a point passed over unwritten is not hit
+            read(i + 1, agree and (hits[-1] or not starred) and not any(hits[:-1]))
             builder.rewind(mark)
 
     read(0, True)

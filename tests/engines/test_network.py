@@ -11,6 +11,7 @@ import pytest
 
 from engines import network as nw
 from engines import train
+from engines.evaluate import values_for
 from engines.neural import LEVELS, NetworkEngine
 from nardy import CHECKERS, Color, Position, legal_plays, result
 
@@ -142,6 +143,10 @@ def test_flip_and_equity():
     assert np.isclose(nw.equity(v) + nw.equity(nw.flip(v)), 0)
     assert nw.equity(np.array([1.0, 1.0, 0.0])) == 2  # a sure mars
     assert nw.equity(np.array([0.0, 0.0, 1.0])) == -2
+    # with outcome values: points give the same equity; one point to win: mars counts as oin
+    assert np.isclose(nw.equity(v, values_for(None)), nw.equity(v))
+    last = values_for((3, 2, 0))
+    assert np.isclose(nw.equity(v, last), nw.equity(np.array([0.7, 0.0, 0.05]), last))
 
 
 @pytest.mark.parametrize("ply", [0, 1])
@@ -264,6 +269,15 @@ def test_training_resumes_from_a_checkpoint_to_the_same_weights(tmp_path):
     assert shipped.meta["games"] == 4 and np.allclose(shipped.w1, a.w1, atol=1e-6)
     log = (tmp_path / "split.npz.log.jsonl").read_text().splitlines()
     assert log and '"games_per_hour"' in log[-1]
+
+
+def test_training_with_workers_is_reproducible(tmp_path):
+    common = ["--seed", "3", "--hidden", "8", "--eval-every", "0", "--games", "4"]
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    assert train.main([*common, "--checkpoint", str(a), "--workers", "2"]) == 0
+    assert train.main([*common, "--checkpoint", str(b), "--workers", "2"]) == 0
+    na, nb = nw.Network.load(a), nw.Network.load(b)
+    assert np.array_equal(na.w1, nb.w1) and na.meta["workers"] == [[0, 2]]
 
 
 def test_training_refuses_another_seeds_checkpoint(tmp_path):

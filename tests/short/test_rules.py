@@ -118,7 +118,7 @@ def test_entering_against_a_five_point_board_needs_a_six():
         assert all(len(p.steps) == 2 for p in plays)
     for dice in [(5, 4), (1, 2), (5, 5)]:
         assert legal_plays(FIVE_POINT_BOARD, dice) == []
-    # 6-6: enter, then three more sixes (19/13 lands on black's 12? no: white's 13 is a=11)
+    # 6-6: enter on 19, then three more sixes from the bar-free board
     assert all(len(p.steps) == 4 for p in legal_plays(FIVE_POINT_BOARD, (6, 6)))
 
 
@@ -133,7 +133,7 @@ def test_no_entry_on_a_closed_board(dice):
     builder = TurnBuilder(CLOSED_BOARD, dice)
     assert builder.complete and builder.play().end == CLOSED_BOARD.passed()
     assert match_play(CLOSED_BOARD, dice, "-").end.text() == "b" + CLOSED_BOARD.text()[1:]
-    with pytest.raises(IllegalPlay, match="closed"):
+    with pytest.raises(IllegalPlay, match=f"cannot enter: point {25 - dice[0]} is closed"):
         builder.step(BAR, 25 - dice[0])
     with pytest.raises(IllegalPlay, match="bar must enter first"):
         builder.step(13, 13 - dice[0])
@@ -306,7 +306,7 @@ def test_notation_reads_bar_hits_off_and_shorthands():
     assert parse_moves("8/5(2)") == [(8, 5, False), (8, 5, False)]
     assert parse_moves("BAR/20*(2)") == [(25, 20, True), (25, 20, True)]
     assert parse_moves("-") == []
-    for bad in ["13-7", "7/13", "bar", "0/off", "26/20", "13/7(5)", "off/3"]:
+    for bad in ["13-7", "7/13", "bar", "0/off", "26/20", "13/7(5)", "off/3", "bar/off"]:
         with pytest.raises(NotationError):
             parse_moves(bad)
 
@@ -329,6 +329,15 @@ def test_ambiguous_shorthand_is_settled_by_the_marks_or_refused():
     quiet = match_play(p, (6, 5), "24/13")
     assert hit.end.on_bar(B) == 1 and quiet.end.on_bar(B) == 0
     assert quiet.notation() == "24/19 19/13"
+    # both ways hit a blot on 13: the * there is optional, the unwritten 18 is not hit
+    q = pos(W, {24: 1, 6: 14}, {7: 1, 12: 1, 24: 13})
+    assert match_play(q, (6, 5), "24/13").notation() == "24/19 19/13*"
+    assert match_play(q, (6, 5), "24/18*/13").notation() == "24/18* 18/13*"
+    # blots on 18 and 19: 24/13 hits one of them either way, so it must be written out
+    r = pos(W, {24: 1, 6: 14}, {7: 1, 6: 1, 24: 13})
+    with pytest.raises(IllegalPlay, match="ambiguous"):
+        match_play(r, (6, 5), "24/13")
+    assert match_play(r, (6, 5), "24/19*/13").end.on_bar(B) == 1
 
 
 # -- results (§8) -------------------------------------------------------------------------
