@@ -14,6 +14,7 @@ Nothing here touches a terminal or a clock: live clock values are computed by th
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,8 @@ from nardy.variant import Variant, variant
 CELL = 4  # characters per point: the checker in column 2, numbers right-aligned in 1..2
 BAR = 1  # width of the bar between the halves
 PANEL = 23  # width of the side panel (the whole board stays within 80 columns)
+FULL_WIDTH = 80  # columns the board with its side panel needs
+COMPACT_WIDTH = 58  # columns of the compact layout (the panel under the board)
 STACK = 5  # checkers drawn per point before a count replaces the last one
 
 
@@ -43,10 +46,11 @@ class Glyphs:
     br: str
     tm: str  # top tee (bar)
     bm: str  # bottom tee (bar)
+    last: str  # beside a point number: the last play landed there
 
 
-UNICODE = Glyphs("O", "X", "*", "─", "│", "┌", "┐", "└", "┘", "┬", "┴")
-ASCII = Glyphs("O", "X", "*", "-", "|", "+", "+", "+", "+", "+", "+")
+UNICODE = Glyphs("O", "X", "*", "─", "│", "┌", "┐", "└", "┘", "┬", "┴", "•")
+ASCII = Glyphs("O", "X", "*", "-", "|", "+", "+", "+", "+", "+", "+", "'")
 
 # Styles; without colour (NO_COLOR, not a terminal) only the characters remain.
 S_FRAME = "grey50"
@@ -58,6 +62,7 @@ S_TARGET = "bold bright_green"
 S_SELECTED = "bold reverse"
 S_HEAD = "bold yellow"
 S_NUMBER = "grey70"
+S_LAST = "bold bright_cyan"
 S_RUNNING = "bold yellow"
 S_LOW = "bold red"
 S_DIM = "grey50"
@@ -136,6 +141,7 @@ def render(
     unicode: bool = True,
     show_clocks: bool = True,
     turn_label: str = "to move",
+    compact: bool = False,
 ) -> Text:
     """The board of ``state`` seen from ``perspective``.
 
@@ -143,9 +149,11 @@ def render(
     step by step);
     ``dice_left`` the dice still to play (the others are shown as used); ``targets`` and
     ``selected`` are the perspective side's points (0 = off) to mark as legal targets and
-    as the chosen checker; ``marks`` absolute indices to underline (the last play's
-    points); ``clocks`` (white ms, black ms) the live clock values; ``you`` the person's
-    side, labelled "you". ``show_clocks=False`` leaves the clocks out (replays).
+    as the chosen checker; ``marks`` absolute indices where the last play landed (the top
+    checker underlined, the point number followed by a dot, also without colour);
+    ``clocks`` (white ms, black ms) the live clock values; ``you`` the person's side,
+    labelled "you". ``show_clocks=False`` leaves the clocks out (replays);
+    ``compact`` puts the side panel under the board (``COMPACT_WIDTH`` columns in all).
     Each side's checkers run along its own numbering, so the two variants' directions
     (the same way round in long nardy, opposite ways in short) come from the variant.
     """
@@ -224,6 +232,9 @@ def render(
             elif p in targets:
                 t.append(f"{p:>3}", style=S_TARGET)
                 t.append(g.target, style=S_TARGET)
+            elif where[me][p] in marks:  # the last play landed here: visible without colour too
+                t.append(f"{p:>3}", style=S_LAST)
+                t.append(g.last, style=S_LAST)
             else:
                 t.append(f" {p:>2} ", style=S_NUMBER)
         return t
@@ -368,6 +379,15 @@ def render(
     board_lines.append(middle_line())
     board_lines += [stack_line(bottom, r) for r in reversed(range(STACK))]
     board_lines += [frame(g.bl, g.bm, g.br, bottom, "bottom"), numbers_line(bottom)]
+    if compact:  # narrow terminals: the panel's entries under the board, a line a player
+        for line in board_lines:
+            lines.append(line.copy())
+            lines[-1].rstrip()
+        for t in (panel[1:4], panel[11:14], panel[5:9]):
+            row = Text("  ").join(x for x in t if x.plain)
+            if row.plain:
+                lines.append(Text(" ") + row)
+        return Text("\n").join(lines)
     width = max(len(t.plain) for t in board_lines)
     for line, side in zip(board_lines, panel, strict=True):
         line = line.copy()
@@ -385,14 +405,19 @@ def render_plain(state: pb.GameState, perspective: Color = Color.WHITE, **kw) ->
 
 
 def play_marks(rules: Variant, color: Color, notation: str) -> set[int]:
-    """Absolute indices of the points a play landed on (for underlining the last play)."""
-    out: set[int] = set()
+    """Absolute indices where a play's checkers ended (for marking the last play): the
+    points stepped to, less those stepped on from again (a checker moving on)."""
+    landed: Counter[int] = Counter()
     for token in notation.split():
-        parts = token.split("(")[0].rstrip("*").split("/")
-        last = parts[-1].rstrip("*")
-        if last.isdigit() and 1 <= int(last) <= 24:
-            out.add(rules.point_index(color, int(last)))
-    return out
+        parts = [p.rstrip("*") for p in token.split("(")[0].split("/")]
+        parts = [p for p in parts if p.isdigit()]  # "bar" and "off" land on no point
+        repeat = int(token.split("(")[1].rstrip(")")) if "(" in token else 1
+        points = [int(p) for p in parts if 1 <= int(p) <= 24]
+        for _ in range(repeat):
+            for a, b in zip(points, points[1:], strict=False):
+                landed[b] += 1
+                landed[a] -= 1
+    return {rules.point_index(color, p) for p, n in landed.items() if n > 0}
 
 
 __all__ = [

@@ -16,11 +16,12 @@ import grpc
 import trio
 
 from clients.board import side_name
-from nardy import Color, wire
+from nardy import BAR, OFF, Color, variant, wire
 from nardy.client import END_TYPES, RETRYABLE, Client
 from nardy.v1 import game_pb2 as pb
 
 MAX_BACKOFF = 4.0
+GIVE_UP_S = 60.0  # a connection lost this long: stop trying, and say so
 
 
 class GameGone(Exception):
@@ -34,14 +35,17 @@ async def follow(
     say: Callable[[str], None],
     *,
     from_start: bool = False,
+    give_up_s: float = GIVE_UP_S,
 ) -> pb.GameEvent:
     """Feed every event of ``game_id`` to ``on_event`` until it ends; return the last one.
 
-    Lost connections and server restarts are retried for as long as it takes (the caller
-    can cancel); a refusal (unknown game, bad token) raises :class:`GameGone`.
+    Lost connections and server restarts are retried, with the person told, for up to
+    ``give_up_s`` seconds in a row; then, or on a refusal (unknown game, bad token), it
+    raises :class:`GameGone` saying why.
     """
     last = 0
     lost = False
+    lost_since = 0.0
     backoff = 0.25
     while True:
         try:
@@ -63,12 +67,21 @@ async def follow(
                         return ev
                     if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
                         say("The arbiter is restarting; the client will resume the game.")
-            lost = True
+            lost, lost_since = True, trio.current_time()
         except grpc.RpcError as e:
             if e.code() not in RETRYABLE:
                 raise GameGone(f"{e.code().name.lower()}: {e.details()}") from None
             if not lost:
-                say(f"Connection lost ({e.code().name.lower()}); resuming the game by itself...")
+                lost_since = trio.current_time()
+                say(
+                    f"Connection lost ({e.code().name.lower()}); resuming the game by itself "
+                    f"(for up to {give_up_s:.0f} s)..."
+                )
+            elif trio.current_time() - lost_since >= give_up_s:
+                raise GameGone(
+                    f"cannot reach the arbiter ({e.code().name.lower()}): gave up after "
+                    f"{give_up_s:.0f} s"
+                ) from None
             lost = True
         await trio.sleep(backoff)
         backoff = min(MAX_BACKOFF, backoff * 2)
@@ -94,8 +107,34 @@ def dice_text(dice) -> str:
     return "-".join(str(d) for d in dice)
 
 
-def describe(ev: pb.GameEvent, you: Color | None = None) -> str | None:
-    """One line about an event, or None for events that need no words."""
+def in_numbering(state: pb.GameState, side: Color, notation: str, viewer: Color | None) -> str:
+    """``side``'s play (written in its own point numbers) in ``viewer``'s numbers, as the
+    board shows them; unchanged for the viewer's own plays, "-" and what cannot be read."""
+    if viewer is None or side is viewer or notation.strip() in ("", "-"):
+        return notation
+    v = variant(state.options.variant or "long")
+    try:
+        moves = v.parse_moves(notation)
+    except ValueError:
+        return notation
+    mine = {v.point_index(viewer, q): q for q in range(1, 25)}
+
+    def point(p: int) -> str:
+        if p == OFF:
+            return "off"
+        if p == BAR:
+            return "bar"
+        return str(mine[v.point_index(side, p)])
+
+    return " ".join(f"{point(a)}/{point(b)}" for a, b in moves)
+
+
+def describe(
+    ev: pb.GameEvent, you: Color | None = None, numbering: Color | None = None
+) -> str | None:
+    """One line about an event, or None for events that need no words. Plays are written
+    in the point numbers of ``numbering`` (default: ``you``), as the board shows them."""
+    viewer = numbering if numbering is not None else you
     st = ev.state
     t = ev.type
     if t == pb.EVENT_TYPE_GAME_STARTED:
@@ -115,7 +154,8 @@ def describe(ev: pb.GameEvent, you: Color | None = None) -> str | None:
     if t == pb.EVENT_TYPE_PLAY_MADE:
         side = wire.color_of(ev.play.side)
         auto = " (automatic)" if ev.play.automatic else ""
-        return f"{who(st, side, you)} played {dice_text(ev.play.dice)}: {ev.play.notation}{auto}"
+        notation = in_numbering(st, side, ev.play.notation, viewer)
+        return f"{who(st, side, you)} played {dice_text(ev.play.dice)}: {notation}{auto}"
     if t == pb.EVENT_TYPE_TURN_PASSED:
         side = wire.color_of(ev.play.side)
         return (

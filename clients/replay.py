@@ -140,13 +140,16 @@ async def fetch_events(client: Client, game_id: str) -> list[pb.GameEvent]:
     return events
 
 
-def draw(frame: Frame, i: int, n: int, perspective: Color, unicode: bool) -> Text:
+def draw(
+    frame: Frame, i: int, n: int, perspective: Color, unicode: bool, compact: bool = False
+) -> Text:
     board = render(
         frame.state,
         perspective,
         marks=frame.marks,
         title=f"nardy replay - {frame.header}",
         unicode=unicode,
+        compact=compact,
         show_clocks=False,
         turn_label="moved" if frame.label.startswith("Turn") else "to move",
     )
@@ -160,7 +163,7 @@ async def step_through(frames: list[Frame], screen: Screen, perspective: Color) 
     keys = "Enter/n next, p previous, g first, G last, f flip, q quit"
 
     def show() -> None:
-        body = draw(frames[i], i, len(frames), perspective, screen.unicode)
+        body = draw(frames[i], i, len(frames), perspective, screen.unicode, screen.compact)
         if screen.live:
             screen.body = body
             screen.set_status(Text(keys, style="grey50"))

@@ -31,7 +31,11 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
+from clients.board import COMPACT_WIDTH, FULL_WIDTH
+
 CSI = "\x1b["
+MIN_COLS = COMPACT_WIDTH  # narrower than the compact board: say so instead of a mess
+MIN_ROWS = 20
 KEY_NAMES = {
     "\r": "enter",
     "\n": "enter",
@@ -113,6 +117,7 @@ class Screen:
         self.buffer = ""
         self.fixed_height = height
         self._first = True
+        self._drawn_size = (0, 0)
         self._keys_send, self._keys = trio.open_memory_channel(math.inf)
         self._lines_send, self._lines = trio.open_memory_channel(math.inf)
         self._saved: list | None = None
@@ -277,12 +282,43 @@ class Screen:
             rows = self.fixed_height
         return cols, rows
 
+    @property
+    def compact(self) -> bool:
+        """Too narrow for the board with its side panel: use the compact layout."""
+        return self.live and self.size()[0] < FULL_WIDTH
+
+    def too_small(self) -> str | None:
+        """Why the terminal cannot show the board at all (live mode), or None."""
+        cols, rows = self.size()
+        if not self.live or (cols >= MIN_COLS and rows >= MIN_ROWS):
+            return None
+        return (
+            f"The terminal is {cols}x{rows}: the board needs at least {MIN_COLS}x{MIN_ROWS} "
+            f"({FULL_WIDTH} columns for the full layout). Make the window larger, or run "
+            "with --plain. Typing still works."
+        )
+
     def refresh(self) -> None:
         """Redraw everything in place (live mode only)."""
         if not self.live:
             return
         cols, rows = self.size()
+        if (cols, rows) != self._drawn_size:  # resized: clear what the old size left
+            self._drawn_size = (cols, rows)
+            self._first = True
         width = max(20, cols - 1)
+        small = self.too_small()
+        if small is not None:
+            text = Text(small, style="bold")
+            lines = self._wrapped([text], width)[: max(1, rows - 1)]
+            prompt = (self.prompt + self.buffer)[-max(10, cols - 1) :]
+            self._write(
+                f"{CSI}?25l{CSI}2J{CSI}H"
+                + "".join(f"{line}{CSI}0m{CSI}K\n" for line in lines)
+                + f"{prompt}{CSI}K{CSI}J{CSI}?25h"
+            )
+            self._first = True
+            return
         body = self.ansi_lines(self.body)
         status = self._wrapped([self.status], width) if self.status.plain else []
         room = max(0, rows - len(body) - len(status) - 1)

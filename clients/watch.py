@@ -123,7 +123,7 @@ class WatchUI:
             return
         if ev.type == pb.EVENT_TYPE_PLAY_MADE:
             self.marks = play_marks(rules_of(st), wire.color_of(ev.play.side), ev.play.notation)
-        text = describe(ev)
+        text = describe(ev)  # a spectator reads each side's plays in its own numbers
         if text:
             self.note(text, "bold" if ev.type == pb.EVENT_TYPE_GAME_FINISHED else "")
         if ev.type == pb.EVENT_TYPE_GAME_FINISHED and st.match.target > 1:
@@ -147,6 +147,7 @@ class WatchUI:
             marks=self.marks,
             title=f"nardy watch - game {st.game_number} ({st.game_id}) - {names}",
             unicode=self.screen.unicode,
+            compact=self.screen.compact,
         )
 
     def redraw(self) -> None:

@@ -264,6 +264,14 @@ class Client:
     async def resign(self, game_id: str) -> api.ResignResponse:
         return await self.call("Resign", api.ResignRequest(game_id=game_id))
 
+    async def accept_challenge(self, match_id: str) -> api.AcceptChallengeResponse:
+        """Take your seat in a match another player challenged you to (a player token)."""
+        req = api.AcceptChallengeRequest(match_id=match_id)
+        return await self.call("AcceptChallenge", req, attempts=3)
+
+    async def decline_challenge(self, match_id: str) -> None:
+        await self.call("DeclineChallenge", api.DeclineChallengeRequest(match_id=match_id))
+
     # -- ladders --------------------------------------------------------------------------
     async def create_ladder(self, name: str, **options) -> ladder_pb.CreateLadderResponse:
         """The ladder ``name`` (created with LadderOptions fields if it is new)."""
@@ -665,6 +673,8 @@ class SimpleClient:
     list_games = _blocking(Client.list_games)
     submit = _blocking(Client.submit)
     resign = _blocking(Client.resign)
+    accept_challenge = _blocking(Client.accept_challenge)
+    decline_challenge = _blocking(Client.decline_challenge)
     create_ladder = _blocking(Client.create_ladder)
     join_ladder = _blocking(Client.join_ladder)
     standings = _blocking(Client.standings)

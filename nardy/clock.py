@@ -10,7 +10,7 @@ amounts are whole milliseconds, as on the wire (``nardy.v1.Clock``). No I/O here
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: The turn time when none is given: two minutes per turn (the .proto's ``turn_time_ms``).
 DEFAULT_TURN_TIME_MS = 120_000
@@ -27,6 +27,7 @@ class Clock:
     turn_time_ms: int = DEFAULT_TURN_TIME_MS
     bank_ms: int = 0
     started: float | None = None
+    _sent: bool = field(default=False, repr=False, compare=False)
 
     @property
     def running(self) -> bool:
@@ -42,6 +43,16 @@ class Clock:
     def start(self, now: float) -> float:
         """Start a turn at ``now``; return its deadline."""
         self.started = now
+        self._sent = False
+        return self.deadline
+
+    def sent(self, at: float, most: float) -> float:
+        """The turn reached the side's stream at ``at``: its time runs from then, the first
+        time this is said for the turn, but from at most ``most`` seconds after the clock
+        started (a side that holds up its own stream gains no more). Returns the deadline."""
+        if self.started is not None and not self._sent:
+            self._sent = True
+            self.started = min(max(self.started, at), self.started + most)
         return self.deadline
 
     def in_time(self, arrived: float) -> bool:

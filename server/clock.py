@@ -1,8 +1,10 @@
 """Arrival stamps: when a play reached the transport, on the core's clock, across threads.
 
 A side is charged from when its turn was sent to when its play *arrived* (issue 10,
-"fair clocks under load"), not to when the trio thread got round to it. The gRPC thread
-stamps every SubmitPlay as it arrives (:meth:`Arrivals.stamp`, on the trio run's own
+"fair clocks under load"), not to when the trio thread got round to it. The side's stream
+reports when it handed the turn to the transport (``GameSession.turn_sent``: the clock
+runs from then, see :meth:`nardy.clock.Clock.sent`), and the gRPC thread stamps every
+SubmitPlay as it arrives (:meth:`Arrivals.stamp`, on the trio run's own
 clock, which is safe to read from any thread) and the core settles the stamp when it has
 judged the play. A turn whose deadline has passed waits for every play of its game that
 was stamped before the deadline (:meth:`Arrivals.pending`) before it declares a timeout:
@@ -68,6 +70,10 @@ class Arrivals:
             if found:
                 self._waiting.add(game_id)
             return found
+
+    def now(self) -> float:
+        """The core's clock, read from any thread (e.g. when a turn is sent)."""
+        return self._now()
 
     def done_waiting(self, game_id: str) -> None:
         with self._lock:

@@ -205,7 +205,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         def view() -> api.GetGameResponse:  # in the trio thread: one consistent moment
             color = None if seat is None else game.color_of(seat)
             return api.GetGameResponse(
-                state=views.state_pb(game.card, game.snapshot(), color), last_seq=len(game.events)
+                state=views.state_pb(game.card, game.snapshot(), color), last_seq=game.last_seq
             )
 
         return await self.bridge.call(view)
@@ -253,7 +253,13 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 if item is CLOSE:
                     return
                 seq = item.seq
-                yield view(item)
+                msg = view(item)
+                yield msg
+                if item.type is EventType.TURN_STARTED and msg.state.legal_plays:
+                    # This seat's turn is out: its clock runs from now (server.clock).
+                    sent = self.arbiter.arrivals.now()
+                    turn = item.snapshot.turn_id
+                    self.bridge.call_soon(self.arbiter.turn_sent, game.id, turn, sent)
         finally:
             streams.dec()
             if live:

@@ -72,9 +72,10 @@ def ranked(rules: Variant, position, dice: tuple[int, int]) -> list[tuple[Any, f
         return None
     try:
         from engines.network import best_plays
-    except ImportError:
+
+        return [(r.play, r.equity) for r in best_plays(position, dice)]
+    except (ImportError, ValueError, TypeError):  # no engine for this variant
         return None
-    return [(r.play, r.equity) for r in best_plays(position, dice)]
 
 
 def hint_lines(turn: Turn, *, every: bool = False) -> list[str]:

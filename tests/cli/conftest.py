@@ -39,8 +39,10 @@ RECORDS = tempfile.mkdtemp(prefix="nardy-test-records-")
 atexit.register(shutil.rmtree, RECORDS, True)
 
 
-def spawn(*args: str, timeout: float = 20, env: dict | None = None) -> fdpexpect.fdspawn:
-    """``nardy ARGS`` in a pseudo-terminal of 100x30, without colour.
+def spawn(
+    *args: str, timeout: float = 20, env: dict | None = None, size: tuple[int, int] = (100, 30)
+) -> fdpexpect.fdspawn:
+    """``nardy ARGS`` in a pseudo-terminal of ``size`` (columns, rows), without colour.
 
     The pty is made here and the process started with ``subprocess`` rather than
     ``pexpect.spawn``: that forks this process, whose gRPC threads (the arbiter, the bots)
@@ -51,7 +53,7 @@ def spawn(*args: str, timeout: float = 20, env: dict | None = None) -> fdpexpect
     e.setdefault("NARDY_RECORDS", RECORDS)  # saved games go here, not to the home folder
     e.update(env or {})
     master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
     proc = subprocess.Popen(
         [sys.executable, "-m", "nardy", *args],
         cwd=str(ROOT),

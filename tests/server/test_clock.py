@@ -50,6 +50,19 @@ def test_charge_is_never_negative_and_stop_charges_nothing():
     assert c.bank_ms == 100 and c.deadline == float("inf")
 
 
+def test_time_runs_from_when_the_turn_was_sent():
+    c = Clock(turn_time_ms=1000)
+    c.start(10.0)
+    assert c.sent(10.2, most=2.0) == 11.2  # the stream sent the turn 200 ms later
+    assert c.sent(10.9, most=2.0) == 11.2  # only the first report counts
+    c.start(20.0)
+    assert c.sent(25.0, most=2.0) == 23.0  # a stalled reader gains at most `most`
+    c.start(30.0)
+    assert c.sent(29.0, most=2.0) == 31.0  # never earlier than the start
+    c.stop()
+    assert c.sent(40.0, most=2.0) == float("inf")
+
+
 def test_sdk_display_counts_down_from_the_reading():
     shown = Clock.from_reading(remaining_ms=1800, bank_ms=500, received=100.0)
     assert shown.reading(100.0) == (1800, 500)
@@ -95,11 +108,11 @@ async def started_game(nursery, tmp_path, **terms):
         seed=7,
         terms=Terms(**terms),
     )
-    match, t1, t2 = arbiter.create_match(None, spec)  # None: the server itself
+    match, t1, t2 = await arbiter.create_match(None, spec)  # None: the server itself
     game = match.current
     inbox = Inbox()
-    arbiter.subscribe_game(t1, game.id, 0, False, inbox)
-    arbiter.subscribe_game(t2, game.id, 0, False, Inbox())
+    await arbiter.subscribe_game(t1, game.id, 0, False, inbox)
+    await arbiter.subscribe_game(t2, game.id, 0, False, Inbox())
     return arbiter, game, (t1, t2), inbox
 
 
@@ -120,7 +133,7 @@ async def test_play_is_charged_up_to_its_arrival(nursery, tmp_path, autojump_clo
     await trio.sleep(5.0)  # the core is 5 s behind: past the deadline (start + 1.4 s)
     assert game.result is None  # the timeout waits for the play that arrived in time
     play = turn.snapshot.legal[0]
-    answer = arbiter.submit_play(
+    answer = await arbiter.submit_play(
         mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
     )
     assert answer.used_ms == pytest.approx(1200, abs=1)
@@ -139,7 +152,7 @@ async def test_play_that_arrived_late_is_refused_and_the_side_loses(
     await trio.sleep(1.0)  # exactly at the deadline: too late
     arrival = arbiter.arrivals.stamp(game.id)
     with pytest.raises(ArbiterError, match="clock ran out|the game is over"):
-        arbiter.submit_play(
+        await arbiter.submit_play(
             mover_token(game, tokens),
             game.id,
             game.turn_id,
@@ -171,7 +184,7 @@ async def test_illegal_play_in_time_does_not_stop_the_clock(nursery, tmp_path, a
     await trio.sleep(0.3)
     arrival = arbiter.arrivals.stamp(game.id)
     with pytest.raises(ArbiterError, match="illegal play"):
-        arbiter.submit_play(
+        await arbiter.submit_play(
             mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
         )
     assert game.result is None and game.clocks[game.position.turn].running
@@ -228,9 +241,32 @@ async def test_timeout_waits_for_an_in_time_play_then_decides(nursery, tmp_path,
     assert game.result is None
     judged = trio.current_time()
     with pytest.raises(ArbiterError, match="illegal play"):
-        arbiter.submit_play(
+        await arbiter.submit_play(
             mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
         )
     await inbox.next(EventType.GAME_FINISHED)
     assert game.result.termination is Termination.TIMEOUT
     assert trio.current_time() == pytest.approx(judged)
+
+
+async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clock):
+    """The mover's stream sent the turn 0.4 s after the core announced it (a busy
+    transport): the timeout fires 0.4 s later and a play is charged from the send."""
+    arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
+    await inbox.next(EventType.TURN_STARTED)
+    announced = trio.current_time()
+    await trio.sleep(0.4)
+    arbiter.turn_sent(game.id, game.turn_id, trio.current_time())
+    await trio.sleep(0.9)  # 1.3 s after the announcement, 0.9 s after the send
+    arrival = arbiter.arrivals.stamp(game.id)
+    play = game.legal[0]
+    answer = await arbiter.submit_play(
+        mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
+    )
+    assert answer.used_ms == pytest.approx(900, abs=1)
+    await inbox.next(EventType.PLAY_MADE)
+    await inbox.next(EventType.TURN_STARTED)  # the other side: never sent, times out
+    second = trio.current_time()
+    await inbox.next(EventType.GAME_FINISHED)
+    assert trio.current_time() - second == pytest.approx(1.0)
+    assert second > announced

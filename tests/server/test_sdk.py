@@ -123,12 +123,21 @@ def test_ladder_calls_and_player_events_from_the_blocking_client(tmp_path):
         assert pair.pairs_won + pair.pairs_split + pair.pairs_lost == 1
         assert pair.wins + pair.losses == 2
 
-        match = c.create_match(first=api.SeatSpec(player_name="alpha"), seed=1)
-        with SimpleClient(srv.address, tokens["alpha"]) as alpha:
-            announced = alpha.player_events()
+        with (
+            SimpleClient(srv.address, tokens["alpha"]) as alpha,
+            SimpleClient(srv.address, tokens["beta"]) as beta,
+        ):
+            challenge = alpha.create_match(
+                first=api.SeatSpec(player_name="alpha"), second=api.SeatSpec(player_name="beta")
+            )
+            assert challenge.challenge
+            announced = beta.player_events()
+            ev = next(announced)
+            assert ev.type == api.PLAYER_EVENT_TYPE_CHALLENGE and ev.opponent.name == "alpha"
+            assert beta.accept_challenge(ev.match_id).game_id == challenge.game_id
             ev = next(announced)
             assert ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED
-            assert ev.game_id == match.game_id and ev.opponent.name == "player 2"
+            assert ev.game_id == challenge.game_id
             announced.close()
 
 
