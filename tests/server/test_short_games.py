@@ -80,7 +80,7 @@ async def test_a_full_short_game_over_the_server(client):
 
 
 async def test_a_short_match_swaps_colours(client):
-    r, seats = await create(client, seed=5, target_points=3, options={"variant": "short"})
+    r, seats = await create(client, seed=5, target_points=5, options={"variant": "short"})
     game_id, whites = r.game_id, []
     with trio.fail_after(300):
         while game_id:
