@@ -65,13 +65,21 @@ async def instant_seat(stub, game_id: str, token: str) -> None:
 
 
 async def new_game(stub, seed: int, turn_ms: int):
-    return await stub.CreateMatch(
-        api.CreateMatchRequest(
-            seed=seed,
-            options=pb.GameOptions(turn_time_ms=turn_ms, auto_play_forced=True),
-            start_timeout_ms=60_000,
-        )
-    )
+    """A match between two open seats (retried while the server's quota of matches
+    waiting for their seats is full: the bots are on their way)."""
+    while True:
+        try:
+            return await stub.CreateMatch(
+                api.CreateMatchRequest(
+                    seed=seed,
+                    options=pb.GameOptions(turn_time_ms=turn_ms, auto_play_forced=True),
+                    start_timeout_ms=60_000,
+                )
+            )
+        except grpc.aio.AioRpcError as e:
+            if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise
+            await asyncio.sleep(0.05)
 
 
 # -- the load process ------------------------------------------------------------------------
