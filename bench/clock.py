@@ -64,9 +64,9 @@ async def instant_seat(stub, game_id: str, token: str) -> None:
                 )
 
 
-async def new_game(stub, seed: int, turn_ms: int):
-    """A match between two open seats (retried while the server's quota of matches
-    waiting for their seats is full: the bots are on their way)."""
+async def new_game(stub, seed: int, turn_ms: int, backoff: float = 0.05):
+    """A match between two open seats (retried after ``backoff`` seconds while the
+    server's quota of matches waiting for their seats is full: the bots are on their way)."""
     while True:
         try:
             return await stub.CreateMatch(
@@ -79,7 +79,7 @@ async def new_game(stub, seed: int, turn_ms: int):
         except grpc.aio.AioRpcError as e:
             if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
                 raise
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(backoff)
 
 
 # -- the load process ------------------------------------------------------------------------
@@ -90,7 +90,7 @@ async def load(address: str, games: int, list_rate: float) -> None:
         async def flat_out(slot: int) -> None:
             seed = slot
             while True:
-                r = await new_game(stub, seed, 60_000)
+                r = await new_game(stub, seed, 60_000, backoff=0.5)  # the probes go first
                 await asyncio.gather(
                     instant_seat(stub, r.game_id, r.first_seat_token),
                     instant_seat(stub, r.game_id, r.second_seat_token),
