@@ -10,7 +10,6 @@ or to ignore the illegal-play limit, and checks that it fails and nothing is wri
 from __future__ import annotations
 
 import secrets
-import sqlite3
 
 import grpc
 import pytest
@@ -24,6 +23,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from server.app import EmbeddedServer
+from tests.server.conftest import execute
 
 WIN_IN_ONE = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,1"
 
@@ -52,8 +52,8 @@ async def admin_call(client: Client, method: str, request):
 
 
 def db_count(server: EmbeddedServer, table: str) -> int:
-    with sqlite3.connect(server.config.db) as db:
-        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    """Rows in ``table`` of the server's database (SQLite or PostgreSQL)."""
+    return execute(server.config.db, f"SELECT count(*) FROM {table}")[0][0]
 
 
 async def first_event(
