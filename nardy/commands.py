@@ -312,16 +312,6 @@ def add_tls_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_server_args(p: argparse.ArgumentParser) -> None:
-    """``--server`` (default ``$NARDY_SERVER``) and the TLS options of a client command."""
-    add_tls_args(p)
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
-
-
 def apply_tls_args(args: argparse.Namespace) -> None:
     """Hand ``--tls`` / ``--tls-ca`` to the SDK (and to engines started from here) through
     the environment, where every client connection looks."""
@@ -341,7 +331,12 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         "an arbiter. Prints 'fair', or the first throw that does not match (exit status 1).",
     )
     p.add_argument("source", metavar="RECORD|GAME", help="a record file, or a game id")
-    add_server_args(p)
+    p.add_argument(
+        "--server",
+        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
+        help="arbiter host:port for a GAME id (default $NARDY_SERVER or 127.0.0.1:50051)",
+    )
+    add_tls_args(p)
     p.set_defaults(func=_verify)
 
     p = sub.add_parser(
@@ -350,13 +345,16 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         description="Operator commands against a running arbiter. The admin token comes "
         "from --admin-token-file or $NARDY_ADMIN_TOKEN.",
     )
-    add_server_args(p)
-    p.add_argument("--admin-token-file", metavar="FILE", help="default $NARDY_ADMIN_TOKEN")
-    cmds = p.add_subparsers(
-        dest="action", required=True, metavar="ACTION", help="the operator action"
+    p.add_argument(
+        "--server",
+        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
+        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
     )
+    p.add_argument("--admin-token-file", metavar="FILE", help="default $NARDY_ADMIN_TOKEN")
+    add_tls_args(p)
+    cmds = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     q = cmds.add_parser("register", help="register a player; prints its token (shown once)")
-    q.add_argument("name", help="the player's name (1-40 letters, digits, . _ -)")
+    q.add_argument("name", help="the player's name: 1-40 letters, digits, '.', '_' or '-'")
     q.add_argument("--owner", default="", help="who runs it (shown beside its name)")
     q.add_argument("--human", action="store_true", help="a person, not a bot")
     q = cmds.add_parser(
@@ -379,6 +377,9 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
     q.add_argument("game", help="the game id")
     cmds.add_parser("players", help="list the registered players")
+    for choice in cmds._choices_actions:  # each action's --help says what it does
+        sub = cmds.choices[choice.dest]
+        sub.description = sub.description or choice.help[:1].upper() + choice.help[1:] + "."
     p.set_defaults(func=_admin)
 
 
