@@ -312,6 +312,16 @@ def add_tls_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_server_args(p: argparse.ArgumentParser) -> None:
+    """``--server`` (default ``$NARDY_SERVER``) and the TLS options of a client command."""
+    add_tls_args(p)
+    p.add_argument(
+        "--server",
+        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
+        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
+    )
+
+
 def apply_tls_args(args: argparse.Namespace) -> None:
     """Hand ``--tls`` / ``--tls-ca`` to the SDK (and to engines started from here) through
     the environment, where every client connection looks."""
@@ -331,12 +341,7 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         "an arbiter. Prints 'fair', or the first throw that does not match (exit status 1).",
     )
     p.add_argument("source", metavar="RECORD|GAME", help="a record file, or a game id")
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port for a GAME id (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
-    add_tls_args(p)
+    add_server_args(p)
     p.set_defaults(func=_verify)
 
     p = sub.add_parser(
@@ -345,16 +350,13 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         description="Operator commands against a running arbiter. The admin token comes "
         "from --admin-token-file or $NARDY_ADMIN_TOKEN.",
     )
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
+    add_server_args(p)
     p.add_argument("--admin-token-file", metavar="FILE", help="default $NARDY_ADMIN_TOKEN")
-    add_tls_args(p)
-    cmds = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    cmds = p.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="the operator action"
+    )
     q = cmds.add_parser("register", help="register a player; prints its token (shown once)")
-    q.add_argument("name", help="the player's name: 1-40 letters, digits, '.', '_' or '-'")
+    q.add_argument("name", help="the player's name (1-40 letters, digits, . _ -)")
     q.add_argument("--owner", default="", help="who runs it (shown beside its name)")
     q.add_argument("--human", action="store_true", help="a person, not a bot")
     q = cmds.add_parser(
