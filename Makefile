@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser node
+.PHONY: install test lint demo bench proto clean browser node pg pg-stop
 
 install: $(STAMP)
 
@@ -36,8 +36,18 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
+# The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
+# Debian's package via apt-get when missing, loopback only), stopped again afterwards.
 test: $(STAMP) proto browser node
-	$(BIN)/pytest -q
+	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
+	rc=$$?; tools/pg.sh stop; exit $$rc
+
+# For developers: start the test PostgreSQL and print its URL (export NARDY_TEST_PG=...).
+pg:
+	@tools/pg.sh start
+
+pg-stop:
+	@tools/pg.sh stop
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

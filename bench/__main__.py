@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ["movegen", "short_movegen", "arbiter", "clock", "ladder", "strength"]
+ALL = ["movegen", "short_movegen", "arbiter", "clock", "ladder", "strength", "store"]
 
 
 def main(argv: list[str]) -> int:

@@ -126,6 +126,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log", default=None, help="write the client's log to this file")
     p.add_argument("--keep-logs", action="store_true", help="keep the arbiter and engine logs")
     p.add_argument(
+        "--give-up",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="with --server: stop trying to reach the arbiter after this long without a "
+        "connection (default 60)",
+    )
+    p.add_argument(
         "--records",
         metavar="DIR",
         default=None,

@@ -21,6 +21,7 @@ from nardy.client import END_TYPES, RETRYABLE, Client
 from nardy.v1 import game_pb2 as pb
 
 MAX_BACKOFF = 4.0
+GIVE_UP_S = 60.0  # a connection lost this long: stop trying, and say so
 
 
 class GameGone(Exception):
@@ -34,14 +35,17 @@ async def follow(
     say: Callable[[str], None],
     *,
     from_start: bool = False,
+    give_up_s: float = GIVE_UP_S,
 ) -> pb.GameEvent:
     """Feed every event of ``game_id`` to ``on_event`` until it ends; return the last one.
 
-    Lost connections and server restarts are retried for as long as it takes (the caller
-    can cancel); a refusal (unknown game, bad token) raises :class:`GameGone`.
+    Lost connections and server restarts are retried, with the person told, for up to
+    ``give_up_s`` seconds in a row; then, or on a refusal (unknown game, bad token), it
+    raises :class:`GameGone` saying why.
     """
     last = 0
     lost = False
+    lost_since = 0.0
     backoff = 0.25
     while True:
         try:
@@ -63,12 +67,21 @@ async def follow(
                         return ev
                     if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
                         say("The arbiter is restarting; the client will resume the game.")
-            lost = True
+            lost, lost_since = True, trio.current_time()
         except grpc.RpcError as e:
             if e.code() not in RETRYABLE:
                 raise GameGone(f"{e.code().name.lower()}: {e.details()}") from None
             if not lost:
-                say(f"Connection lost ({e.code().name.lower()}); resuming the game by itself...")
+                lost_since = trio.current_time()
+                say(
+                    f"Connection lost ({e.code().name.lower()}); resuming the game by itself "
+                    f"(for up to {give_up_s:.0f} s)..."
+                )
+            elif trio.current_time() - lost_since >= give_up_s:
+                raise GameGone(
+                    f"cannot reach the arbiter ({e.code().name.lower()}): gave up after "
+                    f"{give_up_s:.0f} s"
+                ) from None
             lost = True
         await trio.sleep(backoff)
         backoff = min(MAX_BACKOFF, backoff * 2)

@@ -30,7 +30,18 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"nardy engine {args.name}: {e}", file=sys.stderr)
         return 2
+    import os
+
     from nardy.client import run_engine
+
+    server = args.server or os.environ.get("NARDY_SERVER")
+    if not (args.token or os.environ.get("NARDY_TOKEN")):
+        print(
+            f"nardy engine {args.name}: no token: give --token or set NARDY_TOKEN "
+            "(a player token from RegisterPlayer, or a seat token)",
+            file=sys.stderr,
+        )
+        return 2
 
     log.info(
         "engine %s starting (level %s, seed %s, max games %s)",
@@ -45,5 +56,34 @@ def main(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         return 130
+    except BaseException as e:
+        why = rpc_failure(e, server or "127.0.0.1:50051")
+        if why is None:
+            raise
+        print(f"nardy engine {args.name}: {why}", file=sys.stderr)
+        return 1
     log.info("engine %s done", args.name)
     return 0
+
+
+def rpc_failure(error: BaseException, server: str) -> str | None:
+    """A gRPC failure (also inside trio's exception groups) as one line, else None."""
+    import grpc
+
+    if isinstance(error, BaseExceptionGroup):
+        if error.subgroup(KeyboardInterrupt) is not None:
+            return None
+        group = error.subgroup(lambda e: isinstance(e, grpc.RpcError))
+        if group is None:
+            return None
+        while isinstance(group, BaseExceptionGroup):
+            group = group.exceptions[0]
+        error = group
+    if not isinstance(error, grpc.RpcError):
+        return None
+    code, details = error.code(), error.details()
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return f"the arbiter at {server} does not accept the token ({details})"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return f"cannot reach the arbiter at {server} ({details})"
+    return f"the arbiter at {server} answered {code.name}: {details}"

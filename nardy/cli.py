@@ -1,4 +1,7 @@
-"""The ``nardy`` command: one entry point, a subcommand per job (imports are lazy)."""
+"""The ``nardy`` command: one entry point, a subcommand per job.
+
+Each subcommand imports what it needs when it runs, so that ``nardy legal`` starts fast.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +20,26 @@ def _legal(args: argparse.Namespace) -> int:
     return single(args.position, args.dice, sys.stdout, args.variant)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nardy")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nardy", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="nardy",
+        description="Long and short nardy: play in the terminal, run an arbiter for others, "
+        "run engine ladders, check engines and records.",
+        epilog="Run 'nardy COMMAND --help' for a command's options. Newcomers: 'nardy play' "
+        "starts a game against an engine at once.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser(

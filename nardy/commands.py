@@ -11,11 +11,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     from clients.commands import register as register_clients
 
     register_clients(sub)  # play, watch, replay, standings (programs for people)
-    p = sub.add_parser("serve", help="run the arbiter (gRPC server)")
+    p = sub.add_parser(
+        "serve",
+        help="run the arbiter (gRPC server) for others to connect to",
+        description="Run the arbiter: the gRPC server that hosts games, matches, spectators "
+        "and ladders, owning the dice, the clocks and the rules. Everything is journaled in "
+        "the database given by --db (an SQLite file or a PostgreSQL URL); a restart on the "
+        "same database resumes games in progress. SIGINT or SIGTERM shut it down gracefully.",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=50051, help="port (default 50051; 0 = any)")
-    p.add_argument("--db", default="nardy.db", help="SQLite file (default nardy.db)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--db",
+        default="nardy.db",
+        help="SQLite file, or a postgresql://user@host:port/dbname URL (default nardy.db)",
+    )
+    p.add_argument(
+        "--commit-window-ms",
+        type=float,
+        default=0.0,
+        help="wait this long to gather more events into one journal transaction "
+        "(default 0: a batch is what arrived while the previous one was being written)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
+    )
     p.add_argument(
         "--rate",
         type=float,
@@ -107,14 +129,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="file to write (default stdout)")
     p.set_defaults(func=_export)
 
-    p = sub.add_parser("import", help="check a game record against the rules")
+    p = sub.add_parser(
+        "import",
+        help="check a game record against the rules",
+        description="Replay a game record (the nardy text format or JSON) by the rules; "
+        "exit 0 if every turn is legal, else name the first illegal turn and why.",
+    )
     p.add_argument("file", help="a record file (text format or JSON)")
     p.add_argument("--koks", action="store_true", help="the game used the koks option")
     p.set_defaults(func=_import)
 
-    p = sub.add_parser("demo", help="a short local ladder of the bundled engines (make demo)")
+    p = sub.add_parser(
+        "demo",
+        help="a short local ladder of the bundled engines (make demo)",
+        description="Run a local ladder between the bundled engines (random, greedy, "
+        "expectimax) on an embedded arbiter with a fast clock, for about a minute, ending "
+        "with the standings and a crosstable.",
+    )
     p.add_argument("--games", type=int, default=36, help="games to play (default 36)")
-    p.add_argument("--time-per-move", type=int, default=500, metavar="MS")
+    p.add_argument(
+        "--time-per-move", type=int, default=500, metavar="MS", help="turn time (default 500)"
+    )
     p.add_argument("--db", help="SQLite file (default: a temporary one)")
     p.add_argument("--records", metavar="DIR", help="write game records here")
     p.set_defaults(func=_demo)
@@ -157,6 +192,7 @@ def _serve(args: argparse.Namespace) -> int:
                 host=args.host,
                 port=args.port,
                 db=args.db,
+                commit_window_s=args.commit_window_ms / 1000,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,

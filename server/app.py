@@ -7,12 +7,15 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import secrets
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import grpc
 import trio
@@ -29,9 +32,10 @@ from nardy.v1 import (
 from server.arbiter import Arbiter, Policy, token_hash
 from server.bridge import Bridge, Transport
 from server.limits import RateLimiter
+from server.pgstore import PostgresStore
 from server.reflection import enable_reflection
 from server.service import HEARTBEAT_S, AdminService, ArbiterService, LadderService
-from server.store import SQLiteStore
+from server.store import Reader, SQLiteStore, SQLStore, set_setting
 from server.web import WebView
 
 log = logging.getLogger("nardy.server")
@@ -61,6 +65,7 @@ class ServerConfig:
     waiting_matches: int = Policy.waiting_matches
     tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
     tls_key: str | None = None
+    commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
 
     @property
     def policy(self) -> Policy:
@@ -74,18 +79,25 @@ class ServerConfig:
 ADMIN_HASH = "admin_token_hash"
 
 
-def admin_hash(config: ServerConfig, store) -> str:
+def open_store(db: str) -> SQLStore:
+    """The store for ``--db``: a ``postgresql://`` URL, or an SQLite file path."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(db)
+    return SQLiteStore(db)
+
+
+async def admin_hash(config: ServerConfig, store: SQLStore) -> str:
     """The operator token's hash: from the given token, else the stored one, else a new
     token printed once (to stderr, never to the log)."""
     if config.admin_token:
         digest = token_hash(config.admin_token)
-        store.set_setting(ADMIN_HASH, digest)
+        await store.write([set_setting(ADMIN_HASH, digest)])
         return digest
-    stored = store.get_setting(ADMIN_HASH)
+    stored = await Reader(store).setting(ADMIN_HASH)
     if stored:
         return stored
     token = secrets.token_urlsafe(32)
-    store.set_setting(ADMIN_HASH, token_hash(token))
+    await store.write([set_setting(ADMIN_HASH, token_hash(token))])
     print(
         f"nardy serve: operator (admin) token, shown only this once: {token}\n"
         "  keep it, e.g. export NARDY_ADMIN_TOKEN=<token>, for `nardy admin ...`",
@@ -105,15 +117,31 @@ def credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
 
 
 async def serve(
-    config: ServerConfig, stop: trio.Event, *, task_status=trio.TASK_STATUS_IGNORED
+    config: ServerConfig,
+    stop: trio.Event,
+    *,
+    store_factory: Callable[[str], SQLStore] = open_store,
+    task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve until ``stop`` is set; ``task_status.started`` receives (port, arbiter)."""
-    store = SQLiteStore(config.db)
-    arbiter = Arbiter(store, admin_hash=admin_hash(config, store), policy=config.policy)
-    creds = credentials(config)
+    """Serve until ``stop`` is set; ``task_status.started`` receives (port, arbiter).
+
+    The store is ``store_factory(config.db)``, opened off the trio thread."""
+    store = await trio.to_thread.run_sync(store_factory, config.db)
+    try:
+        arbiter = Arbiter(
+            store,
+            admin_hash=await admin_hash(config, store),
+            policy=config.policy,
+            commit_window_s=config.commit_window_s,
+        )
+        creds = credentials(config)
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await store.close()
+        raise
     async with trio.open_nursery() as nursery:
         await nursery.start(arbiter.run)
-        bridge = Bridge(trio.lowlevel.current_trio_token())
+        bridge = Bridge(trio.lowlevel.current_trio_token(), nursery)
         parts: dict = {}
 
         async def setup(loop) -> int:
@@ -171,7 +199,7 @@ async def serve(
             "serving nardy.v1 on %s:%d db=%s tls=%s registration=%s",
             config.host,
             port,
-            config.db,
+            store.name,
             "on" if creds else "off",
             "open" if config.registration_open else "closed",
         )
@@ -185,7 +213,8 @@ async def serve(
             with trio.CancelScope(shield=True):
                 log.info("shutting down")
                 await trio.to_thread.run_sync(transport.stop, config.grace_s)
-                store.close()
+                await arbiter.writer.close()  # what was accepted is committed first
+                await store.close()
             nursery.cancel_scope.cancel()
 
 
@@ -223,9 +252,16 @@ class EmbeddedServer:
     tests, the ladder runner and the terminal client can seat registered players.
     """
 
-    def __init__(self, db: str = ":memory:", **options) -> None:
+    def __init__(
+        self,
+        db: str = ":memory:",
+        *,
+        store_factory: Callable[[str], SQLStore] = open_store,
+        **options,
+    ) -> None:
         options.setdefault("admin_token", secrets.token_urlsafe(32))
         self.config = ServerConfig(port=0, db=db, **options)
+        self.store_factory = store_factory
         self.admin_token: str = options["admin_token"]
         self.port = 0
         self.http_port: int | None = None  # with http_port=0 in the options: the bound port
@@ -260,6 +296,8 @@ class EmbeddedServer:
 
     def call(self, fn, *args):
         """Run ``fn(*args)`` in the arbiter's trio thread (operator tasks, e.g. reissue_token)."""
+        if inspect.iscoroutinefunction(fn):
+            return trio.from_thread.run(fn, *args, trio_token=self._token)
         return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
 
     @property
@@ -278,7 +316,7 @@ class EmbeddedServer:
             self._stop = trio.Event()
             async with trio.open_nursery() as nursery:
                 self.port, self._arbiter, self.http_port = await nursery.start(
-                    serve, self.config, self._stop
+                    partial(serve, store_factory=self.store_factory), self.config, self._stop
                 )
                 self._ready.set()
 

@@ -1,7 +1,8 @@
 """The arbiter core: players and tokens, matches and games, subscriptions and actions.
 
-All methods run in the trio thread; the transport bridge calls the synchronous ones and
-each match is a task in the arbiter's nursery.
+All methods run in the trio thread; the transport bridge calls them (the asynchronous ones
+as tasks of their own) and each match is a task in the arbiter's nursery. Every change is
+journaled through the group-commit writer and answered only once it is durable.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import hashlib
 import logging
 import re
 import secrets
-import time
 from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
@@ -20,9 +20,10 @@ import trio
 from nardy import Color, GameResult
 from nardy.dice import Dice
 from nardy.variant import Variant, variant
+from server import store
 from server.clock import Arrival, Arrivals
 from server.errors import ArbiterError, Code
-from server.journal import Event, EventType, Status, decode_event
+from server.journal import Event, EventType, Status
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.metrics import Metrics
 from server.recovery import restore_match
@@ -35,7 +36,8 @@ from server.session import (
     Seat,
     Sink,
 )
-from server.store import Store, StoreError
+from server.store import Reader, Store, StoreError
+from server.writer import Commit, JournalWriter
 
 log = logging.getLogger("nardy.server")
 
@@ -161,9 +163,15 @@ class Arbiter:
     """The registry of players, matches and games; the Host its matches run under."""
 
     def __init__(
-        self, store: Store, *, admin_hash: str | None = None, policy: Policy | None = None
+        self,
+        db: Store,
+        *,
+        admin_hash: str | None = None,
+        policy: Policy | None = None,
+        commit_window_s: float = 0.0,
     ) -> None:
-        self.store = store
+        self.store = db
+        self.reader = Reader(db)
         # Created in the trio thread: plays are stamped on this run's clock (server.clock).
         self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
@@ -181,16 +189,18 @@ class Arbiter:
         self.nursery: trio.Nursery | None = None
         self.closing = False
         self.metrics = Metrics()
+        self.writer = JournalWriter(db, commit_window_s, self.metrics.journal_commit.observe)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
-            self.restore()
+            await nursery.start(self.writer.run)
+            await self.restore()
             task_status.started()
             await trio.sleep_forever()
 
     # -- players and tokens -------------------------------------------------------------
-    def register_player(
+    async def register_player(
         self, caller: Caller, name: str, bot: bool, owner: str = ""
     ) -> tuple[str, str]:
         if not caller.admin:
@@ -210,7 +220,14 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, "an owner is at most 80 printable characters")
         player = Player(new_id(), name, bot, owner)
         token = secrets.token_urlsafe(32)
-        self.store.add_player(player.id, name, bot, token_hash(token), owner)
+        self.names.add(name.casefold())  # taken while it is being stored
+        try:
+            await self.writer.commit(
+                store.add_player(player.id, name, bot, token_hash(token), owner)
+            )
+        except ArbiterError:
+            self.names.discard(name.casefold())
+            raise
         self._add_player(player, token_hash(token))
         if not caller.admin:
             self.registrations.setdefault(caller.address, deque()).append(trio.current_time())
@@ -267,7 +284,9 @@ class Arbiter:
             )
 
     # -- matches ------------------------------------------------------------------------
-    def create_match(self, caller: Caller | None, spec: MatchSpec) -> tuple[MatchSession, str, str]:
+    async def create_match(
+        self, caller: Caller | None, spec: MatchSpec
+    ) -> tuple[MatchSession, str, str]:
         """Check who may create this match, then create it (nothing is written on refusal).
 
         ``caller`` None is the server itself (a ladder pairing its bots).
@@ -334,17 +353,25 @@ class Arbiter:
             challenged=challenged,
         )
         seat_tokens = ["", ""]
+        writes = [store.add_match(match)]
         for seat in seats:
             if seat.player_id is None:
-                token = secrets.token_urlsafe(32)
-                self.tokens[token_hash(token)] = Principal(match_id=match.id, seat=seat.index)
-                seat_tokens[seat.index] = token
-                self.store.add_seat_token(match.id, seat.index, token_hash(token))
-        self.store.add_match(match)
-        self.matches[match.id] = match
-        if not caller.admin:
+                seat_tokens[seat.index] = secrets.token_urlsafe(32)
+                digest = token_hash(seat_tokens[seat.index])
+                writes.append(store.add_seat_token(match.id, seat.index, digest))
+        if not caller.admin:  # counted while it is being stored
             self.waiting.setdefault(caller.key, set()).add(match.id)
-        self.game_created(match.current)
+        try:
+            await self.writer.commit(*writes, store.add_game(match.current))
+        except ArbiterError:
+            self.waiting.get(caller.key, set()).discard(match.id)
+            raise
+        for seat in seats:
+            if seat_tokens[seat.index]:
+                principal = Principal(match_id=match.id, seat=seat.index)
+                self.tokens[token_hash(seat_tokens[seat.index])] = principal
+        self.matches[match.id] = match
+        self._game_added(match.current)
         if challenged is not None:
             seat = next(s.index for s in seats if s.player_id == challenged)
             self._notify_player(challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat))
@@ -425,33 +452,39 @@ class Arbiter:
             raise ArbiterError(Code.FAILED_PRECONDITION, "no challenge to you is pending there")
         return match
 
-    def accept_challenge(self, token: str | None, match_id: str) -> MatchSession:
+    async def accept_challenge(self, token: str | None, match_id: str) -> MatchSession:
         """The challenged player takes its seat: the match goes ahead like any other."""
         match = self._challenge(token, match_id)
-        self.store.accept_challenge(match.id)
-        match.challenged = None
+        challenged, match.challenged = match.challenged, None
+        try:
+            await self.writer.commit(store.update_match_options(match))
+        except ArbiterError:
+            match.challenged = challenged
+            raise
         self._notify(match.current, Note.GAME_ASSIGNED)
         log.info("challenge accepted match=%s", match.id)
         return match
 
-    def decline_challenge(self, token: str | None, match_id: str) -> None:
+    async def decline_challenge(self, token: str | None, match_id: str) -> None:
         match = self._challenge(token, match_id)
-        match.call_off("the challenge was declined")
+        await match.call_off("the challenge was declined")
         log.info("challenge declined match=%s", match.id)
 
     # -- operator actions ---------------------------------------------------------------
-    def void_game(self, token: str | None, game_id: str) -> GameSession:
+    async def void_game(self, token: str | None, game_id: str) -> GameSession:
         """Void a game: it ends (or stays ended) without a result that counts anywhere."""
         self.require_operator(token)
         game = self.game(game_id)
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
-            game.match.call_off("voided by the operator")
+            await game.match.call_off("voided by the operator")
         elif game.status is Status.FINISHED:
             game.status = Status.ABORTED
-            self.store.update_game(game)
+            writes = [store.update_game(game)]
             ladder = self.ladders.get(game.match.ladder)
-            if ladder is not None:
-                ladder.void(game.id)
+            record = ladder.void(game.id) if ladder is not None else None
+            if record is not None:
+                writes.append(store.add_ladder_game(ladder.name, record))
+            await self.writer.commit(*writes)
         log.info("game %s voided by the operator", game.id)
         return game
 
@@ -462,7 +495,7 @@ class Arbiter:
     async def _run_match(self, match: MatchSession) -> None:
         try:
             await match.run()
-            self.store.update_match(match)
+            await self.writer.commit(store.update_match(match))
         except ArbiterError as e:
             # The journal cannot be written: stop this match where its journal ends; a
             # restart on a healthy store resumes it from there.
@@ -522,14 +555,14 @@ class Arbiter:
             )
         return game, seat
 
-    def subscribe_game(
+    async def subscribe_game(
         self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
     ) -> tuple[GameSession, int | None, list, bool]:
         """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
         game, seat = self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        backlog, live = game.subscribe(sink, seat, after_seq, from_start)
+        backlog, live = await game.subscribe(sink, seat, after_seq, from_start)
         return game, seat, backlog, live
 
     def unsubscribe_game(self, game_id: str, sink: Sink, seat: int | None) -> None:
@@ -537,7 +570,7 @@ class Arbiter:
         if game is not None:
             game.unsubscribe(sink, seat)
 
-    def submit_play(
+    async def submit_play(
         self,
         token: str | None,
         game_id: str,
@@ -546,10 +579,11 @@ class Arbiter:
         end: str | None,
         arrival: Arrival | None = None,
     ) -> Accepted:
-        """Judge a play that reached the transport at ``arrival`` (see server.clock)."""
+        """Judge a play that reached the transport at ``arrival`` (see server.clock);
+        answered once it is durable."""
         try:
             game, seat = self._seat_for_action(token, game_id)
-            return game.submit(seat, turn_id, notation, end, arrival)
+            return await game.submit(seat, turn_id, notation, end, arrival)
         finally:
             if arrival is not None and self.arrivals.settle(arrival):
                 self.arrival_settled(arrival)
@@ -567,9 +601,9 @@ class Arbiter:
         if game is not None:
             game.arrival_settled()
 
-    def resign(self, token: str | None, game_id: str) -> GameResult:
+    async def resign(self, token: str | None, game_id: str) -> GameResult:
         game, seat = self._seat_for_action(token, game_id)
-        return game.resign(seat)
+        return await game.resign(seat)
 
     # -- player streams -----------------------------------------------------------------
     @staticmethod
@@ -615,20 +649,32 @@ class Arbiter:
         for sink in list(self.player_sinks.get(player_id, ())):
             sink.send(note)
 
-    # -- hooks from sessions ------------------------------------------------------------
-    def game_created(self, game: GameSession) -> None:
+    # -- the Host of sessions ----------------------------------------------------------
+    def journal(self, game: GameSession, event: Event) -> Commit:
+        return self.writer.submit(store.append_event(game, event))
+
+    async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
+        return await self.reader.events(game_id, rules)
+
+    async def game_created(self, game: GameSession) -> None:
+        await self.writer.commit(store.add_game(game))
+        self._game_added(game)
+
+    def _game_added(self, game: GameSession) -> None:
         self.games[game.id] = game
-        self.store.add_game(game)
         self._notify(game, Note.GAME_ASSIGNED)
 
-    def game_over(self, game: GameSession) -> None:
-        self.store.update_game(game)
+    async def game_over(self, game: GameSession) -> None:
+        writes = [store.update_game(game)]
+        ladder = self.ladders.get(game.match.ladder)
+        record = ladder.game_over(game) if ladder is not None else None
+        if record is not None:
+            writes.append(store.add_ladder_game(game.match.ladder, record))
+        await self.writer.commit(*writes)
         self._notify(game, Note.GAME_OVER)
-        if game.match.ladder in self.ladders:
-            self.ladders[game.match.ladder].game_over(game)
 
     # -- ladders ------------------------------------------------------------------------
-    def create_ladder(
+    async def create_ladder(
         self, token: str | None, name: str, options: LadderOptions
     ) -> tuple[Ladder, bool]:
         """The ladder ``name``, created with ``options`` if it does not exist yet (operator)."""
@@ -643,8 +689,10 @@ class Arbiter:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
             )
+        await self.writer.commit(store.add_ladder(name, options))
+        if name in self.ladders:  # created meanwhile by the same request from elsewhere
+            return self.ladders[name], False
         ladder = self._open_ladder(name, options)
-        self.store.add_ladder(name, options)
         log.info("ladder created name=%s %s", name, options)
         return ladder, True
 
@@ -659,63 +707,66 @@ class Arbiter:
             raise ArbiterError(Code.NOT_FOUND, f"no ladder {name!r}")
         return self.ladders[name]
 
-    def join_ladder(self, token: str | None, name: str, ready: bool) -> None:
+    async def join_ladder(self, token: str | None, name: str, ready: bool) -> None:
         principal = self.authenticate(token)
         if principal is None or principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "joining a ladder needs a player token")
         player = self.players[principal.player_id]
-        self.ladder(name).join(player.id, player.name, ready)
+        ladder = self.ladder(name)
+        await self.writer.commit(store.set_ladder_member(name, player.id, ready))
+        ladder.join(player.id, player.name, ready)
 
-    def reissue_token(self, name: str) -> str:
+    async def reissue_token(self, name: str) -> str:
         """A new token for a registered player (operator use, e.g. a resumed local ladder);
         the old one stops working."""
         player = self.by_name.get(name)
         if player is None:
             raise ArbiterError(Code.NOT_FOUND, f"no player named {name!r}")
+        token = secrets.token_urlsafe(32)
+        await self.writer.commit(store.set_player_token(player.id, token_hash(token)))
         for key, principal in list(self.tokens.items()):
             if principal.player_id == player.id:
                 del self.tokens[key]
-        token = secrets.token_urlsafe(32)
         self.tokens[token_hash(token)] = Principal(player_id=player.id)
-        self.store.set_player_token(player.id, token_hash(token))
         return token
 
     # -- restart ------------------------------------------------------------------------
-    def restore(self) -> None:
+    async def restore(self) -> None:
         """Load what outlives a restart: players and their tokens, ladders and results,
         matches and games (in progress ones go on). A damaged store stops the server with
         a StoreError rather than half-loading it."""
         try:
-            self._restore()
+            await self._restore()
         except (ValueError, KeyError, TypeError, IndexError, AssertionError) as e:
             raise StoreError(
-                f"{self.store.path}: the journal is damaged ({e!r}); refusing to start from it"
+                f"{self.store.name}: the journal is damaged ({e!r}); refusing to start from it"
             ) from None
 
-    def _restore(self) -> None:
-        for player_id, name, bot, digest, owner in self.store.load_players():
+    async def _restore(self) -> None:
+        read = self.reader
+        for player_id, name, bot, digest, owner in await read.players():
             self._add_player(Player(player_id, name, bool(bot), owner), digest)
-        for name, options in self.store.load_ladders():
+        for name, options in await read.ladders():
             ladder = self._open_ladder(name, LadderOptions(**options))
-            for record in self.store.load_ladder_games(name):
+            for record in await read.ladder_games(name):
                 ladder.restore(LadderGame(**record))
-            for player_id, ready in self.store.load_ladder_members(name):
+            for player_id, ready in await read.ladder_members(name):
                 if player_id in self.players:
                     ladder.members[player_id] = Member(
                         player_id, self.players[player_id].name, bool(ready)
                     )
-        for match_id, seat, digest in self.store.load_seat_tokens():
+        for match_id, seat, digest in await read.seat_tokens():
             self.tokens[digest] = Principal(match_id=match_id, seat=seat)
-        for row in self.store.load_matches():
+        for row in await read.matches():
             games = [
-                (game_id, number, self.store.load_events(game_id))
-                for game_id, number in self.store.load_games(row["id"])
+                (game_id, number, await read.entries(game_id))
+                for game_id, number in await read.games(row["id"])
             ]
             match = restore_match(self, row, games, new_id)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
-            self._restore_ladder_games(match)
+            await self._restore_ladder_games(match)
             if not match.match.over and match.current.status in (
                 Status.WAITING,
                 Status.IN_PROGRESS,
@@ -724,7 +775,7 @@ class Arbiter:
                 self.nursery.start_soon(self._run_match, match)
                 log.info("match %s restored (game %s)", match.id, match.current.id)
 
-    def _restore_ladder_games(self, match: MatchSession) -> None:
+    async def _restore_ladder_games(self, match: MatchSession) -> None:
         """Put a restored ladder game back in its ladder's books."""
         ladder = self.ladders.get(match.ladder)
         if ladder is None:
@@ -734,7 +785,9 @@ class Arbiter:
             if game.id in counted:
                 continue
             if game.status in (Status.FINISHED, Status.ABORTED):
-                ladder.game_over(game)  # ended just before the restart, not yet counted
+                # ended just before the restart, not yet counted
+                record = ladder.game_over(game)
+                await self.writer.commit(store.add_ladder_game(ladder.name, record))
                 continue
             ladder.in_progress.add(game.id)
             ladder.pairs.setdefault(match.pair_id, []).append(game.id)
@@ -743,20 +796,12 @@ class Arbiter:
                 if member is not None:
                     member.playing += 1
 
-    def journal(self, game: GameSession, event: Event) -> None:
-        t0 = time.perf_counter()
-        self.store.append_event(game, event)
-        self.metrics.journal_commit.observe(time.perf_counter() - t0)
-
     def game_counts(self) -> dict[str, int]:
         """How many games are in each status (for /metrics)."""
         counts = {s.name.lower(): 0 for s in Status}
         for game in self.games.values():
             counts[game.status.name.lower()] += 1
         return counts
-
-    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
-        return [decode_event(*entry, rules) for entry in self.store.load_events(game_id)]
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -5,9 +5,10 @@ thread of its own (``Transport``), so an open stream costs a coroutine and a que
 OS thread (measurements: ../shared/notes/grpc-trio.md, and the README's performance
 section). Crossing is by callbacks only:
 
-* asyncio -> trio: :meth:`Bridge.call` schedules a synchronous core function with
-  ``TrioToken.run_sync_soon`` and awaits an asyncio future that the trio thread resolves
-  with ``loop.call_soon_threadsafe``;
+* asyncio -> trio: :meth:`Bridge.call` schedules a core function with
+  ``TrioToken.run_sync_soon`` (a coroutine function runs as a task of its own in the
+  bridge's nursery, e.g. a play waiting for its commit) and awaits an asyncio future that
+  the trio thread resolves with ``loop.call_soon_threadsafe``;
 * trio -> asyncio: a :class:`QueueSink` puts events on its stream's ``asyncio.Queue`` with
   ``loop.call_soon_threadsafe``.
 
@@ -18,21 +19,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
 from server.errors import ArbiterError, Code
 
 log = logging.getLogger("nardy.server")
-T = TypeVar("T")
 
 # A stream whose reader lags this many messages behind is ended (it can resume by seq).
 MAX_BACKLOG = 10_000
 CLOSE = object()  # queue sentinel: the stream is over
+SHUTTING_DOWN = "the server is shutting down"
+
+
+def _resolve(
+    loop: asyncio.AbstractEventLoop, fut: asyncio.Future, result: Any, error: BaseException | None
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+        loop.call_soon_threadsafe(_settle, fut, result, error)
 
 
 def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
@@ -49,23 +58,45 @@ def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> No
 class Bridge:
     """Runs core functions in the trio thread on behalf of asyncio coroutines."""
 
-    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+    def __init__(self, token: trio.lowlevel.TrioToken, nursery: trio.Nursery) -> None:
         self.token = token
+        self.nursery = nursery  # where coroutine calls run
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` in the trio thread and return (or raise) its outcome."""
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` in the trio thread and return (or raise) its outcome; a
+        coroutine function runs as a trio task (it goes on if the caller goes away)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
+
+        async def task() -> None:
+            try:
+                result = await fn(*args)
+            except trio.Cancelled:
+                _resolve(loop, fut, None, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
+                raise
+            except BaseException as e:  # handed to the caller, never lost
+                _resolve(loop, fut, None, e)
+            else:
+                _resolve(loop, fut, result, None)
 
         def run() -> None:
             try:
                 result = fn(*args)
             except BaseException as e:  # handed to the caller, never lost
-                loop.call_soon_threadsafe(_settle, fut, None, e)
+                _resolve(loop, fut, None, e)
             else:
-                loop.call_soon_threadsafe(_settle, fut, result, None)
+                _resolve(loop, fut, result, None)
 
-        self._schedule(run)
+        def spawn() -> None:
+            try:
+                self.nursery.start_soon(task)
+            except RuntimeError:  # the nursery is closing
+                _resolve(loop, fut, None, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
+
+        if inspect.iscoroutinefunction(fn):
+            self._schedule(spawn)
+        else:
+            self._schedule(run)
         return await fut
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -77,7 +108,7 @@ class Bridge:
         try:
             self.token.run_sync_soon(fn)
         except trio.RunFinishedError:
-            raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down") from None
+            raise ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN) from None
 
 
 class QueueSink:

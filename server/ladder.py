@@ -106,7 +106,6 @@ class Ladder:
     def join(self, player_id: str, name: str, ready: bool) -> None:
         member = self.members.setdefault(player_id, Member(player_id, name))
         member.ready = ready
-        self.arbiter.store.set_ladder_member(self.name, player_id, ready)
         self._wake.set()
 
     # -- pairing ------------------------------------------------------------------------
@@ -114,14 +113,14 @@ class Ladder:
         """Pair whenever something changes (a bot joins or leaves, a game ends); an idle
         ladder sleeps and costs nothing."""
         while True:
-            self._pair()
+            await self._pair()
             self._wake = trio.Event()
             await self._wake.wait()
 
     def finished_games(self) -> int:
         return sum(1 for r in self.results if not r.voided)
 
-    def _pair(self) -> None:
+    async def _pair(self) -> None:
         cap = self.options.max_games_per_bot
         limit = self.options.max_games
         cap_all = self.options.max_concurrent_games
@@ -142,9 +141,9 @@ class Ladder:
                     abs(rating(p[0].name) - rating(p[1].name)),
                 ),
             )
-            self._start_pair(a, b)
+            await self._start_pair(a, b)
 
-    def _start_pair(self, a: Member, b: Member) -> None:
+    async def _start_pair(self, a: Member, b: Member) -> None:
         seed = secrets.randbits(63)
         pair_id = secrets.token_hex(4)
         games = []
@@ -165,7 +164,7 @@ class Ladder:
                 ladder=self.name,
                 pair_id=pair_id,
             )
-            match, _, _ = self.arbiter.create_match(None, spec)
+            match, _, _ = await self.arbiter.create_match(None, spec)
             games.append(match.current.id)
             self.in_progress.add(match.current.id)
         self.pairs[pair_id] = games
@@ -182,8 +181,8 @@ class Ladder:
         )
 
     # -- results ------------------------------------------------------------------------
-    def game_over(self, game: GameSession) -> None:
-        """Count a finished (or voided) game of this ladder."""
+    def game_over(self, game: GameSession) -> LadderGame:
+        """Count a finished (or voided) game of this ladder; the record is for the store."""
         self.in_progress.discard(game.id)
         for seat in game.match.seats:
             member = self.members.get(seat.player_id or "")
@@ -191,21 +190,23 @@ class Ladder:
                 member.playing = max(0, member.playing - 1)
         record = self._record(game)
         self.results.append(record)
-        self.arbiter.store.add_ladder_game(self.name, record)
         if not record.voided:
             self.skill.record(record.winner, record.loser)
         self._wake.set()
+        return record
 
-    def void(self, game_id: str) -> None:
-        """The operator voided a finished game: it no longer counts."""
+    def void(self, game_id: str) -> LadderGame | None:
+        """The operator voided a finished game: it no longer counts (the record is for
+        the store)."""
         for i, r in enumerate(self.results):
             if r.game_id == game_id and not r.voided:
                 self.results[i] = replace(r, winner="", points=0, kind="", voided=True)
-                self.arbiter.store.add_ladder_game(self.name, self.results[i])
                 self.skill = SkillTable()
                 for other in self.results:
                     if not other.voided:
                         self.skill.record(other.winner, other.loser)
+                return self.results[i]
+        return None
 
     def restore(self, record: LadderGame) -> None:
         """Take back a result from the store after a restart."""

@@ -205,7 +205,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         def view() -> api.GetGameResponse:  # in the trio thread: one consistent moment
             color = None if seat is None else game.color_of(seat)
             return api.GetGameResponse(
-                state=views.state_pb(game.card, game.snapshot(), color), last_seq=len(game.events)
+                state=views.state_pb(game.card, game.snapshot(), color), last_seq=game.last_seq
             )
 
         return await self.bridge.call(view)

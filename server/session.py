@@ -2,16 +2,19 @@
 
 Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.clock`) is
 a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
-arrived at the transport, not by when the core gets to it; plays, resignations and
-subscriptions arrive as plain synchronous calls from the transport bridge, so no lock is
-needed.
+arrived at the transport, not by when the core gets to it. Every event is journaled
+through the Host and told to subscribers only once durable: a play is answered after its
+commit, and a turn's clock starts when the turn is told, so a slow journal delays a game
+but never charges a player. Plays and resignations come from the transport bridge as tasks
+of their own that wait for their commit; a game has at most one event on its way to the
+journal at a time.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -28,6 +31,7 @@ from server.clock import Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.metrics import Metrics
+from server.writer import Commit
 
 log = logging.getLogger("nardy.server")
 
@@ -60,17 +64,18 @@ class Host(Protocol):
     arrivals: Arrivals  # plays stamped at the transport, not yet judged
     metrics: Metrics  # turns, turn latency, clock lateness
 
-    def journal(self, game: GameSession, event: Event) -> None:
-        """Record ``event`` durably before anyone is told of it (StoreError if it cannot)."""
+    def journal(self, game: GameSession, event: Event) -> Commit:
+        """Queue ``event`` for the journal; the commit says when it is durable."""
+        ...
 
-    def load_events(self, game_id: str, rules: Variant) -> list[Event]:
+    async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
         """The journaled events of a game, in order."""
         ...
 
-    def game_created(self, game: GameSession) -> None:
+    async def game_created(self, game: GameSession) -> None:
         """A new game of a match exists (store it, tell the seats)."""
 
-    def game_over(self, game: GameSession) -> None:
+    async def game_over(self, game: GameSession) -> None:
         """A game ended (store its result, tell the seats and its ladder)."""
 
 
@@ -162,7 +167,12 @@ class GameSession:
         self.clocks = {color: match.fresh_clock() for color in Color}
         self.result: GameResult | None = None
         self.next_game_id = ""
-        self.events: list[Event] = []
+        self.events: list[Event] = []  # told events; emptied once the game ends (release)
+        self.released = 0  # how many events the ended game left in the journal only
+        self.open_turn = False  # the turn was told and awaits its play
+        self._committing: trio.Event | None = None  # set when the pending play's commit ends
+        self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
+        self.end_error: ArbiterError | None = None
         self.sinks: set[Sink] = set()
         self.present: set[int] = set()  # seats that have subscribed at least once
         self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
@@ -199,12 +209,23 @@ class GameSession:
         return (
             self.status is Status.IN_PROGRESS
             and self.result is None
-            and bool(self.legal)
+            and self.open_turn
             and self.color_of(seat) is self.position.turn
         )
 
     # -- subscriptions (called from the bridge) -----------------------------------------
-    def subscribe(
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event told (and journaled)."""
+        return self.released or len(self.events)
+
+    async def history(self) -> list[Event]:
+        """Every event told so far (an ended game's are read back from the journal)."""
+        if self.released:
+            return await self.match.host.load_events(self.id, self.variant)
+        return list(self.events)
+
+    async def subscribe(
         self, sink: Sink, seat: int | None, after_seq: int, from_start: bool
     ) -> tuple[list[Event], bool]:
         """Register ``sink``; return the events to send first (no gap) and whether it is live.
@@ -214,19 +235,19 @@ class GameSession:
         always announced again. A finished game keeps no subscribers: its stream ends after
         the backlog.
         """
+        if after_seq > self.last_seq:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT,
+                f"after_seq {after_seq} is beyond the last event ({self.last_seq})",
+            )
         if from_start:
-            backlog = list(self.events)
+            backlog = await self.history()
         elif after_seq:
-            if after_seq > len(self.events):
-                raise ArbiterError(
-                    Code.INVALID_ARGUMENT,
-                    f"after_seq {after_seq} is beyond the last event ({len(self.events)})",
-                )
-            backlog = list(self.events[after_seq:])
+            backlog = (await self.history())[after_seq:]
             if not backlog and seat is not None and self.awaits(seat):
-                backlog.append(self._event(EventType.SNAPSHOT, record=False))
+                backlog.append(self._event(EventType.SNAPSHOT))
         else:
-            backlog = [self._event(EventType.SNAPSHOT, record=False)]
+            backlog = [self._event(EventType.SNAPSHOT)]
         if self.status in (Status.FINISHED, Status.ABORTED):
             return backlog, False
         self.sinks.add(sink)
@@ -263,23 +284,32 @@ class GameSession:
             white_seat=self.known_white,
         )
 
-    def _event(self, kind: EventType, *, record: bool = True, **extra) -> Event:
-        seq = len(self.events) + 1 if record else len(self.events)
-        event = Event(seq, kind, time.time(), self.snapshot(), **extra)
-        if record:
-            self.events.append(event)
-            self.match.host.journal(self, event)
-        return event
+    def _event(self, kind: EventType, **extra) -> Event:
+        """An unrecorded event (a snapshot, a shutdown notice) at the last told seq."""
+        return Event(self.last_seq, kind, time.time(), self.snapshot(), **extra)
 
-    def emit(self, kind: EventType, **extra) -> Event:
-        event = self._event(kind, **extra)
+    def _record(self, kind: EventType, **extra) -> tuple[Event, Commit]:
+        """The next event, queued for the journal; tell it (``_tell``) once durable."""
+        event = Event(len(self.events) + 1, kind, time.time(), self.snapshot(), **extra)
+        return event, self.match.host.journal(self, event)
+
+    def _tell(self, event: Event) -> None:
+        self.events.append(event)
         for sink in list(self.sinks):
             sink.send(event)
+
+    async def emit(self, kind: EventType, **extra) -> Event:
+        """Journal an event and, once it is durable, tell every subscriber. The wait is
+        shielded: an event on its way to the journal is always seen through."""
+        event, commit = self._record(kind, **extra)
+        with trio.CancelScope(shield=True):
+            await commit.wait()
+        self._tell(event)
         return event
 
     def close_streams(self, final: EventType | None = None) -> None:
         """End every stream (after a final unrecorded event such as SERVER_SHUTDOWN)."""
-        last = self._event(final, record=False) if final else None
+        last = self._event(final) if final else None
         for sink in list(self.sinks):
             if last is not None:
                 sink.send(last)
@@ -295,7 +325,7 @@ class GameSession:
         self.white_seat = white_seat
         self.throws = tuple(throws)
         self.status = Status.IN_PROGRESS
-        self.emit(EventType.GAME_STARTED, throws=self.throws)
+        await self.emit(EventType.GAME_STARTED, throws=self.throws)
         self.log(
             "started white=%s black=%s",
             self.seat_of(Color.WHITE).name,
@@ -337,11 +367,11 @@ class GameSession:
             self.position = self.position.passed()
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
-            self.emit(EventType.TURN_PASSED, play=record)
+            await self.emit(EventType.TURN_PASSED, play=record)
             self.match.host.metrics.turns.labels("passed").inc()
             return
         if len(plays) == 1 and self.match.auto_play_forced:
-            self._apply(plays[0], mover, automatic=True, used_ms=0)
+            await self._apply(plays[0], mover, automatic=True, used_ms=0)
             return
         await self._await_play(mover, tuple(plays))
 
@@ -349,20 +379,31 @@ class GameSession:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
         clock = self.clocks[mover]
-        self.emit(EventType.TURN_STARTED)  # journaled and handed to the streams
-        clock.start(trio.current_time())  # moved on when the mover's stream sends it
+        self._wake = trio.Event()
+        await self.emit(EventType.TURN_STARTED)  # journaled, then handed to the streams
+        # The clock starts when the turn is told (the journal's time is never charged) and
+        # moves on when the mover's stream sends it (turn_sent).
+        clock.start(trio.current_time())
+        self.open_turn = self.result is None
         with trio.CancelScope(deadline=clock.deadline) as self._turn_scope:
             while self._awaiting_play():
                 self._wake = trio.Event()
                 await self._wake.wait()
         deadline = clock.deadline
-        # A play that arrived in time may still be on its way to the core: judge it first.
+        # A play that arrived in time may still be on its way to the core, or to the
+        # journal: judge it first.
         arrivals = self.match.host.arrivals
-        while self._awaiting_play() and arrivals.pending(self.id, before=deadline):
-            self._wake = trio.Event()
-            await self._wake.wait()
+        while self._awaiting_play():
+            if (pending := self._committing) is not None:
+                await pending.wait()
+            elif arrivals.pending(self.id, before=deadline):
+                self._wake = trio.Event()
+                await self._wake.wait()
+            else:
+                break
         arrivals.done_waiting(self.id)
         clock.stop()  # stopped already if a play was charged
+        self.open_turn = False
         if self._awaiting_play():
             late = trio.current_time() - deadline
             self.match.host.metrics.clock_lateness.observe(max(0.0, late))
@@ -380,28 +421,44 @@ class GameSession:
             self._turn_scope.deadline = clock.sent(at, MAX_SEND_DELAY_S)
 
     def _awaiting_play(self) -> bool:
-        return self.result is None and self.turn_id not in self.accepted
+        """No result yet, and no play accepted (or one is accepted but not yet stored)."""
+        return self.result is None and (
+            self.turn_id not in self.accepted or self._committing is not None
+        )
 
     def arrival_settled(self) -> None:
         """A play stamped for this game has been judged: a turn past its deadline that
         was waiting for it may now decide (see _await_play)."""
         self._wake.set()
 
-    def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
+    async def _apply(self, play: Play, mover: Color, *, automatic: bool, used_ms: int) -> Accepted:
+        """Make ``play`` and journal it; once durable, tell it. If it cannot be stored,
+        the game is as if the play never arrived (StoreError)."""
         record = PlayRecord(mover, self.dice, play.notation(), self.turn_id, automatic, used_ms)
         answer = Accepted(play.notation(), play.end.text(), used_ms)
-        before = (self.position, self.legal, self.dice, self.result)
-        self.accepted[self.turn_id] = answer
+        before = (self.position, self.legal, self.dice, self.open_turn)
+        turn_id, result = self.turn_id, self.result
+        self.accepted[turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
-        self.result = self.variant.result(self.position, self.options.rules)
+        self.open_turn = False
+        self.result = mine = self.variant.result(self.position, self.options.rules)
+        event, commit = self._record(EventType.PLAY_MADE, play=record)
+        done = self._committing = trio.Event()
         try:
-            self.emit(EventType.PLAY_MADE, play=record)  # journaled before anyone is told
+            with trio.CancelScope(shield=True):
+                await commit.wait()
         except ArbiterError:  # not stored: as if the play never arrived
-            del self.accepted[self.turn_id]
-            self.position, self.legal, self.dice, self.result = before
+            del self.accepted[turn_id]
+            self.position, self.legal, self.dice, self.open_turn = before
+            if self.result is mine:  # (a resignation meanwhile stands)
+                self.result = result
             raise
+        finally:
+            self._committing = None
+            done.set()
+        self._tell(event)
         metrics = self.match.host.metrics
         metrics.turns.labels("automatic" if automatic else "played").inc()
         if not automatic:
@@ -421,7 +478,7 @@ class GameSession:
                 return
 
     # -- actions (called from the bridge) -----------------------------------------------
-    def submit(
+    async def submit(
         self,
         seat: int,
         turn_id: int,
@@ -430,10 +487,14 @@ class GameSession:
         arrival: Arrival | None = None,
     ) -> Accepted:
         """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
-        transport (now, if not given); idempotent for the same play."""
+        transport (now, if not given); answered once it is durable; idempotent for the
+        same play."""
+        pending = self._committing
+        if pending is not None and turn_id == self.turn_id:
+            await pending.wait()  # the same turn is being stored: answer after its fate
         if turn_id in self.accepted:
             answer = self.accepted[turn_id]
-            requested = self._requested_end(turn_id, notation, end)
+            requested = await self._requested_end(turn_id, notation, end)
             if requested is not None and requested.text() == answer.end_position:
                 return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
             raise ArbiterError(
@@ -447,7 +508,7 @@ class GameSession:
         mover = self.position.turn
         if self.color_of(seat) is not mover:
             raise ArbiterError(Code.FAILED_PRECONDITION, "it is not your turn")
-        if turn_id != self.turn_id or not self.legal:
+        if turn_id != self.turn_id or not self.open_turn:
             raise ArbiterError(
                 Code.FAILED_PRECONDITION,
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
@@ -460,26 +521,27 @@ class GameSession:
         before = (clock.bank_ms, clock.started)
         used = clock.charge(arrived)
         try:
-            answer = self._apply(play, mover, automatic=False, used_ms=used)
+            answer = await self._apply(play, mover, automatic=False, used_ms=used)
         except ArbiterError:  # not stored: the clock runs on as if the play never arrived
             clock.bank_ms, clock.started = before
             raise
+        finally:
+            self._wake.set()
         self.used_ms[mover] += used
         self.plays_made[mover] += 1
-        self._wake.set()
         return answer
 
-    def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
+    async def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
         if end is not None:
             try:
                 return Position.parse(end)
             except ValueError:
                 return None
-        return self._replay_end(turn_id, notation)
+        return await self._replay_end(turn_id, notation)
 
-    def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
+    async def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
         """The end position ``notation`` would have given on an already played turn."""
-        for event in reversed(self.events):
+        for event in reversed(await self.history()):
             if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
                 snap = event.snapshot
                 try:
@@ -524,65 +586,56 @@ class GameSession:
             self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
             self._wake.set()
 
-    def resign(self, seat: int) -> GameResult:
+    async def resign(self, seat: int) -> GameResult:
+        """Resign for ``seat``: answered once the finished game is journaled."""
         if self.status is not Status.IN_PROGRESS or self.result is not None:
             raise ArbiterError(Code.FAILED_PRECONDITION, "the game is not in progress")
         loser = self.color_of(seat)
         assert loser is not None
-        self.result = self.variant.forfeit(self.position, loser, Termination.RESIGNATION)
+        result = self.result = self.variant.forfeit(self.position, loser, Termination.RESIGNATION)
         self.legal = ()
         self.dice = ()
+        self.open_turn = False
         self._wake.set()
         self.log("%s resigned", loser.name.lower())
-        return self.result
+        await self.ended.wait()
+        if self.end_error is not None:
+            raise self.end_error
+        return result
 
-    def finish(self) -> None:
-        self.status = Status.FINISHED
+    async def _end(self, status: Status, kind: EventType) -> None:
+        """Journal the game's last event (after a play still being stored)."""
+        self.open_turn = False
+        if self._committing is not None:
+            await self._committing.wait()
+        self.status = status
         self.dice = ()
         self.legal = ()
         self._retire_announcement()
-        self.emit(EventType.GAME_FINISHED)
-        self.log("finished: %s", self.result)
+        try:
+            await self.emit(kind)
+        except ArbiterError as e:
+            self.end_error = e
+            raise
+        finally:
+            self.ended.set()
         self.close_streams()
         self.release()
 
-    def abort(self, why: str) -> None:
-        self.status = Status.ABORTED
-        self.legal = ()
-        self.emit(EventType.GAME_ABORTED)
+    async def finish(self) -> None:
+        await self._end(Status.FINISHED, EventType.GAME_FINISHED)
+        self.log("finished: %s", self.result)
+
+    async def abort(self, why: str) -> None:
+        await self._end(Status.ABORTED, EventType.GAME_ABORTED)
         self.log("aborted: %s", why)
-        self.close_streams()
-        self.release()
 
     def release(self) -> None:
         """An ended game keeps its events in the journal only: they are read back when
         someone replays the game, so a ladder that runs for weeks does not fill memory."""
-        self.events = JournalEvents(self)
-
-
-class JournalEvents(Sequence):
-    """The events of an ended game, read from the journal on each use (see release)."""
-
-    def __init__(self, game: GameSession) -> None:
-        self.game_id = game.id
-        self.variant = game.variant
-        self.host = game.match.host
-        self.count = len(game.events)
-
-    def _load(self) -> list[Event]:
-        return self.host.load_events(self.game_id, self.variant)
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, index):
-        return self._load()[index]
-
-    def __iter__(self):
-        return iter(self._load())
-
-    def __reversed__(self):
-        return reversed(self._load())
+        self.released = len(self.events)
+        self.events = []
+        self.ended.set()
 
 
 class MatchSession:
@@ -624,6 +677,7 @@ class MatchSession:
         self.challenged = challenged  # a player who has not yet accepted this challenge
         self.called_off = ""  # why the operator (or a declined challenge) ended the match
         self._scope: trio.CancelScope | None = None
+        self._stopped = trio.Event()  # the match task has ended
         self.dice = dice
         # Set up by the creator (chosen dice, seed, start or colour): never rated.
         self.seeded = not dice.fair or start is not None or first_seat_white is not None
@@ -658,22 +712,27 @@ class MatchSession:
     def seat_index(self, player_id: str | None) -> int:
         return next(s.index for s in self.seats if s.player_id == player_id)
 
-    def call_off(self, why: str) -> None:
+    async def call_off(self, why: str) -> None:
         """End the match now: its current game is aborted (voided) with ``why``."""
         self.called_off = why
         game = self.current
+        game.open_turn = False
+        if self._scope is not None:  # stop the match's task first: one writer per game
+            self._scope.cancel()
+            await self._stopped.wait()
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
             game.result = None
-            game.abort(why)
-            self.host.game_over(game)
-        if self._scope is not None:
-            self._scope.cancel()
+            await game.abort(why)
+            await self.host.game_over(game)
 
     async def run(self) -> None:
-        with trio.CancelScope() as self._scope:
-            if self.called_off:
-                return
-            await self._run()
+        try:
+            with trio.CancelScope() as self._scope:
+                if self.called_off:
+                    return
+                await self._run()
+        finally:
+            self._stopped.set()
 
     async def _run(self) -> None:
         while True:
@@ -686,8 +745,8 @@ class MatchSession:
                 with trio.move_on_after(self.start_timeout):
                     await game.all_present.wait()
                 if not game.all_present.is_set():
-                    game.abort("a seat did not arrive in time")
-                    self.host.game_over(game)
+                    await game.abort("a seat did not arrive in time")
+                    await self.host.game_over(game)
                     return
                 white, throws = game.planned_white, []
                 if white is None:
@@ -698,8 +757,8 @@ class MatchSession:
                 nxt = GameSession(self, self.new_id(), game.number + 1)
                 self.games.append(nxt)
                 game.next_game_id = nxt.id
-                self.host.game_created(nxt)
-            game.finish()
-            self.host.game_over(game)
+                await self.host.game_created(nxt)
+            await game.finish()
+            await self.host.game_over(game)
             if self.match.over:
                 return

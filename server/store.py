@@ -1,24 +1,285 @@
-"""The arbiter's journal: players, matches, games and every event, in SQLite (WAL).
+"""Where the journal lives: the asynchronous :class:`Store` interface and the SQL it speaks.
 
-:class:`Store` is the interface the core writes through; :class:`SQLiteStore` is the
-embedded default. Each write commits before the call returns, so a play is on disk before
-the player is told it was accepted (WAL with synchronous=NORMAL survives a killed process).
+The core never waits on a database in its own thread. It hands :class:`Write` groups to the
+journal writer (``server/writer.py``), which commits them in one transaction per batch
+through :meth:`Store.write`; each store runs its connection in a dedicated worker thread
+(``trio.to_thread`` with a limit of one), so a slow disk or a remote database delays
+acknowledgements, never the clocks. :class:`SQLiteStore` (WAL) is the embedded default;
+``server/pgstore.py`` holds the PostgreSQL store. Both speak the statements below, written
+once in the dialect both understand (``?`` parameters, ``ON CONFLICT`` upserts), and both
+create and migrate their schema, refusing a database whose schema is newer than the server.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import trio
 
 from server import journal
 from server.errors import ArbiterError, Code
 
 if TYPE_CHECKING:
+    from nardy.variant import Variant
     from server.ladder import LadderGame, LadderOptions
-    from server.session import Event, GameSession, MatchSession
+    from server.session import GameSession, MatchSession
 
-SCHEMA = """
+T = TypeVar("T")
+
+# The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
+SCHEMA_VERSION = 1
+
+Write = tuple[str, tuple]  # one statement and its parameters
+
+
+def grouped(batch: Sequence[Write]) -> list[tuple[str, list[tuple]]]:
+    """Runs of the same statement, for ``executemany`` (a turn's events share theirs)."""
+    runs: list[tuple[str, list[tuple]]] = []
+    for sql, params in batch:
+        if runs and runs[-1][0] == sql:
+            runs[-1][1].append(params)
+        else:
+            runs.append((sql, [params]))
+    return runs
+
+
+def run_batch(cursor: Any, batch: Sequence[Write], placeholder: str = "?") -> None:
+    """Execute ``batch`` on a DB-API cursor, runs of one statement with ``executemany``."""
+    for sql, params in grouped(batch):
+        if placeholder != "?":
+            sql = sql.replace("?", placeholder)
+        if len(params) == 1:
+            cursor.execute(sql, params[0])
+        else:
+            cursor.executemany(sql, params)
+
+
+class StoreError(ArbiterError):
+    """The store cannot be read or written; the server refuses changes rather than lose data."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Code.UNAVAILABLE, message)
+
+
+class Store(Protocol):
+    """An asynchronous journal store; every method may raise StoreError."""
+
+    name: str  # where it is, for messages (never a password)
+    order: str  # the column that keeps insertion order ("rowid" in SQLite)
+
+    async def write(self, batch: Sequence[Write]) -> None:
+        """Apply ``batch`` in one transaction: all of it is durable, or none of it."""
+
+    async def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """Rows of one statement (the statements below)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+# -- the statements the core writes -----------------------------------------------------
+def add_player(player_id: str, name: str, bot: bool, token_hash: str, owner: str = "") -> Write:
+    return (
+        "INSERT INTO players (id, name, bot, token_hash, owner) VALUES (?,?,?,?,?)",
+        (player_id, name, int(bot), token_hash, owner),
+    )
+
+
+def set_player_token(player_id: str, token_hash: str) -> Write:
+    return ("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
+
+
+def set_setting(key: str, value: str) -> Write:
+    return (
+        "INSERT INTO settings (key, value) VALUES (?,?) "
+        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+        (key, value),
+    )
+
+
+def add_seat_token(match_id: str, seat: int, token_hash: str) -> Write:
+    return (
+        "INSERT INTO seat_tokens (match_id, seat, token_hash) VALUES (?,?,?)",
+        (match_id, seat, token_hash),
+    )
+
+
+def add_match(match: MatchSession) -> Write:
+    return (
+        f"INSERT INTO matches ({', '.join(journal.MATCH_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
+        journal.encode_match(match),
+    )
+
+
+def update_match_options(match: MatchSession) -> Write:
+    """The options column again (a challenge accepted)."""
+    return ("UPDATE matches SET options=? WHERE id=?", (journal.encode_match(match)[2], match.id))
+
+
+def update_match(match: MatchSession) -> Write:
+    return (
+        "UPDATE matches SET scores=? WHERE id=?",
+        (journal.encode_json(match.match.scores), match.id),
+    )
+
+
+def add_game(game: GameSession) -> Write:
+    return (
+        "INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
+        (game.id, game.match.id, game.number, int(game.status)),
+    )
+
+
+def update_game(game: GameSession) -> Write:
+    return (
+        "UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
+        (int(game.status), game.white_seat, journal.encode_game_result(game.result), game.id),
+    )
+
+
+def append_event(game: GameSession, event: journal.Event) -> Write:
+    data = journal.encode_event(event, game.white_seat, game.match.dice.rolled)
+    return (
+        "INSERT INTO events (game_id, seq, type, time, data) VALUES (?,?,?,?,?)",
+        (game.id, event.seq, int(event.type), event.time, data),
+    )
+
+
+def add_ladder(name: str, options: LadderOptions) -> Write:
+    return (
+        "INSERT INTO ladders (name, options) VALUES (?,?)",
+        (name, journal.encode_json(asdict(options))),
+    )
+
+
+def set_ladder_member(ladder: str, player_id: str, ready: bool) -> Write:
+    return (
+        "INSERT INTO ladder_members (ladder, player_id, ready) VALUES (?,?,?) "
+        "ON CONFLICT (ladder, player_id) DO UPDATE SET ready=excluded.ready",
+        (ladder, player_id, int(ready)),
+    )
+
+
+def add_ladder_game(ladder: str, record: LadderGame) -> Write:
+    return (
+        "INSERT INTO ladder_games (ladder, game_id, record) VALUES (?,?,?) "
+        "ON CONFLICT (game_id) DO UPDATE SET record=excluded.record",
+        (ladder, record.game_id, journal.encode_ladder_game(record)),
+    )
+
+
+# -- what recovery reads ------------------------------------------------------------------
+class Reader:
+    """The reads of restart and replay, over any Store (rows decoded by server.journal)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.order = store.order
+
+    async def players(self) -> list[tuple[str, str, int, str, str]]:
+        return await self.store.query(
+            f"SELECT id, name, bot, token_hash, owner FROM players ORDER BY {self.order}"
+        )
+
+    async def setting(self, key: str) -> str | None:
+        rows = await self.store.query("SELECT value FROM settings WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    async def ladders(self) -> list[tuple[str, dict]]:
+        rows = await self.store.query(f"SELECT name, options FROM ladders ORDER BY {self.order}")
+        return [(name, journal.decode_json(options)) for name, options in rows]
+
+    async def ladder_games(self, ladder: str) -> list[dict]:
+        rows = await self.store.query(
+            f"SELECT record FROM ladder_games WHERE ladder=? ORDER BY {self.order}", (ladder,)
+        )
+        return [journal.decode_ladder_game(text) for (text,) in rows]
+
+    async def ladder_members(self, ladder: str) -> list[tuple[str, int]]:
+        return await self.store.query(
+            "SELECT player_id, ready FROM ladder_members WHERE ladder=?", (ladder,)
+        )
+
+    async def seat_tokens(self) -> list[tuple[str, int, str]]:
+        return await self.store.query("SELECT match_id, seat, token_hash FROM seat_tokens")
+
+    async def matches(self) -> list[dict]:
+        cols = ", ".join(journal.MATCH_COLUMNS)
+        rows = await self.store.query(f"SELECT {cols} FROM matches ORDER BY {self.order}")
+        return [journal.decode_match(row) for row in rows]
+
+    async def games(self, match_id: str) -> list[tuple[str, int]]:
+        return await self.store.query(
+            "SELECT id, number FROM games WHERE match_id=? ORDER BY number", (match_id,)
+        )
+
+    async def entries(self, game_id: str) -> list[tuple[int, int, float, dict]]:
+        rows = await self.store.query(
+            "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq", (game_id,)
+        )
+        return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
+
+    async def events(self, game_id: str, rules: Variant) -> list[journal.Event]:
+        """A game's events, decoded for the rules of its variant."""
+        return [journal.decode_event(*entry, rules) for entry in await self.entries(game_id)]
+
+
+# -- the stores ---------------------------------------------------------------------------
+class SQLStore:
+    """A store over one DB-API connection, used from one worker thread at a time.
+
+    Subclasses connect, run a batch in a transaction (``_write_sync``) and a query
+    (``_query_sync``); the version bookkeeping and migrations are shared.
+    """
+
+    name = ""
+    order = "rowid"
+    MIGRATIONS: dict[int, str] = {}
+
+    def __init__(self) -> None:
+        self._limiter = trio.CapacityLimiter(1)  # one statement at a time on the connection
+        self.transactions = 0  # committed batches (group commit: far fewer than writes)
+        self.writes = 0
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+    async def write(self, batch: Sequence[Write]) -> None:
+        await self._run(self._write_sync, batch)
+        self.transactions += 1
+        self.writes += len(batch)
+
+    async def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return await self._run(self._query_sync, sql, params)
+
+    def _write_sync(self, batch: Sequence[Write]) -> None:
+        raise NotImplementedError
+
+    def _query_sync(self, sql: str, params: tuple) -> list[tuple]:
+        raise NotImplementedError
+
+    def _migrate(self, version: int) -> int:
+        """Bring a database at ``version`` to SCHEMA_VERSION; return the version found."""
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.name}: its schema is version {version}, newer than this server "
+                f"understands ({SCHEMA_VERSION}); upgrade nardy to use this database"
+            )
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            self._write_sync(
+                [(sql, ()) for sql in self.MIGRATIONS[step].split(";") if sql.strip()]
+                + [("UPDATE nardy_schema SET version=?", (step,))]
+            )
+        return version
+
+
+SQLITE_MIGRATIONS = {
+    1: """
 CREATE TABLE IF NOT EXISTS players (
     id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, bot INTEGER NOT NULL,
     token_hash TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
@@ -44,46 +305,22 @@ CREATE TABLE IF NOT EXISTS ladder_games (
     ladder TEXT NOT NULL, game_id TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     game_id TEXT NOT NULL REFERENCES games(id), seq INTEGER NOT NULL, type INTEGER NOT NULL,
-    time REAL NOT NULL, data BLOB NOT NULL, PRIMARY KEY (game_id, seq)) WITHOUT ROWID;
-"""
+    time REAL NOT NULL, data BLOB NOT NULL, PRIMARY KEY (game_id, seq)) WITHOUT ROWID
+""",
+}
 
 
-class Store(Protocol):
-    path: str
+class SQLiteStore(SQLStore):
+    """The embedded default: one SQLite file in WAL mode (synchronous=NORMAL survives a
+    killed process). Databases from before versioning (tables, no ``nardy_schema``) are
+    version 0 and migrate in place."""
 
-    def add_player(
-        self, player_id: str, name: str, bot: bool, token_hash: str, owner: str = ""
-    ) -> None: ...
-    def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None: ...
-    def add_match(self, match: MatchSession) -> None: ...
-    def update_match(self, match: MatchSession) -> None: ...
-    def add_game(self, game: GameSession) -> None: ...
-    def update_game(self, game: GameSession) -> None: ...
-    def append_event(self, game: GameSession, event: Event) -> None: ...
-    def set_player_token(self, player_id: str, token_hash: str) -> None: ...
-    def accept_challenge(self, match_id: str) -> None: ...
-    def get_setting(self, key: str) -> str | None: ...
-    def set_setting(self, key: str, value: str) -> None: ...
-    def load_players(self) -> list[tuple[str, str, int, str, str]]: ...
-    def add_ladder(self, name: str, options: LadderOptions) -> None: ...
-    def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None: ...
-    def add_ladder_game(self, ladder: str, record: LadderGame) -> None: ...
-    def load_ladders(self) -> list[tuple[str, dict]]: ...
-    def load_ladder_games(self, ladder: str) -> list[dict]: ...
-    def load_ladder_members(self, ladder: str) -> list[tuple[str, int]]: ...
-    def close(self) -> None: ...
+    MIGRATIONS = SQLITE_MIGRATIONS
 
-
-class StoreError(ArbiterError):
-    """The store cannot be read or written; the server refuses changes rather than lose data."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(Code.UNAVAILABLE, message)
-
-
-class SQLiteStore:
     def __init__(self, path: str) -> None:
-        self.path = path
+        super().__init__()
+        self.path = self.name = path
+        self._lock = self._claim(path)
         try:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -92,139 +329,64 @@ class SQLiteStore:
             check = self.db.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
                 raise sqlite3.DatabaseError(f"integrity check failed: {check}")
-            self.db.executescript(SCHEMA)
+            self.db.execute("CREATE TABLE IF NOT EXISTS nardy_schema (version INTEGER NOT NULL)")
+            row = self.db.execute("SELECT version FROM nardy_schema").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO nardy_schema VALUES (0)")
+            self._migrate(row[0] if row else 0)
         except sqlite3.Error as e:
+            self._unlock()
             raise StoreError(f"{path}: not a usable nardy database ({e})") from None
+        except BaseException:
+            self._unlock()
+            raise
 
-    def _write(self, sql: str, params: tuple = ()) -> None:
-        """One committed write; a failure (read-only file, full disk) becomes UNAVAILABLE."""
+    @staticmethod
+    def _claim(path: str) -> int | None:
+        """Lock ``path``'s lock file: one server runs a database's games (two would both
+        resume every game in progress). The kernel drops the lock when the process dies."""
+        if path == ":memory:" or path.startswith("file:"):
+            return None
         try:
-            self.db.execute(sql, params)
+            fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StoreError(f"{path}: cannot create its lock file ({e})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreError(
+                f"{path}: another nardy server is running this database's games; "
+                "stop it first (one server per database)"
+            ) from None
+        return fd
+
+    def _write_sync(self, batch: Sequence[Write]) -> None:
+        """One transaction; a failure (read-only file, full disk) becomes UNAVAILABLE."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                run_batch(self.db, batch)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
         except sqlite3.Error as e:
             raise StoreError(
                 f"cannot store data in {self.path} ({e}); nothing was changed"
             ) from None
 
-    def add_player(
-        self, player_id: str, name: str, bot: bool, token_hash: str, owner: str = ""
-    ) -> None:
-        self._write(
-            "INSERT INTO players (id, name, bot, token_hash, owner) VALUES (?,?,?,?,?)",
-            (player_id, name, int(bot), token_hash, owner),
-        )
+    def _query_sync(self, sql: str, params: tuple) -> list[tuple]:
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot read {self.path} ({e})") from None
 
-    def add_seat_token(self, match_id: str, seat: int, token_hash: str) -> None:
-        self._write("INSERT INTO seat_tokens VALUES (?,?,?)", (match_id, seat, token_hash))
+    async def close(self) -> None:
+        await self._run(self.db.close)
+        self._unlock()
 
-    def add_match(self, match: MatchSession) -> None:
-        self._write(
-            "INSERT INTO matches (id, target, options, seats, seed, script, start) "
-            "VALUES (?,?,?,?,?,?,?)",
-            journal.encode_match(match),
-        )
-
-    def update_match(self, match: MatchSession) -> None:
-        self._write(
-            "UPDATE matches SET scores=? WHERE id=?",
-            (journal.encode_json(match.match.scores), match.id),
-        )
-
-    def add_game(self, game: GameSession) -> None:
-        self._write(
-            "INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
-            (game.id, game.match.id, game.number, int(game.status)),
-        )
-
-    def update_game(self, game: GameSession) -> None:
-        self._write(
-            "UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
-            (int(game.status), game.white_seat, journal.encode_game_result(game.result), game.id),
-        )
-
-    def append_event(self, game: GameSession, event: Event) -> None:
-        self._write(
-            "INSERT INTO events VALUES (?,?,?,?,?)",
-            (
-                game.id,
-                event.seq,
-                int(event.type),
-                event.time,
-                journal.encode_event(event, game.white_seat, game.match.dice.rolled),
-            ),
-        )
-
-    def set_player_token(self, player_id: str, token_hash: str) -> None:
-        self._write("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
-
-    def accept_challenge(self, match_id: str) -> None:
-        self._write(
-            "UPDATE matches SET options=json_set(options, '$.challenged', NULL) WHERE id=?",
-            (match_id,),
-        )
-
-    def get_setting(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
-        return None if row is None else row[0]
-
-    def set_setting(self, key: str, value: str) -> None:
-        self._write("INSERT OR REPLACE INTO settings VALUES (?,?)", (key, value))
-
-    def load_players(self) -> list[tuple[str, str, int, str, str]]:
-        return self.db.execute(
-            "SELECT id, name, bot, token_hash, owner FROM players ORDER BY rowid"
-        ).fetchall()
-
-    # -- ladders ------------------------------------------------------------------------
-    def add_ladder(self, name: str, options: LadderOptions) -> None:
-        self._write(
-            "INSERT INTO ladders VALUES (?,?)", (name, journal.encode_json(asdict(options)))
-        )
-
-    def set_ladder_member(self, ladder: str, player_id: str, ready: bool) -> None:
-        self._write(
-            "INSERT OR REPLACE INTO ladder_members VALUES (?,?,?)", (ladder, player_id, int(ready))
-        )
-
-    def add_ladder_game(self, ladder: str, record: LadderGame) -> None:
-        self._write(
-            "INSERT OR REPLACE INTO ladder_games VALUES (?,?,?)",
-            (ladder, record.game_id, journal.encode_ladder_game(record)),
-        )
-
-    def load_ladders(self) -> list[tuple[str, dict]]:
-        rows = self.db.execute("SELECT name, options FROM ladders ORDER BY rowid").fetchall()
-        return [(name, journal.decode_json(options)) for name, options in rows]
-
-    def load_ladder_games(self, ladder: str) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT record FROM ladder_games WHERE ladder=? ORDER BY rowid", (ladder,)
-        ).fetchall()
-        return [journal.decode_ladder_game(text) for (text,) in rows]
-
-    def load_ladder_members(self, ladder: str) -> list[tuple[str, int]]:
-        return self.db.execute(
-            "SELECT player_id, ready FROM ladder_members WHERE ladder=?", (ladder,)
-        ).fetchall()
-
-    # -- recovery -----------------------------------------------------------------------
-    def load_matches(self) -> list[dict]:
-        cols = ", ".join(journal.MATCH_COLUMNS)
-        rows = self.db.execute(f"SELECT {cols} FROM matches ORDER BY rowid").fetchall()
-        return [journal.decode_match(row) for row in rows]
-
-    def load_games(self, match_id: str) -> list[tuple[str, int]]:
-        return self.db.execute(
-            "SELECT id, number FROM games WHERE match_id=? ORDER BY number", (match_id,)
-        ).fetchall()
-
-    def load_events(self, game_id: str) -> list[tuple[int, int, float, dict]]:
-        rows = self.db.execute(
-            "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq", (game_id,)
-        ).fetchall()
-        return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
-
-    def load_seat_tokens(self) -> list[tuple[str, int, str]]:
-        return self.db.execute("SELECT match_id, seat, token_hash FROM seat_tokens").fetchall()
-
-    def close(self) -> None:
-        self.db.close()
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None

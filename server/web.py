@@ -77,11 +77,11 @@ def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
     return live, finished, sorted(arbiter.ladders)
 
 
-def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
+async def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
     game = arbiter.game(game_id)
     state = views.state_pb(game.card, game.snapshot(), None)
-    events = [views.event_pb(game.card, e, None) for e in game.events] if with_events else []
-    return state, events
+    history = await game.history() if with_events else []
+    return state, [views.event_pb(game.card, e, None) for e in history]
 
 
 def query_ladder(arbiter, name: str):

@@ -54,7 +54,6 @@ from nardy.v1 import game_pb2 as pb
 log = logging.getLogger("nardy.play")
 
 OPENING = {"white": pb.COLOR_WHITE, "black": pb.COLOR_BLACK}  # the person's first colour
-CONNECT_S = 30.0  # how long to keep trying an arbiter that cannot be reached
 
 
 def records_dir(args: argparse.Namespace) -> Path:
@@ -127,9 +126,9 @@ async def _embedded(
     return 0
 
 
-async def _assigned_game(client: Client, screen: Screen, server: str) -> str:
+async def _assigned_game(client: Client, screen: Screen, server: str, give_up_s: float) -> str:
     """The first game the token is seated in (waiting for one to be created if need be);
-    gives up after CONNECT_S seconds without reaching the arbiter."""
+    gives up after ``give_up_s`` seconds without reaching the arbiter."""
     screen.say("Waiting for a game to be assigned to this token...")
     screen.refresh()
     failing_since: float | None = None
@@ -148,10 +147,10 @@ async def _assigned_game(client: Client, screen: Screen, server: str) -> str:
                 failing_since = now
                 screen.say(
                     f"Cannot reach the arbiter at {server} ({e.code().name.lower()}); "
-                    f"trying again for {CONNECT_S:.0f} s..."
+                    f"trying again for {give_up_s:.0f} s..."
                 )
                 screen.refresh()
-            elif now - failing_since >= CONNECT_S:
+            elif now - failing_since >= give_up_s:
                 raise
         await trio.sleep(1.0)
 
@@ -160,13 +159,14 @@ async def _remote(args: argparse.Namespace, screen: Screen, ui_out: list) -> int
     async with Client(args.server, args.token) as client, screen.session():
         game_id = args.game
         if not game_id:
-            game_id = await _assigned_game(client, screen, args.server)
+            game_id = await _assigned_game(client, screen, args.server, args.give_up)
         ui = PlayUI(
             screen,
             client,
             game_id,
             title=f"nardy - {args.server}",
             record_dir=str(records_dir(args)),
+            give_up_s=args.give_up,
         )
         ui_out.append(ui)
         ui.note("Joined the game. Type help for the commands.", "grey50")
@@ -245,6 +245,8 @@ def check_args(args: argparse.Namespace) -> str | None:
     """Why the arguments cannot make a game, or None."""
     if args.server and not args.token and not os.environ.get("NARDY_TOKEN"):
         return "--server needs --token (or NARDY_TOKEN)"
+    if not args.give_up > 0:
+        return "--give-up is a number of seconds above 0"
     if not args.turn_time > 0:
         return f"--turn-time is a number of seconds above 0, not {args.turn_time:g}"
     if args.turn_time > 24 * 3600:

@@ -67,9 +67,10 @@ def ranked(position, dice: tuple[int, int]) -> list[tuple[Any, float]] | None:
     """The legal plays best first with the engine's equity, or None if no engine ranks."""
     try:
         from engines.network import best_plays
-    except ImportError:
+
+        return [(r.play, r.equity) for r in best_plays(position, dice)]
+    except (ImportError, ValueError, TypeError):  # no engine for this variant
         return None
-    return [(r.play, r.equity) for r in best_plays(position, dice)]
 
 
 def hint_lines(turn: Turn, *, every: bool = False) -> list[str]:
@@ -79,6 +80,8 @@ def hint_lines(turn: Turn, *, every: bool = False) -> list[str]:
     if every:
         return [f"{count}:"] + [f"  {i:>3}. {p.notation()}" for i, p in enumerate(plays, 1)]
     best = ranked(turn.position, turn.dice)
+    if best is not None and {p.end for p, _ in best} != {p.end for p in plays}:
+        best = None  # the engine plays other rules than this turn's
     if best is None:
         return [f"{count} (no engine to rank them):"] + [f"  {p.notation()}" for p in plays[:HINTS]]
     lines = [f"The network engine's best of {count} (equity: expected points for you):"]

@@ -64,6 +64,7 @@ class PlayUI:
     record_dir: str = ""  # where the games are saved when the session ends
     games: list[str] = field(default_factory=list)  # every game id followed, in order
     saved: object = None  # the record's Path once saved, or why it was not
+    give_up_s: float = 60.0  # a lost connection is retried this long
     _clock_key: tuple = ()
 
     # -- running ------------------------------------------------------------------------
@@ -91,7 +92,9 @@ class PlayUI:
             self.status_line()
             self.redraw()
             try:
-                final = await follow(self.client, game_id, self.on_event, self.note)
+                final = await follow(
+                    self.client, game_id, self.on_event, self.note, give_up_s=self.give_up_s
+                )
             except GameGone as e:
                 self.note(f"Cannot follow the game: {e}", "bold red")
                 self.redraw()

@@ -199,16 +199,21 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
     start = pack(turn.start)
     # A level maps a key (board | hits << HITS, plus the die left for a non-double's first
     # step) to (board, occupancy, hits, dice left, first step sequence reaching it).
-    level: dict = {start: (start, occupancy(turn.start), 0, dice, ())}
+    level: dict = {start: (start, occupancy(turn.start), 0, dice, (), BAR)}
+    double = a == b
     finished: dict[int, Path] = {}
     complete: dict[int, Path] = {}
     depth = 0
     while True:
         nxt: dict = {}
         depth += 1
-        for m, occ, hits, remaining, steps in level.values():
-            # §8: a checker on the bar enters before any other step
-            sources = BAR_BIT if occ & BAR_BIT else occ
+        for m, occ, hits, remaining, steps, top in level.values():
+            # §8: a checker on the bar enters before any other step. With a double, every
+            # play can be reordered to take its steps from points never higher than the
+            # step before (a checker's own steps stay in order, and moving a higher
+            # checker first never blocks a lower one), so only sources up to ``top``, the
+            # highest last source among the ways of reaching this state, are tried.
+            sources = BAR_BIT if occ & BAR_BIT else occ & ((2 << top) - 1)
             home_only = not occ >> 7
             highest = occ.bit_length() - 1
             open_blots = blots & ~hits
@@ -259,7 +264,17 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
                         nocc = occ | 1 << dst if dst else occ
                         if (m >> shift[src]) & 255 == 1:
                             nocc &= ~(1 << src)
-                        nxt[key + tag] = (n, nocc, nhits, rest, (*steps, (src, dst, die, hit == 1)))
+                        step = (src, dst, die, hit == 1)
+                        nxt[key + tag] = (
+                            n,
+                            nocc,
+                            nhits,
+                            rest,
+                            (*steps, step),
+                            src if double else BAR,
+                        )
+                    elif double and src > nxt[key][5]:
+                        nxt[key] = (*nxt[key][:5], src)
         if not nxt:
             break
         level = nxt
@@ -270,7 +285,7 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
     if depth == 1:
         return []  # nothing can be played: the turn passes (§3.6)
     # Not every die can be played: the plays that use the most dice (§3.6) ...
-    states = [(m | h << HITS, steps) for m, _, h, _, steps in level.values()]
+    states = [(m | h << HITS, steps) for m, _, h, _, steps, _ in level.values()]
     if len(dice) == 2 and len(states[0][1]) == 1:
         # ... and if either die can be played alone but not both, the larger (§3.6).
         larger = [s for s in states if s[1][0][2] == dice[0]]

@@ -87,3 +87,18 @@ def test_bad_arguments_are_refused():
             capture_output=True, text=True, cwd=ROOT, timeout=60,
         )  # fmt: skip
         assert out.returncode == 2 and message in out.stderr, (args, out.stderr)
+
+
+def test_an_unreachable_arbiter_is_given_up_with_a_clear_message():
+    import socket
+
+    with socket.socket() as s:  # a port with nobody listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    child = spawn("play", "--server", f"127.0.0.1:{port}", "--token", "t", "--give-up", "2")
+    child.expect(r"Cannot reach the arbiter at 127\.0\.0\.1:\d+ \(unavailable\); trying again")
+    child.expect(
+        r"nardy play: cannot reach the arbiter at 127\.0\.0\.1:\d+ \(unavailable\); gave up"
+    )
+    assert finish(child) == 1
+    assert "Traceback" not in child.before

@@ -1,4 +1,5 @@
-"""A real arbiter on an ephemeral loopback port with a real SQLite file, per test."""
+"""A real arbiter on an ephemeral loopback port, per test, on a real SQLite file and on a
+real PostgreSQL database (see ``db`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from server.app import EmbeddedServer
 
 
 @pytest.fixture
-def server(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "arbiter.db"), heartbeat_s=30.0) as srv:
+def server(db):
+    with EmbeddedServer(db=db, heartbeat_s=30.0) as srv:
         yield srv
 
 

@@ -108,11 +108,11 @@ async def started_game(nursery, tmp_path, **terms):
         seed=7,
         terms=Terms(**terms),
     )
-    match, t1, t2 = arbiter.create_match(None, spec)  # None: the server itself
+    match, t1, t2 = await arbiter.create_match(None, spec)  # None: the server itself
     game = match.current
     inbox = Inbox()
-    arbiter.subscribe_game(t1, game.id, 0, False, inbox)
-    arbiter.subscribe_game(t2, game.id, 0, False, Inbox())
+    await arbiter.subscribe_game(t1, game.id, 0, False, inbox)
+    await arbiter.subscribe_game(t2, game.id, 0, False, Inbox())
     return arbiter, game, (t1, t2), inbox
 
 
@@ -133,7 +133,7 @@ async def test_play_is_charged_up_to_its_arrival(nursery, tmp_path, autojump_clo
     await trio.sleep(5.0)  # the core is 5 s behind: past the deadline (start + 1.4 s)
     assert game.result is None  # the timeout waits for the play that arrived in time
     play = turn.snapshot.legal[0]
-    answer = arbiter.submit_play(
+    answer = await arbiter.submit_play(
         mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
     )
     assert answer.used_ms == pytest.approx(1200, abs=1)
@@ -152,7 +152,7 @@ async def test_play_that_arrived_late_is_refused_and_the_side_loses(
     await trio.sleep(1.0)  # exactly at the deadline: too late
     arrival = arbiter.arrivals.stamp(game.id)
     with pytest.raises(ArbiterError, match="clock ran out|the game is over"):
-        arbiter.submit_play(
+        await arbiter.submit_play(
             mover_token(game, tokens),
             game.id,
             game.turn_id,
@@ -184,7 +184,7 @@ async def test_illegal_play_in_time_does_not_stop_the_clock(nursery, tmp_path, a
     await trio.sleep(0.3)
     arrival = arbiter.arrivals.stamp(game.id)
     with pytest.raises(ArbiterError, match="illegal play"):
-        arbiter.submit_play(
+        await arbiter.submit_play(
             mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
         )
     assert game.result is None and game.clocks[game.position.turn].running
@@ -241,7 +241,7 @@ async def test_timeout_waits_for_an_in_time_play_then_decides(nursery, tmp_path,
     assert game.result is None
     judged = trio.current_time()
     with pytest.raises(ArbiterError, match="illegal play"):
-        arbiter.submit_play(
+        await arbiter.submit_play(
             mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
         )
     await inbox.next(EventType.GAME_FINISHED)
@@ -260,7 +260,7 @@ async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clo
     await trio.sleep(0.9)  # 1.3 s after the announcement, 0.9 s after the send
     arrival = arbiter.arrivals.stamp(game.id)
     play = game.legal[0]
-    answer = arbiter.submit_play(
+    answer = await arbiter.submit_play(
         mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
     )
     assert answer.used_ms == pytest.approx(900, abs=1)

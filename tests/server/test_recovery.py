@@ -78,7 +78,7 @@ async def play_match(address: str, *, kill_at: int | None = None, restart=None):
         return [e.play.notation for e in events if e.type == pb.EVENT_TYPE_PLAY_MADE], events
 
 
-async def test_kill_9_mid_game_and_resume(tmp_path):
+async def test_kill_9_mid_game_and_resume(tmp_path, db):
     port = free_port()
     address = f"127.0.0.1:{port}"
     reference_proc = start_server(port, str(tmp_path / "ref.db"))
@@ -88,7 +88,6 @@ async def test_kill_9_mid_game_and_resume(tmp_path):
         reference_proc.terminate()
         reference_proc.wait()
 
-    db = str(tmp_path / "crash.db")
     procs = [start_server(port, db)]
 
     def restart():

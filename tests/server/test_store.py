@@ -1,8 +1,10 @@
-"""Bad stores: a corrupted database is refused clearly; a read-only one refuses new games and
-plays with UNAVAILABLE instead of losing data, and the server stays up."""
+"""Bad stores: a corrupted database or one with a newer schema is refused clearly; an old one
+is migrated; an unwritable one refuses new games and plays with UNAVAILABLE instead of losing
+data, and the server stays up (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 
@@ -13,7 +15,35 @@ import trio
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.store import StoreError
+from server.store import SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLiteStore, StoreError
+
+
+def execute(db: str, sql: str):
+    """Run one statement on ``db`` over a connection of our own; the rows it returns."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            cur = conn.execute(sql)
+            return cur.fetchall() if cur.description else []
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def read_only(srv: EmbeddedServer, on: bool):
+    """Make every write of the running server's store fail (a full disk, a read-only file,
+    a database switched to read-only), or work again."""
+    store = srv.arbiter.store
+    if isinstance(store, SQLiteStore):
+        # (query_only: root, which runs CI, ignores read-only file modes)
+        sql = f"PRAGMA query_only={int(on)}"
+    else:
+        sql = f"SET default_transaction_read_only = {'on' if on else 'off'}"
+
+    async def run():
+        await store._run(store.db.execute, sql)
+
+    return lambda: srv.call(run)
 
 
 def test_corrupted_database_is_refused_with_a_clear_error(tmp_path):
@@ -41,16 +71,31 @@ def test_truncated_database_is_refused(tmp_path):
         EmbeddedServer(db=str(db)).start()
 
 
-async def test_unwritable_store_refuses_changes_and_the_server_stays_up(tmp_path):
-    db = tmp_path / "ro.db"
-    with EmbeddedServer(db=str(db)) as srv:
+def test_a_database_with_a_newer_schema_is_refused_clearly(db):
+    with EmbeddedServer(db=db):
+        pass
+    execute(db, f"UPDATE nardy_schema SET version={SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError) as info:
+        EmbeddedServer(db=db).start()
+    assert "newer than this server understands" in info.value.message
+
+
+def test_a_database_from_before_schema_versions_is_migrated(tmp_path):
+    db = str(tmp_path / "old.db")
+    with sqlite3.connect(db) as conn:
+        conn.executescript(SQLITE_MIGRATIONS[1])
+        conn.execute("INSERT INTO ladders VALUES ('old-ladder', '{}')")
+    with EmbeddedServer(db=db) as srv:
+        assert "old-ladder" in srv.arbiter.ladders
+    assert execute(db, "SELECT version FROM nardy_schema") == [(SCHEMA_VERSION,)]
+
+
+async def test_unwritable_store_refuses_changes_and_the_server_stays_up(db):
+    with EmbeddedServer(db=db) as srv:
         async with Client(srv.address) as client:
             r = await client.create_match(seed=1)
-            # the disk goes away: every write now fails (as a full disk or a read-only file)
-            # (query_only: root, which runs CI, ignores read-only file modes)
-            await trio.to_thread.run_sync(
-                srv.call, lambda: srv.arbiter.store.db.execute("PRAGMA query_only=1")
-            )
+            # the disk goes away: every write now fails
+            await trio.to_thread.run_sync(read_only(srv, True))
             with pytest.raises(grpc.RpcError) as info:
                 await client.create_match(seed=2)
             assert info.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -63,8 +108,8 @@ async def test_unwritable_store_refuses_changes_and_the_server_stays_up(tmp_path
             assert state.status == pb.GAME_STATUS_WAITING
 
 
-async def test_a_play_that_cannot_be_stored_is_refused_and_nothing_changes(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "p.db")) as srv:
+async def test_a_play_that_cannot_be_stored_is_refused_and_nothing_changes(db):
+    with EmbeddedServer(db=db) as srv:
         async with Client(srv.address) as client:
             r = await client.create_match(seed=9)
             seats = [client.with_token(r.first_seat_token), client.with_token(r.second_seat_token)]
@@ -85,16 +130,26 @@ async def test_a_play_that_cannot_be_stored_is_refused_and_nothing_changes(tmp_p
                         break
                 play = ev.state.legal_plays[0]
 
-                def query_only(on: bool):
-                    return lambda: srv.arbiter.store.db.execute(f"PRAGMA query_only={int(on)}")
-
-                await trio.to_thread.run_sync(srv.call, query_only(True))
+                await trio.to_thread.run_sync(read_only(srv, True))
                 with pytest.raises(grpc.RpcError) as info:
                     await mover.submit(r.game_id, st.turn_id, end_position=play.end_position)
                 assert info.value.code() == grpc.StatusCode.UNAVAILABLE
                 after = (await client.get_game(r.game_id)).state
                 assert after.position == st.position and after.turn_id == st.turn_id
-                await trio.to_thread.run_sync(srv.call, query_only(False))
+                await trio.to_thread.run_sync(read_only(srv, False))
                 resp = await mover.submit(r.game_id, st.turn_id, end_position=play.end_position)
                 assert not resp.duplicate and resp.end_position == play.end_position
                 nursery.cancel_scope.cancel()
+
+
+def test_a_second_server_on_the_same_database_is_refused(db, monkeypatch):
+    """Two servers on one database would both resume every game in progress."""
+    import server.pgstore
+
+    monkeypatch.setattr(server.pgstore, "SERVER_LOCK_WAIT_S", 0.5)
+    with EmbeddedServer(db=db):
+        with pytest.raises(StoreError) as info:
+            EmbeddedServer(db=db).start()
+        assert "another nardy server is running this database" in info.value.message
+    with EmbeddedServer(db=db):  # free again once the first has stopped
+        pass

@@ -75,3 +75,23 @@ def test_export_svg_of_a_finished_game(tmp_path):
     root = ET.fromstring(out.stdout)
     assert root.get("class") == "nardy-board"
     assert len(root.findall(f".//{NS}circle")) == 10
+
+
+def test_short_nardy_through_the_variants_board_view():
+    # backgammon's start, white's 6-point one short and that checker on the bar (RULES §8)
+    position = "w/2,0,0,0,0,-5,0,-3,0,0,0,5,-5,0,0,0,3,0,4,0,0,0,0,-2/1,0"
+    state = _state(position)
+    state.options.variant = "short"
+    root = ET.fromstring(state_svg(state))
+    circles = root.findall(f".//{NS}circle")
+    assert len(circles) == 2 + 5 + 3 + 5 + 5 + 3 + 4 + 2 + 1  # five drawn per point at most
+    # white's 6-point (its own numbers) holds the four white checkers
+    six = root.find(f".//{NS}polygon[@data-point='6']")
+    x = float(six.get("points").split()[0].split(",")[0])
+    on_six = [c for c in circles if x < float(c.get("cx")) < x + 40 and "white" in c.get("class")]
+    assert len(on_six) == 4
+    # and one white checker on the bar, between the halves
+    from nardy.svg import BAR_W, EDGE, W
+
+    bar_x = EDGE + 6 * W + BAR_W / 2
+    assert [c.get("class") for c in circles if float(c.get("cx")) == bar_x] == ["checker white"]

@@ -1,0 +1,120 @@
+"""The journal writer: group commit, off the trio thread.
+
+Sessions and the arbiter :meth:`JournalWriter.submit` groups of writes and get a
+:class:`Commit` to wait on; one writer task takes everything submitted while the previous
+transaction ran (plus an optional short window) and commits it as one transaction in the
+store's worker thread. Whoever waits is woken when its writes are durable, so a play is
+acknowledged (and shown to anyone) only after its commit, and a slow store delays those
+acknowledgements only: the trio thread, and with it every clock, keeps running.
+
+A batch that fails is retried group by group, so one refused group (a constraint another
+instance raced us to) fails alone; an unwritable store fails them all with StoreError.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import trio
+
+from server.store import Store, StoreError, Write
+
+log = logging.getLogger("nardy.server")
+
+
+class Commit:
+    """A group of writes on its way to the store."""
+
+    def __init__(self) -> None:
+        self._done = trio.Event()
+        self.error: StoreError | None = None
+
+    def _settle(self, error: StoreError | None) -> None:
+        self.error = error
+        self._done.set()
+
+    async def wait(self) -> None:
+        """Return once the writes are durable; raise StoreError if they never will be."""
+        await self._done.wait()
+        if self.error is not None:
+            raise self.error
+
+
+class JournalWriter:
+    def __init__(
+        self,
+        store: Store,
+        window_s: float = 0.0,
+        observe: Callable[[float], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.window_s = window_s
+        self.observe = observe  # told how long each transaction took (seconds)
+        self._pending: list[tuple[Sequence[Write], Commit]] = []
+        self._wake = trio.Event()
+        self._idle = trio.Event()
+        self._idle.set()
+        self.closed = False
+
+    def submit(self, *writes: Write) -> Commit:
+        """Queue ``writes`` (committed together, in order after everything queued before)."""
+        commit = Commit()
+        if self.closed:
+            commit._settle(StoreError(f"{self.store.name}: the journal is closed"))
+            return commit
+        self._pending.append((writes, commit))
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._wake.set()
+        return commit
+
+    async def commit(self, *writes: Write) -> None:
+        """Submit ``writes`` and wait until they are durable."""
+        await self.submit(*writes).wait()
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            if self.window_s:
+                await trio.sleep(self.window_s)
+            else:
+                await trio.lowlevel.checkpoint()  # let tasks woken with us queue theirs
+            batch, self._pending = self._pending, []
+            with trio.CancelScope(shield=True):  # a started transaction is seen through
+                await self._commit(batch)
+            if not self._pending:
+                self._idle.set()
+
+    async def _commit(self, batch: list[tuple[Sequence[Write], Commit]]) -> None:
+        t0 = time.perf_counter()
+        try:
+            await self.store.write([w for writes, _ in batch for w in writes])
+            if self.observe is not None:
+                self.observe(time.perf_counter() - t0)
+        except StoreError as e:
+            if len(batch) == 1:
+                batch[0][1]._settle(e)
+                return
+            log.warning("a journal batch of %d groups failed (%s); retrying each", len(batch), e)
+            for writes, commit in batch:
+                try:
+                    await self.store.write(writes)
+                except StoreError as e:
+                    commit._settle(e)
+                else:
+                    commit._settle(None)
+        else:
+            for _, commit in batch:
+                commit._settle(None)
+
+    async def drain(self) -> None:
+        """Wait until everything submitted so far is committed (or has failed)."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Refuse new writes and wait for the queued ones."""
+        self.closed = True
+        await self.drain()

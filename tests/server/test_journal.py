@@ -1,0 +1,181 @@
+"""The journal: every play and resignation is durable before it is answered; the writer
+group-commits off the trio thread, so a store that hangs delays acknowledgements only,
+never the clocks or the answers of the core. Run on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import trio
+
+from nardy.client import Client, my_turn
+from nardy.v1 import game_pb2 as pb
+from server import journal
+from server.app import EmbeddedServer, open_store
+from server.journal import EventType
+from tests.server.conftest import create
+
+
+def journal_rows(db: str, game_id: str) -> list[tuple[int, int, dict]]:
+    """(seq, type, entry) of a game's events, read over a connection of our own."""
+    sql = "SELECT seq, type, data FROM events WHERE game_id=%s ORDER BY seq"
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            rows = conn.execute(sql, (game_id,)).fetchall()
+    else:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute(sql.replace("%s", "?"), (game_id,)).fetchall()
+    return [(seq, kind, journal.entry_of(data)) for seq, kind, data in rows]
+
+
+async def next_turn(seats, game_id: str, after_turn: int = 0):
+    """Wait until a seat is asked to play a turn after ``after_turn``: (seat, state)."""
+    found = {}
+    async with trio.open_nursery() as nursery:
+
+        async def follow(seat):
+            async for ev in seat.events(game_id):
+                if my_turn(ev) and ev.state.turn_id > after_turn:
+                    found["turn"] = (seat, ev.state)
+                    nursery.cancel_scope.cancel()
+
+        for seat in seats:
+            nursery.start_soon(follow, seat)
+    return found["turn"]
+
+
+async def test_plays_and_a_resignation_are_journaled_before_they_are_answered(db):
+    """RULES.md §5 (resigning loses): the answer to Resign means the result is on disk."""
+    with EmbeddedServer(db=db) as srv:
+        async with Client(srv.address) as client:
+            r, seats = await create(client, seed=77)
+            turn = 0
+            for _ in range(4):
+                mover, st = await next_turn(seats, r.game_id, turn)
+                turn = st.turn_id
+                resp = await mover.submit(
+                    r.game_id, turn, end_position=st.legal_plays[0].end_position
+                )
+                made = [
+                    e
+                    for _, kind, e in journal_rows(db, r.game_id)
+                    if kind == EventType.PLAY_MADE and e["play"][3] == turn
+                ]
+                assert len(made) == 1 and made[0]["position"] == resp.end_position
+            res = await seats[0].resign(r.game_id)
+            assert res.result.termination == pb.TERMINATION_RESIGNATION
+            _, kind, entry = journal_rows(db, r.game_id)[-1]
+            assert kind == EventType.GAME_FINISHED
+            assert entry["result"][2] == "resignation"
+
+
+class Gate:
+    """A real store whose writes can be held up (a stalled disk, a far-away database)."""
+
+    def __init__(self, db: str) -> None:
+        self.inner = open_store(db)
+        self.open = threading.Event()
+        self.open.set()
+        self.held = threading.Event()  # a write is waiting at the closed gate
+        self.batches: list[list[tuple]] = []  # (statement, params) of each transaction
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def write(self, batch) -> None:
+        def wait() -> None:
+            if not self.open.is_set():
+                self.held.set()
+                self.open.wait()
+
+        await trio.to_thread.run_sync(wait)
+        await self.inner.write(batch)
+        self.batches.append(list(batch))
+
+    async def query(self, sql, params=()):
+        return await self.inner.query(sql, params)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
+    gate: Gate | None = None
+
+    def factory(path: str) -> Gate:
+        nonlocal gate
+        gate = Gate(path)
+        return gate
+
+    with EmbeddedServer(db=db, store_factory=factory) as srv:
+        assert gate is not None
+        async with Client(srv.address) as client:
+            # games A and B: their movers are about to play
+            ra, seats_a = await create(client, seed=6)
+            mover, st = await next_turn(seats_a, ra.game_id)
+            play = st.legal_plays[0].end_position
+            rb, seats_b = await create(client, seed=7)
+            mover_b, st_b = await next_turn(seats_b, rb.game_id)
+            # game C: its mover never plays, and its turn clock is short
+            rc, seats_c = await create(client, seed=5, options={"turn_time_ms": 1500})
+            await next_turn(seats_c, rc.game_id)  # C's clock is running
+            gate.open.clear()  # the store stalls from here on
+            t0 = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                answer = {}
+                answered, b_answered, c_told = trio.Event(), trio.Event(), trio.Event()
+
+                async def submit():
+                    answer["resp"] = await mover.submit(ra.game_id, st.turn_id, end_position=play)
+                    answered.set()
+
+                async def watch_c():
+                    async for ev in seats_c[0].events(rc.game_id):
+                        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+                            answer["c"] = ev.state.result
+                            c_told.set()
+
+                async def submit_b():
+                    end = st_b.legal_plays[0].end_position
+                    answer["b"] = await mover_b.submit(rb.game_id, st_b.turn_id, end_position=end)
+                    b_answered.set()
+
+                nursery.start_soon(submit)
+                nursery.start_soon(watch_c)
+                await trio.to_thread.run_sync(gate.held.wait)  # A's play waits at the gate
+                nursery.start_soon(submit_b)  # B's play queues behind it
+                # the core answers at once, and C's clock runs out on time: its loss is
+                # decided (in memory) while nothing can be written
+                while True:
+                    state = (await client.get_game(rc.game_id)).state
+                    if state.status == pb.GAME_STATUS_FINISHED:
+                        break
+                    await trio.sleep(0.02)
+                assert state.result.termination in (
+                    pb.TERMINATION_TIMEOUT,
+                    pb.TERMINATION_ABANDONMENT,
+                )
+                assert (await client.get_game(ra.game_id)).state.turn_id == st.turn_id
+                assert not answered.is_set() and not c_told.is_set()  # nothing told yet
+                stalled = trio.current_time() - t0
+                gate.open.set()
+                await answered.wait()
+                await b_answered.wait()
+                await c_told.wait()
+                nursery.cancel_scope.cancel()
+            assert answer["b"].end_position == st_b.legal_plays[0].end_position
+            # the player is not charged for the store's stall
+            assert answer["resp"].used_ms < stalled * 1000
+            assert answer["c"].termination == state.result.termination
+        # group commit: what queued during the stall (B's play, C's end) went to the store
+        # in one transaction
+        together = [
+            b
+            for b in gate.batches
+            if {p[0] for s, p in b if s.startswith("INSERT INTO events")}
+            >= {rb.game_id, rc.game_id}
+        ]
+        assert together, [[(s[:20], p[0]) for s, p in b] for b in gate.batches[-4:]]
