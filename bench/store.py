@@ -4,8 +4,10 @@ A real ``nardy serve`` process per round (fresh database), driven by G concurren
 of instant raw-stub bots (first legal play at once). Reported per round: turns per second,
 journal transactions per second and events per transaction (group commit: one
 transaction carries every event that arrived while the previous one was written), read
-from the server's own /metrics. PostgreSQL is the project's throwaway server
-(tools/pg.sh, or NARDY_TEST_PG).
+from the server's own /metrics. Then games per second of one instance with 16 games
+against two instances with 8 each (each instance on its own database: several instances
+sharing one database's games need the leases of issue 15, not built yet). PostgreSQL is
+the project's throwaway server (tools/pg.sh, or NARDY_TEST_PG).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import ExitStack
 
 import grpc
 
@@ -63,21 +66,22 @@ def metric(text: str, name: str) -> float:
     return float(m.group(1)) if m else 0.0
 
 
-async def play(address: str, games: int, seconds: float) -> int:
-    """Run ``games`` games at once (new ones as they end) for ``seconds``; turns played."""
-    turns = 0
+async def play(address: str, games: int, seconds: float) -> tuple[int, int]:
+    """Run ``games`` games at once (new ones as they end) for ``seconds``: (turns played,
+    games finished)."""
+    turns = finished = 0
     stop = time.perf_counter() + seconds
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
 
-        async def seat(token: str, game_id: str) -> None:
+        async def seat(token: str, game_id: str) -> bool:
             nonlocal turns
             md = (("authorization", f"Bearer {token}"),)
             stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=md)
             async for ev in stream:
                 st = ev.state
                 if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
-                    return
+                    return ev.type == pb.EVENT_TYPE_GAME_FINISHED
                 if st.legal_plays and st.side_to_move == st.your_color:
                     await stub.SubmitPlay(
                         api.SubmitPlayRequest(
@@ -88,21 +92,25 @@ async def play(address: str, games: int, seconds: float) -> int:
                         metadata=md,
                     )
                     turns += 1
+            return False
 
         async def lane(i: int) -> None:
             n = 0
             while time.perf_counter() < stop:
                 r = await stub.CreateMatch(api.CreateMatchRequest(seed=1000 * i + n))
                 n += 1
-                await asyncio.gather(
+                ended = await asyncio.gather(
                     seat(r.first_seat_token, r.game_id), seat(r.second_seat_token, r.game_id)
                 )
+                if ended[0]:
+                    nonlocal finished
+                    finished += 1
 
         await asyncio.gather(*(lane(i) for i in range(games)))
-    return turns
+    return turns, finished
 
 
-def one_round(db: str, games: int, seconds: float) -> tuple[float, float, float, float]:
+def one_round(db: str, games: int, seconds: float) -> tuple[float, ...]:
     port, http = free_port(), free_port()
     args = [
         sys.executable,
@@ -122,14 +130,75 @@ def one_round(db: str, games: int, seconds: float) -> tuple[float, float, float,
     ]
     with process(args, port):
         t0 = time.perf_counter()
-        turns = asyncio.run(play(f"127.0.0.1:{port}", games, seconds))
+        turns, finished = asyncio.run(play(f"127.0.0.1:{port}", games, seconds))
         elapsed = time.perf_counter() - t0
         text = urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=10).read()
     text = text.decode()
     commits = metric(text, "nardy_journal_commit_seconds_count")
     committed = metric(text, "nardy_journal_commit_seconds_sum")
     events = count_events(db)
-    return turns / elapsed, commits / elapsed, committed / max(1.0, commits), events / commits
+    return (
+        turns / elapsed,
+        commits / elapsed,
+        committed / max(1.0, commits),
+        events / commits,
+        finished / elapsed,
+    )
+
+
+def serve_args(port: int, db: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "nardy",
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        db,
+        "--log-level",
+        "WARNING",
+        "--rate",
+        "1000000",
+    ]
+
+
+def instances_round(server: str, n: int, games: int, seconds: float) -> float:
+    """``n`` instances (each on its own PostgreSQL database of one server), ``games`` games
+    on each, driven from this process: games finished per second, all instances together."""
+    ports = [free_port() for _ in range(n)]
+    dbs = [fresh_pg(server) for _ in range(n)]
+    with ExitStack() as stack:
+        for port, db in zip(ports, dbs, strict=True):
+            stack.enter_context(process(serve_args(port, db), port))
+
+        async def run() -> list[tuple[int, int]]:
+            return await asyncio.gather(
+                *(play(f"127.0.0.1:{port}", games, seconds) for port in ports)
+            )
+
+        t0 = time.perf_counter()
+        done = asyncio.run(run())
+        elapsed = time.perf_counter() - t0
+    return sum(f for _, f in done) / elapsed
+
+
+def instances(server: str, quick: bool) -> None:
+    """Games/s of one instance with 16 games against two with 8 each, alternating."""
+    seconds, rounds = (6.0, 2) if quick else (15.0, 3)
+    one, two = [], []
+    for r in range(rounds):
+        for n in (1, 2) if r % 2 == 0 else (2, 1):
+            gps = instances_round(server, n, 16 // n, seconds)
+            (one if n == 1 else two).append(gps)
+            print(
+                f"round {r + 1}: {n} instance(s) x {16 // n} games: {gps:5.2f} games/s", flush=True
+            )
+    a, b = sorted(one)[len(one) // 2], sorted(two)[len(two) // 2]
+    print(
+        f"median games/s, 16 games in all: 1 instance {a:.2f}, 2 instances {b:.2f} "
+        f"(ratio {b / a:.2f}; the bots run in this one process, on the same 2 cores)"
+    )
 
 
 def main(quick: bool = False) -> None:
@@ -141,15 +210,17 @@ def main(quick: bool = False) -> None:
             order = ("sqlite", "postgresql") if r % 2 == 0 else ("postgresql", "sqlite")
             for kind in order:
                 db = os.path.join(tmp, f"b{r}.db") if kind == "sqlite" else fresh_pg(server)
-                tps, cps, mean, per = one_round(db, games, seconds)
-                results[kind].append((tps, cps, mean, per))
+                tps, cps, mean, per, gps = one_round(db, games, seconds)
+                results[kind].append((tps, cps, mean, per, gps))
                 print(
-                    f"round {r + 1} {kind:10s}: {tps:6.0f} turns/s  {cps:6.0f} commits/s  "
+                    f"round {r + 1} {kind:10s}: {tps:6.0f} turns/s  {gps:5.2f} games/s  "
+                    f"{cps:6.0f} commits/s  "
                     f"{per:4.2f} events/commit  commit {mean * 1e3:.2f} ms (mean)",
                     flush=True,
                 )
     sqlite = sorted(row[0] for row in results["sqlite"])
     pg = sorted(row[0] for row in results["postgresql"])
+    instances(server, quick)
     print(
         f"median turns/s at {games} games: SQLite {sqlite[len(sqlite) // 2]:.0f}, "
         f"PostgreSQL {pg[len(pg) // 2]:.0f} "

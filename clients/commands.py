@@ -57,6 +57,9 @@ def _user() -> str:
 
 
 def _server_arg(p: argparse.ArgumentParser) -> None:
+    from nardy.commands import add_tls_args
+
+    add_tls_args(p)
     p.add_argument(
         "--server",
         default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
@@ -120,6 +123,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(white moves first)",
     )
     p.add_argument("--server", default=None, help="join your game on this arbiter (host:port)")
+    from nardy.commands import add_tls_args
+
+    add_tls_args(p)
     p.add_argument("--token", default=None, help="your player or seat token (or $NARDY_TOKEN)")
     p.add_argument("--game", default=None, help="with --server: the game id to join")
     p.add_argument("--plain", action="store_true", help="line by line output, no live screen")

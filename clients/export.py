@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import grpc
 
 from nardy import Color, GameResult, Kind, Position, Termination
+from nardy.client import channel as sdk_channel
 from nardy.record import GameRecord, TurnRecord, dumps, to_json
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
@@ -71,6 +73,7 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
         headers["Dice"] = "seeded"
     if st.ladder:
         headers["Ladder"] = st.ladder
+    headers.update(dice_headers(first, last))
     turns = [
         TurnRecord(SIDE[e.play.side], (e.play.dice[0], e.play.dice[1]), e.play.notation)
         for e in events
@@ -85,12 +88,39 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
     return GameRecord(headers=headers, start=start, turns=turns, result=result)
 
 
+def dice_headers(started: pb.GameEvent, last: pb.GameState) -> dict[str, str]:
+    """What ``nardy verify`` needs: the commitment, the client seeds, the opening throws
+    and (once revealed) the server seed."""
+    st = started.state
+    out = {
+        "DiceCommitment": st.dice_commitment,
+        "ClientSeeds": json.dumps(list(st.client_seeds)),
+        "Opening": " ".join(
+            f"{t.first_player_die}-{t.second_player_die}" for t in started.opening_throws
+        )
+        or "none",
+    }
+    if st.options.opening == pb.OPENING_RULE_USE_OPENING_DICE:
+        out["OpeningRule"] = "use-opening-dice"
+    if last.server_seed:
+        out["ServerSeed"] = last.server_seed
+    return out
+
+
 def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
     """Write a text record of every finished game of ``ladder`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    games = stub.ListGames(
-        api.ListGamesRequest(ladder=ladder, limit=10_000, status=pb.GAME_STATUS_FINISHED)
-    ).games
+    games, token = [], ""
+    while True:
+        r = stub.ListGames(
+            api.ListGamesRequest(
+                ladder=ladder, limit=500, status=pb.GAME_STATUS_FINISHED, page_token=token
+            )
+        )
+        games.extend(r.games)
+        token = r.next_page_token
+        if not token:
+            break
     for g in games:
         path = out / f"{g.game_id}.nrd"
         if not path.exists():
@@ -112,7 +142,7 @@ def board_svg_of(events: list[pb.GameEvent], ply: int | None = None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    with grpc.insecure_channel(args.server) as channel:
+    with sdk_channel(args.server) as channel:
         stub = api_grpc.ArbiterServiceStub(channel)
         try:
             events = game_events(stub, args.game)

@@ -2,7 +2,8 @@
 
 With ``--ladder NAME`` the table comes from the ladder RPCs (Elo with its interval, skill,
 points, mars, timeouts, time per move) with the crosstable. Without it, the table is
-computed here from ``ListGames`` (finished games, newest 500): per player the games, wins,
+computed here from ``ListGames`` (finished rated games, newest 500; casual and set-up games
+never count): per player the games, wins,
 losses, points won and lost, and wins by mars or more.
 """
 
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from clients.term import run_trio
 from nardy.client import Client
+from nardy.client import channel as sdk_channel
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 
@@ -41,10 +43,11 @@ class Row:
 
 
 def table_rows(games: list[api.GameSummary]) -> list[Row]:
-    """Per-player totals over finished games, best first (wins, then point difference)."""
+    """Per-player totals over finished rated games (ladder games and games between
+    registered players, nothing set up), best first (wins, then point difference)."""
     rows: dict[str, Row] = {}
     for g in games:
-        if g.status != pb.GAME_STATUS_FINISHED or not g.result.winner:
+        if g.status != pb.GAME_STATUS_FINISHED or not g.result.winner or not g.rated:
             continue
         players = {pb.COLOR_WHITE: g.white, pb.COLOR_BLACK: g.black}
         for color, player in players.items():
@@ -87,19 +90,17 @@ def build_table(rows: list[Row], server: str) -> Table:
 async def _main(args: argparse.Namespace) -> int:
     async with Client(args.server) as client:
         try:
-            r = await client.call(
-                "ListGames", api.ListGamesRequest(status=pb.GAME_STATUS_FINISHED, limit=LIMIT)
-            )
+            games = await client.all_games(status=pb.GAME_STATUS_FINISHED, limit=LIMIT)
         except grpc.RpcError as e:
             print(f"nardy standings: cannot reach {args.server}: {e.details()}", file=sys.stderr)
             return 1
-    rows = table_rows(list(r.games))
+    rows = table_rows(games)
     console = Console(highlight=False)
     if not rows:
         console.print(f"No finished games on {args.server} yet.")
         return 0
     console.print(build_table(rows, args.server))
-    if len(r.games) >= LIMIT:
+    if len(games) >= LIMIT:
         console.print(f"(from the newest {LIMIT} finished games)")
     return 0
 
@@ -109,7 +110,7 @@ def ladder_standings(args: argparse.Namespace) -> int:
     from nardy.v1 import ladder_pb2 as lpb
     from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 
-    with grpc.insecure_channel(args.server) as channel:
+    with sdk_channel(args.server) as channel:
         stub = ladder_grpc.LadderServiceStub(channel)
         try:
             st = stub.GetStandings(lpb.GetStandingsRequest(ladder=args.ladder), timeout=10)

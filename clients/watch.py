@@ -21,7 +21,6 @@ from clients.follow import GameGone, describe, follow, score_text
 from clients.term import Screen, run_trio
 from nardy import Color
 from nardy.client import Client
-from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 
 SHOWN = (
@@ -41,9 +40,9 @@ def default_server() -> str:
 async def newest_game(client: Client) -> str | None:
     """The newest game in progress (or, failing that, waiting to start)."""
     for status in (pb.GAME_STATUS_IN_PROGRESS, pb.GAME_STATUS_WAITING):
-        r = await client.call("ListGames", api.ListGamesRequest(status=status, limit=1))
-        if r.games:
-            return r.games[0].game_id
+        games = await client.all_games(status=status, limit=1)
+        if games:
+            return games[0].game_id
     return None
 
 

@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers > 1:
         import multiprocessing
 
-        pool = multiprocessing.get_context("fork").Pool(args.workers)
+        # forkserver, not fork: a plain fork of a process with gRPC threads (the test
+        # suite's, any caller's) can deadlock in the child (shared/notes/grpc-trio.md)
+        pool = multiprocessing.get_context("forkserver").Pool(args.workers)
     signal.signal(signal.SIGTERM, _interrupt)  # a stopped session saves its checkpoint
     t0 = time.perf_counter()
     window_t, window_games, mse_sum, turns_sum = t0, 0, 0.0, 0

@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from nardy.commands import apply_tls_args
+
+    apply_tls_args(args)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ import functools
 import logging
 import math
 import os
+import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -116,29 +117,41 @@ def choice_fields(choice: pb.LegalPlay | str) -> dict[str, str]:
     return {"end_position": choice.end_position}
 
 
+def tls_settings(
+    tls: bool | None = None, root_certificates: bytes | None = None
+) -> tuple[bool, bytes | None]:
+    """Whether to use TLS and which roots: as given, else from the environment.
+
+    ``$NARDY_TLS_CA`` (a PEM file of the roots to trust, e.g. a self-signed server's
+    certificate) turns TLS on; ``$NARDY_TLS=1`` turns it on with the system's roots.
+    """
+    ca = os.environ.get(ENV_TLS_CA)
+    if tls is None:
+        tls = bool(ca) or os.environ.get(ENV_TLS, "").lower() in ("1", "true", "yes", "on")
+    if tls and root_certificates is None and ca:
+        with open(ca, "rb") as f:
+            root_certificates = f.read()
+    return tls, root_certificates
+
+
 def channel(
-    address: str, *, tls: bool = False, root_certificates: bytes | None = None
+    address: str, *, tls: bool | None = None, root_certificates: bytes | None = None
 ) -> grpc.Channel:
-    """A channel with keepalive, so that a dead connection is noticed within seconds."""
+    """A channel with keepalive, so that a dead connection is noticed within seconds.
+
+    ``tls`` None follows the environment (see :func:`tls_settings`); TLS without
+    ``root_certificates`` trusts the system's roots.
+    """
     options = [
         ("grpc.keepalive_time_ms", 10_000),
         ("grpc.keepalive_timeout_ms", 5_000),
         ("grpc.keepalive_permit_without_calls", 1),
     ]
+    tls, root_certificates = tls_settings(tls, root_certificates)
     if tls:
         creds = grpc.ssl_channel_credentials(root_certificates)
         return grpc.secure_channel(address, creds, options=options)
     return grpc.insecure_channel(address, options=options)
-
-
-def tls_from_environment() -> tuple[bool, bytes | None]:
-    """(tls, root certificates) as a launcher asks for them: ``$NARDY_TLS_CA`` names a PEM
-    file of trusted roots, ``$NARDY_TLS=1`` trusts the system's roots; else plaintext."""
-    ca = os.environ.get(ENV_TLS_CA)
-    if ca:
-        with open(ca, "rb") as f:
-            return True, f.read()
-    return os.environ.get(ENV_TLS) == "1", None
 
 
 class Client:
@@ -146,7 +159,7 @@ class Client:
 
     ``address`` defaults to ``$NARDY_SERVER``; ``token`` is a player or seat token, or None
     for an anonymous (spectator) connection. TLS: ``tls`` and ``root_certificates``, or
-    else ``$NARDY_TLS_CA`` / ``$NARDY_TLS`` (see :func:`tls_from_environment`). Engines
+    else ``$NARDY_TLS_CA`` / ``$NARDY_TLS`` (see :func:`tls_settings`). Engines
     launched by a runner get their token from ``$NARDY_TOKEN`` through :func:`run_engine`.
 
     The retry rules live here: idempotent unary calls (reads, plays, ladder calls) are
@@ -159,7 +172,7 @@ class Client:
         address: str | None = None,
         token: str | None = None,
         *,
-        tls: bool = False,
+        tls: bool | None = None,
         root_certificates: bytes | None = None,
         timeout: float = 10.0,
         shared: grpc.Channel | None = None,
@@ -168,8 +181,6 @@ class Client:
         self.token = token
         self.timeout = timeout
         self._owns_channel = shared is None
-        if shared is None and not tls and root_certificates is None:
-            tls, root_certificates = tls_from_environment()
         self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
         self.stub = api_grpc.ArbiterServiceStub(self.channel)
         self.ladders = ladder_grpc.LadderServiceStub(self.channel)
@@ -238,6 +249,21 @@ class Client:
 
     async def list_games(self, **fields) -> api.ListGamesResponse:
         return await self.call("ListGames", api.ListGamesRequest(**fields), attempts=3)
+
+    async def all_games(
+        self, *, status: int = 0, ladder: str = "", limit: int | None = None
+    ) -> list[api.GameSummary]:
+        """Games newest first, following ListGames page tokens (up to ``limit`` games)."""
+        out: list[api.GameSummary] = []
+        token = ""
+        while limit is None or len(out) < limit:
+            size = 500 if limit is None else min(500, limit - len(out))
+            r = await self.list_games(status=status, ladder=ladder, limit=size, page_token=token)
+            out.extend(r.games)
+            token = r.next_page_token
+            if not token:
+                break
+        return out
 
     async def submit(
         self,
@@ -357,17 +383,22 @@ class Client:
         from_start: bool = False,
         resume: bool = True,
         max_backoff: float = 5.0,
+        client_seed: str = "",
     ) -> AsyncIterator[pb.GameEvent]:
         """A game's events, resuming after drops from the last seq; ends with the game.
 
         Heartbeats are passed on too (their seq does not advance). After a drop on this
-        seat's waiting turn the arbiter announces the turn again (a SNAPSHOT).
+        seat's waiting turn the arbiter announces the turn again (a SNAPSHOT). A seat may
+        add ``client_seed`` to the game's dice (provably fair dice; before the start).
         """
         last = after_seq
 
         def request() -> api.SubscribeGameRequest:
             return api.SubscribeGameRequest(
-                game_id=game_id, after_seq=last, from_start=from_start and last == 0
+                game_id=game_id,
+                after_seq=last,
+                from_start=from_start and last == 0,
+                client_seed=client_seed,
             )
 
         async for ev in self._resuming(
@@ -415,12 +446,14 @@ async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameStat
     The engine runs in a worker thread, so a slow one does not hold up the other games of
     the process; an engine that raises is logged and the first legal play is made instead.
     If a play cannot reach the arbiter, the game is followed again from a fresh snapshot,
-    which shows whether the turn is still waiting for it.
+    which shows whether the turn is still waiting for it. The seat adds a random client
+    seed of its own to the game's dice (see GameState.dice_commitment).
     """
     state = None
     played = 0  # the last turn this seat has answered
+    seed = secrets.token_hex(8)
     while True:
-        async for ev in client.events(game_id):
+        async for ev in client.events(game_id, client_seed=seed):
             state = ev.state
             if ev.type in END_TYPES:
                 return state

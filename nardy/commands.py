@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 
@@ -54,7 +55,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Prometheus /metrics on this port (0 = any; default: off)",
     )
     p.add_argument("--http-host", default=None, help="address for the web view (default: --host)")
+    p.add_argument(
+        "--admin-token-file",
+        metavar="FILE",
+        help="read the operator (admin) token from FILE (default $NARDY_ADMIN_TOKEN; with "
+        "neither, the token stored hashed in --db is kept, or a new one is printed once)",
+    )
+    p.add_argument(
+        "--registration",
+        choices=("open", "closed"),
+        default="open",
+        help="open: anyone may register a player (a few per hour per address); closed: "
+        "only the operator (default open)",
+    )
+    p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
+    p.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
     p.set_defaults(func=_serve)
+    register_operator(sub)
 
     p = sub.add_parser(
         "ladder",
@@ -113,6 +130,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("game", help="game id")
     p.add_argument("--server", default="127.0.0.1:50051", help="arbiter address")
+    add_tls_args(p)
     p.add_argument("--json", action="store_true", help="JSON instead of the text format")
     p.add_argument(
         "--svg",
@@ -162,6 +180,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("name", help="engine name: random, greedy, expectimax")
     p.add_argument("--server", help="arbiter address host:port (default $NARDY_SERVER)")
+    add_tls_args(p)
     p.add_argument("--token", help="player or seat token (default $NARDY_TOKEN)")
     p.add_argument("--level", type=int, default=None, help="strength level, if the engine has one")
     p.add_argument("--seed", type=int, default=None, help="seed for the engine's own randomness")
@@ -187,6 +206,11 @@ def _serve(args: argparse.Namespace) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     try:
+        admin_token = read_admin_token(args.admin_token_file)
+    except OSError as e:
+        print(f"nardy serve: {e}", file=sys.stderr)
+        return 2
+    try:
         run_forever(
             ServerConfig(
                 host=args.host,
@@ -197,6 +221,10 @@ def _serve(args: argparse.Namespace) -> int:
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,
                 http_host=args.http_host,
+                admin_token=admin_token,
+                registration_open=args.registration == "open",
+                tls_cert=args.tls_cert,
+                tls_key=args.tls_key,
             )
         )
     except BaseException as e:
@@ -242,3 +270,114 @@ def _demo(args: argparse.Namespace) -> int:
     from clients.demo import run
 
     return run(args)
+
+
+ENV_ADMIN_TOKEN = "NARDY_ADMIN_TOKEN"
+
+
+def read_admin_token(path: str | None) -> str | None:
+    """The operator token: the first line of ``path``, else ``$NARDY_ADMIN_TOKEN``."""
+    if path:
+        with open(path, encoding="utf-8") as f:
+            token = f.readline().strip()
+        if not token:
+            raise OSError(f"{path}: no token in the file")
+        return token
+    return os.environ.get(ENV_ADMIN_TOKEN) or None
+
+
+def add_tls_args(p: argparse.ArgumentParser) -> None:
+    """``--tls`` / ``--tls-ca`` for a command that talks to an arbiter (see nardy.client)."""
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        default=None,
+        help="connect with TLS, trusting the system's roots (default $NARDY_TLS)",
+    )
+    p.add_argument(
+        "--tls-ca",
+        metavar="PEM",
+        default=None,
+        help="connect with TLS, trusting these roots, e.g. a self-signed server's "
+        "certificate (default $NARDY_TLS_CA)",
+    )
+
+
+def apply_tls_args(args: argparse.Namespace) -> None:
+    """Hand ``--tls`` / ``--tls-ca`` to the SDK (and to engines started from here) through
+    the environment, where every client connection looks."""
+    if getattr(args, "tls_ca", None):
+        os.environ["NARDY_TLS_CA"] = os.path.abspath(args.tls_ca)
+    if getattr(args, "tls", None):
+        os.environ["NARDY_TLS"] = "1"
+
+
+def register_operator(sub: argparse._SubParsersAction) -> None:
+    """``nardy verify`` and ``nardy admin ...``."""
+    p = sub.add_parser(
+        "verify",
+        help="check a game's dice against the server's commitment (provably fair dice)",
+        description="Recompute the commitment and every throw of a finished game from its "
+        "revealed server seed and client seeds: a record FILE (nardy export) or a GAME id on "
+        "an arbiter. Prints 'fair', or the first throw that does not match (exit status 1).",
+    )
+    p.add_argument("source", metavar="RECORD|GAME", help="a record file, or a game id")
+    p.add_argument(
+        "--server",
+        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
+        help="arbiter host:port for a GAME id (default $NARDY_SERVER or 127.0.0.1:50051)",
+    )
+    add_tls_args(p)
+    p.set_defaults(func=_verify)
+
+    p = sub.add_parser(
+        "admin",
+        help="operator commands against a running arbiter (admin token)",
+        description="Operator commands against a running arbiter. The admin token comes "
+        "from --admin-token-file or $NARDY_ADMIN_TOKEN.",
+    )
+    p.add_argument(
+        "--server",
+        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
+        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
+    )
+    p.add_argument("--admin-token-file", metavar="FILE", help="default $NARDY_ADMIN_TOKEN")
+    add_tls_args(p)
+    cmds = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    q = cmds.add_parser("register", help="register a player; prints its token (shown once)")
+    q.add_argument("name")
+    q.add_argument("--owner", default="", help="who runs it (shown beside its name)")
+    q.add_argument("--human", action="store_true", help="a person, not a bot")
+    q = cmds.add_parser(
+        "create-match",
+        help="seat two players (registered names, or open seats); prints the game id and "
+        "the seat tokens",
+    )
+    q.add_argument("--first", default="", help="registered player of the first seat (or open)")
+    q.add_argument("--second", default="", help="registered player of the second seat")
+    q.add_argument("--points", type=int, default=1, help="match length (default 1)")
+    q.add_argument("--turn-time-ms", type=int, default=0, help="default 120000")
+    q.add_argument("--start-timeout-ms", type=int, default=0, help="default 60000")
+    q.add_argument("--seed", type=int, default=None, help="public dice seed (not rated)")
+    q = cmds.add_parser("create-ladder", help="create a ladder (bots join it themselves)")
+    q.add_argument("name")
+    q.add_argument("--turn-time-ms", type=int, default=1000, help="default 1000")
+    q.add_argument("--max-games", type=int, default=0, help="stop after this many (0: never)")
+    q.add_argument("--max-games-per-bot", type=int, default=2, help="default 2 (one pair)")
+    q.add_argument("--illegal-play-limit", type=int, default=3, help="default 3")
+    q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
+    q.add_argument("game")
+    cmds.add_parser("players", help="list the registered players")
+    p.set_defaults(func=_admin)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from clients.verify import main
+
+    return main(args)
+
+
+def _admin(args: argparse.Namespace) -> int:
+    from clients.admin import main
+
+    return main(args)

@@ -18,13 +18,15 @@ from enum import IntEnum
 import trio
 
 from nardy import Color, GameResult
-from nardy.dice import Dice
+from nardy.dice import check_client_seed
 from nardy.variant import Variant, variant
 from server import store
+from server.catalogue import Catalogue
 from server.clock import Arrival, Arrivals
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.lockstep import Lockstep
 from server.metrics import Metrics
 from server.recovery import restore_match
 from server.session import (
@@ -37,6 +39,7 @@ from server.session import (
     Sink,
 )
 from server.store import Reader, Store, StoreError
+from server.views import summary_pb
 from server.writer import Commit, JournalWriter
 
 log = logging.getLogger("nardy.server")
@@ -186,6 +189,7 @@ class Arbiter:
         self.ladders: dict[str, Ladder] = {}
         self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
         self.waiting: dict[str, set[str]] = {}  # caller key -> its matches not yet started
+        self.catalogue = Catalogue()
         self.nursery: trio.Nursery | None = None
         self.closing = False
         self.metrics = Metrics()
@@ -324,7 +328,8 @@ class Arbiter:
         start = None
         rules = variant(spec.options.variant)
         try:
-            dice = Dice(spec.seed, spec.dice_script)
+            if any(not 1 <= d <= 6 for d in spec.dice_script):
+                raise ValueError("scripted dice must be 1..6")
             if spec.start_position:
                 start = rules.parse(spec.start_position)
                 if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
@@ -342,7 +347,10 @@ class Arbiter:
             turn_time_ms=terms.turn_time_ms,
             time_bank_ms=terms.time_bank_ms,
             auto_play_forced=terms.auto_play_forced,
-            dice=dice,
+            seed=spec.seed,
+            script=spec.dice_script,
+            server_seed=spec.server_seed,
+            pair=spec.pair,
             start=start,
             start_timeout=spec.start_timeout_ms / 1000,
             new_id=new_id,
@@ -485,6 +493,7 @@ class Arbiter:
             if record is not None:
                 writes.append(store.add_ladder_game(ladder.name, record))
             await self.writer.commit(*writes)
+            self._publish(game)
         log.info("game %s voided by the operator", game.id)
         return game
 
@@ -510,12 +519,18 @@ class Arbiter:
         return game
 
     def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
-        games = [
-            g
-            for g in reversed(self.games.values())
-            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder)
-        ]
-        return games[: max(1, min(limit or 50, 10_000))]
+        """The newest games (for the web view's short lists; ListGames reads the catalogue)."""
+        out = []
+        for g in reversed(self.games.values()):
+            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder):
+                out.append(g)
+                if len(out) >= max(1, min(limit, 500)):
+                    break
+        return out
+
+    def _publish(self, game: GameSession) -> None:
+        """Show the game's new summary to ListGames (see catalogue)."""
+        self.catalogue.publish(game.id, summary_pb(game.card, game.snapshot()))
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -556,12 +571,27 @@ class Arbiter:
         return game, seat
 
     async def subscribe_game(
-        self, token: str | None, game_id: str, after_seq: int, from_start: bool, sink: Sink
+        self,
+        token: str | None,
+        game_id: str,
+        after_seq: int,
+        from_start: bool,
+        sink: Sink,
+        client_seed: str = "",
     ) -> tuple[GameSession, int | None, list, bool]:
-        """Subscribe ``sink``: (game, seat or None, events to send first, whether live)."""
+        """Subscribe ``sink``: (game, seat or None, events to send first, whether live).
+
+        A seat may add its ``client_seed`` to the game's dice until the game starts.
+        """
+        try:
+            check_client_seed(client_seed)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         game, seat = self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
+        if seat is not None:
+            game.offer_client_seed(seat, client_seed)
         backlog, live = await game.subscribe(sink, seat, after_seq, from_start)
         return game, seat, backlog, live
 
@@ -651,6 +681,8 @@ class Arbiter:
 
     # -- the Host of sessions ----------------------------------------------------------
     def journal(self, game: GameSession, event: Event) -> Commit:
+        if event.type is EventType.GAME_STARTED:
+            self._publish(game)  # the colours are known now
         return self.writer.submit(store.append_event(game, event))
 
     async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
@@ -662,6 +694,7 @@ class Arbiter:
 
     def _game_added(self, game: GameSession) -> None:
         self.games[game.id] = game
+        self._publish(game)
         self._notify(game, Note.GAME_ASSIGNED)
 
     async def game_over(self, game: GameSession) -> None:
@@ -671,6 +704,7 @@ class Arbiter:
         if record is not None:
             writes.append(store.add_ladder_game(game.match.ladder, record))
         await self.writer.commit(*writes)
+        self._publish(game)
         self._notify(game, Note.GAME_OVER)
 
     # -- ladders ------------------------------------------------------------------------
@@ -757,15 +791,19 @@ class Arbiter:
                     )
         for match_id, seat, digest in await read.seat_tokens():
             self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+        pairs: dict[str, Lockstep] = {}
         for row in await read.matches():
             games = [
-                (game_id, number, await read.entries(game_id))
-                for game_id, number in await read.games(row["id"])
+                (game_id, number, seed, await read.entries(game_id))
+                for game_id, number, seed in await read.games(row["id"])
             ]
-            match = restore_match(self, row, games, new_id)
+            pair_id = row["options"].get("pair_id", "")
+            pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
+            match = restore_match(self, row, games, new_id, pair)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
+                self._publish(game)
             await self._restore_ladder_games(match)
             if not match.match.over and match.current.status in (
                 Status.WAITING,

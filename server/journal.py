@@ -62,6 +62,8 @@ class Snapshot:
     next_game_id: str
     refused: tuple[int, int]  # plays refused as illegal: white's, black's
     white_seat: int | None = None  # the seat playing white, once known
+    client_seeds: tuple[str, ...] = ()  # the dice's client seeds, once the game has started
+    server_seed: str = ""  # hex, once revealed (the game, and its pair, has ended)
 
 
 @dataclass
@@ -82,7 +84,7 @@ def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
     """A compact journal entry: everything needed to rebuild the event, as JSON.
 
     ``white_seat`` is recorded with GAME_STARTED; ``rolled`` (dice thrown so far in the
-    match) lets recovery continue the match's dice exactly where they were.
+    game) lets recovery continue the game's dice exactly where they were.
     """
     s = event.snapshot
     entry: dict[str, Any] = {
@@ -99,6 +101,10 @@ def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
     }
     if s.white_seat is not None:
         entry["ws"] = s.white_seat
+    if s.client_seeds:
+        entry["cs"] = list(s.client_seeds)
+    if s.server_seed:
+        entry["ss"] = s.server_seed
     if event.play is not None:
         p = event.play
         entry["play"] = [p.side.letter, list(p.dice), p.notation, p.turn_id, p.automatic, p.used_ms]
@@ -141,6 +147,8 @@ def decode_event(seq: int, kind: int, when: float, e: dict, rules: Variant) -> E
         next_game_id=e["next"],
         refused=tuple(e["refused"]),
         white_seat=e.get("ws", e.get("white_seat")),
+        client_seeds=tuple(e.get("cs", ())),
+        server_seed=e.get("ss", ""),
     )
     play = None
     if "play" in e:
@@ -213,8 +221,8 @@ def encode_match(match: Any) -> tuple:
         match.match.target,
         json.dumps(options),
         json.dumps(seats),
-        match.dice.seed,
-        json.dumps(match.dice.script),
+        match.seed,
+        json.dumps(list(match.script)),
         match.start.text() if match.start else "",
     )
 

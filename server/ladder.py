@@ -21,6 +21,7 @@ from nardy.stats import SkillTable, elo_pairs
 from nardy.wire import Terms
 from server.clock import DEFAULT_TURN_TIME_MS
 from server.journal import Status
+from server.lockstep import Lockstep
 from server.session import GameSession, MatchSpec
 
 log = logging.getLogger("nardy.server")
@@ -144,8 +145,9 @@ class Ladder:
             await self._start_pair(a, b)
 
     async def _start_pair(self, a: Member, b: Member) -> None:
-        seed = secrets.randbits(63)
         pair_id = secrets.token_hex(4)
+        server_seed = secrets.token_bytes(32)  # one secret seed: the same dice in both games
+        lockstep = Lockstep(pair_id)
         games = []
         for first, second in ((a, b), (b, a)):
             spec = MatchSpec(
@@ -153,7 +155,8 @@ class Ladder:
                 target=1,
                 first=(first.name, ""),
                 second=(second.name, ""),
-                seed=seed,
+                server_seed=server_seed,
+                pair=lockstep,
                 terms=Terms(
                     turn_time_ms=self.options.turn_time_ms,
                     time_bank_ms=self.options.time_bank_ms,

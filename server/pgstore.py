@@ -50,6 +50,8 @@ CREATE TABLE IF NOT EXISTS events (
     game_id TEXT NOT NULL REFERENCES games(id), seq INTEGER NOT NULL, type INTEGER NOT NULL,
     time DOUBLE PRECISION NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (game_id, seq))
 """,
+    # provably fair dice: each game's secret server seed (revealed when it ends)
+    2: "ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''",
 }
 
 

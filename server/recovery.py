@@ -10,18 +10,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nardy.dice import Dice
 from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
 from nardy.variant import variant
 from server.journal import EventType, Status, decode_event
+from server.lockstep import Lockstep
 from server.session import Accepted, GameSession, Host, MatchSession, Seat
 
-# One game as the store gives it back: (game id, number in the match, journal entries).
-StoredGame = tuple[str, int, list[tuple[int, int, float, dict]]]
+# One game as the store gives it back: (game id, number in the match, server seed in hex,
+# journal entries).
+StoredGame = tuple[str, int, str, list[tuple[int, int, float, dict]]]
 
 
-def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> MatchSession:
+def restore_match(
+    host: Host, row: dict, games: list[StoredGame], new_id, pair: Lockstep | None = None
+) -> MatchSession:
     """The match of a ``matches`` row with its ``games``, as far as the journal goes."""
     o = row["options"]
     options = GameOptions(
@@ -43,7 +46,9 @@ def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> Mat
         turn_time_ms=o["turn_ms"],
         time_bank_ms=o["time_bank_ms"],
         auto_play_forced=o["auto_play_forced"],
-        dice=Dice(row["seed"], row["script"]),
+        seed=row["seed"],
+        script=tuple(row["script"]),
+        pair=pair,
         start=variant(options.variant).parse(row["start"]) if row["start"] else None,
         start_timeout=o.get("start_timeout", 60.0),
         new_id=new_id,
@@ -53,17 +58,21 @@ def restore_match(host: Host, row: dict, games: list[StoredGame], new_id) -> Mat
         first_seat_white=o.get("first_seat_white"),
         challenged=o.get("challenged"),
     )
+    if pair is not None:
+        pair.discard(match.games[0])  # the placeholder first game: the stored ones follow
     match.games = []
-    rolled = 0
-    for game_id, number, entries in games:
-        game = GameSession(match, game_id, number)
+    for game_id, number, server_seed, entries in games:
+        game = GameSession(match, game_id, number, bytes.fromhex(server_seed) or None)
         restore_game(game, entries)
-        rolled = max([rolled, *(e["rolled"] for _, _, _, e in entries)])
+        game.roller.rolled = max([0, *(e["rolled"] for _, _, _, e in entries)])
         match.games.append(game)
+        if pair is not None:
+            pair.add(game)
+            if game.status in (Status.FINISHED, Status.ABORTED):
+                pair.ended(game)
         if game.status is Status.FINISHED and game.result is not None:
             assert game.white_seat is not None
             match.match.record(game.white_seat, game.result)
-    match.dice.skip(rolled)
     return match
 
 
@@ -76,6 +85,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
         if event.type is EventType.GAME_STARTED:
             game.white_seat = e["white_seat"]
             game.throws = event.throws
+            game.roller.client_seeds = event.snapshot.client_seeds
         if event.type is EventType.PLAY_MADE and play is not None:
             end = event.snapshot.position.text()
             game.accepted[play.turn_id] = Accepted(play.notation, end, play.used_ms)

@@ -129,6 +129,8 @@ class Limited:
         """Check the call, then run ``fn(*args)`` in the core (``fn(caller, *args)`` when
         ``caller``); a refusal becomes the gRPC status it names."""
         who = await self._caller(context, request)
+        if caller and who.principal is None and bearer(context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown token")
         try:
             return await self.bridge.call(fn, *((who, *args) if caller else args))
         except ArbiterError as e:
@@ -180,6 +182,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         return api.CreateMatchResponse(
             match_id=match.id,
             game_id=match.current.id,
+            dice_commitment=match.current.roller.commitment,
             first_seat_token=t1,
             second_seat_token=t2,
             challenge=match.challenged is not None,
@@ -211,12 +214,15 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         return await self.bridge.call(view)
 
     async def ListGames(self, request, context):
-        games = await self._call(
-            context, request, self.arbiter.list_games, request.status, request.limit, request.ladder
-        )
-        cards = await self.bridge.call(lambda: [(g.card, g.snapshot()) for g in games])
-        summaries = [views.summary_pb(card, snap) for card, snap in cards]
-        return api.ListGamesResponse(games=summaries)
+        """Answered here, in the transport's thread, from the catalogue (no core work)."""
+        await self._caller(context, request)
+        try:
+            games, token = self.arbiter.catalogue.page(
+                request.status, request.ladder, request.limit, request.page_token
+            )
+        except ValueError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return api.ListGamesResponse(games=games, next_page_token=token)
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[pb.GameEvent]:
         queue: asyncio.Queue = asyncio.Queue()
@@ -230,6 +236,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             request.after_seq,
             request.from_start,
             sink,
+            request.client_seed,
         )
 
         card = game.card

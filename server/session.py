@@ -16,12 +16,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Protocol
 
 import trio
 
 from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
-from nardy.dice import Dice
+from nardy.dice import Dice, seeded_server_seed
 from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
 from nardy.variant import Variant
@@ -30,6 +31,7 @@ from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
 from server.clock import Arrival, Arrivals, Clock
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.lockstep import Lockstep
 from server.metrics import Metrics
 from server.writer import Commit
 
@@ -105,6 +107,8 @@ class MatchSpec:
     ladder: str = ""
     pair_id: str = ""
     first_seat_white: bool | None = None  # None: the opening throw decides
+    server_seed: bytes | None = None  # a duplicate pair's shared seed (None: a fresh one)
+    pair: Lockstep | None = None  # the pair whose games throw in lockstep
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class GameCard:
     seeded: bool
     rated: bool
     ladder: str
+    dice_commitment: str  # hex SHA-256 of the game's server seed (provably fair dice)
 
     def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
         """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
@@ -132,10 +137,17 @@ class GameCard:
 class GameSession:
     """One game of a match: the turn loop, its clock, and its event journal."""
 
-    def __init__(self, match: MatchSession, game_id: str, number: int) -> None:
+    def __init__(
+        self, match: MatchSession, game_id: str, number: int, server_seed: bytes | None = None
+    ) -> None:
         self.match = match
         self.id = game_id
         self.number = number
+        # The game's dice: a public seed's, the pair's, or a fresh secret server seed.
+        if match.seed is not None:
+            server_seed = seeded_server_seed(match.seed, number)
+        self.roller = Dice(server_seed, match.script if number == 1 else ())
+        self.client_seeds = ["", ""]  # per seat, fixed when the game starts
         self.options = match.options
         self.variant = get_variant(match.options.variant)
         self.status = Status.WAITING
@@ -157,6 +169,7 @@ class GameSession:
             match.seeded,
             match.rated,
             match.ladder,
+            self.roller.commitment,
         )
         # Known before the start when no opening throw decides (a chosen colour, or later
         # games of a match whose colours alternate).
@@ -282,6 +295,8 @@ class GameSession:
             next_game_id=self.next_game_id,
             refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
             white_seat=self.known_white,
+            client_seeds=self.roller.client_seeds,
+            server_seed=self.revealed_seed(),
         )
 
     def _event(self, kind: EventType, **extra) -> Event:
@@ -320,6 +335,36 @@ class GameSession:
     def log(self, msg: str, *args) -> None:
         log.info("game=%s " + msg, self.id, *args)
 
+    def offer_client_seed(self, seat: int, seed: str) -> None:
+        """A seat's contribution to the dice, taken until the game starts (not when the
+        dice follow a public seed)."""
+        if seed and self.status is Status.WAITING and self.match.seed is None:
+            self.client_seeds[seat] = self.client_seeds[seat] or seed
+
+    async def throw_gate(self) -> None:
+        """Before each die: a duplicate pair's games wait for each other (see lockstep)."""
+        pair = self.match.pair
+        if pair is not None:
+            await pair.at(self, self.roller.rolled)
+            if self.roller.rolled == 0:
+                self.roller.client_seeds = tuple(pair.client_seeds())
+
+    def fix_client_seeds(self) -> None:
+        if self.match.pair is None and self.match.seed is None:
+            self.roller.client_seeds = tuple(self.client_seeds)
+
+    def revealed_seed(self) -> str:
+        """The server seed, hex, once it may be shown: the game (and its pair) has ended."""
+        if self.status not in (Status.FINISHED, Status.ABORTED):
+            return ""
+        if self.match.pair is not None and not self.match.pair.over:
+            return ""
+        return self.roller.server_seed.hex()
+
+    def _ended(self) -> None:
+        if self.match.pair is not None:
+            self.match.pair.ended(self)
+
     async def run(self, white_seat: int, throws: list[tuple[int, int]]) -> GameResult:
         """Play the game to its end and return the result (the caller emits GAME_FINISHED)."""
         self.white_seat = white_seat
@@ -353,7 +398,11 @@ class GameSession:
             await trio.lowlevel.checkpoint()
             if self.result is not None:  # resigned while the loop was between turns
                 break
-            dice = first or self.match.dice.roll()
+            if first is None:
+                await self.throw_gate()
+                if self.result is not None:
+                    break
+            dice = first or self.roller.roll()
             first = None
             await self._turn(dice)
         return self.result
@@ -488,12 +537,12 @@ class GameSession:
     ) -> Accepted:
         """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
         transport (now, if not given); answered once it is durable; idempotent for the
-        same play."""
+        same play (in an ended game too: its answers are read back from the journal)."""
         pending = self._committing
         if pending is not None and turn_id == self.turn_id:
             await pending.wait()  # the same turn is being stored: answer after its fate
-        if turn_id in self.accepted:
-            answer = self.accepted[turn_id]
+        answer = self.accepted.get(turn_id) or await self._journaled_answer(turn_id)
+        if answer is not None:
             requested = await self._requested_end(turn_id, notation, end)
             if requested is not None and requested.text() == answer.end_position:
                 return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
@@ -538,6 +587,17 @@ class GameSession:
             except ValueError:
                 return None
         return await self._replay_end(turn_id, notation)
+
+    async def _journaled_answer(self, turn_id: int) -> Accepted | None:
+        """The answer to ``turn_id``'s play in an ended game, read back from its journal
+        (an ended game keeps no answers in memory; see release)."""
+        if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
+            return None
+        for event in reversed(await self.history()):
+            play = event.play
+            if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
+                return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
+        return None
 
     async def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
         """The end position ``notation`` would have given on an already played turn."""
@@ -609,6 +669,7 @@ class GameSession:
         if self._committing is not None:
             await self._committing.wait()
         self.status = status
+        self._ended()  # a pair's partner may go on; the seed is revealed once both ended
         self.dice = ()
         self.legal = ()
         self._retire_announcement()
@@ -632,9 +693,13 @@ class GameSession:
 
     def release(self) -> None:
         """An ended game keeps its events in the journal only: they are read back when
-        someone replays the game, so a ladder that runs for weeks does not fill memory."""
+        someone replays the game, so a ladder that runs for weeks does not fill memory.
+        So are the answers to its plays (for an idempotent re-send, see submit)."""
         self.released = len(self.events)
         self.events = []
+        self.accepted = {}
+        self.legal = ()
+        self._offer = ((), {}, {})
         self.ended.set()
 
 
@@ -657,7 +722,10 @@ class MatchSession:
         pair_id: str = "",
         first_seat_white: bool | None = None,
         challenged: str | None = None,
-        dice: Dice,
+        seed: int | None = None,
+        script: tuple[int, ...] = (),
+        server_seed: bytes | None = None,
+        pair: Lockstep | None = None,
         start: Position | None,
         start_timeout: float,
         new_id: Callable[[], str],
@@ -678,15 +746,21 @@ class MatchSession:
         self.called_off = ""  # why the operator (or a declined challenge) ended the match
         self._scope: trio.CancelScope | None = None
         self._stopped = trio.Event()  # the match task has ended
-        self.dice = dice
+        self.seed = seed  # a public seed (replays, tests): every throw is known in advance
+        self.script = script  # scripted dice of the first game
+        self.pair = pair
         # Set up by the creator (chosen dice, seed, start or colour): never rated.
-        self.seeded = not dice.fair or start is not None or first_seat_white is not None
+        self.seeded = (
+            seed is not None or bool(script) or start is not None or first_seat_white is not None
+        )
         # Counts for ratings and standings: two registered players, nothing set up.
         self.rated = not self.seeded and all(s.player_id for s in seats)
         self.start = start
         self.start_timeout = start_timeout
         self.new_id = new_id
-        self.games: list[GameSession] = [GameSession(self, new_id(), 1)]
+        self.games: list[GameSession] = [GameSession(self, new_id(), 1, server_seed)]
+        if pair is not None:
+            pair.add(self.games[0])
 
     @property
     def current(self) -> GameSession:
@@ -748,9 +822,11 @@ class MatchSession:
                     await game.abort("a seat did not arrive in time")
                     await self.host.game_over(game)
                     return
+                game.fix_client_seeds()
+                await game.throw_gate()
                 white, throws = game.planned_white, []
                 if white is None:
-                    white, throws = self.match.next_white(lambda: opening_throw(self.dice.die))
+                    white, throws = self.match.next_white(partial(opening_throw, game.roller.die))
                 result = await game.run(white, throws)
             self.match.record(white, result)
             if not self.match.over:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Write = tuple[str, tuple]  # one statement and its parameters
 
@@ -130,8 +130,8 @@ def update_match(match: MatchSession) -> Write:
 
 def add_game(game: GameSession) -> Write:
     return (
-        "INSERT INTO games (id, match_id, number, status) VALUES (?,?,?,?)",
-        (game.id, game.match.id, game.number, int(game.status)),
+        "INSERT INTO games (id, match_id, number, status, server_seed) VALUES (?,?,?,?,?)",
+        (game.id, game.match.id, game.number, int(game.status), game.roller.server_seed.hex()),
     )
 
 
@@ -143,7 +143,7 @@ def update_game(game: GameSession) -> Write:
 
 
 def append_event(game: GameSession, event: journal.Event) -> Write:
-    data = journal.encode_event(event, game.white_seat, game.match.dice.rolled)
+    data = journal.encode_event(event, game.white_seat, game.roller.rolled)
     return (
         "INSERT INTO events (game_id, seq, type, time, data) VALUES (?,?,?,?,?)",
         (game.id, event.seq, int(event.type), event.time, data),
@@ -213,9 +213,11 @@ class Reader:
         rows = await self.store.query(f"SELECT {cols} FROM matches ORDER BY {self.order}")
         return [journal.decode_match(row) for row in rows]
 
-    async def games(self, match_id: str) -> list[tuple[str, int]]:
+    async def games(self, match_id: str) -> list[tuple[str, int, str]]:
+        """(id, number, server seed in hex) of each game of a match, in order."""
         return await self.store.query(
-            "SELECT id, number FROM games WHERE match_id=? ORDER BY number", (match_id,)
+            "SELECT id, number, server_seed FROM games WHERE match_id=? ORDER BY number",
+            (match_id,),
         )
 
     async def entries(self, game_id: str) -> list[tuple[int, int, float, dict]]:
@@ -307,6 +309,8 @@ CREATE TABLE IF NOT EXISTS events (
     game_id TEXT NOT NULL REFERENCES games(id), seq INTEGER NOT NULL, type INTEGER NOT NULL,
     time REAL NOT NULL, data BLOB NOT NULL, PRIMARY KEY (game_id, seq)) WITHOUT ROWID
 """,
+    # provably fair dice: each game's secret server seed (revealed when it ends)
+    2: "ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''",
 }
 
 

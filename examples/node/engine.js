@@ -67,7 +67,9 @@ function credentials() {
   if (process.env.NARDY_TLS_CA) {
     return grpc.credentials.createSsl(fs.readFileSync(process.env.NARDY_TLS_CA));
   }
-  if (process.env.NARDY_TLS === "1") return grpc.credentials.createSsl();
+  if (["1", "true", "yes", "on"].includes((process.env.NARDY_TLS || "").toLowerCase())) {
+    return grpc.credentials.createSsl();
+  }
   return grpc.credentials.createInsecure();
 }
 

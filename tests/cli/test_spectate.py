@@ -7,10 +7,13 @@ import subprocess
 import sys
 
 import pytest
+import trio
 
 from nardy import Position, record
+from nardy.client import Client
 from nardy.v1 import arbiter_pb2 as api
-from tests.cli.conftest import RACE, ROOT, bot_match, finish, spawn
+from nardy.v1 import game_pb2 as pb
+from tests.cli.conftest import RACE, ROOT, Bots, bot_match, finish, spawn
 
 RACE_DICE = [2, 1, 6, 5, 6, 5, 6, 5]  # alice white; three turns of 6-5 end the game
 
@@ -115,7 +118,31 @@ def test_replay_a_record_file(tmp_path):
     assert "turn 3" in out.stderr
 
 
+def rated_game(arbiter) -> api.CreateMatchResponse:
+    """A game between two registered players seated by the operator: it counts."""
+
+    async def main():
+        async with Client(arbiter.address, arbiter.admin_token) as op:
+            tokens = [
+                (await op.call("RegisterPlayer", api.RegisterPlayerRequest(name=n))).token
+                for n in ("ann", "ben")
+            ]
+            r = await op.create_match(
+                options=pb.GameOptions(turn_time_ms=20_000, auto_play_forced=True),
+                first=api.SeatSpec(player_name="ann"),
+                second=api.SeatSpec(player_name="ben"),
+            )
+        # the bots play with the players' own tokens
+        return api.CreateMatchResponse(
+            game_id=r.game_id, first_seat_token=tokens[0], second_seat_token=tokens[1]
+        )
+
+    return trio.run(main)
+
+
 def test_standings_table(arbiter, finished_game):
+    r = rated_game(arbiter)
+    Bots(arbiter.address, r).start().join(60)
     out = run("standings", "--server", arbiter.address)
     assert out.returncode == 0, out.stderr
     rows = {}
@@ -123,9 +150,10 @@ def test_standings_table(arbiter, finished_game):
         cells = [c.strip() for c in line.replace("|", "│").split("│") if c.strip()]
         if len(cells) == 10 and cells[0].isdigit():
             rows[cells[1]] = cells  # rank, player, games, won, lost, win %, +, -, diff, mars
-    assert int(rows["alice"][3]) >= 1 and rows["alice"][4] == "0"
-    assert int(rows["bob"][4]) >= 1 and rows["bob"][3] == "0"
-    assert int(rows["alice"][0]) < int(rows["bob"][0])
+    # only the rated game counts: casual games set up with chosen dice never do
+    assert set(rows) == {"ann", "ben"}, out.stdout
+    won, lost = sorted(rows.values(), key=lambda cells: cells[0])
+    assert won[2:5] == ["1", "1", "0"] and lost[2:5] == ["1", "0", "1"]
 
 
 def test_unknown_game_is_reported(arbiter):

@@ -108,7 +108,7 @@ def test_pairs_share_dice_with_colours_swapped(tmp_path):
                 p.kill()
         games = stub.ListGames(api.ListGamesRequest(ladder="dup")).games
         assert len(games) == 2
-        rolls, whites = [], []
+        rolls, whites, seeds = [], [], []
         for g in games:
             events = list(
                 stub.SubscribeGame(api.SubscribeGameRequest(game_id=g.game_id, from_start=True))
@@ -121,10 +121,16 @@ def test_pairs_share_dice_with_colours_swapped(tmp_path):
                 ]
             )
             whites.append(events[-1].state.white.name)
-            assert events[-1].state.seeded
+            final = events[-1].state
+            assert final.rated and not final.seeded  # a secret seed, shared by the pair
+            # revealed once both games ended: in GetGame (and the later game's last event)
+            now = stub.GetGame(api.GetGameRequest(game_id=g.game_id)).state
+            seeds.append((final.dice_commitment, now.server_seed, tuple(final.client_seeds)))
         n = min(map(len, rolls))
         assert n > 5 and rolls[0][:n] == rolls[1][:n]  # the same dice, turn by turn
         assert whites[0] != whites[1]  # with the colours swapped
+        assert seeds[0] == seeds[1] and len(seeds[0][2]) == 4  # one seed, revealed to both
+        assert seeds[0][1]
         ch.close()
         # the terminal client shows the ladder's table from the ladder RPCs
         out = subprocess.run(

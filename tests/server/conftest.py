@@ -4,6 +4,7 @@ real PostgreSQL database (see ``db`` in tests/conftest.py)."""
 from __future__ import annotations
 
 import random
+import sqlite3
 
 import pytest
 
@@ -42,3 +43,15 @@ async def create(client: Client, **fields):
     r = await client.create_match(options=pb.GameOptions(**opts), **fields)
     anonymous = Client(client.address, shared=client.channel)
     return r, (anonymous.with_token(r.first_seat_token), anonymous.with_token(r.second_seat_token))
+
+
+def execute(db: str, sql: str):
+    """Run one statement on ``db`` over a connection of our own; the rows it returns."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            cur = conn.execute(sql)
+            return cur.fetchall() if cur.description else []
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()

@@ -96,8 +96,9 @@ class Inbox:
         raise AssertionError(f"the stream ended before {kind.name}")
 
 
-async def started_game(nursery, tmp_path, **terms):
-    """An arbiter and a started game between two open seats; (arbiter, game, tokens, inbox)."""
+async def started_game(nursery, tmp_path, spec: dict | None = None, **terms):
+    """An arbiter and a started game between two open seats, on ``terms`` (clocks) and
+    further MatchSpec fields ``spec``; returns (arbiter, game, tokens, inbox)."""
     arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")))
     await nursery.start(arbiter.run)
     spec = MatchSpec(
@@ -107,6 +108,7 @@ async def started_game(nursery, tmp_path, **terms):
         second=("", "b"),
         seed=7,
         terms=Terms(**terms),
+        **(spec or {}),
     )
     match, t1, t2 = await arbiter.create_match(None, spec)  # None: the server itself
     game = match.current

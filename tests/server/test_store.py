@@ -16,18 +16,7 @@ from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.store import SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLiteStore, StoreError
-
-
-def execute(db: str, sql: str):
-    """Run one statement on ``db`` over a connection of our own; the rows it returns."""
-    if db.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(db, autocommit=True) as conn:
-            cur = conn.execute(sql)
-            return cur.fetchall() if cur.description else []
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql).fetchall()
+from tests.server.conftest import execute
 
 
 def read_only(srv: EmbeddedServer, on: bool):

@@ -1,0 +1,104 @@
+"""Duplicate pairs without foresight: a bot that lets one game of its pair lag cannot read
+the coming throws in the other (issue 10, item 4).
+
+The two games of a ladder pair have the same dice. The hostile bot plays one game at once
+and stalls in the other; before each of its plays in the lagging game it looks at the fast
+game (as a spectator would) for a throw it has not seen yet. With the games in lockstep
+by throw number the fast game is never ahead.
+"""
+
+from __future__ import annotations
+
+import grpc
+import trio
+
+from nardy.client import Client, my_turn, play_game
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
+from nardy.v1 import ladder_pb2 as lpb
+from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server.app import EmbeddedServer
+
+STALL_S = 0.03
+
+
+def first_legal(turn):
+    return turn.legal[0]
+
+
+async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "l.db")) as srv:
+        auth = (("authorization", f"Bearer {srv.admin_token}"),)
+        ch = grpc.insecure_channel(srv.address)
+        ladders = ladder_grpc.LadderServiceStub(ch)
+        ladders.CreateLadder(
+            lpb.CreateLadderRequest(
+                name="pairs", options=lpb.LadderOptions(turn_time_ms=5000, max_games=2)
+            ),
+            metadata=auth,
+        )
+        async with Client(srv.address, srv.admin_token) as op:
+            tokens = {
+                n: (await op.call("RegisterPlayer", api.RegisterPlayerRequest(name=n))).token
+                for n in ("peek", "plain")
+            }
+        peek, plain = (Client(srv.address, tokens[n]) for n in ("peek", "plain"))
+        spectator = Client(srv.address)
+        seen: list[tuple[int, int, int]] = []  # (lagging turn, fast game's turn, its status)
+
+        async def games_of(client: Client) -> list[str]:
+            games: list[str] = []
+            async for ev in client.player_events():
+                if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in games:
+                    games.append(ev.game_id)
+                if len(games) == 2:
+                    return games
+            raise AssertionError("the player stream ended")
+
+        async def lagging(game_id: str, fast: str) -> None:
+            done = 0
+            async for ev in peek.events(game_id):
+                if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+                    return
+                if not my_turn(ev) or ev.state.turn_id <= done:
+                    continue
+                done = ev.state.turn_id
+                await trio.sleep(STALL_S)  # let the fast game run ahead, if it can
+                other = (await spectator.get_game(fast)).state
+                seen.append((ev.state.turn_id, other.turn_id, other.status))
+                await peek.submit(
+                    game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
+                )
+
+        async def hostile() -> None:
+            fast, slow = await games_of(peek)
+            async with trio.open_nursery() as n:
+                n.start_soon(play_game, peek, fast, first_legal)
+                n.start_soon(lagging, slow, fast)
+
+        async def honest() -> None:
+            games = await games_of(plain)
+            async with trio.open_nursery() as n:
+                for g in games:
+                    n.start_soon(play_game, plain, g, first_legal)
+
+        with trio.fail_after(120):
+            ladders.JoinLadder(
+                lpb.JoinLadderRequest(ladder="pairs", ready=True),
+                metadata=(("authorization", f"Bearer {tokens['peek']}"),),
+            )
+            ladders.JoinLadder(
+                lpb.JoinLadderRequest(ladder="pairs", ready=True),
+                metadata=(("authorization", f"Bearer {tokens['plain']}"),),
+            )
+            async with trio.open_nursery() as n:
+                n.start_soon(hostile)
+                n.start_soon(honest)
+        for c in (peek, plain, spectator):
+            c.close()
+        ch.close()
+    assert len(seen) > 10  # the lagging game was really played, turn by turn
+    in_progress = [(mine, other) for mine, other, status in seen if status == 2]
+    assert in_progress, "the fast game ended before the lagging one got going"
+    # the fast game never showed a throw the lagging game had not made yet
+    assert all(other <= mine for mine, other in in_progress), in_progress
