@@ -10,12 +10,15 @@ import argparse
 import getpass
 import os
 
-ENGINES = ("random", "greedy", "expectimax", "network")
+from engines.registry import names
+from nardy.variant import available
 
 
 def _play(args: argparse.Namespace) -> int:
     from clients.play import main
 
+    if args.engine is None:
+        args.engine = "network" if args.variant == "long" else "greedy"
     if args.engine == "network" and args.level is None:
         from engines.neural import BEGINNER
 
@@ -79,7 +82,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "go; undo, hint, resign, help.",
     )
     p.add_argument(
-        "--engine", choices=ENGINES, default="network", help="the opponent (default network)"
+        "--engine",
+        choices=names(),
+        default=None,
+        help="the opponent (default: network for long nardy, greedy for short)",
+    )
+    p.add_argument(
+        "--variant",
+        choices=available(),
+        default="long",
+        help="long nardy (default) or short nardy (backgammon without the cube)",
     )
     p.add_argument(
         "--level",

@@ -10,6 +10,7 @@ import sys
 
 def register(sub: argparse._SubParsersAction) -> None:
     from clients.commands import register as register_clients
+    from nardy.variant import available
 
     register_clients(sub)  # play, watch, replay, standings (programs for people)
     p = sub.add_parser(
@@ -114,6 +115,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--records", metavar="DIR", help="write a record of every game here")
     p.add_argument(
+        "--variant",
+        choices=available(),
+        default="long",
+        help="the rules of every game: long nardy (default) or short nardy (backgammon)",
+    )
+    p.add_argument(
         "--progress",
         type=float,
         default=5.0,
@@ -178,7 +185,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run a bundled engine as a process. The server and token come from "
         "--server/--token or the NARDY_SERVER/NARDY_TOKEN environment variables.",
     )
-    p.add_argument("name", help="engine name: random, greedy, expectimax")
+    from engines.registry import names
+
+    p.add_argument("name", help="engine name: " + ", ".join(names()))
     p.add_argument("--server", help="arbiter address host:port (default $NARDY_SERVER)")
     add_tls_args(p)
     p.add_argument("--token", help="player or seat token (default $NARDY_TOKEN)")
