@@ -354,7 +354,7 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     add_tls_args(p)
     cmds = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     q = cmds.add_parser("register", help="register a player; prints its token (shown once)")
-    q.add_argument("name")
+    q.add_argument("name", help="the player's name: 1-40 letters, digits, '.', '_' or '-'")
     q.add_argument("--owner", default="", help="who runs it (shown beside its name)")
     q.add_argument("--human", action="store_true", help="a person, not a bot")
     q = cmds.add_parser(
@@ -369,14 +369,17 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--start-timeout-ms", type=int, default=0, help="default 60000")
     q.add_argument("--seed", type=int, default=None, help="public dice seed (not rated)")
     q = cmds.add_parser("create-ladder", help="create a ladder (bots join it themselves)")
-    q.add_argument("name")
+    q.add_argument("name", help="the ladder's name")
     q.add_argument("--turn-time-ms", type=int, default=1000, help="default 1000")
     q.add_argument("--max-games", type=int, default=0, help="stop after this many (0: never)")
     q.add_argument("--max-games-per-bot", type=int, default=2, help="default 2 (one pair)")
     q.add_argument("--illegal-play-limit", type=int, default=3, help="default 3")
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
-    q.add_argument("game")
+    q.add_argument("game", help="the game id")
     cmds.add_parser("players", help="list the registered players")
+    for choice in cmds._choices_actions:  # each action's --help says what it does
+        sub = cmds.choices[choice.dest]
+        sub.description = sub.description or choice.help[:1].upper() + choice.help[1:] + "."
     p.set_defaults(func=_admin)
 
 
