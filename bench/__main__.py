@@ -5,7 +5,17 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ["movegen", "short_movegen", "arbiter", "clock", "ladder", "strength", "store"]
+ALL = [
+    "movegen",
+    "short_movegen",
+    "engine_speed",
+    "arbiter",
+    "clock",
+    "memory",
+    "ladder",
+    "strength",
+    "store",
+]
 
 
 def main(argv: list[str]) -> int:

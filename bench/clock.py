@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -33,6 +35,7 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 
 TURN_MS = 1000
+ADMIN_ENV = "NARDY_ADMIN_TOKEN"  # read by `nardy serve` and by the load process
 MARGIN_MS = 150  # the probe answers this long before its deadline
 
 
@@ -65,12 +68,15 @@ async def instant_seat(stub, game_id: str, token: str) -> None:
 
 
 async def new_game(stub, seed: int, turn_ms: int):
+    """A match between two open seats, made as the operator (``$NARDY_ADMIN_TOKEN``, set
+    for the bench's server): no quota on matches waiting for their seats."""
     return await stub.CreateMatch(
         api.CreateMatchRequest(
             seed=seed,
             options=pb.GameOptions(turn_time_ms=turn_ms, auto_play_forced=True),
             start_timeout_ms=60_000,
-        )
+        ),
+        metadata=_md(os.environ[ADMIN_ENV]),
     )
 
 
@@ -191,6 +197,7 @@ def main(quick: bool = False) -> None:
         f"flat out + ListGames(limit=1000) {list_rate:.0f}/s; {rounds} alternating rounds"
     )
     totals = {"idle": Tally(0), "loaded": Tally(0)}
+    os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     with arbiter() as (address, _):
         for r in range(rounds):
             for label in ("idle", "loaded"):

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from nardy.long.position import ABS, HEAD, Color, Position, absolute, relative
+from nardy import wire
+from nardy.game import Color
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import Variant, variant
 
 CELL = 4  # characters per point: the checker in column 2, numbers right-aligned in 1..2
 BAR = 1  # width of the bar between the halves
@@ -29,23 +31,6 @@ PANEL = 23  # width of the side panel (the whole board stays within 80 columns)
 FULL_WIDTH = 80  # columns the board with its side panel needs
 COMPACT_WIDTH = 58  # columns of the compact layout (the panel under the board)
 STACK = 5  # checkers drawn per point before a count replaces the last one
-PB_COLOR = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
-COLOR_PB = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK}
-
-KIND = {
-    pb.RESULT_KIND_OIN: "oin",
-    pb.RESULT_KIND_MARS: "mars",
-    pb.RESULT_KIND_KOKS: "koks",
-}
-
-
-def termination_name(value: int) -> str:
-    """``TERMINATION_TIMEOUT`` -> ``timeout`` (new values are named without a code change)."""
-    try:
-        name = pb.Termination.Name(value)
-    except ValueError:
-        return "unknown"
-    return name.removeprefix("TERMINATION_").lower().replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -99,7 +84,12 @@ def clock_running(state: pb.GameState) -> Color | None:
     """The side whose clock runs: a turn in progress waits for its play."""
     if state.status != pb.GAME_STATUS_IN_PROGRESS or not state.dice:
         return None
-    return PB_COLOR.get(state.side_to_move)
+    return wire.color_of(state.side_to_move)
+
+
+def rules_of(state: pb.GameState) -> Variant:
+    """The game's variant (``options.variant``; empty means long nardy)."""
+    return variant(state.options.variant)
 
 
 def live_clocks(state: pb.GameState, elapsed_s: float) -> tuple[int, int]:
@@ -115,18 +105,21 @@ def live_clocks(state: pb.GameState, elapsed_s: float) -> tuple[int, int]:
 
 
 def state_for(
-    position: Position,
+    position,
     *,
+    rules: Variant | None = None,
     dice: Sequence[int] = (),
     white: str = "white",
     black: str = "black",
     to_move: bool = True,
 ) -> pb.GameState:
-    """A GameState for a position outside any arbiter (replays of record files)."""
+    """A GameState for a position of ``rules`` (long nardy by default) outside any
+    arbiter (replays of record files)."""
     return pb.GameState(
         status=pb.GAME_STATUS_IN_PROGRESS if to_move else pb.GAME_STATUS_FINISHED,
+        options=pb.GameOptions(variant=(rules or variant("long")).name),
         position=position.text(),
-        side_to_move=COLOR_PB[position.turn] if to_move else pb.COLOR_UNSPECIFIED,
+        side_to_move=wire.color_pb(position.turn) if to_move else pb.COLOR_UNSPECIFIED,
         dice=list(dice),
         white=pb.Player(name=white),
         black=pb.Player(name=black),
@@ -138,7 +131,7 @@ def render(
     perspective: Color = Color.WHITE,
     *,
     you: Color | None = None,
-    position: Position | None = None,
+    position=None,
     dice_left: Sequence[int] | None = None,
     targets: Iterable[int] = (),
     selected: int | None = None,
@@ -152,7 +145,8 @@ def render(
 ) -> Text:
     """The board of ``state`` seen from ``perspective``.
 
-    ``position`` overrides the state's board (a turn being built step by step);
+    ``position`` (of the game's variant) overrides the state's board (a turn being built
+    step by step);
     ``dice_left`` the dice still to play (the others are shown as used); ``targets`` and
     ``selected`` are the perspective side's points (0 = off) to mark as legal targets and
     as the chosen checker; ``marks`` absolute indices where the last play landed (the top
@@ -160,9 +154,14 @@ def render(
     ``clocks`` (white ms, black ms) the live clock values; ``you`` the person's side,
     labelled "you". ``show_clocks=False`` leaves the clocks out (replays);
     ``compact`` puts the side panel under the board (``COMPACT_WIDTH`` columns in all).
+    Each side's checkers run along its own numbering, so the two variants' directions
+    (the same way round in long nardy, opposite ways in short) come from the variant.
     """
     g = UNICODE if unicode else ASCII
-    pos = position or (Position.parse(state.position) if state.position else Position.start())
+    rules = rules_of(state)
+    pos = position or (rules.parse(state.position) if state.position else rules.start())
+    board = rules.board(pos)
+    where = {color: (-1, *(rules.point_index(color, p) for p in range(1, 25))) for color in Color}
     me = perspective
     opp = me.opponent
     targets = set(targets)
@@ -177,10 +176,10 @@ def render(
     }
     glyph = {Color.WHITE: g.white, Color.BLACK: g.black}
     in_progress = state.status == pb.GAME_STATUS_IN_PROGRESS
-    to_move = PB_COLOR.get(state.side_to_move) if in_progress else None
+    to_move = wire.color_of(state.side_to_move) if in_progress else None
 
     def count_at(p: int) -> tuple[int, Color | None]:
-        c = pos.board[ABS[me][p]]
+        c = board.points[where[me][p]]
         if c > 0:
             return c, Color.WHITE
         if c < 0:
@@ -189,7 +188,10 @@ def render(
 
     top = list(range(13, 25))  # left to right: 13..24 (the head, 24, top right)
     bottom = list(range(12, 0, -1))  # 12..1 (home, 6..1, bottom right)
-    heads = {HEAD: "top", relative(me, ABS[opp][HEAD]): "bottom"}
+    heads = {}
+    if rules.head is not None:  # each side's head (long nardy), as the perspective's points
+        heads[rules.head] = "top"
+        heads[where[me].index(where[opp][rules.head])] = "bottom"
 
     def cell(p: int, row: int, shade: str) -> Text:
         n, owner = count_at(p)
@@ -203,7 +205,7 @@ def render(
                 style = S_PIECE[owner]
                 if p == selected and row == min(n, STACK) - 1:
                     style += " reverse"
-                if ABS[me][p] in marks and row == min(n, STACK) - 1:
+                if where[me][p] in marks and row == min(n, STACK) - 1:
                     style += " underline"
                 t.append("  ")
                 t.append(glyph[owner], style=style)
@@ -230,7 +232,7 @@ def render(
             elif p in targets:
                 t.append(f"{p:>3}", style=S_TARGET)
                 t.append(g.target, style=S_TARGET)
-            elif ABS[me][p] in marks:  # the last play landed here: visible without colour too
+            elif where[me][p] in marks:  # the last play landed here: visible without colour too
                 t.append(f"{p:>3}", style=S_LAST)
                 t.append(g.last, style=S_LAST)
             else:
@@ -325,12 +327,14 @@ def render(
             name = name[: max(1, room - 1)] + "~"
         label.append(f" {name}")
         label.append(extra, style="bold" if color is you else S_DIM)
-        stats = Text(f"pips {pos.pips(color):>3}  off")
+        stats = Text(f"pips {rules.pips(pos, color):>3}  off")
         if color is me and 0 in targets:
             stats.append(g.target, style=S_TARGET)
         else:
             stats.append(" ")
-        stats.append(f"{pos.borne_off(color):>2}")
+        stats.append(f"{board.off[color]:>2}")
+        if board.bar[color]:
+            stats.append(f"  bar {board.bar[color]}", style="bold")
         if state.match.target:
             stats.append(f"  pts {points[color]}")
         clock = Text("clock " if show_clocks else "")
@@ -356,8 +360,8 @@ def render(
     if state.game_number:
         panel[5] = Text(f"game {state.game_number}", style=S_DIM)
     if state.status == pb.GAME_STATUS_FINISHED and state.result.winner:
-        winner = PB_COLOR[state.result.winner]
-        kind = KIND.get(state.result.kind, "?")
+        winner = wire.color_of(state.result.winner)
+        kind = wire.kind_name(state.result.kind)
         who = "you win" if winner is you else f"{side_name(winner)} wins"
         panel[7] = Text(f"{who}: {kind} (+{state.result.points})", style="bold")
     elif state.status == pb.GAME_STATUS_WAITING:
@@ -400,19 +404,20 @@ def render_plain(state: pb.GameState, perspective: Color = Color.WHITE, **kw) ->
     return render(state, perspective, **kw).plain
 
 
-def play_marks(color: Color, notation: str) -> set[int]:
+def play_marks(rules: Variant, color: Color, notation: str) -> set[int]:
     """Absolute indices where a play's checkers ended (for marking the last play): the
     points stepped to, less those stepped on from again (a checker moving on)."""
     landed: Counter[int] = Counter()
     for token in notation.split():
-        parts = [p for p in token.split("(")[0].split("/") if p.isdigit()]
+        parts = [p.rstrip("*") for p in token.split("(")[0].split("/")]
+        parts = [p for p in parts if p.isdigit()]  # "bar" and "off" land on no point
         repeat = int(token.split("(")[1].rstrip(")")) if "(" in token else 1
         points = [int(p) for p in parts if 1 <= int(p) <= 24]
         for _ in range(repeat):
             for a, b in zip(points, points[1:], strict=False):
                 landed[b] += 1
                 landed[a] -= 1
-    return {absolute(color, p) for p, n in landed.items() if n > 0}
+    return {rules.point_index(color, p) for p, n in landed.items() if n > 0}
 
 
 __all__ = [
@@ -422,6 +427,6 @@ __all__ = [
     "play_marks",
     "render",
     "render_plain",
+    "rules_of",
     "state_for",
-    "termination_name",
 ]

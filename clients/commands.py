@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import os
 
-ENGINES = ("random", "greedy", "expectimax", "network")
+from engines.registry import names
+from nardy.variant import available
 
 
 def _play(args: argparse.Namespace) -> int:
     from clients.play import main
 
+    if args.engine is None:
+        args.engine = "network" if args.variant == "long" else "greedy"
     if args.engine == "network" and args.level is None:
         from engines.neural import BEGINNER
 
@@ -57,14 +59,9 @@ def _user() -> str:
 
 
 def _server_arg(p: argparse.ArgumentParser) -> None:
-    from nardy.commands import add_tls_args
+    from nardy.commands import add_server_args
 
-    add_tls_args(p)
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
+    add_server_args(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,7 +76,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "go; undo, hint, resign, help.",
     )
     p.add_argument(
-        "--engine", choices=ENGINES, default="network", help="the opponent (default network)"
+        "--engine",
+        choices=names(),
+        default=None,
+        help="the opponent (default: network for long nardy, greedy for short)",
+    )
+    p.add_argument(
+        "--variant",
+        choices=available(),
+        default="long",
+        help="long nardy (default) or short nardy (backgammon without the cube)",
     )
     p.add_argument(
         "--level",

@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-ENGINES = ("random", "greedy", "expectimax")
-
 
 def run(args: argparse.Namespace) -> int:
     from clients.ladder_runner import run as run_ladder
+    from engines.registry import ENGINES
 
-    engines = [f"{name}={sys.executable} -m nardy engine {name}" for name in ENGINES]
+    engines = [
+        f"{name}={sys.executable} -m nardy engine {name}"
+        for name, entry in ENGINES.items()
+        if entry.demo
+    ]
     ladder = argparse.Namespace(
         engine=engines,
         games=args.games,

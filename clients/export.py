@@ -10,26 +10,13 @@ from pathlib import Path
 
 import grpc
 
-from nardy import Color, GameResult, Kind, Position, Termination
+from nardy import wire
 from nardy.client import channel as sdk_channel
 from nardy.record import GameRecord, TurnRecord, dumps, to_json
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
-
-SIDE = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
-KIND = {
-    pb.RESULT_KIND_OIN: Kind.OIN,
-    pb.RESULT_KIND_MARS: Kind.MARS,
-    pb.RESULT_KIND_KOKS: Kind.KOKS,
-}
-HOW = {
-    pb.TERMINATION_NORMAL: Termination.NORMAL,
-    pb.TERMINATION_TIMEOUT: Termination.TIMEOUT,
-    pb.TERMINATION_RESIGNATION: Termination.RESIGNATION,
-    pb.TERMINATION_ABANDONMENT: Termination.ABANDONMENT,
-    pb.TERMINATION_ILLEGAL_PLAYS: Termination.ILLEGAL_PLAYS,
-}
+from nardy.variant import variant
 
 
 def game_events(stub: api_grpc.ArbiterServiceStub, game_id: str) -> list[pb.GameEvent]:
@@ -74,17 +61,18 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
     if st.ladder:
         headers["Ladder"] = st.ladder
     headers.update(dice_headers(first, last))
+    rules = variant(st.options.variant)
     turns = [
-        TurnRecord(SIDE[e.play.side], (e.play.dice[0], e.play.dice[1]), e.play.notation)
+        TurnRecord(wire.color_of(e.play.side), wire.dice_of(e.play.dice), e.play.notation)
         for e in events
         if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
     ]
     result = None
     if last.status == pb.GAME_STATUS_FINISHED:
         r = last.result
-        result = GameResult(SIDE[r.winner], KIND[r.kind], HOW[r.termination])
+        result = wire.result_of(r, rules)
         headers["Score"] = f"{last.match.white_points}-{last.match.black_points}"
-    start = Position.parse(st.position)  # the board as the game started
+    start = rules.parse(st.position)  # the board as the game started
     return GameRecord(headers=headers, start=start, turns=turns, result=result)
 
 

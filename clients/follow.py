@@ -15,8 +15,8 @@ from collections.abc import Callable
 import grpc
 import trio
 
-from clients.board import KIND, PB_COLOR, side_name, termination_name
-from nardy import BAR, OFF, Color, variant
+from clients.board import side_name
+from nardy import BAR, OFF, Color, variant, wire
 from nardy.client import END_TYPES, RETRYABLE, Client
 from nardy.v1 import game_pb2 as pb
 
@@ -152,12 +152,12 @@ def describe(
             text += f" Opening throw {throws}; white moves first."
         return text
     if t == pb.EVENT_TYPE_PLAY_MADE:
-        side = PB_COLOR[ev.play.side]
+        side = wire.color_of(ev.play.side)
         auto = " (automatic)" if ev.play.automatic else ""
         notation = in_numbering(st, side, ev.play.notation, viewer)
         return f"{who(st, side, you)} played {dice_text(ev.play.dice)}: {notation}{auto}"
     if t == pb.EVENT_TYPE_TURN_PASSED:
-        side = PB_COLOR[ev.play.side]
+        side = wire.color_of(ev.play.side)
         return (
             f"{who(st, side, you)} rolled {dice_text(ev.play.dice)}: no legal play, "
             "the turn passes."
@@ -173,9 +173,9 @@ def finished_text(st: pb.GameState, you: Color | None = None) -> str:
     r = st.result
     if not r.winner:
         return "The game is over."
-    winner = PB_COLOR[r.winner]
-    kind = KIND.get(r.kind, "?")
-    how = termination_name(r.termination)
+    winner = wire.color_of(r.winner)
+    kind = wire.kind_name(r.kind)
+    how = wire.termination_name(r.termination)
     pts = f"{r.points} point{'s' if r.points != 1 else ''}"
     head = f"{who(st, winner, you)} {'win' if winner is you else 'wins'} by {kind} ({pts})"
     loser = winner.opponent

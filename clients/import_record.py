@@ -12,7 +12,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         games = load(args.file)
         for game in games:
-            replay(game, koks=args.koks)
+            replay(game, house_rules={"koks"} if args.koks else ())
     except (OSError, RecordError) as e:
         print(f"nardy import: {args.file}: {e}", file=sys.stderr)
         return 1

@@ -189,6 +189,7 @@ def _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir)
         max_games=0 if sprt is not None else args.games,
         max_games_per_bot=max(2, args.concurrency + args.concurrency % 2),
         max_concurrent_games=max(2, args.concurrency),
+        variant=getattr(args, "variant", "long"),
     )
     created = ladders.CreateLadder(
         lpb.CreateLadderRequest(name=LADDER, options=options),

@@ -21,10 +21,10 @@ import grpc
 from rich.console import Console
 from rich.text import Text
 
-from clients.board import COLOR_PB, PB_COLOR, play_marks, render, side_name, state_for
+from clients.board import play_marks, render, rules_of, side_name, state_for
 from clients.follow import dice_text, finished_text, names_of
 from clients.term import Screen, run_trio
-from nardy import Color
+from nardy import Color, wire
 from nardy.client import END_TYPES, Client
 from nardy.v1 import game_pb2 as pb
 
@@ -71,7 +71,7 @@ def frames_from_events(events: list[pb.GameEvent]) -> list[Frame]:
             )
         elif ev.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED):
             turn += 1
-            side = PB_COLOR[ev.play.side]
+            side = wire.color_of(ev.play.side)
             name = names_of(st)[side]
             notation = ev.play.notation if ev.type == pb.EVENT_TYPE_PLAY_MADE else "- (no play)"
             took = f" ({ev.play.used_ms / 1000:.1f} s)" if ev.play.used_ms else ""
@@ -80,7 +80,7 @@ def frames_from_events(events: list[pb.GameEvent]) -> list[Frame]:
                 Frame(
                     _moved(st, ev.play.side, ev.play.dice),
                     label + took,
-                    play_marks(side, ev.play.notation),
+                    play_marks(rules_of(st), side, ev.play.notation),
                     header,
                 )
             )
@@ -102,27 +102,23 @@ def frames_from_record(path: str) -> list[Frame]:
         header = f"{os.path.basename(path)} game {game.number}: {white} (white) vs {black} (black)"
         if h.get("Match") and h.get("Match") not in ("1", "0"):
             header += f", match to {h['Match']}"
-        start = state_for(positions[0], white=white, black=black, to_move=False)
+        rules = game.rules
+        start = state_for(positions[0], rules=rules, white=white, black=black, to_move=False)
         start.game_number = game.number
         frames.append(Frame(start, "Start", set(), header))
         for n, (t, after) in enumerate(zip(game.turns, positions[1:], strict=True), 1):
-            st = state_for(after, dice=t.dice, white=white, black=black)
-            st.side_to_move = COLOR_PB[t.side]
+            st = state_for(after, rules=rules, dice=t.dice, white=white, black=black)
+            st.side_to_move = wire.color_pb(t.side)
             st.game_number = game.number
             play = t.play if t.play.strip() != "-" else "- (no play)"
             name = white if t.side is Color.WHITE else black
             label = f"Turn {n}: {side_name(t.side)} ({name}) {dice_text(t.dice)}: {play}"
-            frames.append(Frame(st, label, play_marks(t.side, t.play), header))
+            frames.append(Frame(st, label, play_marks(rules, t.side, t.play), header))
         if game.result is not None:
             r = game.result
-            end = state_for(positions[-1], white=white, black=black, to_move=False)
+            end = state_for(positions[-1], rules=rules, white=white, black=black, to_move=False)
             end.game_number = game.number
-            end.result.winner = COLOR_PB[r.winner]
-            end.result.kind = {"oin": 1, "mars": 2, "koks": 3}[str(r.kind)]
-            end.result.points = r.points
-            end.result.termination = getattr(
-                pb, f"TERMINATION_{str(r.termination).upper().replace('-', '_')}", 0
-            )
+            end.result.CopyFrom(wire.result_pb(r))
             frames.append(Frame(end, f"End: {finished_text(end)}", set(), header))
     return frames
 

@@ -16,10 +16,10 @@ import grpc
 import trio
 from rich.text import Text
 
-from clients.board import PB_COLOR, fmt_clock, live_clocks, play_marks, render
+from clients.board import fmt_clock, live_clocks, play_marks, render, rules_of
 from clients.follow import GameGone, describe, follow, score_text
 from clients.term import Screen, run_trio
-from nardy import Color
+from nardy import Color, wire
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
 
@@ -121,7 +121,7 @@ class WatchUI:
         if ev.type == pb.EVENT_TYPE_HEARTBEAT:
             return
         if ev.type == pb.EVENT_TYPE_PLAY_MADE:
-            self.marks = play_marks(PB_COLOR[ev.play.side], ev.play.notation)
+            self.marks = play_marks(rules_of(st), wire.color_of(ev.play.side), ev.play.notation)
         text = describe(ev)  # a spectator reads each side's plays in its own numbers
         if text:
             self.note(text, "bold" if ev.type == pb.EVENT_TYPE_GAME_FINISHED else "")

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from nardy import Play, Position
+from typing import Any
+
+from nardy.variant import Variant, variant
+
+Play = Any  # a play of the engine's variant (nardy.variant.GamePlay)
+Position = Any  # a position of the engine's variant (nardy.variant.GamePosition)
 
 
 class Engine:
     """An engine picks one of a turn's legal plays. Subclasses implement :meth:`pick`,
-    which is called only when there is a real choice (two plays or more)."""
+    which is called only when there is a real choice (two plays or more).
+
+    ``rules`` is the variant the engine plays (long nardy unless told otherwise)."""
 
     name = "engine"
+
+    def __init__(self, *, rules: Variant | None = None) -> None:
+        self.rules = rules or variant("long")
 
     def choose(
         self,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from engines.base import Engine
+from engines import evaluate_short
+from engines.base import Engine, Play, Position
 from engines.evaluate import Values, evaluate, values_for
-from nardy import Play, Position
+from nardy.variant import Variant
 
 
 def rank(plays: list[Play], color, values: Values) -> list[tuple[float, int, Play]]:
@@ -15,12 +16,15 @@ def rank(plays: list[Play], color, values: Values) -> list[tuple[float, int, Pla
 
 
 class GreedyEngine(Engine):
-    """Evaluates the end position of every legal play and takes the best."""
+    """Evaluates the end position of every legal play and takes the best: long nardy by
+    :mod:`engines.evaluate`, short nardy by :mod:`engines.evaluate_short`."""
 
     name = "greedy"
 
-    def __init__(self, seed: int | None = None, level: int | None = None) -> None:
-        pass
+    def __init__(
+        self, seed: int | None = None, level: int | None = None, rules: Variant | None = None
+    ) -> None:
+        super().__init__(rules=rules)
 
     def pick(
         self,
@@ -31,4 +35,8 @@ class GreedyEngine(Engine):
         time_left_ms: int | None,
         match,
     ) -> Play:
+        if self.rules.name == "short":
+            mover = position.turn
+            scores = [evaluate_short.evaluate(self.rules, p.end, mover) for p in plays]
+            return plays[max(range(len(plays)), key=lambda i: (scores[i], -i))]
         return rank(plays, position.turn, values_for(match))[0][2]

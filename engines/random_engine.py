@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from engines.base import Engine
-from nardy import Play, Position
+from engines.base import Engine, Play, Position
+from nardy.variant import Variant
 
 
 class RandomEngine(Engine):
@@ -13,7 +13,10 @@ class RandomEngine(Engine):
 
     name = "random"
 
-    def __init__(self, seed: int | None = None, level: int | None = None) -> None:
+    def __init__(
+        self, seed: int | None = None, level: int | None = None, rules: Variant | None = None
+    ) -> None:
+        super().__init__(rules=rules)
         self.rng = random.Random(seed)
 
     def pick(

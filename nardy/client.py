@@ -32,12 +32,14 @@ import trio
 
 from nardy.clock import Clock
 from nardy.game import Color
-from nardy.long.position import Position
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from nardy.variant import Variant
+from nardy.variant import variant as rules_named
+from nardy.wire import color_of
 
 log = logging.getLogger("nardy.client")
 
@@ -56,7 +58,6 @@ RETRYABLE = {
 BACK_OFF = RETRYABLE | {grpc.StatusCode.RESOURCE_EXHAUSTED}
 FIRST_BACKOFF_S = 0.1
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
-COLORS = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,14 @@ class TurnInfo:
     received: float = field(default_factory=time.monotonic)  # when the state arrived
 
     @property
-    def position(self) -> Position:
-        return Position.parse(self.state.position)
+    def variant(self) -> Variant:
+        """The game's rules (``options.variant``: long or short nardy)."""
+        return rules_named(self.state.options.variant)
+
+    @property
+    def position(self):
+        """The position before the turn, as the variant's position."""
+        return self.variant.parse(self.state.position)
 
     @property
     def dice(self) -> tuple[int, int]:
@@ -77,7 +84,9 @@ class TurnInfo:
 
     @property
     def color(self) -> Color:
-        return COLORS[self.state.your_color]
+        color = color_of(self.state.your_color)
+        assert color is not None, "TurnInfo is made only for a seat's own turn"
+        return color
 
     @property
     def legal(self) -> list[pb.LegalPlay]:

@@ -10,6 +10,7 @@ import sys
 
 def register(sub: argparse._SubParsersAction) -> None:
     from clients.commands import register as register_clients
+    from nardy.variant import available
 
     register_clients(sub)  # play, watch, replay, standings (programs for people)
     p = sub.add_parser(
@@ -114,6 +115,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--records", metavar="DIR", help="write a record of every game here")
     p.add_argument(
+        "--variant",
+        choices=available(),
+        default="long",
+        help="the rules of every game: long nardy (default) or short nardy (backgammon)",
+    )
+    p.add_argument(
         "--progress",
         type=float,
         default=5.0,
@@ -178,7 +185,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run a bundled engine as a process. The server and token come from "
         "--server/--token or the NARDY_SERVER/NARDY_TOKEN environment variables.",
     )
-    p.add_argument("name", help="engine name: random, greedy, expectimax")
+    from engines.registry import names
+
+    p.add_argument("name", help="engine name: " + ", ".join(names()))
     p.add_argument("--server", help="arbiter address host:port (default $NARDY_SERVER)")
     add_tls_args(p)
     p.add_argument("--token", help="player or seat token (default $NARDY_TOKEN)")
@@ -303,6 +312,16 @@ def add_tls_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_server_args(p: argparse.ArgumentParser) -> None:
+    """``--server`` (default ``$NARDY_SERVER``) and the TLS options of a client command."""
+    add_tls_args(p)
+    p.add_argument(
+        "--server",
+        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
+        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
+    )
+
+
 def apply_tls_args(args: argparse.Namespace) -> None:
     """Hand ``--tls`` / ``--tls-ca`` to the SDK (and to engines started from here) through
     the environment, where every client connection looks."""
@@ -322,12 +341,7 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         "an arbiter. Prints 'fair', or the first throw that does not match (exit status 1).",
     )
     p.add_argument("source", metavar="RECORD|GAME", help="a record file, or a game id")
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port for a GAME id (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
-    add_tls_args(p)
+    add_server_args(p)
     p.set_defaults(func=_verify)
 
     p = sub.add_parser(
@@ -336,16 +350,13 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         description="Operator commands against a running arbiter. The admin token comes "
         "from --admin-token-file or $NARDY_ADMIN_TOKEN.",
     )
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
+    add_server_args(p)
     p.add_argument("--admin-token-file", metavar="FILE", help="default $NARDY_ADMIN_TOKEN")
-    add_tls_args(p)
-    cmds = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    cmds = p.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="the operator action"
+    )
     q = cmds.add_parser("register", help="register a player; prints its token (shown once)")
-    q.add_argument("name")
+    q.add_argument("name", help="the player's name (1-40 letters, digits, . _ -)")
     q.add_argument("--owner", default="", help="who runs it (shown beside its name)")
     q.add_argument("--human", action="store_true", help="a person, not a bot")
     q = cmds.add_parser(
@@ -360,14 +371,17 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--start-timeout-ms", type=int, default=0, help="default 60000")
     q.add_argument("--seed", type=int, default=None, help="public dice seed (not rated)")
     q = cmds.add_parser("create-ladder", help="create a ladder (bots join it themselves)")
-    q.add_argument("name")
+    q.add_argument("name", help="the ladder's name")
     q.add_argument("--turn-time-ms", type=int, default=1000, help="default 1000")
     q.add_argument("--max-games", type=int, default=0, help="stop after this many (0: never)")
     q.add_argument("--max-games-per-bot", type=int, default=2, help="default 2 (one pair)")
     q.add_argument("--illegal-play-limit", type=int, default=3, help="default 3")
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
-    q.add_argument("game")
+    q.add_argument("game", help="the game id")
     cmds.add_parser("players", help="list the registered players")
+    for choice in cmds._choices_actions:  # each action's --help says what it does
+        sub = cmds.choices[choice.dest]
+        sub.description = sub.description or choice.help[:1].upper() + choice.help[1:] + "."
     p.set_defaults(func=_admin)
 
 

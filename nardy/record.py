@@ -1,4 +1,4 @@
-"""Game records: a plain-text match-record format for long nardy, JSON, and checking by the rules.
+"""Game records: a plain-text match-record format, JSON, and checking by the rules.
 
 The text format (in the spirit of gnubg's .mat files) holds one or more games of a match::
 
@@ -17,26 +17,27 @@ The text format (in the spirit of gnubg's .mat files) holds one or more games of
       3 w 6-6 -
 
 Header lines are ``Key: value``; the keys known to the reader are listed in ``HEADERS``,
-others are kept as they are. ``Start:`` gives a position text when the game did not start
-from the usual start. Turn lines are ``<n> <w|b> <d1>-<d2> <play>``, the play in RULES.md
-notation (``-`` when no legal play existed). ``Result:`` is ``<winner> <oin|mars|koks>
-<points> <normal|timeout|resignation|abandonment>``; a game without it is unfinished. Lines
-starting with ``;`` are comments.
+others are kept as they are. ``Variant:`` names the rules (``long`` when absent, or
+``short``); positions, notation and results are the variant's. ``Start:`` gives a position
+text when the game did not start from the usual start. Turn lines are ``<n> <w|b> <d1>-<d2>
+<play>``, the play in RULES.md notation (``-`` when no legal play existed). ``Result:`` is
+``<winner> <kind> <points> <normal|timeout|resignation|abandonment|illegal-plays>`` with the
+variant's kind (``oin|mars|koks``, ``single|gammon|backgammon``); a game without it is
+unfinished. Lines starting with ``;`` are comments.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nardy.dice import parse_dice
 from nardy.game import Color, GameResult, IllegalPlay, Termination
-from nardy.long.movegen import legal_plays
-from nardy.long.position import Position
-from nardy.long.scoring import Kind, forfeit, result
-from nardy.long.turn import match_play
+from nardy.variant import Variant, variant
 
 MAGIC = "; nardy record 1"
 HEADERS = (
@@ -70,13 +71,22 @@ class TurnRecord:
 @dataclass
 class GameRecord:
     headers: dict[str, str] = field(default_factory=dict)
-    start: Position = field(default_factory=Position.start)
+    start: Any = None  # a position of the record's variant; None: the variant's start
     turns: list[TurnRecord] = field(default_factory=list)
     result: GameResult | None = None
+
+    def __post_init__(self) -> None:
+        if self.start is None:
+            self.start = self.rules.start()
 
     @property
     def number(self) -> int:
         return int(self.headers.get("Game", "1"))
+
+    @property
+    def rules(self) -> Variant:
+        """The game's variant, named by the ``Variant`` header (long nardy if absent)."""
+        return variant(self.headers.get("Variant", "long"))
 
 
 # -- text ---------------------------------------------------------------------------------
@@ -84,12 +94,12 @@ def result_text(r: GameResult) -> str:
     return f"{r.winner.name.lower()} {r.kind} {r.points} {r.termination}"
 
 
-def parse_result(text: str) -> GameResult:
+def parse_result(text: str, rules: Variant) -> GameResult:
     parts = text.split()
     if len(parts) != 4 or parts[0] not in ("white", "black"):
-        raise ValueError(f"expected '<white|black> <oin|mars|koks> <points> <how>', got {text!r}")
+        raise ValueError(f"expected '<white|black> <kind> <points> <how>', got {text!r}")
     winner = Color.WHITE if parts[0] == "white" else Color.BLACK
-    kind, how = Kind(parts[1]), Termination(parts[3])
+    kind, how = rules.kind(parts[1]), Termination(parts[3])
     r = GameResult(winner, kind, how)
     if str(r.points) != parts[2]:
         raise ValueError(f"{kind} is worth {r.points} points, not {parts[2]}")
@@ -103,7 +113,7 @@ def dumps(games: list[GameRecord]) -> str:
         out.append(f"[Game {g.number}]")
         headers = dict(g.headers)
         headers.pop("Game", None)
-        if g.start != Position.start():
+        if g.start != g.rules.start():
             headers["Start"] = g.start.text()
         if g.result is not None:
             headers["Result"] = result_text(g.result)
@@ -120,11 +130,28 @@ def loads(text: str) -> list[GameRecord]:
     if not lines or lines[0].strip() != MAGIC:
         raise RecordError(f"line 1: not a nardy record (expected {MAGIC!r})")
     games: list[GameRecord] = []
+    pending: dict[str, tuple[int, str]] = {}  # Start and Result, read once the Variant is known
+
+    def settle() -> None:
+        """Read the last game's Start and Result by its variant."""
+        game = games[-1]
+        for key, (lineno, value) in pending.items():
+            try:
+                if key == "Start":
+                    game.start = game.rules.parse(value)
+                else:
+                    game.result = parse_result(value, game.rules)
+            except ValueError as e:
+                raise RecordError(f"line {lineno}: {e}") from None
+        pending.clear()
+
     for lineno, raw in enumerate(lines[1:], 2):
         line = raw.strip()
         if not line or line.startswith(";"):
             continue
         if m := _GAME.match(line):
+            if games:
+                settle()
             games.append(GameRecord(headers={"Game": m.group(1)}))
             continue
         if not games:
@@ -132,6 +159,7 @@ def loads(text: str) -> list[GameRecord]:
         game = games[-1]
         try:
             if m := _TURN.match(raw):
+                settle()
                 n, side, dice, play = m.groups()
                 if int(n) != len(game.turns) + 1:
                     raise ValueError(f"turn {n} out of order (expected {len(game.turns) + 1})")
@@ -139,18 +167,22 @@ def loads(text: str) -> list[GameRecord]:
             elif ":" in line and not game.turns:
                 key, _, value = line.partition(":")
                 key, value = key.strip(), value.strip()
-                if key == "Start":
-                    game.start = Position.parse(value)
-                elif key == "Result":
-                    game.result = parse_result(value)
+                if key in ("Start", "Result"):
+                    pending[key] = (lineno, value)
                 else:
+                    if key == "Variant":
+                        variant(value)  # ValueError naming the known variants
+                        game.start = None
                     game.headers[key] = value
+                    if game.start is None:
+                        game.start = game.rules.start()
             else:
                 raise ValueError(f"cannot read {line!r}")
         except ValueError as e:
             raise RecordError(f"line {lineno}: {e}") from None
     if not games:
         raise RecordError("the record holds no game")
+    settle()
     return games
 
 
@@ -203,14 +235,14 @@ def from_json(text: str) -> list[GameRecord]:
                 )
                 for t in g["turns"]
             ]
-            games.append(
-                GameRecord(
-                    headers={str(k): str(v) for k, v in g.get("headers", {}).items()},
-                    start=Position.parse(g.get("start") or Position.start().text()),
-                    turns=turns,
-                    result=parse_result(g["result"]) if g.get("result") else None,
-                )
+            game = GameRecord(
+                headers={str(k): str(v) for k, v in g.get("headers", {}).items()}, turns=turns
             )
+            if g.get("start"):
+                game.start = game.rules.parse(g["start"])
+            if g.get("result"):
+                game.result = parse_result(g["result"], game.rules)
+            games.append(game)
             games[-1].headers.setdefault("Game", str(i))
         return games
     except (KeyError, TypeError, IndexError, ValueError) as e:
@@ -218,31 +250,34 @@ def from_json(text: str) -> list[GameRecord]:
 
 
 # -- checking -----------------------------------------------------------------------------
-def replay(game: GameRecord, *, koks: bool = False) -> list[Position]:
-    """Every position of the game, start first, checking each turn by the rules.
+def replay(game: GameRecord, *, house_rules: Iterable[str] = ()) -> list:
+    """Every position of the game, start first, checking each turn by its variant's rules
+    (with ``house_rules`` on, e.g. long nardy's ``koks``).
 
     Raises RecordError naming the first illegal turn: wrong side, an illegal play, a pass
     when a play existed, turns after the end, or a result that does not match the board.
     """
+    rules = game.rules
+    house_rules = frozenset(house_rules)
     pos = game.start
     positions = [pos]
     for n, t in enumerate(game.turns, 1):
         where = f"game {game.number} turn {n} ({t.side.letter} {t.dice[0]}-{t.dice[1]} {t.play})"
-        if result(pos) is not None:
+        if rules.result(pos, house_rules) is not None:
             raise RecordError(f"{where}: the game was already over")
         if t.side is not pos.turn:
             raise RecordError(f"{where}: it was {pos.turn.name.lower()}'s turn")
         if t.play.strip() == "-":
-            if legal_plays(pos, t.dice):
+            if rules.legal_plays(pos, t.dice):
                 raise RecordError(f"{where}: a legal play existed; passing is not allowed")
-            pos = pos.passed()
+            pos = rules.passed(pos)
         else:
             try:
-                pos = match_play(pos, t.dice, t.play).end
+                pos = rules.match_play(pos, t.dice, t.play).end
             except (IllegalPlay, ValueError) as e:
                 raise RecordError(f"{where}: {e}") from None
         positions.append(pos)
-    natural = result(pos, koks=koks)
+    natural = rules.result(pos, house_rules)
     if game.result is not None:
         r = game.result
         if r.termination is Termination.NORMAL:
@@ -251,7 +286,7 @@ def replay(game: GameRecord, *, koks: bool = False) -> list[Position]:
                     f"game {game.number}: the result {result_text(r)} does not "
                     "match the final position"
                 )
-        elif natural is not None or forfeit(pos, r.loser, r.termination) != r:
+        elif natural is not None or rules.forfeit(pos, r.loser, r.termination) != r:
             raise RecordError(
                 f"game {game.number}: the result {result_text(r)} does not match the final position"
             )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Protocol
 
-from nardy import Color, variant
+from nardy import Color, variant, wire
 from nardy.v1 import game_pb2 as pb
 
 STACK = 5  # checkers drawn per point before the count is written on the last one
@@ -201,9 +201,6 @@ def board_svg(
     return "".join(parts)
 
 
-PB_COLOR = {pb.COLOR_WHITE: Color.WHITE, pb.COLOR_BLACK: Color.BLACK}
-
-
 def landing_points(point_index: Callable[[Color, int], int], side: Color, steps) -> set[int]:
     """Absolute indices where a play's steps landed (``steps``: (src, dst) in the mover's
     numbers; 0 is off, 25 the bar): the last play's ring."""
@@ -223,14 +220,14 @@ def state_svg(
     board = v.board(position)
     marks: set[int] = set()
     if last_play is not None and last_play.notation not in ("", "-"):
-        side = PB_COLOR.get(last_play.side)
+        side = wire.color_of(last_play.side)
         if side is not None:
             try:
                 marks = landing_points(v.point_index, side, v.parse_moves(last_play.notation))
             except ValueError:
                 marks = set()
     in_progress = state.status == pb.GAME_STATUS_IN_PROGRESS
-    to_move = PB_COLOR.get(state.side_to_move) if in_progress else None
+    to_move = wire.color_of(state.side_to_move) if in_progress else None
     caption = Caption(
         white=state.white.name or "white",
         black=state.black.name or "black",

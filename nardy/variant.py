@@ -35,7 +35,8 @@ What a variant provides (OpenSpiel's game / state split, python-chess's values):
   variant cannot play. ``default_opening`` is how white's first roll is made.
 * **Views**: ``board(position)`` is a :class:`Board` (points by absolute index, bar and off
   per colour) for the wire and for pictures; ``point_index(color, point)`` places a side's
-  own point on that board; ``pips(position, color)`` is a side's pip count.
+  own point on that board; ``pips(position, color)`` is a side's pip count; ``head`` is
+  the point all checkers start on (long nardy: 24), None for a variant without one.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class Variant(ABC):
     name: str
     house_rules: frozenset[str] = frozenset()
     kinds: type[StrEnum]
+    head: int | None = None  # the point every checker starts on (long nardy's 24), if any
 
     @property
     def default_opening(self) -> Opening:

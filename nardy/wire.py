@@ -15,7 +15,7 @@ from nardy.clock import DEFAULT_TURN_TIME_MS
 from nardy.game import Color, GameResult, Termination
 from nardy.match import Colours, GameOptions, Opening
 from nardy.v1 import game_pb2 as pb
-from nardy.variant import Board, GamePlay, Variant
+from nardy.variant import Board, GamePlay, Variant, variant
 
 # -- colours ------------------------------------------------------------------------------
 _COLOR_PB = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK}
@@ -118,12 +118,18 @@ class Terms:
 
 
 def options_of(msg: pb.GameOptions) -> GameOptions:
-    """The rule options of a request; unset fields take the variant's defaults."""
+    """The rule options of a request; unset fields take the variant's defaults (an
+    unknown variant is left for the arbiter to refuse)."""
+    name = msg.variant or "long"
     opening = {v: k for k, v in _OPENING_PB.items()}.get(msg.opening)
+    if opening is None:
+        try:
+            opening = variant(name).default_opening
+        except ValueError:
+            opening = Opening.FRESH_ROLL
     colours = {v: k for k, v in _COLOURS_PB.items()}.get(msg.colours, Colours.ALTERNATE)
     rules = frozenset({"koks"} if msg.koks else ())
-    fields = {"opening": opening} if opening is not None else {}
-    return GameOptions(variant=msg.variant or "long", rules=rules, colours=colours, **fields)
+    return GameOptions(variant=name, rules=rules, opening=opening, colours=colours)
 
 
 def terms_of(msg: pb.GameOptions, **defaults: int | bool) -> Terms:
@@ -157,6 +163,8 @@ def board_pb(board: Board) -> pb.Board:
         points=board.points,
         white_off=board.off[Color.WHITE],
         black_off=board.off[Color.BLACK],
+        white_bar=board.bar[Color.WHITE],
+        black_bar=board.bar[Color.BLACK],
     )
 
 

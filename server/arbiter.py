@@ -719,6 +719,10 @@ class Arbiter:
             )
         if name in self.ladders:
             return self.ladders[name], False
+        try:
+            variant(options.variant)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         if not 0 < options.turn_time_ms <= MAX_TURN_TIME_MS or options.max_games_per_bot < 2:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"

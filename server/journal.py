@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from nardy import Color, GameResult, Play, Position, Termination
-from nardy.variant import Variant
+from nardy.game import Color, GameResult, Termination
+from nardy.variant import GamePlay, GamePosition, Variant
 
 
 class Status(IntEnum):
@@ -51,14 +51,14 @@ class Snapshot:
     """Everything a GameState message shows, frozen at one moment."""
 
     status: Status
-    position: Position
+    position: GamePosition
     dice: tuple[int, ...]
     turn_id: int
     clocks: tuple[tuple[int, int], tuple[int, int]]  # per colour: (remaining_ms, bank_ms)
     scores: tuple[int, int]  # white's, black's match points
     match_over: bool
     result: GameResult | None
-    legal: tuple[Play, ...]  # for the side to move while a play is awaited
+    legal: tuple[GamePlay, ...]  # for the side to move while a play is awaited
     next_game_id: str
     refused: tuple[int, int]  # plays refused as illegal: white's, black's
     white_seat: int | None = None  # the seat playing white, once known

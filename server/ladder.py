@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
-from nardy import Kind, Termination
+from nardy import Termination
 from nardy.match import GameOptions
 from nardy.stats import SkillTable, elo_pairs
 from nardy.wire import Terms
@@ -35,6 +35,7 @@ class LadderOptions:
     illegal_play_limit: int = 3
     max_games: int = 0  # stop pairing after this many finished games (0: never)
     max_concurrent_games: int = 0  # games in progress at once, all bots together (0: any)
+    variant: str = "long"  # the rules of every game
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ class Ladder:
         games = []
         for first, second in ((a, b), (b, a)):
             spec = MatchSpec(
-                options=GameOptions(),
+                options=GameOptions.of(self.options.variant),
                 target=1,
                 first=(first.name, ""),
                 second=(second.name, ""),
@@ -268,7 +269,7 @@ class Ladder:
             loss.losses += 1
             win.points_for += r.points
             loss.points_against += r.points
-            if r.kind in (Kind.MARS, Kind.KOKS):
+            if r.points > 1:  # mars or koks; gammon or backgammon
                 win.mars_wins += 1
                 loss.mars_losses += 1
             if r.termination == Termination.TIMEOUT:

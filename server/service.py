@@ -358,6 +358,7 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
             "illegal_play_limit": o.illegal_play_limit,
             "max_games": o.max_games,
             "max_concurrent_games": o.max_concurrent_games,
+            "variant": o.variant,
         }
         # A field left 0 takes LadderOptions' default (the only place defaults are set).
         options = LadderOptions(**{k: v for k, v in given.items() if v})
@@ -394,6 +395,7 @@ def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:
         illegal_play_limit=o.illegal_play_limit,
         max_games=o.max_games,
         max_concurrent_games=o.max_concurrent_games,
+        variant=o.variant,
     )
 
 

@@ -21,10 +21,11 @@ from typing import Any, Protocol
 
 import trio
 
-from nardy import Color, GameResult, Match, Play, Position, Termination, opening_throw
+from nardy import Color, GameResult, Match, Termination, opening_throw
 from nardy.dice import Dice, seeded_server_seed
 from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
+from nardy.variant import GamePlay as Play
 from nardy.variant import Variant
 from nardy.variant import variant as get_variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
@@ -413,7 +414,7 @@ class GameSession:
         mover = self.position.turn
         plays = self.variant.legal_plays(self.position, dice)
         if not plays:
-            self.position = self.position.passed()
+            self.position = self.variant.passed(self.position)
             record = PlayRecord(mover, dice, "-", self.turn_id, True, 0)
             self.dice = ()
             await self.emit(EventType.TURN_PASSED, play=record)
@@ -583,7 +584,7 @@ class GameSession:
     async def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
         if end is not None:
             try:
-                return Position.parse(end)
+                return self.variant.parse(end)
             except ValueError:
                 return None
         return await self._replay_end(turn_id, notation)
@@ -599,7 +600,7 @@ class GameSession:
                 return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
         return None
 
-    async def _replay_end(self, turn_id: int, notation: str | None) -> Position | None:
+    async def _replay_end(self, turn_id: int, notation: str | None) -> Any:
         """The end position ``notation`` would have given on an already played turn."""
         for event in reversed(await self.history()):
             if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
@@ -627,7 +628,7 @@ class GameSession:
         try:
             if end is None:
                 return self.variant.match_play(self.position, self.dice, notation or "")
-            target = Position.parse(end)
+            target = self.variant.parse(end)
             for play in self.legal:
                 if play.end == target:
                     return play
@@ -726,7 +727,7 @@ class MatchSession:
         script: tuple[int, ...] = (),
         server_seed: bytes | None = None,
         pair: Lockstep | None = None,
-        start: Position | None,
+        start: Any,  # a position of the match's variant, or None for its start
         start_timeout: float,
         new_id: Callable[[], str],
     ) -> None:

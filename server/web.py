@@ -24,7 +24,7 @@ from html import escape
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 
-from nardy import Color
+from nardy import Color, wire
 from nardy.svg import state_svg
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
@@ -47,7 +47,6 @@ STATUS = {
     pb.GAME_STATUS_FINISHED: "finished",
     pb.GAME_STATUS_ABORTED: "aborted",
 }
-KIND = {pb.RESULT_KIND_OIN: "oin", pb.RESULT_KIND_MARS: "mars", pb.RESULT_KIND_KOKS: "koks"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
     "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'",
@@ -416,9 +415,9 @@ def _score(state: pb.GameState) -> str:
 def _result(r: pb.GameResult) -> str:
     if not r.winner:
         return ""
-    who = "white" if r.winner == pb.COLOR_WHITE else "black"
-    how = pb.Termination.Name(r.termination).removeprefix("TERMINATION_").lower()
-    return f"{who} wins by {KIND.get(r.kind, '?')} (+{r.points}, {how.replace('_', ' ')})"
+    who = wire.color_name(r.winner)
+    how = wire.termination_name(r.termination)
+    return f"{who} wins by {wire.kind_name(r.kind)} (+{r.points}, {how})"
 
 
 def _status(state: pb.GameState) -> str:

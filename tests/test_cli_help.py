@@ -18,15 +18,23 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
     return dict(sub.choices)
 
 
+def _check(name: str, parser: argparse.ArgumentParser) -> None:
+    assert parser.description, f"{name} has no description"
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        if isinstance(action, argparse._SubParsersAction):  # e.g. nardy admin ACTION
+            for sub, subparser in action.choices.items():
+                _check(f"{name} {sub}", subparser)
+            continue
+        assert action.help, f"{name}: {action.option_strings or action.dest} has no help"
+
+
 def test_every_command_has_a_description_and_every_option_help():
     commands = _subcommands()
     assert {"play", "serve", "ladder", "export", "import", "demo", "engine"} <= set(commands)
     for name, parser in commands.items():
-        assert parser.description, f"nardy {name} has no description"
-        for action in parser._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
-            assert action.help, f"nardy {name}: {action.option_strings or action.dest} has no help"
+        _check(f"nardy {name}", parser)
 
 
 def test_version_and_top_level_help():

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from nardy import HEAD, Color, Position, legal_plays
+from nardy import wire
+from nardy.game import Color
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import Variant, variant
 
 if TYPE_CHECKING:
     from clients.check_engine.runner import Run
@@ -17,14 +19,6 @@ JOIN_MS = 15_000  # the engine must subscribe to its game within this, or the ga
 ILLEGAL = "24/21 24/23"  # with 3-1 from the start: two checkers off the head (RULES §3.4)
 
 TYPE_NAMES = {v.number: v.name.removeprefix("EVENT_TYPE_") for v in pb.EventType.DESCRIPTOR.values}
-TERMINATION_NAMES = {
-    v.number: v.name.removeprefix("TERMINATION_").lower() for v in pb.Termination.DESCRIPTOR.values
-}
-KIND_NAMES = {
-    v.number: v.name.removeprefix("RESULT_KIND_").lower() for v in pb.ResultKind.DESCRIPTOR.values
-}
-PB_COLOR = {Color.WHITE: pb.COLOR_WHITE, Color.BLACK: pb.COLOR_BLACK}
-COLOR_NAME = {pb.COLOR_WHITE: "white", pb.COLOR_BLACK: "black"}
 
 
 class Fail(Exception):
@@ -37,10 +31,10 @@ class EngineTurn:
     """One of the engine's turns as the spectator saw it."""
 
     turn_id: int
-    position: Position  # before the turn, engine to move
+    position: Any  # before the turn, engine to move (a position of the game's variant)
     dice: tuple[int, int]
     outcome: str = "open"  # "played", "passed", or "open" (no play seen)
-    end: Position | None = None
+    end: Any = None
     notation: str = ""
     used_ms: int = 0
     automatic: bool = False
@@ -50,20 +44,26 @@ class EngineTurn:
         return f"{self.dice[0]}-{self.dice[1]}"
 
 
+def rules_of(events: list[pb.GameEvent]) -> Variant:
+    """The variant of the game the events are of."""
+    return variant(events[0].state.options.variant if events else "")
+
+
 def engine_turns(events: list[pb.GameEvent], color: int) -> list[EngineTurn]:
+    parse = rules_of(events).parse
     turns: list[EngineTurn] = []
     current: EngineTurn | None = None
     before = ""
     for ev in events:
         st = ev.state
         if ev.type == pb.EVENT_TYPE_TURN_STARTED and st.side_to_move == color:
-            current = EngineTurn(st.turn_id, Position.parse(st.position), tuple(st.dice))
+            current = EngineTurn(st.turn_id, parse(st.position), tuple(st.dice))
             turns.append(current)
         elif ev.type == pb.EVENT_TYPE_TURN_PASSED and ev.play.side == color:
             turns.append(
                 EngineTurn(
                     ev.play.turn_id,
-                    Position.parse(st.position).passed(),
+                    rules_of(events).passed(parse(st.position)),
                     tuple(ev.play.dice),
                     "passed",
                     notation="-",
@@ -72,10 +72,10 @@ def engine_turns(events: list[pb.GameEvent], color: int) -> list[EngineTurn]:
             )
         elif ev.type == pb.EVENT_TYPE_PLAY_MADE and ev.play.side == color:
             if current is None or current.turn_id != ev.play.turn_id:  # auto-played
-                current = EngineTurn(ev.play.turn_id, Position.parse(before), tuple(ev.play.dice))
+                current = EngineTurn(ev.play.turn_id, parse(before), tuple(ev.play.dice))
                 turns.append(current)
             current.outcome = "played"
-            current.end = Position.parse(st.position)
+            current.end = parse(st.position)
             current.notation = ev.play.notation
             current.used_ms = ev.play.used_ms
             current.automatic = ev.play.automatic
@@ -103,12 +103,13 @@ def common(run: Run) -> list[EngineTurn]:
     color = pb.COLOR_WHITE if a > b else pb.COLOR_BLACK
     run.notes["color"] = color
     if color != run.scenario.engine_color:
-        raise Fail(f"setup: the engine got {COLOR_NAME[color]} (opening throw {a}-{b})")
+        raise Fail(f"setup: the engine got {wire.color_name(color)} (opening throw {a}-{b})")
     turns = engine_turns(events, color)
+    rules = rules_of(events)
     for t in turns:
         if t.outcome != "played":
             continue
-        if t.end not in {p.end for p in legal_plays(t.position, t.dice)}:
+        if t.end not in {p.end for p in rules.legal_plays(t.position, t.dice)}:
             raise Fail(f"turn {t.turn_id} ({t.dice_text}): {t.notation} is not a legal play")
         if t.used_ms > run.turn_ms:
             raise Fail(
@@ -133,7 +134,7 @@ def common(run: Run) -> list[EngineTurn]:
             raise Fail(why)
         if res.termination == pb.TERMINATION_RESIGNATION:
             raise Fail("the engine resigned")
-        raise Fail(f"the engine lost the game ({TERMINATION_NAMES[res.termination]})")
+        raise Fail(f"the engine lost the game ({wire.termination_name(res.termination)})")
     return turns
 
 
@@ -146,10 +147,17 @@ def played(turns: list[EngineTurn], n: int = 1) -> list[EngineTurn]:
 
 def judge_first_double(run: Run, turns: list[EngineTurn]) -> str:
     t = played(turns)[0]
-    color = Color.WHITE if run.scenario.engine_color == pb.COLOR_WHITE else Color.BLACK
-    if not t.position.is_first_turn(color) or t.dice[0] != t.dice[1]:
+    color = wire.color_of(run.scenario.engine_color)
+    rules = rules_of(run.events)
+    assert color is not None and rules.head is not None, "a scenario of long nardy's head rule"
+    head = rules.point_index(color, rules.head)
+
+    def on_head(position) -> int:
+        return rules.board(position).points[head] * color.sign
+
+    if on_head(t.position) != 15 or t.dice[0] != t.dice[1]:
         raise Fail(f"setup: turn {t.turn_id} is not a first turn with a double")
-    left = 15 - t.end.count(color, HEAD)
+    left = 15 - on_head(t.end)
     if left != 2:
         raise Fail(
             f"turn {t.turn_id} ({t.dice_text}): {left} checkers left the head; "
@@ -172,20 +180,45 @@ def judge_pass(run: Run, turns: list[EngineTurn]) -> str:
 
 def judge_forced(run: Run, turns: list[EngineTurn]) -> str:
     t = played(turns)[0]
-    if len(legal_plays(t.position, t.dice)) != 1:
+    if len(rules_of(run.events).legal_plays(t.position, t.dice)) != 1:
         raise Fail(f"setup: turn {t.turn_id} has more than one legal play")
     return f"submitted the only play {t.notation} ({t.dice_text}) in {t.used_ms} ms"
+
+
+def judge_enter(run: Run, turns: list[EngineTurn]) -> str:
+    """Short nardy: a checker on the bar must enter before any other move (§8)."""
+    t = played(turns)[0]
+    rules = rules_of(run.events)
+    color = t.position.turn
+    if not rules.board(t.position).bar[color]:
+        raise Fail(f"setup: turn {t.turn_id} has no checker on the bar")
+    if rules.board(t.end).bar[color]:
+        raise Fail(f"turn {t.turn_id} ({t.dice_text}): {t.notation} left a checker on the bar")
+    return f"entered from the bar: {t.notation} ({t.dice_text}) in {t.used_ms} ms"
+
+
+def judge_hit(run: Run, turns: list[EngineTurn]) -> str:
+    """Short nardy: the only play hits a blot with the first die and moves on (§8)."""
+    t = played(turns)[0]
+    rules = rules_of(run.events)
+    opponent = t.position.turn.opponent
+    if len(rules.legal_plays(t.position, t.dice)) != 1:
+        raise Fail(f"setup: turn {t.turn_id} has more than one legal play")
+    if rules.board(t.end).bar[opponent] != rules.board(t.position).bar[opponent] + 1:
+        raise Fail(f"turn {t.turn_id} ({t.dice_text}): {t.notation} did not hit")
+    return f"hit mid-turn: {t.notation} ({t.dice_text}) in {t.used_ms} ms"
 
 
 def judge_bear_off(run: Run, turns: list[EngineTurn]) -> str:
     res = run.events[-1].state.result
     if res.termination != pb.TERMINATION_NORMAL:
         raise Fail(
-            f"the game ended by {TERMINATION_NAMES[res.termination]}, not by the engine bearing off"
+            f"the game ended by {wire.termination_name(res.termination)}, "
+            "not by the engine bearing off"
         )
     plays = played(turns)
     return (
-        f"bore off all 15 in {len(plays)} turns ({KIND_NAMES[res.kind]}), "
+        f"bore off all 15 in {len(plays)} turns ({wire.kind_name(res.kind)}), "
         f"slowest {max(t.used_ms for t in plays)} ms"
     )
 
@@ -228,6 +261,7 @@ def judge_near_timeout(run: Run, turns: list[EngineTurn]) -> str:
     slowest = max(plays, key=lambda t: t.used_ms)
     return (
         f"{len(plays)} plays on a {run.turn_ms} ms clock, slowest {slowest.used_ms} ms "
-        f"(turn {slowest.turn_id}, {len(legal_plays(slowest.position, slowest.dice))} "
+        f"(turn {slowest.turn_id}, "
+        f"{len(rules_of(run.events).legal_plays(slowest.position, slowest.dice))} "
         "legal plays)"
     )

@@ -147,7 +147,13 @@ async def run_scenario(
     run = Run(sc, client, cmd, log_path, sc.turn_ms(base_ms))
     try:
         r = await client.create_match(
-            options=pb.GameOptions(turn_time_ms=run.turn_ms, auto_play_forced=False),
+            options=pb.GameOptions(
+                variant=sc.variant,
+                turn_time_ms=run.turn_ms,
+                auto_play_forced=False,
+                # the script's first two dice are the opening throw in every variant
+                opening=pb.OPENING_RULE_FRESH_ROLL,
+            ),
             target_points=1,
             first=api.SeatSpec(display_name="engine"),
             second=api.SeatSpec(display_name="checker"),

@@ -20,16 +20,18 @@ from clients.check_engine.judge import (
     EngineTurn,
     Fail,
     judge_bear_off,
+    judge_enter,
     judge_first_double,
     judge_forced,
+    judge_hit,
     judge_illegal,
     judge_near_timeout,
     judge_pass,
     judge_resume,
 )
-from nardy import Position, legal_plays, match_play
 from nardy.client import END_TYPES, my_turn
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import variant
 
 if TYPE_CHECKING:
     from clients.check_engine.runner import Run
@@ -40,7 +42,8 @@ NEAR_TIMEOUT_MS = 1_500
 ENGINE_WHITE = (2, 1)  # opening throw: first die (the engine's) higher -> engine is white
 ENGINE_BLACK = (1, 2)
 
-START = Position.start().text()
+LONG = variant("long")  # these scenarios are long nardy's
+START = LONG.start().text()
 # White (the engine) to move with 6-5: each of its checkers on a=0, 1, 2 would land on a
 # black point (a=5..8), so the turn has no legal play and the arbiter passes it.
 BLOCKED = "w/13,1,1,0,0,-1,-1,-1,-1,0,0,0,-11,0,0,0,0,0,0,0,0,0,0,0"
@@ -48,6 +51,19 @@ BLOCKED = "w/13,1,1,0,0,-1,-1,-1,-1,0,0,0,-11,0,0,0,0,0,0,0,0,0,0,0"
 BEAR_OFF = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,3,3,3,2,2,2"
 # A middle game where 2-2 has 172 legal plays: an engine that searches must watch its clock.
 MIDDLE = "w/5,0,0,1,3,0,0,0,0,0,-1,-3,-9,2,1,1,0,0,-2,0,0,1,0,1"
+
+# Short nardy (RULES.md §9 position text: ``side/24 counts/white bar,black bar``).
+SHORT = variant("short")
+# White (the engine) on the bar against a five-point board (a=0..4 closed, a=5 open): with
+# 6-1 it must enter with the 6 (bar/19) before anything else, then play the 1.
+ENTER = "w/-2,-2,-2,-2,-2,0,0,0,0,0,0,5,-5,0,0,0,3,0,6,0,0,0,0,0/1,0"
+# White on the bar against a closed board (a=0..5): no move at all, the turn passes with the
+# board unchanged. Black (all home, 3 off) then bears off with 6-6, opening its 6 and 5
+# points, and white enters with 6-5.
+CLOSED = "w/-2,-2,-2,-2,-2,-2,0,0,0,0,0,5,0,0,0,0,3,0,6,0,0,0,0,0/1,0"
+# White's last checker on its 14 (a=10) with 3-2: its 12 (a=12) is closed, so the only play
+# is 14/11*/9: a hit on black's blot (a=13) in the middle of the turn.
+HIT = "w/-12,0,0,0,0,0,0,0,0,0,1,0,-2,-1,0,0,0,0,0,0,0,0,0,0/0,0"
 
 
 @dataclass
@@ -57,6 +73,7 @@ class Scenario:
     dice: tuple[int, ...]
     judge: Callable[[Run, list[EngineTurn]], str]
     engine_color: int = pb.COLOR_WHITE
+    variant: str = "long"
     clock: str = "normal"  # "normal": --turn-ms; "launch": plus LAUNCH_MS; "short"
     stop_after: int | None = 1  # engine plays before the checker resigns; None: to the end
     prelude: Callable[[Run], Awaitable[None]] | None = None  # before the engine starts
@@ -201,6 +218,9 @@ def scenarios() -> list[Scenario]:
             before_checker_play=kill_before_first_reply,
             after_checker_play=relaunch_after_first_reply,
         ),
+        Scenario("short-enter-from-bar", ENTER, (*w, 6, 1), judge_enter, variant="short"),
+        Scenario("short-closed-board", CLOSED, (*w, 6, 5, 6, 6, 6, 5), judge_pass, variant="short"),
+        Scenario("short-hit-mid-turn", HIT, (*w, 3, 2), judge_hit, variant="short"),
         Scenario(
             "near-timeout",
             MIDDLE,
@@ -214,11 +234,16 @@ def scenarios() -> list[Scenario]:
 
 def check_setups() -> None:
     """The scripted positions do what the scenarios say (cheap; run by the tests)."""
-    blocked = Position.parse(BLOCKED)
-    assert legal_plays(blocked, (6, 5)) == []
-    assert len(legal_plays(Position.start(), (6, 5))) == 1
+    blocked = LONG.parse(BLOCKED)
+    assert LONG.legal_plays(blocked, (6, 5)) == []
+    assert len(LONG.legal_plays(LONG.start(), (6, 5))) == 1
+    enter = SHORT.legal_plays(SHORT.parse(ENTER), (6, 1))
+    assert enter and all(p.steps[0].src == 25 and p.steps[0].die == 6 for p in enter)
+    assert SHORT.legal_plays(SHORT.parse(CLOSED), (6, 5)) == []
+    hit = SHORT.legal_plays(SHORT.parse(HIT), (3, 2))
+    assert len(hit) == 1 and SHORT.board(hit[0].end).bar == (0, 1)
     try:
-        match_play(Position.start(), (3, 1), ILLEGAL)
+        LONG.match_play(LONG.start(), (3, 1), ILLEGAL)
     except ValueError:
         pass
     else:

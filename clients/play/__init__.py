@@ -46,10 +46,10 @@ from clients.board import fmt_clock
 from clients.play.ui import PlayUI
 from clients.supervisor import EngineProcess
 from clients.term import Screen, run_trio
-from nardy import Position
 from nardy.client import RETRYABLE, Client
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import variant
 
 log = logging.getLogger("nardy.play")
 
@@ -87,7 +87,11 @@ async def _embedded(
 ) -> int:
     async with Client(address) as client, screen.session():
         r = await client.create_match(
-            options=pb.GameOptions(turn_time_ms=int(args.turn_time * 1000), auto_play_forced=False),
+            options=pb.GameOptions(
+                variant=args.variant,
+                turn_time_ms=int(args.turn_time * 1000),
+                auto_play_forced=False,
+            ),
             target_points=args.points,
             first=api.SeatSpec(display_name=args.name),
             second=api.SeatSpec(display_name=_engine_label(args)),
@@ -253,14 +257,18 @@ def check_args(args: argparse.Namespace) -> str | None:
         return "--turn-time is at most a day (86400 seconds)"
     if args.start:
         try:
-            Position.parse(args.start)
+            variant(args.variant).parse(args.start)
         except ValueError as e:
             return f"--start: {e}"
     if args.server is None and not 1 <= args.points <= 99:
         return "--points is a match length such as 1, 3, 5 or 7"
     if args.server is None:
-        from engines.registry import levels
+        from engines.registry import levels, names
 
+        if args.engine not in names(args.variant):
+            return f"--engine: {args.engine} does not play {args.variant} nardy; " + (
+                f"choose {', '.join(names(args.variant))}"
+            )
         offered = levels(args.engine)
         if args.level is not None and not offered:
             return f"--level: the {args.engine} engine has no levels"

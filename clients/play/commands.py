@@ -9,7 +9,8 @@ Commands (your turn):
   24/18 18/13   a whole play: submitted at once (also 24/13, 24/16(2), 6/off)
   24/18         one step; more steps follow, then 'done' (or Enter) submits
   24            choose the checker on 24: its legal targets are shown; then 18 moves it
-  off           bear the chosen checker off
+  off           bear the chosen checker off        bar   choose a checker on the bar
+  bar/22 13/7*  short nardy: enter from the bar; * marks a hit (optional)
   undo  (u)     take back the last step           done (d)   submit the play
   hint  (h)     the engine's best plays, valued   hint all   every legal play
   resign        resign this game (asks)           help       this text
@@ -58,6 +59,8 @@ def parse_command(line: str) -> Command:
         return Command(WORDS[word], text)
     if word.isdigit():
         return Command("point", text, int(word))
+    if word == "bar":
+        return Command("point", text, 25)  # the bar as a step's source (nardy.variant.BAR)
     return Command("moves", text)
 
 

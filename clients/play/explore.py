@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nardy import OFF, IllegalPlay
+from nardy.game import IllegalPlay
+from nardy.variant import OFF, Variant
 
 HINTS = 5  # plays shown by `hint`
 
@@ -20,7 +21,8 @@ class Turn:
     """The person's turn being built."""
 
     turn_id: int
-    position: Any
+    rules: Variant
+    position: Any  # the variant's position before the turn
     dice: tuple[int, int]
     builder: Any  # the variant's TurnBuilder
     selected: int | None = None
@@ -63,8 +65,11 @@ def why_not(builder, src: int) -> str:
     return "no legal play starts there."
 
 
-def ranked(position, dice: tuple[int, int]) -> list[tuple[Any, float]] | None:
-    """The legal plays best first with the engine's equity, or None if no engine ranks."""
+def ranked(rules: Variant, position, dice: tuple[int, int]) -> list[tuple[Any, float]] | None:
+    """The legal plays best first with the engine's equity, or None if no engine ranks
+    (the network engine plays long nardy only)."""
+    if rules.name != "long":
+        return None
     try:
         from engines.network import best_plays
 
@@ -79,9 +84,7 @@ def hint_lines(turn: Turn, *, every: bool = False) -> list[str]:
     count = f"{len(plays)} legal play{'s' if len(plays) != 1 else ''}"
     if every:
         return [f"{count}:"] + [f"  {i:>3}. {p.notation()}" for i, p in enumerate(plays, 1)]
-    best = ranked(turn.position, turn.dice)
-    if best is not None and {p.end for p, _ in best} != {p.end for p in plays}:
-        best = None  # the engine plays other rules than this turn's
+    best = ranked(turn.rules, turn.position, turn.dice)
     if best is None:
         return [f"{count} (no engine to rank them):"] + [f"  {p.notation()}" for p in plays[:HINTS]]
     lines = [f"The network engine's best of {count} (equity: expected points for you):"]

@@ -12,7 +12,7 @@ import grpc
 import trio
 from rich.text import Text
 
-from clients.board import PB_COLOR, fmt_clock, live_clocks, play_marks, render
+from clients.board import fmt_clock, live_clocks, play_marks, render, rules_of
 from clients.follow import (
     GameGone,
     describe,
@@ -26,20 +26,19 @@ from clients.play.commands import HELP, parse_command
 from clients.play.explore import Turn, hint_lines, targets, why_not
 from clients.supervisor import EngineProcess
 from clients.term import Screen
-from nardy import (
-    OFF,
-    Color,
-    IllegalPlay,
-    NotationError,
-    Position,
-    TurnBuilder,
-    match_play,
-    parse_moves,
-)
+from nardy import wire
 from nardy.client import RETRYABLE, Client, my_turn
+from nardy.game import Color, IllegalPlay, NotationError, Termination
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import BAR, OFF
 
 log = logging.getLogger("nardy.play")
+
+
+def point_name(point: int) -> str:
+    """A point as notation writes it: ``off``, ``bar`` or its number."""
+    return {OFF: "off", BAR: "bar"}.get(point, str(point))
+
 
 NEXT_GAME_S = 15.0  # the next game of a match starts by itself after this
 
@@ -168,8 +167,8 @@ class PlayUI:
         st = ev.state
         self.state = st
         self.received = trio.current_time()
-        if st.your_color in PB_COLOR:
-            self.me = PB_COLOR[st.your_color]
+        if wire.color_of(st.your_color) is not None:
+            self.me = wire.color_of(st.your_color)
         t = ev.type
         if t == pb.EVENT_TYPE_HEARTBEAT:
             return
@@ -178,7 +177,7 @@ class PlayUI:
             self.screen.messages.clear()  # a new game, a fresh log
         if t == pb.EVENT_TYPE_PLAY_MADE:
             self.turn = None
-            self.marks = play_marks(PB_COLOR[ev.play.side], ev.play.notation)
+            self.marks = play_marks(rules_of(st), wire.color_of(ev.play.side), ev.play.notation)
         elif t == pb.EVENT_TYPE_TURN_PASSED:
             self.turn = None
             self.marks = set()
@@ -190,7 +189,7 @@ class PlayUI:
         if my_turn(ev) and (self.turn is None or self.turn.turn_id != st.turn_id):
             self._start_turn(st)
         elif t == pb.EVENT_TYPE_TURN_STARTED and self.me is not None:
-            mover = PB_COLOR.get(st.side_to_move)
+            mover = wire.color_of(st.side_to_move)
             if mover is not self.me:
                 self.note(f"{names_of(st)[mover]} to play {dice_text(st.dice)}...", "grey50")
         if t == pb.EVENT_TYPE_SNAPSHOT and st.status == pb.GAME_STATUS_WAITING:
@@ -211,10 +210,11 @@ class PlayUI:
             self.screen.show(self.board())
 
     def _start_turn(self, st: pb.GameState) -> None:
-        position = Position.parse(st.position)
+        rules = rules_of(st)
+        position = rules.parse(st.position)
         a, b = st.dice
-        builder = TurnBuilder(position, (a, b))
-        self.turn = Turn(st.turn_id, position, (a, b), builder)
+        builder = rules.turn_builder(position, (a, b))
+        self.turn = Turn(st.turn_id, rules, position, (a, b), builder)
         offered = {lp.end_position for lp in st.legal_plays}
         if offered != {p.end.text() for p in builder.plays}:
             log.warning("turn %d: local legal plays differ from the arbiter's", st.turn_id)
@@ -281,7 +281,7 @@ class PlayUI:
         if st.status != pb.GAME_STATUS_IN_PROGRESS:
             return Text(finished_text(st, self.me), style="bold")
         if turn is None:
-            mover = PB_COLOR.get(st.side_to_move)
+            mover = wire.color_of(st.side_to_move)
             if mover is None or not st.dice:
                 return Text("")
             return Text(f"{names_of(st)[mover]} is playing {dice_text(st.dice)}...", "grey50")
@@ -300,12 +300,13 @@ class PlayUI:
                 f"{'off' if d == OFF else d} ({'+'.join(map(str, dice))})"
                 for d, dice in sorted(where.items(), key=lambda kv: -kv[0] or 99)
             ]
-            return Text(f"From {turn.selected}: " + ", ".join(parts) + ". Type a target.")
-        sources = sorted({s.src for s in b.legal_steps()}, reverse=True)
+            src = point_name(turn.selected)
+            return Text(f"From {src}: " + ", ".join(parts) + ". Type a target.")
+        sources = [point_name(p) for p in sorted({s.src for s in b.legal_steps()}, reverse=True)]
         left = "-".join(map(str, b.remaining))
         done = f"played {' '.join(map(str, b.steps))}; " if b.steps else ""
         return Text(
-            f"Your move, {done}dice left {left}. Move from: {' '.join(map(str, sources))}. "
+            f"Your move, {done}dice left {left}. Move from: {' '.join(sources)}. "
             "(24/18, a point, hint, undo, help)"
         )
 
@@ -425,10 +426,12 @@ class PlayUI:
         )
 
     def _resign_question(self) -> str:
-        pts = "2 points (mars)"
+        pts = "the game"
         st, me = self.state, self.me
-        if st is not None and me is not None and Position.parse(st.position).borne_off(me):
-            pts = "1 point (oin)"
+        if st is not None and me is not None:
+            rules = rules_of(st)
+            loss = rules.forfeit(rules.parse(st.position), me, Termination.RESIGNATION)
+            pts = f"{loss.points} point{'s' if loss.points != 1 else ''} ({loss.kind})"
         number = st.game_number if st is not None else 1
         return f"Resign game {number}? It counts as a loss of {pts}. Type y to confirm."
 
@@ -476,13 +479,13 @@ class PlayUI:
         if turn.selected is not None and n in targets(turn.builder, turn.selected):
             src = turn.selected
             turn.selected = None
-            await self._moves(f"{src}/{'off' if n == OFF else n}", whole=False)
+            await self._moves(f"{point_name(src)}/{point_name(n)}", whole=False)
             return
         if n == OFF:
             self.note("Choose a checker first (type its point), then 'off'.")
             return
-        if not 1 <= n <= 24:
-            self.note(f"There is no point {n}: points are 1 to 24.")
+        if not 1 <= n <= 24 and n != BAR:
+            self.note(f"There is no point {n}: points are 1 to 24 (and the bar in short nardy).")
             return
         b = turn.builder
         if b.complete:
@@ -502,7 +505,7 @@ class PlayUI:
         b = turn.builder
         turn.selected = None
         try:
-            moves = parse_moves(text)
+            moves = turn.rules.parse_moves(text)
         except NotationError as e:
             self.note(f"Not understood: {e}. Type help for the commands.", "bold red")
             return
@@ -511,7 +514,7 @@ class PlayUI:
             return
         if whole and not b.steps:
             try:
-                play = match_play(turn.position, turn.dice, text)
+                play = turn.rules.match_play(turn.position, turn.dice, text)
             except (IllegalPlay, ValueError):
                 pass
             else:  # a whole play at once
@@ -550,7 +553,10 @@ class PlayUI:
         fields = {"end_position": play.end.text()}
         notation = " ".join(map(str, turn.builder.steps))
         with contextlib.suppress(IllegalPlay, ValueError):
-            if notation and match_play(turn.position, turn.dice, notation).end == play.end:
+            if (
+                notation
+                and turn.rules.match_play(turn.position, turn.dice, notation).end == play.end
+            ):
                 fields = {"notation": notation}
         delay = 0.2
         while True:

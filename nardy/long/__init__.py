@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from nardy.game import Color, GameResult, Termination
 from nardy.long.movegen import end_texts, legal_plays
 from nardy.long.notation import parse_moves
-from nardy.long.position import ABS, Position
+from nardy.long.position import ABS, HEAD, Position
 from nardy.long.scoring import Kind, forfeit, result
 from nardy.long.turn import TurnBuilder, match_play
 from nardy.variant import Board, Variant
@@ -21,6 +21,7 @@ class LongNardy(Variant):
     name = "long"
     house_rules = frozenset({"koks"})
     kinds = Kind
+    head = HEAD
 
     def start(self) -> Position:
         return Position.start()

@@ -25,49 +25,49 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13nardy/v1/game.proto\x12\x08nardy.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdd\x01\n\x0bGameOptions\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12\x0c\n\x04koks\x18\x02 \x01(\x08\x12&\n\x07opening\x18\x03 \x01(\x0e\x32\x15.nardy.v1.OpeningRule\x12%\n\x07\x63olours\x18\x04 \x01(\x0e\x32\x14.nardy.v1.ColourRule\x12\x14\n\x0cturn_time_ms\x18\x05 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x06 \x01(\r\x12\x18\n\x10\x61uto_play_forced\x18\x07 \x01(\x08\x12\x1a\n\x12illegal_play_limit\x18\x08 \x01(\r\"=\n\x05\x42oard\x12\x0e\n\x06points\x18\x01 \x03(\x05\x12\x11\n\twhite_off\x18\x02 \x01(\r\x12\x11\n\tblack_off\x18\x03 \x01(\r\"-\n\x04Step\x12\x0c\n\x04\x66rom\x18\x01 \x01(\r\x12\n\n\x02to\x18\x02 \x01(\r\x12\x0b\n\x03\x64ie\x18\x03 \x01(\r\"R\n\tLegalPlay\x12\x10\n\x08notation\x18\x01 \x01(\t\x12\x14\n\x0c\x65nd_position\x18\x02 \x01(\t\x12\x1d\n\x05steps\x18\x03 \x03(\x0b\x32\x0e.nardy.v1.Step\".\n\x05\x43lock\x12\x14\n\x0cremaining_ms\x18\x01 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x02 \x01(\r\"2\n\x06Player\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x62ot\x18\x02 \x01(\x08\x12\r\n\x05owner\x18\x03 \x01(\t\"\x8d\x01\n\nGameResult\x12\x1f\n\x06winner\x18\x01 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.nardy.v1.ResultKind\x12*\n\x0btermination\x18\x03 \x01(\x0e\x32\x15.nardy.v1.Termination\x12\x0e\n\x06points\x18\x04 \x01(\r\"V\n\nMatchScore\x12\x0e\n\x06target\x18\x01 \x01(\r\x12\x14\n\x0cwhite_points\x18\x02 \x01(\r\x12\x14\n\x0c\x62lack_points\x18\x03 \x01(\r\x12\x0c\n\x04over\x18\x04 \x01(\x08\"\xb9\x06\n\tGameState\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x13\n\x0bgame_number\x18\x03 \x01(\r\x12$\n\x06status\x18\x04 \x01(\x0e\x32\x14.nardy.v1.GameStatus\x12&\n\x07options\x18\x05 \x01(\x0b\x32\x15.nardy.v1.GameOptions\x12\x1f\n\x05white\x18\x06 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x1f\n\x05\x62lack\x18\x07 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x10\n\x08position\x18\x08 \x01(\t\x12\x1e\n\x05\x62oard\x18\t \x01(\x0b\x32\x0f.nardy.v1.Board\x12%\n\x0cside_to_move\x18\n \x01(\x0e\x32\x0f.nardy.v1.Color\x12\x0c\n\x04\x64ice\x18\x0b \x03(\r\x12\x0f\n\x07turn_id\x18\x0c \x01(\x04\x12$\n\x0bwhite_clock\x18\r \x01(\x0b\x32\x0f.nardy.v1.Clock\x12$\n\x0b\x62lack_clock\x18\x0e \x01(\x0b\x32\x0f.nardy.v1.Clock\x12#\n\x05match\x18\x0f \x01(\x0b\x32\x14.nardy.v1.MatchScore\x12$\n\x06result\x18\x10 \x01(\x0b\x32\x14.nardy.v1.GameResult\x12(\n\x0blegal_plays\x18\x11 \x03(\x0b\x32\x13.nardy.v1.LegalPlay\x12#\n\nyour_color\x18\x12 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\x0e\n\x06seeded\x18\x13 \x01(\x08\x12\x14\n\x0cnext_game_id\x18\x14 \x01(\t\x12\x15\n\rwhite_refused\x18\x15 \x01(\r\x12\x15\n\rblack_refused\x18\x16 \x01(\r\x12\x0e\n\x06ladder\x18\x17 \x01(\t\x12&\n\x0c\x66irst_player\x18\x18 \x01(\x0b\x32\x10.nardy.v1.Player\x12\'\n\rsecond_player\x18\x19 \x01(\x0b\x32\x10.nardy.v1.Player\x12\r\n\x05rated\x18\x1a \x01(\x08\x12\x17\n\x0f\x64ice_commitment\x18\x1b \x01(\t\x12\x13\n\x0bserver_seed\x18\x1c \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\x1d \x03(\t\"\x80\x01\n\nPlayRecord\x12\x1d\n\x04side\x18\x01 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\x0c\n\x04\x64ice\x18\x02 \x03(\r\x12\x10\n\x08notation\x18\x03 \x01(\t\x12\x0f\n\x07turn_id\x18\x04 \x01(\x04\x12\x11\n\tautomatic\x18\x05 \x01(\x08\x12\x0f\n\x07used_ms\x18\x06 \x01(\r\"C\n\x0cOpeningThrow\x12\x18\n\x10\x66irst_player_die\x18\x01 \x01(\r\x12\x19\n\x11second_player_die\x18\x02 \x01(\r\"\xdd\x01\n\tGameEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12!\n\x04type\x18\x02 \x01(\x0e\x32\x13.nardy.v1.EventType\x12\"\n\x05state\x18\x03 \x01(\x0b\x32\x13.nardy.v1.GameState\x12\"\n\x04play\x18\x04 \x01(\x0b\x32\x14.nardy.v1.PlayRecord\x12.\n\x0eopening_throws\x18\x05 \x03(\x0b\x32\x16.nardy.v1.OpeningThrow\x12(\n\x04time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*@\n\x05\x43olor\x12\x15\n\x11\x43OLOR_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x43OLOR_WHITE\x10\x01\x12\x0f\n\x0b\x43OLOR_BLACK\x10\x02*\x92\x01\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13GAME_STATUS_WAITING\x10\x01\x12\x1b\n\x17GAME_STATUS_IN_PROGRESS\x10\x02\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x03\x12\x17\n\x13GAME_STATUS_ABORTED\x10\x04*\xb4\x01\n\x0bTermination\x12\x1b\n\x17TERMINATION_UNSPECIFIED\x10\x00\x12\x16\n\x12TERMINATION_NORMAL\x10\x01\x12\x17\n\x13TERMINATION_TIMEOUT\x10\x02\x12\x1b\n\x17TERMINATION_RESIGNATION\x10\x03\x12\x1b\n\x17TERMINATION_ABANDONMENT\x10\x04\x12\x1d\n\x19TERMINATION_ILLEGAL_PLAYS\x10\x05*j\n\nResultKind\x12\x1b\n\x17RESULT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fRESULT_KIND_OIN\x10\x01\x12\x14\n\x10RESULT_KIND_MARS\x10\x02\x12\x14\n\x10RESULT_KIND_KOKS\x10\x03*e\n\nColourRule\x12\x1b\n\x17\x43OLOUR_RULE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43OLOUR_RULE_ALTERNATE\x10\x01\x12\x1f\n\x1b\x43OLOUR_RULE_THROW_EACH_GAME\x10\x02*k\n\x0bOpeningRule\x12\x1c\n\x18OPENING_RULE_UNSPECIFIED\x10\x00\x12\x1b\n\x17OPENING_RULE_FRESH_ROLL\x10\x01\x12!\n\x1dOPENING_RULE_USE_OPENING_DICE\x10\x02*\xa5\x02\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x45VENT_TYPE_SNAPSHOT\x10\x01\x12\x1b\n\x17\x45VENT_TYPE_GAME_STARTED\x10\x02\x12\x1b\n\x17\x45VENT_TYPE_TURN_STARTED\x10\x03\x12\x18\n\x14\x45VENT_TYPE_PLAY_MADE\x10\x04\x12\x1a\n\x16\x45VENT_TYPE_TURN_PASSED\x10\x05\x12\x1c\n\x18\x45VENT_TYPE_GAME_FINISHED\x10\x06\x12\x1b\n\x17\x45VENT_TYPE_GAME_ABORTED\x10\x07\x12\x18\n\x14\x45VENT_TYPE_HEARTBEAT\x10\x08\x12\x1e\n\x1a\x45VENT_TYPE_SERVER_SHUTDOWN\x10\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13nardy/v1/game.proto\x12\x08nardy.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdd\x01\n\x0bGameOptions\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12\x0c\n\x04koks\x18\x02 \x01(\x08\x12&\n\x07opening\x18\x03 \x01(\x0e\x32\x15.nardy.v1.OpeningRule\x12%\n\x07\x63olours\x18\x04 \x01(\x0e\x32\x14.nardy.v1.ColourRule\x12\x14\n\x0cturn_time_ms\x18\x05 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x06 \x01(\r\x12\x18\n\x10\x61uto_play_forced\x18\x07 \x01(\x08\x12\x1a\n\x12illegal_play_limit\x18\x08 \x01(\r\"c\n\x05\x42oard\x12\x0e\n\x06points\x18\x01 \x03(\x05\x12\x11\n\twhite_off\x18\x02 \x01(\r\x12\x11\n\tblack_off\x18\x03 \x01(\r\x12\x11\n\twhite_bar\x18\x04 \x01(\r\x12\x11\n\tblack_bar\x18\x05 \x01(\r\"-\n\x04Step\x12\x0c\n\x04\x66rom\x18\x01 \x01(\r\x12\n\n\x02to\x18\x02 \x01(\r\x12\x0b\n\x03\x64ie\x18\x03 \x01(\r\"R\n\tLegalPlay\x12\x10\n\x08notation\x18\x01 \x01(\t\x12\x14\n\x0c\x65nd_position\x18\x02 \x01(\t\x12\x1d\n\x05steps\x18\x03 \x03(\x0b\x32\x0e.nardy.v1.Step\".\n\x05\x43lock\x12\x14\n\x0cremaining_ms\x18\x01 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x02 \x01(\r\"2\n\x06Player\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x62ot\x18\x02 \x01(\x08\x12\r\n\x05owner\x18\x03 \x01(\t\"\x8d\x01\n\nGameResult\x12\x1f\n\x06winner\x18\x01 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.nardy.v1.ResultKind\x12*\n\x0btermination\x18\x03 \x01(\x0e\x32\x15.nardy.v1.Termination\x12\x0e\n\x06points\x18\x04 \x01(\r\"V\n\nMatchScore\x12\x0e\n\x06target\x18\x01 \x01(\r\x12\x14\n\x0cwhite_points\x18\x02 \x01(\r\x12\x14\n\x0c\x62lack_points\x18\x03 \x01(\r\x12\x0c\n\x04over\x18\x04 \x01(\x08\"\xb9\x06\n\tGameState\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x13\n\x0bgame_number\x18\x03 \x01(\r\x12$\n\x06status\x18\x04 \x01(\x0e\x32\x14.nardy.v1.GameStatus\x12&\n\x07options\x18\x05 \x01(\x0b\x32\x15.nardy.v1.GameOptions\x12\x1f\n\x05white\x18\x06 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x1f\n\x05\x62lack\x18\x07 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x10\n\x08position\x18\x08 \x01(\t\x12\x1e\n\x05\x62oard\x18\t \x01(\x0b\x32\x0f.nardy.v1.Board\x12%\n\x0cside_to_move\x18\n \x01(\x0e\x32\x0f.nardy.v1.Color\x12\x0c\n\x04\x64ice\x18\x0b \x03(\r\x12\x0f\n\x07turn_id\x18\x0c \x01(\x04\x12$\n\x0bwhite_clock\x18\r \x01(\x0b\x32\x0f.nardy.v1.Clock\x12$\n\x0b\x62lack_clock\x18\x0e \x01(\x0b\x32\x0f.nardy.v1.Clock\x12#\n\x05match\x18\x0f \x01(\x0b\x32\x14.nardy.v1.MatchScore\x12$\n\x06result\x18\x10 \x01(\x0b\x32\x14.nardy.v1.GameResult\x12(\n\x0blegal_plays\x18\x11 \x03(\x0b\x32\x13.nardy.v1.LegalPlay\x12#\n\nyour_color\x18\x12 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\x0e\n\x06seeded\x18\x13 \x01(\x08\x12\x14\n\x0cnext_game_id\x18\x14 \x01(\t\x12\x15\n\rwhite_refused\x18\x15 \x01(\r\x12\x15\n\rblack_refused\x18\x16 \x01(\r\x12\x0e\n\x06ladder\x18\x17 \x01(\t\x12&\n\x0c\x66irst_player\x18\x18 \x01(\x0b\x32\x10.nardy.v1.Player\x12\'\n\rsecond_player\x18\x19 \x01(\x0b\x32\x10.nardy.v1.Player\x12\r\n\x05rated\x18\x1a \x01(\x08\x12\x17\n\x0f\x64ice_commitment\x18\x1b \x01(\t\x12\x13\n\x0bserver_seed\x18\x1c \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\x1d \x03(\t\"\x80\x01\n\nPlayRecord\x12\x1d\n\x04side\x18\x01 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\x0c\n\x04\x64ice\x18\x02 \x03(\r\x12\x10\n\x08notation\x18\x03 \x01(\t\x12\x0f\n\x07turn_id\x18\x04 \x01(\x04\x12\x11\n\tautomatic\x18\x05 \x01(\x08\x12\x0f\n\x07used_ms\x18\x06 \x01(\r\"C\n\x0cOpeningThrow\x12\x18\n\x10\x66irst_player_die\x18\x01 \x01(\r\x12\x19\n\x11second_player_die\x18\x02 \x01(\r\"\xdd\x01\n\tGameEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12!\n\x04type\x18\x02 \x01(\x0e\x32\x13.nardy.v1.EventType\x12\"\n\x05state\x18\x03 \x01(\x0b\x32\x13.nardy.v1.GameState\x12\"\n\x04play\x18\x04 \x01(\x0b\x32\x14.nardy.v1.PlayRecord\x12.\n\x0eopening_throws\x18\x05 \x03(\x0b\x32\x16.nardy.v1.OpeningThrow\x12(\n\x04time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*@\n\x05\x43olor\x12\x15\n\x11\x43OLOR_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x43OLOR_WHITE\x10\x01\x12\x0f\n\x0b\x43OLOR_BLACK\x10\x02*\x92\x01\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13GAME_STATUS_WAITING\x10\x01\x12\x1b\n\x17GAME_STATUS_IN_PROGRESS\x10\x02\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x03\x12\x17\n\x13GAME_STATUS_ABORTED\x10\x04*\xb4\x01\n\x0bTermination\x12\x1b\n\x17TERMINATION_UNSPECIFIED\x10\x00\x12\x16\n\x12TERMINATION_NORMAL\x10\x01\x12\x17\n\x13TERMINATION_TIMEOUT\x10\x02\x12\x1b\n\x17TERMINATION_RESIGNATION\x10\x03\x12\x1b\n\x17TERMINATION_ABANDONMENT\x10\x04\x12\x1d\n\x19TERMINATION_ILLEGAL_PLAYS\x10\x05*\xb6\x01\n\nResultKind\x12\x1b\n\x17RESULT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fRESULT_KIND_OIN\x10\x01\x12\x14\n\x10RESULT_KIND_MARS\x10\x02\x12\x14\n\x10RESULT_KIND_KOKS\x10\x03\x12\x16\n\x12RESULT_KIND_SINGLE\x10\x04\x12\x16\n\x12RESULT_KIND_GAMMON\x10\x05\x12\x1a\n\x16RESULT_KIND_BACKGAMMON\x10\x06*e\n\nColourRule\x12\x1b\n\x17\x43OLOUR_RULE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43OLOUR_RULE_ALTERNATE\x10\x01\x12\x1f\n\x1b\x43OLOUR_RULE_THROW_EACH_GAME\x10\x02*k\n\x0bOpeningRule\x12\x1c\n\x18OPENING_RULE_UNSPECIFIED\x10\x00\x12\x1b\n\x17OPENING_RULE_FRESH_ROLL\x10\x01\x12!\n\x1dOPENING_RULE_USE_OPENING_DICE\x10\x02*\xa5\x02\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x45VENT_TYPE_SNAPSHOT\x10\x01\x12\x1b\n\x17\x45VENT_TYPE_GAME_STARTED\x10\x02\x12\x1b\n\x17\x45VENT_TYPE_TURN_STARTED\x10\x03\x12\x18\n\x14\x45VENT_TYPE_PLAY_MADE\x10\x04\x12\x1a\n\x16\x45VENT_TYPE_TURN_PASSED\x10\x05\x12\x1c\n\x18\x45VENT_TYPE_GAME_FINISHED\x10\x06\x12\x1b\n\x17\x45VENT_TYPE_GAME_ABORTED\x10\x07\x12\x18\n\x14\x45VENT_TYPE_HEARTBEAT\x10\x08\x12\x1e\n\x1a\x45VENT_TYPE_SERVER_SHUTDOWN\x10\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nardy.v1.game_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_COLOR']._serialized_start=2068
-  _globals['_COLOR']._serialized_end=2132
-  _globals['_GAMESTATUS']._serialized_start=2135
-  _globals['_GAMESTATUS']._serialized_end=2281
-  _globals['_TERMINATION']._serialized_start=2284
-  _globals['_TERMINATION']._serialized_end=2464
-  _globals['_RESULTKIND']._serialized_start=2466
-  _globals['_RESULTKIND']._serialized_end=2572
-  _globals['_COLOURRULE']._serialized_start=2574
-  _globals['_COLOURRULE']._serialized_end=2675
-  _globals['_OPENINGRULE']._serialized_start=2677
-  _globals['_OPENINGRULE']._serialized_end=2784
-  _globals['_EVENTTYPE']._serialized_start=2787
-  _globals['_EVENTTYPE']._serialized_end=3080
+  _globals['_COLOR']._serialized_start=2106
+  _globals['_COLOR']._serialized_end=2170
+  _globals['_GAMESTATUS']._serialized_start=2173
+  _globals['_GAMESTATUS']._serialized_end=2319
+  _globals['_TERMINATION']._serialized_start=2322
+  _globals['_TERMINATION']._serialized_end=2502
+  _globals['_RESULTKIND']._serialized_start=2505
+  _globals['_RESULTKIND']._serialized_end=2687
+  _globals['_COLOURRULE']._serialized_start=2689
+  _globals['_COLOURRULE']._serialized_end=2790
+  _globals['_OPENINGRULE']._serialized_start=2792
+  _globals['_OPENINGRULE']._serialized_end=2899
+  _globals['_EVENTTYPE']._serialized_start=2902
+  _globals['_EVENTTYPE']._serialized_end=3195
   _globals['_GAMEOPTIONS']._serialized_start=67
   _globals['_GAMEOPTIONS']._serialized_end=288
   _globals['_BOARD']._serialized_start=290
-  _globals['_BOARD']._serialized_end=351
-  _globals['_STEP']._serialized_start=353
-  _globals['_STEP']._serialized_end=398
-  _globals['_LEGALPLAY']._serialized_start=400
-  _globals['_LEGALPLAY']._serialized_end=482
-  _globals['_CLOCK']._serialized_start=484
-  _globals['_CLOCK']._serialized_end=530
-  _globals['_PLAYER']._serialized_start=532
-  _globals['_PLAYER']._serialized_end=582
-  _globals['_GAMERESULT']._serialized_start=585
-  _globals['_GAMERESULT']._serialized_end=726
-  _globals['_MATCHSCORE']._serialized_start=728
-  _globals['_MATCHSCORE']._serialized_end=814
-  _globals['_GAMESTATE']._serialized_start=817
-  _globals['_GAMESTATE']._serialized_end=1642
-  _globals['_PLAYRECORD']._serialized_start=1645
-  _globals['_PLAYRECORD']._serialized_end=1773
-  _globals['_OPENINGTHROW']._serialized_start=1775
-  _globals['_OPENINGTHROW']._serialized_end=1842
-  _globals['_GAMEEVENT']._serialized_start=1845
-  _globals['_GAMEEVENT']._serialized_end=2066
+  _globals['_BOARD']._serialized_end=389
+  _globals['_STEP']._serialized_start=391
+  _globals['_STEP']._serialized_end=436
+  _globals['_LEGALPLAY']._serialized_start=438
+  _globals['_LEGALPLAY']._serialized_end=520
+  _globals['_CLOCK']._serialized_start=522
+  _globals['_CLOCK']._serialized_end=568
+  _globals['_PLAYER']._serialized_start=570
+  _globals['_PLAYER']._serialized_end=620
+  _globals['_GAMERESULT']._serialized_start=623
+  _globals['_GAMERESULT']._serialized_end=764
+  _globals['_MATCHSCORE']._serialized_start=766
+  _globals['_MATCHSCORE']._serialized_end=852
+  _globals['_GAMESTATE']._serialized_start=855
+  _globals['_GAMESTATE']._serialized_end=1680
+  _globals['_PLAYRECORD']._serialized_start=1683
+  _globals['_PLAYRECORD']._serialized_end=1811
+  _globals['_OPENINGTHROW']._serialized_start=1813
+  _globals['_OPENINGTHROW']._serialized_end=1880
+  _globals['_GAMEEVENT']._serialized_start=1883
+  _globals['_GAMEEVENT']._serialized_end=2104
 # @@protoc_insertion_point(module_scope)

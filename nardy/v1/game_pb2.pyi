@@ -39,6 +39,9 @@ class ResultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RESULT_KIND_OIN: _ClassVar[ResultKind]
     RESULT_KIND_MARS: _ClassVar[ResultKind]
     RESULT_KIND_KOKS: _ClassVar[ResultKind]
+    RESULT_KIND_SINGLE: _ClassVar[ResultKind]
+    RESULT_KIND_GAMMON: _ClassVar[ResultKind]
+    RESULT_KIND_BACKGAMMON: _ClassVar[ResultKind]
 
 class ColourRule(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -82,6 +85,9 @@ RESULT_KIND_UNSPECIFIED: ResultKind
 RESULT_KIND_OIN: ResultKind
 RESULT_KIND_MARS: ResultKind
 RESULT_KIND_KOKS: ResultKind
+RESULT_KIND_SINGLE: ResultKind
+RESULT_KIND_GAMMON: ResultKind
+RESULT_KIND_BACKGAMMON: ResultKind
 COLOUR_RULE_UNSPECIFIED: ColourRule
 COLOUR_RULE_ALTERNATE: ColourRule
 COLOUR_RULE_THROW_EACH_GAME: ColourRule
@@ -120,14 +126,18 @@ class GameOptions(_message.Message):
     def __init__(self, variant: _Optional[str] = ..., koks: _Optional[bool] = ..., opening: _Optional[_Union[OpeningRule, str]] = ..., colours: _Optional[_Union[ColourRule, str]] = ..., turn_time_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., auto_play_forced: _Optional[bool] = ..., illegal_play_limit: _Optional[int] = ...) -> None: ...
 
 class Board(_message.Message):
-    __slots__ = ("points", "white_off", "black_off")
+    __slots__ = ("points", "white_off", "black_off", "white_bar", "black_bar")
     POINTS_FIELD_NUMBER: _ClassVar[int]
     WHITE_OFF_FIELD_NUMBER: _ClassVar[int]
     BLACK_OFF_FIELD_NUMBER: _ClassVar[int]
+    WHITE_BAR_FIELD_NUMBER: _ClassVar[int]
+    BLACK_BAR_FIELD_NUMBER: _ClassVar[int]
     points: _containers.RepeatedScalarFieldContainer[int]
     white_off: int
     black_off: int
-    def __init__(self, points: _Optional[_Iterable[int]] = ..., white_off: _Optional[int] = ..., black_off: _Optional[int] = ...) -> None: ...
+    white_bar: int
+    black_bar: int
+    def __init__(self, points: _Optional[_Iterable[int]] = ..., white_off: _Optional[int] = ..., black_off: _Optional[int] = ..., white_bar: _Optional[int] = ..., black_bar: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ("to", "die")

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from nardy.v1 import game_pb2 as nardy_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15nardy/v1/ladder.proto\x12\x08nardy.v1\x1a\x13nardy/v1/game.proto\"\xa3\x01\n\rLadderOptions\x12\x14\n\x0cturn_time_ms\x18\x01 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x02 \x01(\r\x12\x19\n\x11max_games_per_bot\x18\x03 \x01(\r\x12\x1a\n\x12illegal_play_limit\x18\x04 \x01(\r\x12\x11\n\tmax_games\x18\x05 \x01(\r\x12\x1c\n\x14max_concurrent_games\x18\x06 \x01(\r\"M\n\x13\x43reateLadderRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12(\n\x07options\x18\x02 \x01(\x0b\x32\x17.nardy.v1.LadderOptions\"_\n\x14\x43reateLadderResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12(\n\x07options\x18\x03 \x01(\x0b\x32\x17.nardy.v1.LadderOptions\"2\n\x11JoinLadderRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\r\n\x05ready\x18\x02 \x01(\x08\"\x14\n\x12JoinLadderResponse\"%\n\x13GetStandingsRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\"4\n\x08Interval\x12\r\n\x05value\x18\x01 \x01(\x01\x12\x0b\n\x03low\x18\x02 \x01(\x01\x12\x0c\n\x04high\x18\x03 \x01(\x01\"\x9c\x03\n\x0cStandingsRow\x12\x0c\n\x04rank\x18\x01 \x01(\x05\x12 \n\x06player\x18\x02 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x1f\n\x03\x65lo\x18\x03 \x01(\x0b\x32\x12.nardy.v1.Interval\x12\x10\n\x08skill_mu\x18\x04 \x01(\x01\x12\x13\n\x0bskill_sigma\x18\x05 \x01(\x01\x12\x1a\n\x12skill_conservative\x18\x06 \x01(\x01\x12\r\n\x05games\x18\x07 \x01(\r\x12\x0c\n\x04wins\x18\x08 \x01(\r\x12\x0e\n\x06losses\x18\t \x01(\r\x12\x12\n\npoints_for\x18\n \x01(\r\x12\x16\n\x0epoints_against\x18\x0b \x01(\r\x12\x11\n\tmars_wins\x18\x0c \x01(\r\x12\x13\n\x0bmars_losses\x18\r \x01(\r\x12\x10\n\x08timeouts\x18\x0e \x01(\r\x12\x13\n\x0b\x64isconnects\x18\x0f \x01(\r\x12\x1b\n\x13illegal_play_losses\x18\x10 \x01(\r\x12\x13\n\x0b\x61vg_move_ms\x18\x11 \x01(\x01\x12\x0f\n\x07playing\x18\x12 \x01(\r\x12\r\n\x05ready\x18\x13 \x01(\x08\"\x95\x01\n\x14GetStandingsResponse\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12$\n\x04rows\x18\x02 \x03(\x0b\x32\x16.nardy.v1.StandingsRow\x12\x16\n\x0e\x66inished_games\x18\x03 \x01(\r\x12\x14\n\x0cvoided_games\x18\x04 \x01(\r\x12\x19\n\x11games_in_progress\x18\x05 \x01(\r\"&\n\x14GetCrosstableRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\"\xb8\x01\n\x0e\x43rosstableCell\x12\x0e\n\x06player\x18\x01 \x01(\t\x12\x10\n\x08opponent\x18\x02 \x01(\t\x12\x12\n\npairs_lost\x18\x03 \x01(\r\x12\x13\n\x0bpairs_split\x18\x04 \x01(\r\x12\x11\n\tpairs_won\x18\x05 \x01(\r\x12\x0c\n\x04wins\x18\x06 \x01(\r\x12\x0e\n\x06losses\x18\x07 \x01(\r\x12\x12\n\npoints_for\x18\x08 \x01(\r\x12\x16\n\x0epoints_against\x18\t \x01(\r\"@\n\x15GetCrosstableResponse\x12\'\n\x05\x63\x65lls\x18\x01 \x03(\x0b\x32\x18.nardy.v1.CrosstableCell2\xc8\x02\n\rLadderService\x12M\n\x0c\x43reateLadder\x12\x1d.nardy.v1.CreateLadderRequest\x1a\x1e.nardy.v1.CreateLadderResponse\x12G\n\nJoinLadder\x12\x1b.nardy.v1.JoinLadderRequest\x1a\x1c.nardy.v1.JoinLadderResponse\x12M\n\x0cGetStandings\x12\x1d.nardy.v1.GetStandingsRequest\x1a\x1e.nardy.v1.GetStandingsResponse\x12P\n\rGetCrosstable\x12\x1e.nardy.v1.GetCrosstableRequest\x1a\x1f.nardy.v1.GetCrosstableResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15nardy/v1/ladder.proto\x12\x08nardy.v1\x1a\x13nardy/v1/game.proto\"\xb4\x01\n\rLadderOptions\x12\x14\n\x0cturn_time_ms\x18\x01 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x02 \x01(\r\x12\x19\n\x11max_games_per_bot\x18\x03 \x01(\r\x12\x1a\n\x12illegal_play_limit\x18\x04 \x01(\r\x12\x11\n\tmax_games\x18\x05 \x01(\r\x12\x1c\n\x14max_concurrent_games\x18\x06 \x01(\r\x12\x0f\n\x07variant\x18\x07 \x01(\t\"M\n\x13\x43reateLadderRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12(\n\x07options\x18\x02 \x01(\x0b\x32\x17.nardy.v1.LadderOptions\"_\n\x14\x43reateLadderResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12(\n\x07options\x18\x03 \x01(\x0b\x32\x17.nardy.v1.LadderOptions\"2\n\x11JoinLadderRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\r\n\x05ready\x18\x02 \x01(\x08\"\x14\n\x12JoinLadderResponse\"%\n\x13GetStandingsRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\"4\n\x08Interval\x12\r\n\x05value\x18\x01 \x01(\x01\x12\x0b\n\x03low\x18\x02 \x01(\x01\x12\x0c\n\x04high\x18\x03 \x01(\x01\"\x9c\x03\n\x0cStandingsRow\x12\x0c\n\x04rank\x18\x01 \x01(\x05\x12 \n\x06player\x18\x02 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x1f\n\x03\x65lo\x18\x03 \x01(\x0b\x32\x12.nardy.v1.Interval\x12\x10\n\x08skill_mu\x18\x04 \x01(\x01\x12\x13\n\x0bskill_sigma\x18\x05 \x01(\x01\x12\x1a\n\x12skill_conservative\x18\x06 \x01(\x01\x12\r\n\x05games\x18\x07 \x01(\r\x12\x0c\n\x04wins\x18\x08 \x01(\r\x12\x0e\n\x06losses\x18\t \x01(\r\x12\x12\n\npoints_for\x18\n \x01(\r\x12\x16\n\x0epoints_against\x18\x0b \x01(\r\x12\x11\n\tmars_wins\x18\x0c \x01(\r\x12\x13\n\x0bmars_losses\x18\r \x01(\r\x12\x10\n\x08timeouts\x18\x0e \x01(\r\x12\x13\n\x0b\x64isconnects\x18\x0f \x01(\r\x12\x1b\n\x13illegal_play_losses\x18\x10 \x01(\r\x12\x13\n\x0b\x61vg_move_ms\x18\x11 \x01(\x01\x12\x0f\n\x07playing\x18\x12 \x01(\r\x12\r\n\x05ready\x18\x13 \x01(\x08\"\x95\x01\n\x14GetStandingsResponse\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12$\n\x04rows\x18\x02 \x03(\x0b\x32\x16.nardy.v1.StandingsRow\x12\x16\n\x0e\x66inished_games\x18\x03 \x01(\r\x12\x14\n\x0cvoided_games\x18\x04 \x01(\r\x12\x19\n\x11games_in_progress\x18\x05 \x01(\r\"&\n\x14GetCrosstableRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\"\xb8\x01\n\x0e\x43rosstableCell\x12\x0e\n\x06player\x18\x01 \x01(\t\x12\x10\n\x08opponent\x18\x02 \x01(\t\x12\x12\n\npairs_lost\x18\x03 \x01(\r\x12\x13\n\x0bpairs_split\x18\x04 \x01(\r\x12\x11\n\tpairs_won\x18\x05 \x01(\r\x12\x0c\n\x04wins\x18\x06 \x01(\r\x12\x0e\n\x06losses\x18\x07 \x01(\r\x12\x12\n\npoints_for\x18\x08 \x01(\r\x12\x16\n\x0epoints_against\x18\t \x01(\r\"@\n\x15GetCrosstableResponse\x12\'\n\x05\x63\x65lls\x18\x01 \x03(\x0b\x32\x18.nardy.v1.CrosstableCell2\xc8\x02\n\rLadderService\x12M\n\x0c\x43reateLadder\x12\x1d.nardy.v1.CreateLadderRequest\x1a\x1e.nardy.v1.CreateLadderResponse\x12G\n\nJoinLadder\x12\x1b.nardy.v1.JoinLadderRequest\x1a\x1c.nardy.v1.JoinLadderResponse\x12M\n\x0cGetStandings\x12\x1d.nardy.v1.GetStandingsRequest\x1a\x1e.nardy.v1.GetStandingsResponse\x12P\n\rGetCrosstable\x12\x1e.nardy.v1.GetCrosstableRequest\x1a\x1f.nardy.v1.GetCrosstableResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,29 +33,29 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nardy.v1.ladder_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_LADDEROPTIONS']._serialized_start=57
-  _globals['_LADDEROPTIONS']._serialized_end=220
-  _globals['_CREATELADDERREQUEST']._serialized_start=222
-  _globals['_CREATELADDERREQUEST']._serialized_end=299
-  _globals['_CREATELADDERRESPONSE']._serialized_start=301
-  _globals['_CREATELADDERRESPONSE']._serialized_end=396
-  _globals['_JOINLADDERREQUEST']._serialized_start=398
-  _globals['_JOINLADDERREQUEST']._serialized_end=448
-  _globals['_JOINLADDERRESPONSE']._serialized_start=450
-  _globals['_JOINLADDERRESPONSE']._serialized_end=470
-  _globals['_GETSTANDINGSREQUEST']._serialized_start=472
-  _globals['_GETSTANDINGSREQUEST']._serialized_end=509
-  _globals['_INTERVAL']._serialized_start=511
-  _globals['_INTERVAL']._serialized_end=563
-  _globals['_STANDINGSROW']._serialized_start=566
-  _globals['_STANDINGSROW']._serialized_end=978
-  _globals['_GETSTANDINGSRESPONSE']._serialized_start=981
-  _globals['_GETSTANDINGSRESPONSE']._serialized_end=1130
-  _globals['_GETCROSSTABLEREQUEST']._serialized_start=1132
-  _globals['_GETCROSSTABLEREQUEST']._serialized_end=1170
-  _globals['_CROSSTABLECELL']._serialized_start=1173
-  _globals['_CROSSTABLECELL']._serialized_end=1357
-  _globals['_GETCROSSTABLERESPONSE']._serialized_start=1359
-  _globals['_GETCROSSTABLERESPONSE']._serialized_end=1423
-  _globals['_LADDERSERVICE']._serialized_start=1426
-  _globals['_LADDERSERVICE']._serialized_end=1754
+  _globals['_LADDEROPTIONS']._serialized_end=237
+  _globals['_CREATELADDERREQUEST']._serialized_start=239
+  _globals['_CREATELADDERREQUEST']._serialized_end=316
+  _globals['_CREATELADDERRESPONSE']._serialized_start=318
+  _globals['_CREATELADDERRESPONSE']._serialized_end=413
+  _globals['_JOINLADDERREQUEST']._serialized_start=415
+  _globals['_JOINLADDERREQUEST']._serialized_end=465
+  _globals['_JOINLADDERRESPONSE']._serialized_start=467
+  _globals['_JOINLADDERRESPONSE']._serialized_end=487
+  _globals['_GETSTANDINGSREQUEST']._serialized_start=489
+  _globals['_GETSTANDINGSREQUEST']._serialized_end=526
+  _globals['_INTERVAL']._serialized_start=528
+  _globals['_INTERVAL']._serialized_end=580
+  _globals['_STANDINGSROW']._serialized_start=583
+  _globals['_STANDINGSROW']._serialized_end=995
+  _globals['_GETSTANDINGSRESPONSE']._serialized_start=998
+  _globals['_GETSTANDINGSRESPONSE']._serialized_end=1147
+  _globals['_GETCROSSTABLEREQUEST']._serialized_start=1149
+  _globals['_GETCROSSTABLEREQUEST']._serialized_end=1187
+  _globals['_CROSSTABLECELL']._serialized_start=1190
+  _globals['_CROSSTABLECELL']._serialized_end=1374
+  _globals['_GETCROSSTABLERESPONSE']._serialized_start=1376
+  _globals['_GETCROSSTABLERESPONSE']._serialized_end=1440
+  _globals['_LADDERSERVICE']._serialized_start=1443
+  _globals['_LADDERSERVICE']._serialized_end=1771
 # @@protoc_insertion_point(module_scope)

@@ -8,20 +8,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class LadderOptions(_message.Message):
-    __slots__ = ("turn_time_ms", "time_bank_ms", "max_games_per_bot", "illegal_play_limit", "max_games", "max_concurrent_games")
+    __slots__ = ("turn_time_ms", "time_bank_ms", "max_games_per_bot", "illegal_play_limit", "max_games", "max_concurrent_games", "variant")
     TURN_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     TIME_BANK_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_GAMES_PER_BOT_FIELD_NUMBER: _ClassVar[int]
     ILLEGAL_PLAY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     MAX_GAMES_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENT_GAMES_FIELD_NUMBER: _ClassVar[int]
+    VARIANT_FIELD_NUMBER: _ClassVar[int]
     turn_time_ms: int
     time_bank_ms: int
     max_games_per_bot: int
     illegal_play_limit: int
     max_games: int
     max_concurrent_games: int
-    def __init__(self, turn_time_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., max_games_per_bot: _Optional[int] = ..., illegal_play_limit: _Optional[int] = ..., max_games: _Optional[int] = ..., max_concurrent_games: _Optional[int] = ...) -> None: ...
+    variant: str
+    def __init__(self, turn_time_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., max_games_per_bot: _Optional[int] = ..., illegal_play_limit: _Optional[int] = ..., max_games: _Optional[int] = ..., max_concurrent_games: _Optional[int] = ..., variant: _Optional[str] = ...) -> None: ...
 
 class CreateLadderRequest(_message.Message):
     __slots__ = ("name", "options")

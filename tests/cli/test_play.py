@@ -168,3 +168,44 @@ def test_remote_with_a_bad_token_says_so(arbiter):
     child.expect(r"nardy play: the arbiter at \S+ does not accept this token \(unknown token\)")
     assert finish(child) == 1
     assert "Traceback" not in child.before
+
+
+# Short nardy (RULES.md §9): white (the person) on the bar against a five-point board.
+ENTER5 = "w/-2,-2,-2,-2,-2,0,0,0,0,0,0,5,-5,0,0,0,3,0,6,0,0,0,0,0/1,0"
+
+
+def test_short_nardy_enter_from_the_bar_step_by_step():
+    """§8: a checker on the bar enters before anything else; with a=0..4 closed only the 6
+    enters. The board shows the bar; `bar` chooses the checker there."""
+    child = spawn(
+        "play",
+        "--variant", "short",
+        "--engine", "random",
+        "--colour", "white",
+        "--dice", "6,1",
+        "--start", ENTER5,
+        "--name", "tester",
+        "--turn-time", "30",
+        timeout=30,
+    )  # fmt: skip
+    child.expect("Your turn: 6-1")
+    child.expect("bar 1")
+    child.expect(r"Move from: bar\.")
+    child.sendline("8/7")
+    child.expect(r"Not allowed: .*")
+    child.sendline("bar")
+    child.expect(r"From bar: 19 \(6\)")
+    child.sendline("19")
+    child.expect("Moved bar/19; dice left 1")
+    child.sendline("8/7")
+    child.expect("Moved 8/7. The play is complete")
+    child.sendline("done")
+    child.expect("You played 6-1: bar/19 8/7")
+    child.expect("Your turn: ")  # after random's turn (fair dice from here on)
+    child.sendline("resign")
+    child.expect(r"It counts as a loss of 2 points \(gammon\)")  # §8: nothing borne off
+    child.sendline("y")
+    child.expect(r"random wins by gammon \(2 points\): you resigned")
+    child.expect("Press Enter to leave")
+    child.sendline("")
+    assert finish(child) == 0

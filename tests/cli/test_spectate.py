@@ -9,7 +9,7 @@ import sys
 import pytest
 import trio
 
-from nardy import Position, record
+from nardy import Color, GameResult, Kind, Position, record
 from nardy.client import Client
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
@@ -88,11 +88,11 @@ def test_replay_a_record_file(tmp_path):
         headers={"Game": "1", "White": "erin", "Black": "finn", "Match": "1"},
         start=Position.parse(RACE),
         turns=[
-            record.TurnRecord(record.Color.WHITE, (6, 5), "6/off 5/off"),
-            record.TurnRecord(record.Color.BLACK, (6, 5), "6/off 5/off"),
-            record.TurnRecord(record.Color.WHITE, (6, 5), "4/off 3/off"),
+            record.TurnRecord(Color.WHITE, (6, 5), "6/off 5/off"),
+            record.TurnRecord(Color.BLACK, (6, 5), "6/off 5/off"),
+            record.TurnRecord(Color.WHITE, (6, 5), "4/off 3/off"),
         ],
-        result=record.GameResult(record.Color.WHITE, record.Kind.OIN),
+        result=GameResult(Color.WHITE, Kind.OIN),
     )
     path = tmp_path / "game.txt"
     path.write_text(record.dumps([game]))

@@ -115,7 +115,8 @@ def test_broken_engine_fails_with_the_refusals_in_the_reason(runs):
     for reason in failed.values():
         assert "no play within the clock" in reason
         assert "INVALID_ARGUMENT: illegal play" in reason  # the engine's own log, quoted
-    m = re.search(r"FAILED: 10 of 10 scenarios failed .*; engine logs in (\S+)", out)
+    n = len(SCENARIOS)
+    m = re.search(rf"FAILED: {n} of {n} scenarios failed .*; engine logs in (\S+)", out)
     assert m, out
     log = Path(m.group(1)) / "01-first-turn-6-6.log"
     assert "refused" in log.read_text()

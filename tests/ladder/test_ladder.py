@@ -329,3 +329,42 @@ def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_
     )
     assert int(row.split("│")[5]) >= 2  # games counted
     assert list(tmp.iterdir()) == []  # the temporary database and engine logs are gone
+
+
+def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
+    """RULES.md §8-9: a ladder of short nardy games between random and greedy over the real
+    server; every record names its variant and `nardy import` checks it by the rules."""
+    records = tmp_path / "records"
+    out = ladder(
+        "--variant",
+        "short",
+        "--engine",
+        f"random={RANDOM}",
+        "--engine",
+        f"greedy={GREEDY}",
+        "--games",
+        "4",
+        "--concurrency",
+        "2",
+        "--time-per-move",
+        "3000",
+        "--db",
+        str(tmp_path / "s.db"),
+        "--records",
+        str(records),
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    files = sorted(records.glob("*.nrd"))
+    assert len(files) == 4
+    for f in files:
+        text = f.read_text()
+        assert "Variant: short" in text
+        assert any(k in text for k in (" single ", " gammon ", " backgammon "))
+        check = subprocess.run(
+            [sys.executable, "-m", "nardy", "import", str(f)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert check.returncode == 0, check.stderr
+        assert ": legal" in check.stdout

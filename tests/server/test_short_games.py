@@ -1,0 +1,102 @@
+"""Short nardy end to end over the real server (RULES.md §8-9): games and matches played
+by the bundled engines through the SDK, checked move by move by the variant."""
+
+from __future__ import annotations
+
+import trio
+
+from engines.registry import make_engine, sdk_adapter
+from nardy import variant, wire
+from nardy.client import play_game
+from nardy.v1 import game_pb2 as pb
+from tests.server.conftest import create
+
+SHORT = variant("short")
+
+
+async def _play(seats, game_id, names=("greedy", "random")):
+    finals = {}
+
+    async def seat(i, c):
+        engine = sdk_adapter(make_engine(names[i], seed=i, variant_name="short"))
+        finals[i] = await play_game(c, game_id, engine)
+
+    async with trio.open_nursery() as n:
+        for i, c in enumerate(seats):
+            n.start_soon(seat, i, c)
+    return finals
+
+
+async def _events(client, game_id):
+    events = []
+    async for ev in client.events(game_id, from_start=True):
+        events.append(ev)
+        if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+            return events
+    return events
+
+
+async def test_a_full_short_game_over_the_server(client):
+    r, seats = await create(client, seed=21, options={"variant": "short"})
+    with trio.fail_after(120):
+        await _play(seats, r.game_id)
+    events = await _events(client, r.game_id)
+    first = events[0].state
+    assert first.options.variant == "short"
+    assert first.options.opening == pb.OPENING_RULE_USE_OPENING_DICE  # §8 default
+    assert first.position == SHORT.start().text()
+    started = next(e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED)
+    throw = started.opening_throws[-1]
+    turn1 = next(e for e in events if e.type == pb.EVENT_TYPE_PLAY_MADE)
+    # §8: the two opening dice are white's first roll (never a double)
+    assert sorted(turn1.play.dice) == sorted([throw.first_player_die, throw.second_player_die])
+    assert turn1.play.dice[0] != turn1.play.dice[1]
+    # every play is legal by the variant; the board view carries the bar
+    pos = SHORT.start()
+    hits = 0
+    for e in events:
+        if e.type == pb.EVENT_TYPE_PLAY_MADE:
+            play = SHORT.match_play(pos, wire.dice_of(e.play.dice), e.play.notation)
+            pos = play.end
+            assert pos.text() == e.state.position
+            board = SHORT.board(pos)
+            assert (e.state.board.white_bar, e.state.board.black_bar) == board.bar
+            hits += e.play.notation.count("*")
+        elif e.type == pb.EVENT_TYPE_TURN_PASSED:
+            pos = SHORT.passed(pos)
+            assert pos.text() == e.state.position
+    final = events[-1].state
+    assert final.status == pb.GAME_STATUS_FINISHED
+    res = final.result
+    expected = SHORT.result(pos)
+    assert expected is not None
+    assert (wire.color_of(res.winner), wire.kind_name(res.kind), res.points) == (
+        expected.winner,
+        str(expected.kind),
+        expected.points,
+    )
+    assert wire.kind_name(res.kind) in ("single", "gammon", "backgammon")
+    assert hits > 0  # a game between these engines hits (seeded: the same game every run)
+
+
+async def test_a_short_match_swaps_colours(client):
+    r, seats = await create(client, seed=5, target_points=5, options={"variant": "short"})
+    game_id, whites = r.game_id, []
+    with trio.fail_after(300):
+        while game_id:
+            await _play(seats, game_id)
+            state = (await client.get_game(game_id)).state
+            whites.append(state.white.name)
+            game_id = state.next_game_id
+    assert len(whites) >= 2
+    assert all(a != b for a, b in zip(whites, whites[1:], strict=False))  # §8: colours swap
+
+
+async def test_short_refuses_koks(client):
+    import grpc
+    import pytest
+
+    with pytest.raises(grpc.RpcError) as e:
+        await create(client, options={"variant": "short", "koks": True})
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "koks" in e.value.details()
