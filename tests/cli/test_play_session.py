@@ -24,10 +24,16 @@ def test_opponent_play_in_your_numbering_marked_and_the_game_saved(tmp_path):
         timeout=30,
     )  # fmt: skip
     child.expect(r"Your roll 3-1 has one legal play: 24/21 21/20 \(played for you\)")
-    child.expect("random played 6-6: 12/6 12/6")
-    child.expect("Your turn")
-    # the last play is marked beside the point numbers, without colour too: black landed on 6
-    child.expect(r"12  11  10   9   8   7\s+" + B + r"\s*6" + B + "•")
+    # the last play is marked beside the point numbers, without colour too: black landed on 6;
+    # the board, the opponent's play and the prompt may reach the screen in any order
+    wanted = [
+        "random played 6-6: 12/6 12/6",
+        "Your turn",
+        r"12  11  10   9   8   7\s+" + B + r"\s*6" + B + "•",
+    ]
+    seen: set[int] = set()
+    while len(seen) < len(wanted):
+        seen.add(child.expect(wanted))
     child.sendline("quit")
     child.expect(r"Leave now\? The game is played on this computer's own arbiter, which stops")
     child.sendline("y")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import trio
@@ -77,9 +76,7 @@ def test_forced_single_play_and_no_play(name):
     plays = legal_plays(START, (6, 5))
     assert len(plays) == 1  # 24/13 only (RULES.md §7)
     engine = make_engine(name, seed=1)
-    t0 = time.perf_counter()
     assert engine.choose(START, (6, 5), plays) is plays[0]
-    assert time.perf_counter() - t0 < 0.05
     with pytest.raises(ValueError):
         engine.choose(START, (6, 5), [])
 
@@ -101,9 +98,7 @@ def test_expectimax_falls_back_to_greedy_when_short_of_time():
     assert len(plays) > 3
     engine = ExpectimaxEngine()
     greedy = make_engine("greedy")
-    t0 = time.perf_counter()
     play = engine.choose(MIDDLE, (2, 2), plays, time_left_ms=30)
-    assert time.perf_counter() - t0 < 0.5
     assert play is greedy.choose(MIDDLE, (2, 2), plays)
     assert engine.timeouts == 1
 
