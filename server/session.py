@@ -279,7 +279,10 @@ class GameSession:
                 self.connected[seat] -= 1
 
     # -- events -------------------------------------------------------------------------
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, *, offer: bool = False) -> Snapshot:
+        """The state now. The legal plays show only while the turn is open (told and
+        awaiting its play), or in the TURN_STARTED that offers it (``offer``): a turn on
+        its way to the journal is offered to nobody yet."""
         now = trio.current_time()
         clocks = [self.clocks[color].reading(now) for color in Color]
         scores = self.match.scores_by_colour(self)
@@ -292,7 +295,7 @@ class GameSession:
             scores=scores,
             match_over=self.match.match.over,
             result=self.result,
-            legal=self.legal,
+            legal=self.legal if self.open_turn or offer else (),
             next_game_id=self.next_game_id,
             refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
             white_seat=self.known_white,
@@ -304,9 +307,10 @@ class GameSession:
         """An unrecorded event (a snapshot, a shutdown notice) at the last told seq."""
         return Event(self.last_seq, kind, time.time(), self.snapshot(), **extra)
 
-    def _record(self, kind: EventType, **extra) -> tuple[Event, Commit]:
+    def _record(self, kind: EventType, *, offer: bool = False, **extra) -> tuple[Event, Commit]:
         """The next event, queued for the journal; tell it (``_tell``) once durable."""
-        event = Event(len(self.events) + 1, kind, time.time(), self.snapshot(), **extra)
+        snap = self.snapshot(offer=offer)
+        event = Event(len(self.events) + 1, kind, time.time(), snap, **extra)
         return event, self.match.host.journal(self, event)
 
     def _tell(self, event: Event) -> None:
@@ -314,10 +318,10 @@ class GameSession:
         for sink in list(self.sinks):
             sink.send(event)
 
-    async def emit(self, kind: EventType, **extra) -> Event:
+    async def emit(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
         """Journal an event and, once it is durable, tell every subscriber. The wait is
         shielded: an event on its way to the journal is always seen through."""
-        event, commit = self._record(kind, **extra)
+        event, commit = self._record(kind, offer=offer, **extra)
         with trio.CancelScope(shield=True):
             await commit.wait()
         self._tell(event)
@@ -430,7 +434,8 @@ class GameSession:
         self.legal = plays
         clock = self.clocks[mover]
         self._wake = trio.Event()
-        await self.emit(EventType.TURN_STARTED)  # journaled, then handed to the streams
+        # journaled, then handed to the streams
+        await self.emit(EventType.TURN_STARTED, offer=self.result is None)
         # The clock starts when the turn is told (the journal's time is never charged) and
         # moves on when the mover's stream sends it (turn_sent).
         clock.start(trio.current_time())

@@ -80,16 +80,27 @@ class Gate:
         self.open = threading.Event()
         self.open.set()
         self.held = threading.Event()  # a write is waiting at the closed gate
+        self.passes = 0  # writes let through the closed gate
+        self.lock = threading.Lock()
         self.batches: list[list[tuple]] = []  # (statement, params) of each transaction
+
+    def let_one_through(self) -> None:
+        with self.lock:
+            self.passes += 1
+            self.held.clear()
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
     async def write(self, batch) -> None:
         def wait() -> None:
-            if not self.open.is_set():
-                self.held.set()
-                self.open.wait()
+            while not self.open.is_set():
+                with self.lock:
+                    if self.passes:
+                        self.passes -= 1
+                        return
+                    self.held.set()
+                self.open.wait(0.01)
 
         await trio.to_thread.run_sync(wait)
         await self.inner.write(batch)
@@ -179,3 +190,51 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
             >= {rb.game_id, rc.game_id}
         ]
         assert together, [[(s[:20], p[0]) for s, p in b] for b in gate.batches[-4:]]
+
+
+async def test_a_turn_on_its_way_to_the_journal_is_offered_to_nobody(db):
+    """Until its TURN_STARTED is durable, no snapshot shows the turn's legal plays (a play
+    sent for it would be refused): the turn is offered once, by its TURN_STARTED."""
+    gate: Gate | None = None
+
+    def factory(path: str) -> Gate:
+        nonlocal gate
+        gate = Gate(path)
+        return gate
+
+    with EmbeddedServer(db=db, store_factory=factory) as srv:
+        assert gate is not None
+        try:
+            await offered_once(srv, gate)
+        finally:
+            gate.open.set()  # a failed check must not leave the server's writes held
+
+
+async def offered_once(srv: EmbeddedServer, gate: Gate) -> None:
+    async with Client(srv.address) as client:
+        r, seats = await create(client, seed=11)
+        gate.open.clear()
+        offered = trio.Event()
+        async with trio.open_nursery() as nursery:
+
+            async def follow(seat):
+                async for ev in seat.events(r.game_id):
+                    if my_turn(ev):
+                        assert ev.type == pb.EVENT_TYPE_TURN_STARTED
+                        offered.set()
+
+            for seat in seats:
+                nursery.start_soon(follow, seat)
+            await trio.to_thread.run_sync(gate.held.wait)  # GAME_STARTED at the gate
+            gate.let_one_through()
+            await trio.to_thread.run_sync(gate.held.wait)  # TURN_STARTED at the gate
+            for seat in seats:
+                state = (await seat.get_game(r.game_id)).state
+                assert state.turn_id == 1 and not state.legal_plays
+                async for ev in seat.events(r.game_id):  # a fresh subscription
+                    assert ev.type == pb.EVENT_TYPE_SNAPSHOT and not ev.state.legal_plays
+                    break
+            assert not offered.is_set()
+            gate.open.set()
+            await offered.wait()
+            nursery.cancel_scope.cancel()
