@@ -12,6 +12,13 @@ loop in a background thread and each of its methods calls the trio method there.
 
 grpcio has no trio support, so unary calls use ``stub.Method.future`` woken through the trio
 token, and each stream is read by one thread feeding a trio memory channel.
+
+Several arbiter instances on one database: a call about a game another instance runs is
+answered UNAVAILABLE with that instance's address in the ``nardy-instance`` trailing
+metadata; the client remembers where the game lives and sends its calls and its stream
+there, and goes back to its own address when that instance stops answering. The address
+may list several instances (``127.0.0.1:50051,127.0.0.1:50052``): the first that answers
+is used, the next when it stops.
 """
 
 from __future__ import annotations
@@ -57,6 +64,9 @@ RETRYABLE = {
 # Worth retrying for an idempotent call: also the rate limit, after a pause.
 BACK_OFF = RETRYABLE | {grpc.StatusCode.RESOURCE_EXHAUSTED}
 FIRST_BACKOFF_S = 0.1
+INSTANCE_KEY = "nardy-instance"  # trailing metadata: the instance that runs the game
+GAME_CALLS = {"GetGame", "SubmitPlay", "Resign", "SubscribeGame"}  # sent where the game is
+MAX_HOPS = 4  # redirects followed in a row for one call
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
 
 
@@ -143,13 +153,29 @@ def tls_settings(
     return tls, root_certificates
 
 
+def instance_of(error: grpc.RpcError) -> str:
+    """The address in a refusal's ``nardy-instance`` metadata ('' if none)."""
+    try:
+        metadata = error.trailing_metadata() or ()
+    except Exception:  # an error raised before the call had metadata
+        return ""
+    return next((v for k, v in metadata if k == INSTANCE_KEY and isinstance(v, str)), "")
+
+
+def target(address: str) -> str:
+    """The gRPC target of ``address``: a comma-separated list of IP ``host:port``s is one
+    target whose first reachable address is used (gRPC's pick_first)."""
+    return f"ipv4:{address}" if "," in address and ":" in address else address
+
+
 def channel(
     address: str, *, tls: bool | None = None, root_certificates: bytes | None = None
 ) -> grpc.Channel:
     """A channel with keepalive, so that a dead connection is noticed within seconds.
 
     ``tls`` None follows the environment (see :func:`tls_settings`); TLS without
-    ``root_certificates`` trusts the system's roots.
+    ``root_certificates`` trusts the system's roots. ``address`` may list several
+    instances (see :func:`target`).
     """
     options = [
         ("grpc.keepalive_time_ms", 10_000),
@@ -159,8 +185,41 @@ def channel(
     tls, root_certificates = tls_settings(tls, root_certificates)
     if tls:
         creds = grpc.ssl_channel_credentials(root_certificates)
-        return grpc.secure_channel(address, creds, options=options)
-    return grpc.insecure_channel(address, options=options)
+        return grpc.secure_channel(target(address), creds, options=options)
+    return grpc.insecure_channel(target(address), options=options)
+
+
+class Routes:
+    """Where games live when several instances serve one database: game id -> address,
+    with one channel per instance (shared by the clients of one connection)."""
+
+    def __init__(self, make: Callable[[str], grpc.Channel]) -> None:
+        self.make = make
+        self.games: dict[str, str] = {}
+        self.channels: dict[str, grpc.Channel] = {}
+
+    def channel(self, address: str) -> grpc.Channel:
+        if address not in self.channels:
+            self.channels[address] = self.make(address)
+        return self.channels[address]
+
+    def follow(self, error: grpc.RpcError, game_id: str) -> bool:
+        """Learn from ``error`` where ``game_id`` lives; True to send the call again now."""
+        where = instance_of(error)
+        if where and game_id and self.games.get(game_id) != where:
+            self.games[game_id] = where
+            log.info("game %s lives on %s", game_id, where)
+            return True
+        if game_id in self.games and error.code() == grpc.StatusCode.UNAVAILABLE:
+            # that instance stopped (or the game moved): ask our own address again
+            del self.games[game_id]
+            return True
+        return False
+
+    def close(self) -> None:
+        for ch in self.channels.values():
+            ch.close()
+        self.channels.clear()
 
 
 class Client:
@@ -185,6 +244,7 @@ class Client:
         root_certificates: bytes | None = None,
         timeout: float = 10.0,
         shared: grpc.Channel | None = None,
+        routes: Routes | None = None,
     ) -> None:
         self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
         self.token = token
@@ -193,10 +253,22 @@ class Client:
         self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
         self.stub = api_grpc.ArbiterServiceStub(self.channel)
         self.ladders = ladder_grpc.LadderServiceStub(self.channel)
+        self.routes = routes or Routes(
+            functools.partial(channel, tls=tls, root_certificates=root_certificates)
+        )
 
     def with_token(self, token: str) -> Client:
         """Another identity over the same connection."""
-        return Client(self.address, token, timeout=self.timeout, shared=self.channel)
+        return Client(
+            self.address, token, timeout=self.timeout, shared=self.channel, routes=self.routes
+        )
+
+    def _stub(self, game_id: str = "") -> api_grpc.ArbiterServiceStub:
+        """The stub for calls about ``game_id``: the instance that runs it, if known."""
+        where = self.routes.games.get(game_id) if game_id else None
+        if where is None:
+            return self.stub
+        return api_grpc.ArbiterServiceStub(self.routes.channel(where))
 
     async def __aenter__(self) -> Client:
         return self
@@ -207,6 +279,7 @@ class Client:
     def close(self) -> None:
         if self._owns_channel:
             self.channel.close()
+            self.routes.close()
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -215,19 +288,27 @@ class Client:
     async def call(self, method: str, request, *, timeout: float | None = None, attempts: int = 1):
         """A unary call (ArbiterService or LadderService) without blocking trio; raises
         grpc.RpcError on a status. With ``attempts`` > 1, for idempotent calls only, a
-        transient status (:data:`BACK_OFF`) is retried after a growing pause."""
-        rpc = getattr(self.stub, method, None) or getattr(self.ladders, method)
+        transient status (:data:`BACK_OFF`) is retried after a growing pause. A call about
+        a game is sent where the game lives, following the arbiter's redirects."""
+        game_id = request.game_id if method in GAME_CALLS else ""
         delay = FIRST_BACKOFF_S
-        for attempt in range(1, attempts + 1):
+        attempt = hops = 0
+        while True:
+            stub = self._stub(game_id)
+            rpc = getattr(stub, method, None) or getattr(self.ladders, method)
             try:
                 return await self._unary(rpc, request, timeout or self.timeout)
             except grpc.RpcError as e:
-                if attempt == attempts or e.code() not in BACK_OFF:
+                if hops < MAX_HOPS and self.routes.follow(e, game_id):
+                    hops += 1
+                    continue
+                attempt += 1
+                if attempt >= attempts or e.code() not in BACK_OFF:
                     raise
                 log.info("%s: %s; retrying in %.1f s", method, e.code().name, delay)
+            hops = 0
             await trio.sleep(delay)
             delay = min(2.0, delay * 2)
-        raise AssertionError("unreachable")
 
     async def _unary(self, rpc, request, timeout: float):
         token = trio.lowlevel.current_trio_token()
@@ -318,10 +399,10 @@ class Client:
         return await self.call("GetCrosstable", req, attempts=3)
 
     # -- streams ------------------------------------------------------------------------
-    async def _stream(self, method: str, request) -> AsyncIterator:
+    async def _stream(self, method: str, request, game_id: str = "") -> AsyncIterator:
         """Read a server stream in a helper thread; items arrive through a channel."""
         send, recv = trio.open_memory_channel(math.inf)
-        call = getattr(self.stub, method)(request, metadata=self.metadata)
+        call = getattr(self._stub(game_id), method)(request, metadata=self.metadata)
         token = trio.lowlevel.current_trio_token()
 
         def deliver(item) -> None:
@@ -362,20 +443,27 @@ class Client:
         ends: Callable[[object], bool],
         resume: bool,
         max_backoff: float,
+        game_id: str = "",
     ) -> AsyncIterator:
         """A stream subscribed again (with ``request()`` built afresh) after a transient
-        drop or a shutdown message, with backoff; ends after an item for which ``ends``."""
+        drop or a shutdown message, with backoff; ends after an item for which ``ends``.
+        A game's stream is opened where the game lives (following redirects)."""
         backoff = FIRST_BACKOFF_S
+        hops = 0
         while True:
             try:
-                async for item in self._stream(method, request()):
+                async for item in self._stream(method, request(), game_id):
                     backoff = FIRST_BACKOFF_S
+                    hops = 0
                     yield item
                     if ends(item):
                         return
                     if item.type == shutdown:
                         break
             except grpc.RpcError as e:
+                if hops < MAX_HOPS and self.routes.follow(e, game_id):
+                    hops += 1
+                    continue
                 if not resume or e.code() not in RETRYABLE:
                     raise
                 log.info("%s: stream dropped (%s); resuming", method, e.code().name)
@@ -417,6 +505,7 @@ class Client:
             ends=lambda ev: ev.type in END_TYPES,
             resume=resume,
             max_backoff=max_backoff,
+            game_id=game_id,
         ):
             last = max(last, ev.seq)
             yield ev

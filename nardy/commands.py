@@ -71,6 +71,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
     p.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    p.add_argument(
+        "--lease-ms",
+        type=float,
+        default=10_000,
+        metavar="MS",
+        help="several instances on one PostgreSQL: an instance that stops renewing its "
+        "lease for this long has its games taken over by another (default 10000)",
+    )
+    p.add_argument(
+        "--advertise",
+        metavar="HOST:PORT",
+        help="several instances: the address other instances send clients to for this "
+        "one's games (default: --host and the bound port)",
+    )
     p.set_defaults(func=_serve)
     register_operator(sub)
 
@@ -234,6 +248,8 @@ def _serve(args: argparse.Namespace) -> int:
                 registration_open=args.registration == "open",
                 tls_cert=args.tls_cert,
                 tls_key=args.tls_key,
+                lease_s=args.lease_ms / 1000,
+                advertise=args.advertise,
             )
         )
     except BaseException as e:

@@ -31,6 +31,7 @@ from nardy.v1 import (
 )
 from server.arbiter import Arbiter, Policy, token_hash
 from server.bridge import Bridge, Transport
+from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.intercept import RefuseUnparsable
 from server.limits import RateLimiter
 from server.pgstore import PostgresStore
@@ -67,6 +68,9 @@ class ServerConfig:
     tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
+    # several instances on one PostgreSQL (server/cluster.py)
+    lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
+    advertise: str | None = None  # host:port clients are sent to (default: host and port)
 
     @property
     def policy(self) -> Policy:
@@ -126,18 +130,26 @@ async def serve(
 ) -> None:
     """Serve until ``stop`` is set; ``task_status.started`` receives (port, arbiter).
 
-    The store is ``store_factory(config.db)``, opened off the trio thread."""
+    The store is ``store_factory(config.db)``, opened off the trio thread. On PostgreSQL
+    this is one instance of possibly several (server/cluster.py)."""
     store = await trio.to_thread.run_sync(store_factory, config.db)
+    cluster = None
     try:
+        if isinstance(store, PostgresStore):
+            cluster = Cluster(store.url, config.lease_s)
+            await trio.to_thread.run_sync(cluster.open)
         arbiter = Arbiter(
             store,
             admin_hash=await admin_hash(config, store),
             policy=config.policy,
             commit_window_s=config.commit_window_s,
+            cluster=cluster,
         )
         creds = credentials(config)
     except BaseException:
         with trio.CancelScope(shield=True):
+            if cluster is not None:
+                await cluster.close()
             await store.close()
         raise
     async with trio.open_nursery() as nursery:
@@ -197,13 +209,17 @@ async def serve(
 
         transport = Transport(setup, shutdown)
         port = await trio.to_thread.run_sync(transport.start)
+        if cluster is not None:
+            cluster.address = config.advertise or f"{config.host}:{port}"
+            await nursery.start(arbiter.run_cluster)
         log.info(
-            "serving nardy.v1 on %s:%d db=%s tls=%s registration=%s",
+            "serving nardy.v1 on %s:%d db=%s tls=%s registration=%s%s",
             config.host,
             port,
             store.name,
             "on" if creds else "off",
             "open" if config.registration_open else "closed",
+            f" instance={cluster.id} lease={cluster.lease_s:g}s" if cluster else "",
         )
         http_port = parts.get("http_port")
         if http_port is not None:
@@ -216,6 +232,8 @@ async def serve(
                 log.info("shutting down")
                 await trio.to_thread.run_sync(transport.stop, config.grace_s)
                 await arbiter.writer.close()  # what was accepted is committed first
+                if cluster is not None:
+                    await cluster.close()  # the others take our games over at once
                 await store.close()
             nursery.cancel_scope.cancel()
 

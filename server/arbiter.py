@@ -3,10 +3,18 @@
 All methods run in the trio thread; the transport bridge calls them (the asynchronous ones
 as tasks of their own) and each match is a task in the arbiter's nursery. Every change is
 journaled through the group-commit writer and answered only once it is durable.
+
+With a :class:`~server.cluster.Cluster` (several instances on one PostgreSQL) the arbiter
+runs only the matches whose lease it holds, fences each of their journal writes with the
+lease, takes over the matches of instances that died (rebuilt from the journal), answers
+a call for a game run elsewhere with where it lives (:class:`~server.errors.Elsewhere`),
+reads games, standings and tokens of the other instances from the store, and pairs ladder
+games only while it is the leader.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import re
@@ -14,16 +22,18 @@ import secrets
 from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 import trio
 
 from nardy import Color, GameResult
 from nardy.dice import check_client_seed
+from nardy.v1 import arbiter_pb2 as api
 from nardy.variant import Variant, variant
 from server import store
 from server.catalogue import Catalogue
 from server.clock import Arrival, Arrivals
-from server.errors import ArbiterError, Code
+from server.errors import ArbiterError, Code, Elsewhere
 from server.journal import Event, EventType, Status
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.lockstep import Lockstep
@@ -38,9 +48,12 @@ from server.session import (
     Seat,
     Sink,
 )
-from server.store import Reader, Store, StoreError
+from server.store import LeaseLost, Reader, Store, StoreError, Write
 from server.views import summary_pb
 from server.writer import Commit, JournalWriter
+
+if TYPE_CHECKING:
+    from server.cluster import Beat, Cluster, Place
 
 log = logging.getLogger("nardy.server")
 
@@ -82,11 +95,20 @@ class Note(IntEnum):
 
 
 @dataclass(frozen=True)
+class RemoteCard:
+    """What a player stream tells of a game another instance runs (from its news)."""
+
+    game_id: str
+    match_id: str
+    seats: tuple[Seat, Seat]
+
+
+@dataclass(frozen=True)
 class PlayerNote:
     """A message for a player's stream, frozen when it is made (read on the transport)."""
 
     type: Note
-    game: GameCard | None = None
+    game: GameCard | RemoteCard | None = None
     seat: int = 0
     color: Color | None = None
 
@@ -144,6 +166,13 @@ class Caller:
 AS_OPERATOR = Caller(OPERATOR)
 
 
+def colour(seat: int, white_seat: int | None) -> Color | None:
+    """The colour of ``seat`` when ``white_seat`` plays white (None until known)."""
+    if white_seat is None:
+        return None
+    return Color.WHITE if seat == white_seat else Color.BLACK
+
+
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -172,8 +201,14 @@ class Arbiter:
         admin_hash: str | None = None,
         policy: Policy | None = None,
         commit_window_s: float = 0.0,
+        cluster: Cluster | None = None,
     ) -> None:
         self.store = db
+        self.cluster = cluster
+        self.leases: dict[str, int] = {}  # match id -> epoch of the lease held (cluster)
+        self.pairs: dict[str, Lockstep] = {}  # the duplicate pairs run here (cluster)
+        self.leading = cluster is None  # pairs ladder games (one server: always)
+        self._reload_due = False
         self.reader = Reader(db)
         # Created in the trio thread: plays are stamped on this run's clock (server.clock).
         self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
@@ -218,6 +253,8 @@ class Arbiter:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
             )
+        if self.cluster is not None:  # registered on another instance?
+            await self._learn_players("lower(name) = lower(?)", name)
         if name.casefold() in self.names:
             raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken")
         if len(owner) > 80 or not owner.isprintable():
@@ -242,6 +279,35 @@ class Arbiter:
         self.players[player.id] = self.by_name[player.name] = player
         self.names.add(player.name.casefold())
         self.tokens[digest] = Principal(player_id=player.id)
+
+    def _forget_tokens(self, player_id: str) -> None:
+        for key, principal in list(self.tokens.items()):
+            if principal.player_id == player_id:
+                del self.tokens[key]
+
+    async def _learn_players(self, condition: str, *params) -> list[Player]:
+        """Players another instance registered (cluster), read from the store."""
+        found = []
+        for player_id, name, bot, digest, owner in await self.reader.players_where(
+            condition, *params
+        ):
+            if self.tokens.get(digest) != Principal(player_id=player_id):
+                self._forget_tokens(player_id)  # its token was reissued elsewhere
+                self._add_player(Player(player_id, name, bool(bot), owner), digest)
+            found.append(self.players[player_id])
+        return found
+
+    async def learn_token(self, token: str) -> Principal | None:
+        """Who a token unknown here speaks for (cluster: another instance issued it)."""
+        digest = token_hash(token)
+        if self.cluster is None:
+            return None
+        if await self._learn_players("token_hash = ?", digest):
+            return self.tokens.get(digest)
+        seat = await self.reader.seat_token(digest)
+        if seat is not None:
+            self.tokens[digest] = Principal(match_id=seat[0], seat=seat[1])
+        return self.tokens.get(digest)
 
     def _registration_quota(self, address: str) -> None:
         recent = self.registrations.setdefault(address, deque())
@@ -319,6 +385,10 @@ class Arbiter:
             )
         if spec.seed is not None and not 0 <= spec.seed <= MAX_SEED:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a seed is 0..2^63-1")
+        if self.cluster is not None:
+            for name in (spec.first[0], spec.second[0]):
+                if name and name not in self.by_name:
+                    await self._learn_players("name = ?", name)
         seats = [self._seat(index, *names) for index, names in enumerate((spec.first, spec.second))]
         if seats[0].player_id and seats[0].player_id == seats[1].player_id:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
@@ -367,6 +437,8 @@ class Arbiter:
                 seat_tokens[seat.index] = secrets.token_urlsafe(32)
                 digest = token_hash(seat_tokens[seat.index])
                 writes.append(store.add_seat_token(match.id, seat.index, digest))
+        if self.cluster is not None:  # run here: the lease is written with the match
+            writes.append(self.cluster.lease(match.id, spec.pair_id or match.id))
         if not caller.admin:  # counted while it is being stored
             self.waiting.setdefault(caller.key, set()).add(match.id)
         try:
@@ -374,6 +446,10 @@ class Arbiter:
         except ArbiterError:
             self.waiting.get(caller.key, set()).discard(match.id)
             raise
+        if self.cluster is not None:
+            self.leases[match.id] = 1
+            if spec.pair is not None:
+                self.pairs[spec.pair_id] = spec.pair
         for seat in seats:
             if seat_tokens[seat.index]:
                 principal = Principal(match_id=match.id, seat=seat.index)
@@ -449,9 +525,15 @@ class Arbiter:
             )
 
     # -- challenges ---------------------------------------------------------------------
-    def _challenge(self, token: str | None, match_id: str) -> MatchSession:
+    async def _challenge(self, token: str | None, match_id: str) -> MatchSession:
         principal = self.authenticate(token)
         match = self.matches.get(match_id)
+        if match is None and self.cluster is not None:
+            place = self.cluster.place(
+                await self.store.query(self.cluster.PLACE_OF_MATCH, (match_id,))
+            )
+            if place is not None and place.owner is not None:
+                self._elsewhere(place)
         if match is None:
             raise ArbiterError(Code.NOT_FOUND, f"no match {quote(match_id)}")
         if principal is None or principal.player_id is None:
@@ -462,10 +544,10 @@ class Arbiter:
 
     async def accept_challenge(self, token: str | None, match_id: str) -> MatchSession:
         """The challenged player takes its seat: the match goes ahead like any other."""
-        match = self._challenge(token, match_id)
+        match = await self._challenge(token, match_id)
         challenged, match.challenged = match.challenged, None
         try:
-            await self.writer.commit(store.update_match_options(match))
+            await self.writer.commit(store.update_match_options(match), fence=self.fence(match))
         except ArbiterError:
             match.challenged = challenged
             raise
@@ -474,7 +556,7 @@ class Arbiter:
         return match
 
     async def decline_challenge(self, token: str | None, match_id: str) -> None:
-        match = self._challenge(token, match_id)
+        match = await self._challenge(token, match_id)
         await match.call_off("the challenge was declined")
         log.info("challenge declined match=%s", match.id)
 
@@ -482,7 +564,9 @@ class Arbiter:
     async def void_game(self, token: str | None, game_id: str) -> GameSession:
         """Void a game: it ends (or stays ended) without a result that counts anywhere."""
         self.require_operator(token)
-        game = self.game(game_id)
+        game = await self.find_game(game_id)
+        if game.match.ladder and game.id not in self.games:
+            await self.reload_ladders(game.match.ladder)  # its result, counted elsewhere
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
             await game.match.call_off("voided by the operator")
         elif game.status is Status.FINISHED:
@@ -504,12 +588,24 @@ class Arbiter:
     async def _run_match(self, match: MatchSession) -> None:
         try:
             await match.run()
-            await self.writer.commit(store.update_match(match))
+            if self.cluster is not None and match.id not in self.leases:
+                return  # taken over by another instance: it writes the rest
+            await self._end_match(match)
+        except LeaseLost:
+            self._lose(match.id)
         except ArbiterError as e:
             # The journal cannot be written: stop this match where its journal ends; a
             # restart on a healthy store resumes it from there.
             log.error("match %s stopped: %s", match.id, e.message)
             match.current.close_streams(EventType.SERVER_SHUTDOWN)
+
+    async def _end_match(self, match: MatchSession) -> None:
+        """The match is over: its scores, and (cluster) its lease given up."""
+        writes = [store.update_match(match)]
+        if self.cluster is not None:
+            writes.append(self.cluster.release(match.id))
+        await self.writer.commit(*writes, fence=self.fence(match))
+        self.leases.pop(match.id, None)
 
     # -- games --------------------------------------------------------------------------
     def game(self, game_id: str) -> GameSession:
@@ -528,9 +624,15 @@ class Arbiter:
                     break
         return out
 
-    def _publish(self, game: GameSession) -> None:
-        """Show the game's new summary to ListGames (see catalogue)."""
-        self.catalogue.publish(game.id, summary_pb(game.card, game.snapshot()))
+    def _publish(self, game: GameSession, *, tell: bool = True) -> None:
+        """Show the game's new summary to ListGames (see catalogue), here and (``tell``,
+        cluster) on the other instances."""
+        summary = summary_pb(game.card, game.snapshot())
+        self.catalogue.publish(game.id, summary)
+        if tell and self.cluster is not None:
+            self._tell_others(
+                "summary", g=game.id, s=base64.b64encode(summary.SerializeToString()).decode()
+            )
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -545,9 +647,9 @@ class Arbiter:
                 return seat.index
         return None
 
-    def _seat_for_action(self, token: str | None, game_id: str) -> tuple[GameSession, int]:
+    async def _seat_for_action(self, token: str | None, game_id: str) -> tuple[GameSession, int]:
         principal = self.authenticate(token)
-        game = self.game(game_id)
+        game = await self.find_game(game_id)
         seat = self.seat_in(game, principal)
         if seat is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
@@ -560,8 +662,15 @@ class Arbiter:
         wrong token is told so instead of silently getting a spectator's view, which never
         carries legal plays.
         """
+        return self._viewer_of(token, self.game(game_id))
+
+    async def view(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+        """``viewer`` for GetGame: a game another instance runs is read from the store."""
+        self.authenticate(token, required=False)  # before any store read
+        return self._viewer_of(token, await self.find_game(game_id, read=True))
+
+    def _viewer_of(self, token: str | None, game: GameSession) -> tuple[GameSession, int | None]:
         principal = self.authenticate(token, required=False)
-        game = self.game(game_id)
         seat = self.seat_in(game, principal)
         if principal is not None and seat is None and not principal.admin:
             raise ArbiterError(
@@ -587,7 +696,8 @@ class Arbiter:
             check_client_seed(client_seed)
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
-        game, seat = self.viewer(token, game_id)
+        self.authenticate(token, required=False)
+        game, seat = self._viewer_of(token, await self.find_game(game_id))
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if seat is not None:
@@ -612,7 +722,7 @@ class Arbiter:
         """Judge a play that reached the transport at ``arrival`` (see server.clock);
         answered once it is durable."""
         try:
-            game, seat = self._seat_for_action(token, game_id)
+            game, seat = await self._seat_for_action(token, game_id)
             return await game.submit(seat, turn_id, notation, end, arrival)
         finally:
             if arrival is not None and self.arrivals.settle(arrival):
@@ -632,7 +742,7 @@ class Arbiter:
             game.arrival_settled()
 
     async def resign(self, token: str | None, game_id: str) -> GameResult:
-        game, seat = self._seat_for_action(token, game_id)
+        game, seat = await self._seat_for_action(token, game_id)
         return await game.resign(seat)
 
     # -- player streams -----------------------------------------------------------------
@@ -643,14 +753,16 @@ class Arbiter:
             return principal.player_id
         return f"{principal.match_id}/{principal.seat}"
 
-    def subscribe_player(self, token: str | None, sink: Sink) -> list[PlayerNote]:
-        """Follow a player's games (or, with a seat token, the games of that seat's match)."""
+    async def subscribe_player(self, token: str | None, sink: Sink) -> list[PlayerNote]:
+        """Follow a player's games (or, with a seat token, the games of that seat's match);
+        with several instances, the games of every instance (from the store and news)."""
         principal = self.authenticate(token)
         assert principal is not None
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
+        elsewhere = await self._games_elsewhere(principal) if self.cluster is not None else []
         self.player_sinks.setdefault(self._listener_key(principal), set()).add(sink)
-        notes = []
+        notes = elsewhere
         for game in self.games.values():
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
                 seat = self.seat_in(game, principal)
@@ -661,19 +773,64 @@ class Arbiter:
                     notes.append(PlayerNote.about(Note.CHALLENGE, game, index))
         return notes
 
+    async def _games_elsewhere(self, principal: Principal) -> list[PlayerNote]:
+        """The unfinished games of ``principal`` that other instances run (cluster)."""
+        notes = []
+        for game_id, row in await self.reader.unfinished_games():
+            if game_id in self.games:
+                continue
+            seats = self._seats_of(row["seats"])
+            card = RemoteCard(game_id, row["id"], seats)
+            challenged = row["options"].get("challenged")
+            if principal.match_id is not None:
+                if principal.match_id == row["id"] and principal.seat is not None:
+                    notes.append(PlayerNote(Note.GAME_ASSIGNED, card, principal.seat))
+                continue
+            for seat in seats:
+                if seat.player_id and seat.player_id == principal.player_id:
+                    kind = Note.CHALLENGE if seat.player_id == challenged else Note.GAME_ASSIGNED
+                    notes.append(PlayerNote(kind, card, seat.index))
+        return notes
+
+    @staticmethod
+    def _seats_of(rows: list) -> tuple[Seat, Seat]:
+        """Seats as a news item or a ``matches`` row holds them."""
+        a, b = (
+            Seat(i, s["name"], s["bot"], s["player_id"], s.get("owner", ""))
+            for i, s in enumerate(rows)
+        )
+        return a, b
+
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
         principal = self.tokens.get(token_hash(token or ""))
         if principal is not None:
             self.player_sinks.get(self._listener_key(principal), set()).discard(sink)
 
     def _notify(self, game: GameSession, kind: Note) -> None:
-        for seat in game.match.seats:
-            keys = [f"{game.match.id}/{seat.index}"]
-            if seat.player_id and seat.player_id != game.match.challenged:
+        self._deliver(game.match.id, game.match.seats, game.match.challenged, kind, game)
+        self._tell_note(game, kind)
+
+    def _deliver(
+        self,
+        match_id: str,
+        seats: tuple[Seat, Seat],
+        challenged: str | None,
+        kind: Note,
+        game: GameSession | None = None,
+        card: RemoteCard | None = None,
+        white: int | None = None,
+    ) -> None:
+        """Tell the streams of the seats of a game (here: ``game``; elsewhere: ``card``)."""
+        for seat in seats:
+            keys = [f"{match_id}/{seat.index}"]
+            if seat.player_id and seat.player_id != challenged:
                 keys.append(seat.player_id)
             for key in keys:
                 for sink in list(self.player_sinks.get(key, ())):
-                    sink.send(PlayerNote.about(kind, game, seat.index))
+                    if game is not None:
+                        sink.send(PlayerNote.about(kind, game, seat.index))
+                    else:
+                        sink.send(PlayerNote(kind, card, seat.index, colour(seat.index, white)))
 
     def _notify_player(self, player_id: str, note: PlayerNote) -> None:
         for sink in list(self.player_sinks.get(player_id, ())):
@@ -683,13 +840,13 @@ class Arbiter:
     def journal(self, game: GameSession, event: Event) -> Commit:
         if event.type is EventType.GAME_STARTED:
             self._publish(game)  # the colours are known now
-        return self.writer.submit(store.append_event(game, event))
+        return self.writer.submit(store.append_event(game, event), fence=self.fence(game.match))
 
     async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
         return await self.reader.events(game_id, rules)
 
     async def game_created(self, game: GameSession) -> None:
-        await self.writer.commit(store.add_game(game))
+        await self.writer.commit(store.add_game(game), fence=self.fence(game.match))
         self._game_added(game)
 
     def _game_added(self, game: GameSession) -> None:
@@ -703,9 +860,12 @@ class Arbiter:
         record = ladder.game_over(game) if ladder is not None else None
         if record is not None:
             writes.append(store.add_ladder_game(game.match.ladder, record))
-        await self.writer.commit(*writes)
+        await self.writer.commit(*writes, fence=self.fence(game.match))
         self._publish(game)
         self._notify(game, Note.GAME_OVER)
+        if ladder is not None and self.cluster is not None:
+            self._tell_others("ladder", l=ladder.name)  # the leader counts it
+            self.reload_soon()
 
     # -- ladders ------------------------------------------------------------------------
     async def create_ladder(
@@ -731,14 +891,59 @@ class Arbiter:
         if name in self.ladders:  # created meanwhile by the same request from elsewhere
             return self.ladders[name], False
         ladder = self._open_ladder(name, options)
+        self._tell_others("ladder", l=name)
         log.info("ladder created name=%s %s", name, options)
         return ladder, True
 
     def _open_ladder(self, name: str, options: LadderOptions) -> Ladder:
         ladder = self.ladders[name] = Ladder(self, name, options)
+        ladder.active = self.leading
         assert self.nursery is not None
         self.nursery.start_soon(ladder.run)
         return ladder
+
+    async def reload_ladders(self, only: str = "") -> None:
+        """Ladders, members, results and games in progress as the store has them (cluster:
+        every instance writes there), so standings read the same from every instance."""
+        read = self.reader
+        for name, options in await read.ladders():
+            if name not in self.ladders:
+                self._open_ladder(name, LadderOptions(**options))
+        for name, ladder in self.ladders.items():
+            if only and name != only:
+                continue
+            async with ladder.lock:  # not in the middle of a pairing
+                records = [LadderGame(**record) for record in await read.ladder_games(name)]
+                members = []
+                for player_id, ready in await read.ladder_members(name):
+                    player = self.players.get(player_id)
+                    if player is None:
+                        found = await self._learn_players("id = ?", player_id)
+                        player = found[0] if found else None
+                    if player is not None:
+                        members.append(Member(player_id, player.name, bool(ready)))
+                live = {
+                    game_id: (
+                        row["options"].get("pair_id", ""),
+                        [s["player_id"] for s in row["seats"]],
+                    )
+                    for game_id, row in await read.unfinished_games()
+                    if row["options"].get("ladder") == name
+                }
+                ladder.reload(records, members, live)
+
+    def reload_soon(self) -> None:
+        """Reload the ladders in a moment (news of a result or a member; leader only)."""
+        if self.leading and not self._reload_due and self.nursery is not None:
+            self._reload_due = True
+            self.nursery.start_soon(self._reload)
+
+    async def _reload(self) -> None:
+        self._reload_due = False
+        try:
+            await self.reload_ladders()
+        except StoreError as e:
+            log.warning("ladders not reloaded: %s", e.message)
 
     def ladder(self, name: str) -> Ladder:
         if name not in self.ladders:
@@ -750,9 +955,12 @@ class Arbiter:
         if principal is None or principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "joining a ladder needs a player token")
         player = self.players[principal.player_id]
+        if name not in self.ladders and self.cluster is not None:
+            await self.reload_ladders(name)  # created on another instance
         ladder = self.ladder(name)
         await self.writer.commit(store.set_ladder_member(name, player.id, ready))
         ladder.join(player.id, player.name, ready)
+        self._tell_others("ladder", l=name)
 
     async def reissue_token(self, name: str) -> str:
         """A new token for a registered player (operator use, e.g. a resumed local ladder);
@@ -762,10 +970,9 @@ class Arbiter:
             raise ArbiterError(Code.NOT_FOUND, f"no player named {name!r}")
         token = secrets.token_urlsafe(32)
         await self.writer.commit(store.set_player_token(player.id, token_hash(token)))
-        for key, principal in list(self.tokens.items()):
-            if principal.player_id == player.id:
-                del self.tokens[key]
+        self._forget_tokens(player.id)
         self.tokens[token_hash(token)] = Principal(player_id=player.id)
+        self._tell_others("token", p=player.id)  # the old one stops working everywhere
         return token
 
     # -- restart ------------------------------------------------------------------------
@@ -796,26 +1003,41 @@ class Arbiter:
         for match_id, seat, digest in await read.seat_tokens():
             self.tokens[digest] = Principal(match_id=match_id, seat=seat)
         pairs: dict[str, Lockstep] = {}
+        leased = set()  # cluster: unfinished matches, run by whoever holds their lease
+        if self.cluster is not None:
+            leased = {row[0] for row in await self.store.query("SELECT match_id FROM leases")}
         for row in await read.matches():
-            games = [
-                (game_id, number, seed, await read.entries(game_id))
-                for game_id, number, seed in await read.games(row["id"])
-            ]
-            pair_id = row["options"].get("pair_id", "")
-            pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
-            match = restore_match(self, row, games, new_id, pair)
-            self.matches[match.id] = match
-            for game in match.games:
-                self.games[game.id] = game
-                self._publish(game)
-            await self._restore_ladder_games(match)
-            if not match.match.over and match.current.status in (
-                Status.WAITING,
-                Status.IN_PROGRESS,
-            ):
-                assert self.nursery is not None
-                self.nursery.start_soon(self._run_match, match)
-                log.info("match %s restored (game %s)", match.id, match.current.id)
+            match = await self._read_match(row, pairs)
+            if row["id"] in leased:
+                for game in match.games:  # ListGames shows it; its owner runs it
+                    self._publish(game, tell=False)
+                continue
+            await self._install(match)
+
+    async def _read_match(self, row: dict, pairs: dict[str, Lockstep]) -> MatchSession:
+        """A match as its journal has it (not yet running)."""
+        read = self.reader
+        games = [
+            (game_id, number, seed, await read.entries(game_id))
+            for game_id, number, seed in await read.games(row["id"])
+        ]
+        pair_id = row["options"].get("pair_id", "")
+        pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
+        return restore_match(self, row, games, new_id, pair)
+
+    async def _install(self, match: MatchSession) -> None:
+        """Run a match restored from the journal here (after a restart, or taken over)."""
+        self.matches[match.id] = match
+        for game in match.games:
+            self.games[game.id] = game
+            self._publish(game, tell=False)
+        await self._restore_ladder_games(match)
+        assert self.nursery is not None
+        if not match.match.over and match.current.status in (Status.WAITING, Status.IN_PROGRESS):
+            self.nursery.start_soon(self._run_match, match)
+            log.info("match %s restored (game %s)", match.id, match.current.id)
+        elif match.id in self.leases:  # it ended just before its owner stopped
+            self.nursery.start_soon(self._end_match, match)
 
     async def _restore_ladder_games(self, match: MatchSession) -> None:
         """Put a restored ladder game back in its ladder's books."""
@@ -829,8 +1051,12 @@ class Arbiter:
             if game.status in (Status.FINISHED, Status.ABORTED):
                 # ended just before the restart, not yet counted
                 record = ladder.game_over(game)
-                await self.writer.commit(store.add_ladder_game(ladder.name, record))
+                await self.writer.commit(
+                    store.add_ladder_game(ladder.name, record), fence=self.fence(match)
+                )
                 continue
+            if self.cluster is not None:
+                continue  # the leader's books come from the store (reload_ladders)
             ladder.in_progress.add(game.id)
             ladder.pairs.setdefault(match.pair_id, []).append(game.id)
             for seat in match.seats:
@@ -844,6 +1070,155 @@ class Arbiter:
         for game in self.games.values():
             counts[game.status.name.lower()] += 1
         return counts
+
+    # -- several instances (server/cluster.py) ------------------------------------------
+    def fence(self, match: MatchSession) -> Write | None:
+        """The fence of ``match``'s journal writes: they commit only while this instance
+        holds its lease at the epoch it took (None on one server)."""
+        if self.cluster is None:
+            return None
+        return self.cluster.fence(match.id, self.leases.get(match.id, -1))
+
+    def _tell_others(self, kind: str, **fields) -> None:
+        """News for the other instances, sent when the next journal batch commits."""
+        if self.cluster is not None:
+            self.writer.submit(self.cluster.news(kind, **fields))
+
+    def _tell_note(self, game: GameSession, kind: Note) -> None:
+        seats = [
+            {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}
+            for s in game.match.seats
+        ]
+        self._tell_others(
+            "note",
+            n=int(kind),
+            g=game.id,
+            m=game.match.id,
+            seats=seats,
+            w=game.known_white,
+            c=game.match.challenged,
+        )
+
+    async def run_cluster(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The heartbeat: renew this instance's lease, take over the matches of instances
+        that stopped, stop the matches it lost, lead the ladders while it holds the lock."""
+        cluster = self.cluster
+        assert cluster is not None
+        cluster.listen(self._news)
+        task_status.started()
+        while not cluster.closed:
+            before = dict(self.leases)
+            try:
+                beat = await cluster.beat(claim=not self.closing)
+            except StoreError as e:
+                log.warning("%s", e.message)
+            else:
+                await self._after_beat(beat, before)
+            await trio.sleep(cluster.interval_s)
+
+    async def _after_beat(self, beat: Beat, before: dict[str, int]) -> None:
+        for match_id, epoch in before.items():
+            if beat.held.get(match_id) != epoch and self.leases.get(match_id) == epoch:
+                self._lose(match_id)
+        for match_id, epoch in beat.claimed:
+            self.leases[match_id] = epoch
+            log.info("match %s: lease taken over (epoch %d)", match_id, epoch)
+        for match_id in [m for m in self.leases if m not in self.matches]:
+            try:
+                await self._adopt(match_id)
+            except (StoreError, ValueError, KeyError, TypeError, IndexError) as e:
+                log.error("match %s not taken over yet: %r", match_id, e)
+        if beat.leader != self.leading:
+            self.leading = beat.leader
+            log.info(
+                "instance %s %s the ladders",
+                self.cluster.id,
+                "leads" if beat.leader else "no longer leads",
+            )
+            if self.leading:
+                await self.reload_ladders()
+            for ladder in self.ladders.values():
+                ladder.active = self.leading
+                ladder.wake()
+
+    async def _adopt(self, match_id: str) -> None:
+        """Run a match whose lease this instance just took, from its journal."""
+        row = await self.reader.match(match_id)
+        if row is None or match_id not in self.leases or match_id in self.matches:
+            return
+        match = await self._read_match(row, self.pairs)
+        if match_id in self.leases and match_id not in self.matches:
+            await self._install(match)
+            if match.ladder:
+                self.reload_soon()
+
+    def _lose(self, match_id: str) -> None:
+        """Another instance took this match over: stop it here at once, writing nothing;
+        its streams end (SERVER_SHUTDOWN), so clients come back and are sent there."""
+        self.leases.pop(match_id, None)
+        match = self.matches.pop(match_id, None)
+        if match is None:
+            return
+        match.halt()
+        if match.pair_id and all(m.pair_id != match.pair_id for m in self.matches.values()):
+            self.pairs.pop(match.pair_id, None)
+        for game in match.games:
+            self.games.pop(game.id, None)
+            game.close_streams(EventType.SERVER_SHUTDOWN)
+        log.warning("match %s is run by another instance now: stopped here", match_id)
+
+    async def find_game(self, game_id: str, *, read: bool = False) -> GameSession:
+        """The game here; with several instances, a game another one runs is answered
+        with where it lives (Elsewhere), or (``read``) read from the store, and a game
+        that is over is read from the store."""
+        game = self.games.get(game_id)
+        if game is not None or self.cluster is None:
+            return self.game(game_id)
+        place = self.cluster.place(await self.store.query(self.cluster.PLACE_OF_GAME, (game_id,)))
+        if place is None:
+            raise ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
+        if place.owner is not None and not read:
+            self._elsewhere(place)
+        row = await self.reader.match(place.match_id)
+        assert row is not None
+        match = await self._read_match(row, {})
+        return next(g for g in match.games if g.id == game_id)
+
+    def _elsewhere(self, place: Place) -> None:
+        assert self.cluster is not None
+        if place.owner == self.cluster.id or not place.live or not place.address:
+            raise ArbiterError(
+                Code.UNAVAILABLE,
+                "this game's instance stopped and another is taking it over; retry in a moment",
+            )
+        raise Elsewhere(
+            place.address, f"this game is run by the instance at {place.address}; call it there"
+        )
+
+    def _news(self, news: dict) -> None:
+        """News from another instance (see Cluster.listen)."""
+        kind = news.get("k")
+        if kind == "summary":
+            summary = api.GameSummary.FromString(base64.b64decode(news["s"]))
+            if news["g"] not in self.games:
+                self.catalogue.publish(news["g"], summary)
+        elif kind == "note":
+            seats = self._seats_of(news["seats"])
+            card = RemoteCard(news["g"], news["m"], seats)
+            note = Note(news["n"])
+            if note is Note.CHALLENGE:
+                index = next(s.index for s in seats if s.player_id == news["c"])
+                self._notify_player(
+                    news["c"], PlayerNote(note, card, index, colour(index, news["w"]))
+                )
+            else:
+                self._deliver(news["m"], seats, news["c"], note, card=card, white=news["w"])
+        elif kind == "ladder":
+            if news["l"] not in self.ladders and self.nursery is not None:
+                self.nursery.start_soon(self._reload)
+            self.reload_soon()
+        elif kind == "token":
+            self._forget_tokens(news["p"])
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

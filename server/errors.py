@@ -23,3 +23,16 @@ class ArbiterError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+INSTANCE_KEY = "nardy-instance"  # trailing metadata: the address of the instance to call
+
+
+class Elsewhere(ArbiterError):
+    """The game is run by another instance on the same database: the call is answered
+    UNAVAILABLE with that instance's ``host:port`` in the ``nardy-instance`` trailing
+    metadata, for the caller to send it there (see docs/PROTOCOL.md)."""
+
+    def __init__(self, address: str, message: str) -> None:
+        super().__init__(Code.UNAVAILABLE, message)
+        self.address = address

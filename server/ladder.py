@@ -103,6 +103,10 @@ class Ladder:
         self.skill = SkillTable()
         self.met: dict[frozenset, int] = defaultdict(int)  # pairings so far
         self._wake = trio.Event()
+        # Several instances: only the leader pairs, and its books are reloaded from the
+        # store (reload) under this lock, never in the middle of a pairing.
+        self.active = True
+        self.lock = trio.Lock()
 
     # -- membership ---------------------------------------------------------------------
     def join(self, player_id: str, name: str, ready: bool) -> None:
@@ -115,9 +119,14 @@ class Ladder:
         """Pair whenever something changes (a bot joins or leaves, a game ends); an idle
         ladder sleeps and costs nothing."""
         while True:
-            await self._pair()
+            if self.active:
+                async with self.lock:
+                    await self._pair()
             self._wake = trio.Event()
             await self._wake.wait()
+
+    def wake(self) -> None:
+        self._wake.set()
 
     def finished_games(self) -> int:
         return sum(1 for r in self.results if not r.voided)
@@ -211,6 +220,29 @@ class Ladder:
                         self.skill.record(other.winner, other.loser)
                 return self.results[i]
         return None
+
+    def reload(
+        self,
+        records: list[LadderGame],
+        members: list[Member],
+        live: dict[str, tuple[str, list[str | None]]],
+    ) -> None:
+        """The books as the store has them (several instances write results there):
+        ``live`` maps each game in progress to its pair and its seats' player ids."""
+        self.results, self.pairs, self.in_progress = [], {}, set()
+        self.skill = SkillTable()
+        self.met = defaultdict(int)
+        for record in records:
+            self.restore(record)
+        self.members = {m.player_id: m for m in members}
+        for game_id, (pair_id, player_ids) in live.items():
+            self.in_progress.add(game_id)
+            self.pairs.setdefault(pair_id, []).append(game_id)
+            for player_id in player_ids:
+                member = self.members.get(player_id or "")
+                if member is not None:
+                    member.playing += 1
+        self._wake.set()
 
     def restore(self, record: LadderGame) -> None:
         """Take back a result from the store after a restart."""

@@ -4,22 +4,22 @@
 store's worker thread like SQLite's (the core never waits on it); a lost connection is
 opened again on the next batch, and the batch that met the loss fails with StoreError
 (the play is refused, nothing half-written). Schema creation and migration run under a
-PostgreSQL advisory lock, so instances starting together migrate once.
+PostgreSQL advisory lock, so instances starting together migrate once. Several instances
+may serve one database: who runs which match is settled by leases (server/cluster.py),
+and a write fenced by a lease this instance lost fails with LeaseLost.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from server.store import SQLStore, StoreError, Write, run_batch
+from server.store import LeaseLost, SQLStore, StoreError, Write, run_batch
 
 MIGRATE_LOCK = 0x6E61_7264_7901  # advisory lock key: "nardy" schema migration
-SERVER_LOCK = 0x6E61_7264_7902  # held by the one server running this database's games
-SERVER_LOCK_WAIT_S = 10.0  # a killed server's session may take a moment to go away
+FENCED = "NRD01"  # the SQLSTATE nardy_fence raises: the lease is no longer the writer's
 
 POSTGRES_MIGRATIONS = {
     1: """
@@ -52,6 +52,41 @@ CREATE TABLE IF NOT EXISTS events (
 """,
     # provably fair dice: each game's secret server seed (revealed when it ends)
     2: "ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''",
+    # several instances (server/cluster.py): each instance's heartbeat row, and one lease
+    # per unfinished match naming its owner and an epoch that every journal write checks
+    3: [
+        """CREATE TABLE IF NOT EXISTS instances (
+    id TEXT PRIMARY KEY, address TEXT NOT NULL, started DOUBLE PRECISION NOT NULL,
+    expires DOUBLE PRECISION NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS leases (
+    match_id TEXT PRIMARY KEY REFERENCES matches(id), grp TEXT NOT NULL, owner TEXT NOT NULL,
+    epoch BIGINT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS leases_owner ON leases (owner)",
+        "CREATE INDEX IF NOT EXISTS games_match ON games (match_id)",
+        # any instance answers any token: it looks unknown ones up here
+        "CREATE INDEX IF NOT EXISTS players_token ON players (token_hash)",
+        "CREATE INDEX IF NOT EXISTS seat_tokens_token ON seat_tokens (token_hash)",
+        # a database from one server: its unfinished matches, owned by nobody (taken at once)
+        """INSERT INTO leases (match_id, grp, owner, epoch)
+    SELECT m.id, COALESCE(NULLIF(m.options::json->>'pair_id', ''), m.id), '', 0
+    FROM matches m
+    WHERE EXISTS (SELECT 1 FROM games g WHERE g.match_id = m.id AND g.status IN (1, 2))
+    ON CONFLICT DO NOTHING""",
+        # the fence ('%%' is psycopg's escape of '%'): in the writer's transaction, fail
+        # unless the lease is still ours at this epoch; FOR SHARE holds off a takeover
+        # until the transaction ends
+        f"""CREATE OR REPLACE FUNCTION nardy_fence(m TEXT, o TEXT, e BIGINT) RETURNS integer
+AS $$
+BEGIN
+    PERFORM 1 FROM leases WHERE match_id = m AND owner = o AND epoch = e FOR SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'match %% is no longer run by this instance (taken over)', m
+            USING ERRCODE = '{FENCED}';
+    END IF;
+    RETURN 1;
+END
+$$ LANGUAGE plpgsql""",
+    ],
 }
 
 
@@ -92,26 +127,6 @@ class PostgresStore(SQLStore):
         except StoreError:
             self.db.close()
             raise
-        self._claim(SERVER_LOCK_WAIT_S)
-
-    def _claim(self, wait_s: float) -> None:
-        """Hold the server lock: one server runs a database's games (two would both
-        resume every game in progress). Refused clearly when another server holds it."""
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                row = self.db.execute("SELECT pg_try_advisory_lock(%s)", (SERVER_LOCK,)).fetchone()
-            except psycopg.Error as e:
-                raise StoreError(f"{self.name}: cannot lock the database ({e})") from None
-            if row[0]:
-                return
-            if time.monotonic() >= deadline:
-                self.db.close()
-                raise StoreError(
-                    f"{self.name}: another nardy server is running this database's games; "
-                    "stop it first (one server per database)"
-                )
-            time.sleep(0.2)
 
     def _connect(self) -> psycopg.Connection:
         try:
@@ -120,9 +135,8 @@ class PostgresStore(SQLStore):
             raise StoreError(f"{self.name}: cannot connect ({e})".strip()) from None
 
     def _conn(self) -> psycopg.Connection:
-        if self.db.closed or self.db.broken:  # reconnect, and hold the server lock again
+        if self.db.closed or self.db.broken:
             self.db = self._connect()
-            self._claim(0.0)
         return self.db
 
     def _write_sync(self, batch: Sequence[Write]) -> None:
@@ -131,6 +145,8 @@ class PostgresStore(SQLStore):
             with db.transaction(), db.cursor() as cur:
                 run_batch(cur, batch, "%s")
         except psycopg.Error as e:
+            if e.sqlstate == FENCED:
+                raise LeaseLost(str(e).strip().splitlines()[0]) from None
             raise StoreError(
                 f"cannot store data in {self.name} ({str(e).strip()}); nothing was changed"
             ) from None

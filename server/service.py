@@ -23,7 +23,7 @@ from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, QueueSink
-from server.errors import ArbiterError
+from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
@@ -79,7 +79,12 @@ def bearer(context: grpc.aio.ServicerContext) -> str | None:
 
 
 async def _abort(context: grpc.aio.ServicerContext, error: ArbiterError) -> None:
-    await context.abort(getattr(grpc.StatusCode, error.code.value), clip(error.message))
+    """End the call with the refusal's status; a game run by another instance also gets
+    that instance's address in the ``nardy-instance`` trailing metadata."""
+    where = ((INSTANCE_KEY, error.address),) if isinstance(error, Elsewhere) else ()
+    await context.abort(
+        getattr(grpc.StatusCode, error.code.value), clip(error.message), trailing_metadata=where
+    )
 
 
 async def refuse(
@@ -110,6 +115,13 @@ class Limited:
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "too many requests; slow down and retry",
             )
+        if token is not None and caller.principal is None and self.arbiter.cluster is not None:
+            try:  # issued by another instance on the same database?
+                caller = Caller(
+                    await self.bridge.call(self.arbiter.learn_token, token), caller.address
+                )
+            except ArbiterError as e:
+                await _abort(context, e)
         if token is not None and caller.principal is None:
             # on every call, also those that need no token: a bot with a wrong token is
             # told so instead of being served as an anonymous caller
@@ -202,7 +214,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
 
     async def GetGame(self, request, context):
         game, seat = await self._call(
-            context, request, self.arbiter.viewer, bearer(context), request.game_id
+            context, request, self.arbiter.view, bearer(context), request.game_id
         )
 
         def view() -> api.GetGameResponse:  # in the trio thread: one consistent moment
@@ -381,10 +393,18 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
         return ladder_pb.JoinLadderResponse()
 
     async def GetStandings(self, request, context):
+        await self._reload(context, request)
         return await self._call(context, request, standings_pb, self.arbiter, request.ladder)
 
     async def GetCrosstable(self, request, context):
+        await self._reload(context, request)
         return await self._call(context, request, crosstable_pb, self.arbiter, request.ladder)
+
+    async def _reload(self, context, request) -> None:
+        """Several instances: the ladder's books as the store has them, the same on every
+        instance."""
+        if self.arbiter.cluster is not None:
+            await self._call(context, request, self.arbiter.reload_ladders, request.ladder)
 
 
 def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:

@@ -751,6 +751,7 @@ class MatchSession:
         self.challenged = challenged  # a player who has not yet accepted this challenge
         self.called_off = ""  # why the operator (or a declined challenge) ended the match
         self._scope: trio.CancelScope | None = None
+        self._halted = False  # another instance runs it now (see halt)
         self._stopped = trio.Event()  # the match task has ended
         self.seed = seed  # a public seed (replays, tests): every throw is known in advance
         self.script = script  # scripted dice of the first game
@@ -805,10 +806,17 @@ class MatchSession:
             await game.abort(why)
             await self.host.game_over(game)
 
+    def halt(self) -> None:
+        """Stop the match's task where it is, writing nothing more: another instance took
+        it over (its writes would be refused anyway, see server/cluster.py)."""
+        self._halted = True
+        if self._scope is not None:
+            self._scope.cancel()
+
     async def run(self) -> None:
         try:
             with trio.CancelScope() as self._scope:
-                if self.called_off:
+                if self.called_off or self._halted:
                     return
                 await self._run()
         finally:

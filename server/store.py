@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 Write = tuple[str, tuple]  # one statement and its parameters
 
@@ -64,6 +64,11 @@ class StoreError(ArbiterError):
 
     def __init__(self, message: str) -> None:
         super().__init__(Code.UNAVAILABLE, message)
+
+
+class LeaseLost(StoreError):
+    """A write for a match this instance no longer owns: another instance took it over
+    (server/cluster.py). The write was refused whole; the match must stop here."""
 
 
 class Store(Protocol):
@@ -213,6 +218,33 @@ class Reader:
         rows = await self.store.query(f"SELECT {cols} FROM matches ORDER BY {self.order}")
         return [journal.decode_match(row) for row in rows]
 
+    async def match(self, match_id: str) -> dict | None:
+        cols = ", ".join(journal.MATCH_COLUMNS)
+        rows = await self.store.query(f"SELECT {cols} FROM matches WHERE id=?", (match_id,))
+        return journal.decode_match(rows[0]) if rows else None
+
+    async def players_where(self, condition: str, *params) -> list[tuple[str, str, int, str, str]]:
+        """Players matching an SQL ``condition`` (another instance may have registered them)."""
+        return await self.store.query(
+            f"SELECT id, name, bot, token_hash, owner FROM players WHERE {condition}", params
+        )
+
+    async def seat_token(self, digest: str) -> tuple[str, int] | None:
+        rows = await self.store.query(
+            "SELECT match_id, seat FROM seat_tokens WHERE token_hash=?", (digest,)
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    async def unfinished_games(self) -> list[tuple[str, dict]]:
+        """(game id, its match row) of every game not yet over, oldest first."""
+        cols = ", ".join(f"m.{c}" for c in journal.MATCH_COLUMNS)
+        rows = await self.store.query(
+            f"SELECT g.id, {cols} FROM games g JOIN matches m ON m.id = g.match_id "
+            "WHERE g.status IN (?, ?) ORDER BY g.created",
+            (int(journal.Status.WAITING), int(journal.Status.IN_PROGRESS)),
+        )
+        return [(row[0], journal.decode_match(row[1:])) for row in rows]
+
     async def games(self, match_id: str) -> list[tuple[str, int, str]]:
         """(id, number, server seed in hex) of each game of a match, in order."""
         return await self.store.query(
@@ -241,7 +273,8 @@ class SQLStore:
 
     name = ""
     order = "rowid"
-    MIGRATIONS: dict[int, str] = {}
+    # one script of ';'-separated statements, or a list of statements (a function body)
+    MIGRATIONS: dict[int, str | list[str]] = {}
 
     def __init__(self) -> None:
         self._limiter = trio.CapacityLimiter(1)  # one statement at a time on the connection
@@ -273,8 +306,10 @@ class SQLStore:
                 f"understands ({SCHEMA_VERSION}); upgrade nardy to use this database"
             )
         for step in range(version + 1, SCHEMA_VERSION + 1):
+            script = self.MIGRATIONS[step]
+            statements = script if isinstance(script, list) else script.split(";")
             self._write_sync(
-                [(sql, ()) for sql in self.MIGRATIONS[step].split(";") if sql.strip()]
+                [(sql, ()) for sql in statements if sql.strip()]
                 + [("UPDATE nardy_schema SET version=?", (step,))]
             )
         return version
@@ -311,6 +346,8 @@ CREATE TABLE IF NOT EXISTS events (
 """,
     # provably fair dice: each game's secret server seed (revealed when it ends)
     2: "ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''",
+    # PostgreSQL's instances and leases (server/cluster.py); one SQLite file has one server
+    3: "",
 }
 
 

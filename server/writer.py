@@ -9,6 +9,11 @@ acknowledgements only: the trio thread, and with it every clock, keeps running.
 
 A batch that fails is retried group by group, so one refused group (a constraint another
 instance raced us to) fails alone; an unwritable store fails them all with StoreError.
+
+A group may carry a *fence* (server/cluster.py): a statement that fails unless this
+instance still owns the group's match. The batch runs each distinct fence once, first, in
+the same transaction as the writes; a group whose fence fails on its own fails with
+LeaseLost, the other groups still commit.
 """
 
 from __future__ import annotations
@@ -52,26 +57,27 @@ class JournalWriter:
         self.store = store
         self.window_s = window_s
         self.observe = observe  # told how long each transaction took (seconds)
-        self._pending: list[tuple[Sequence[Write], Commit]] = []
+        self._pending: list[tuple[Sequence[Write], Commit, Write | None]] = []
         self._wake = trio.Event()
         self._idle = trio.Event()
         self._idle.set()
         self.closed = False
 
-    def submit(self, *writes: Write) -> Commit:
-        """Queue ``writes`` (committed together, in order after everything queued before)."""
+    def submit(self, *writes: Write, fence: Write | None = None) -> Commit:
+        """Queue ``writes`` (committed together, in order after everything queued before),
+        only if ``fence`` holds in the same transaction."""
         commit = Commit()
         if self.closed:
             commit._settle(StoreError(f"{self.store.name}: the journal is closed"))
             return commit
-        self._pending.append((writes, commit))
+        self._pending.append((writes, commit, fence))
         self._idle = trio.Event() if self._idle.is_set() else self._idle
         self._wake.set()
         return commit
 
-    async def commit(self, *writes: Write) -> None:
+    async def commit(self, *writes: Write, fence: Write | None = None) -> None:
         """Submit ``writes`` and wait until they are durable."""
-        await self.submit(*writes).wait()
+        await self.submit(*writes, fence=fence).wait()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -88,10 +94,11 @@ class JournalWriter:
             if not self._pending:
                 self._idle.set()
 
-    async def _commit(self, batch: list[tuple[Sequence[Write], Commit]]) -> None:
+    async def _commit(self, batch: list[tuple[Sequence[Write], Commit, Write | None]]) -> None:
         t0 = time.perf_counter()
+        fences = list(dict.fromkeys(fence for _, _, fence in batch if fence is not None))
         try:
-            await self.store.write([w for writes, _ in batch for w in writes])
+            await self.store.write(fences + [w for writes, _, _ in batch for w in writes])
             if self.observe is not None:
                 self.observe(time.perf_counter() - t0)
         except StoreError as e:
@@ -99,15 +106,15 @@ class JournalWriter:
                 batch[0][1]._settle(e)
                 return
             log.warning("a journal batch of %d groups failed (%s); retrying each", len(batch), e)
-            for writes, commit in batch:
+            for writes, commit, fence in batch:
                 try:
-                    await self.store.write(writes)
+                    await self.store.write([fence, *writes] if fence is not None else writes)
                 except StoreError as e:
                     commit._settle(e)
                 else:
                     commit._settle(None)
         else:
-            for _, commit in batch:
+            for _, commit, _ in batch:
                 commit._settle(None)
 
     async def drain(self) -> None:

@@ -35,6 +35,8 @@ def start_server(port: int, db: str) -> subprocess.Popen:
             db,
             "--log-level",
             "WARNING",
+            "--lease-ms",  # PostgreSQL: the killed server's games are taken over after this
+            "1500",
         ],
         stderr=subprocess.DEVNULL,
     )

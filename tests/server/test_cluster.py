@@ -1,0 +1,189 @@
+"""Several arbiter instances on one PostgreSQL (server/cluster.py): leases and fencing,
+redirects followed by the SDK, reads from any instance.
+
+Real PostgreSQL (NARDY_TEST_PG), real servers on loopback ports, short leases."""
+
+from __future__ import annotations
+
+import grpc
+import psycopg
+import pytest
+import trio
+
+from nardy.client import Client, play_game, serve_games
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+from server.cluster import Cluster
+from server.pgstore import PostgresStore
+from server.store import LeaseLost
+
+from .conftest import execute, random_engine
+
+LEASE_S = 1.5
+
+
+def sql(url: str, statement: str, *params):
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(statement, params)
+        return cur.fetchall() if cur.description else []
+
+
+@pytest.fixture
+def pair(pg_db):
+    """Two instances on one database."""
+    token = "operator-token-for-the-cluster-tests"
+    with (
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S) as a,
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S) as b,
+    ):
+        yield a, b
+
+
+async def wait_for(check, what: str, timeout: float = 20.0):
+    """Poll ``check()`` (a coroutine function) until it returns a true value."""
+    with trio.fail_after(timeout):
+        while True:
+            value = await check()
+            if value:
+                return value
+            await trio.sleep(0.05)
+
+
+# -- fencing, at the store ------------------------------------------------------------------
+def test_a_lost_lease_fences_its_old_owner_and_a_live_one_is_never_taken(pg_db):
+    store = PostgresStore(pg_db)
+    first, second = Cluster(pg_db, LEASE_S), Cluster(pg_db, LEASE_S)
+    try:
+        first.open()
+        second.open()
+        row = "INSERT INTO matches (id, target, options, seats) VALUES (?, 1, '{}', '[]')"
+        for match_id in ("m1", "m2"):
+            store._write_sync([(row, (match_id,)), first.lease(match_id, match_id)])
+        note = ("INSERT INTO settings (key, value) VALUES (?, ?)", ("written", "by first"))
+
+        # both leases are live: the second instance takes neither
+        beat = second._sync_beat(claim=True)
+        assert beat.claimed == [] and beat.held == {}
+        store._write_sync([first.fence("m1", 1), note])
+
+        # the first instance stalls past its lease: the second takes its matches, epoch 2
+        sql(pg_db, "UPDATE instances SET expires = 0 WHERE id = %s", first.id)
+        beat = second._sync_beat(claim=True)
+        assert sorted(beat.claimed) == [("m1", 2), ("m2", 2)]
+        # the old owner's next write is refused whole, the new owner's goes through
+        late = ("INSERT INTO settings (key, value) VALUES (?, ?)", ("late", "by first"))
+        with pytest.raises(LeaseLost):
+            store._write_sync([first.fence("m1", 1), late])
+        assert sql(pg_db, "SELECT value FROM settings WHERE key = 'late'") == []
+        store._write_sync(
+            [second.fence("m1", 2), ("DELETE FROM settings WHERE key=?", ("written",))]
+        )
+        # the first instance comes back: it renews its row but owns nothing any more
+        beat = first._sync_beat(claim=True)
+        assert beat.claimed == [] and beat.held == {}
+        assert second._sync_beat(claim=True).held == {"m1": 2, "m2": 2}
+    finally:
+        trio.run(first.close)
+        trio.run(second.close)
+        trio.run(store.close)
+
+
+def test_a_takeover_waits_for_the_old_owners_write_in_flight(pg_db):
+    """The fence holds the lease row until its transaction ends: a claim made meanwhile
+    waits, so the write is either in the journal before the takeover or refused."""
+    store = PostgresStore(pg_db)
+    first, second = Cluster(pg_db, LEASE_S), Cluster(pg_db, LEASE_S)
+    first.open()
+    second.open()
+    row = "INSERT INTO matches (id, target, options, seats) VALUES (?, 1, '{}', '[]')"
+    store._write_sync([(row, ("m1",)), first.lease("m1", "m1")])
+    sql(pg_db, "UPDATE instances SET expires = 0 WHERE id = %s", first.id)
+    with psycopg.connect(pg_db) as writer:  # the old owner's transaction, still open
+        writer.execute("SELECT nardy_fence('m1', %s, 1)", (first.id,))
+        writer.execute("INSERT INTO settings (key, value) VALUES ('in flight', 'x')")
+        claimed: list = []
+
+        async def claim() -> None:
+            claimed.append(await second.beat())
+
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(claim)
+                # the claim is blocked on the lease row: nothing is claimed yet
+                await wait_for(
+                    lambda: trio.to_thread.run_sync(
+                        sql,
+                        pg_db,
+                        "SELECT count(*) FROM pg_locks WHERE NOT granted",
+                    ),
+                    "the claim waiting",
+                )
+                assert claimed == []
+                await trio.to_thread.run_sync(writer.commit)
+
+        trio.run(main)
+    assert claimed[0].claimed == [("m1", 2)]
+    assert sql(pg_db, "SELECT value FROM settings WHERE key = 'in flight'") == [("x",)]
+    trio.run(first.close)
+    trio.run(second.close)
+    trio.run(store.close)
+
+
+# -- redirects and reads from any instance --------------------------------------------------
+async def test_a_game_run_elsewhere_is_redirected_and_the_sdk_follows(pair):
+    a, b = pair
+    async with Client(a.address) as at_a, Client(b.address) as at_b:
+        r = await at_a.create_match(options=pb.GameOptions(turn_time_ms=30_000))
+        # ListGames and GetGame answer from either instance
+        async def listed_on_b() -> bool:
+            return r.game_id in [g.game_id for g in (await at_b.list_games()).games]
+
+        await wait_for(listed_on_b, "the game listed on b")
+        state = (await at_b.get_game(r.game_id)).state
+        assert state.game_id == r.game_id
+
+        # a call that changes the game, sent to b, is answered with where it lives
+        raw = api_grpc.ArbiterServiceStub(at_b.channel)
+        meta = (("authorization", f"Bearer {r.first_seat_token}"),)
+        with pytest.raises(grpc.RpcError) as info:
+            raw.Resign(api.ResignRequest(game_id=r.game_id), metadata=meta)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert ("nardy-instance", a.address) in tuple(info.value.trailing_metadata())
+
+        # seats connected to b (seat tokens issued by a) play the whole game through a
+        seats = [at_b.with_token(r.first_seat_token), at_b.with_token(r.second_seat_token)]
+        async with trio.open_nursery() as nursery:
+            for i, seat in enumerate(seats):
+                nursery.start_soon(play_game, seat, r.game_id, random_engine(i))
+        final = (await at_b.get_game(r.game_id)).state
+        assert final.status == pb.GAME_STATUS_FINISHED
+        assert seats[0].routes.games[r.game_id] == a.address
+        # the game is over: b reads it from the store, replay included
+        events = [ev async for ev in at_b.events(r.game_id, from_start=True)]
+        assert events[-1].type == pb.EVENT_TYPE_GAME_FINISHED
+        rows = execute(a.config.db, f"SELECT count(*) FROM leases WHERE match_id='{r.match_id}'")
+        assert rows == [(0,)]  # a match that is over holds no lease
+
+
+async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair):
+    a, b = pair
+    async with Client(a.address, a.admin_token) as op_a, Client(b.address) as at_b:
+        await op_a.create_ladder("duo", max_games=2, turn_time_ms=30_000)
+        bots = [Client(a.address), Client(b.address)]
+        for i, bot in enumerate(bots):
+            await bot.register(f"bot{i}")
+        # standings from either instance list both members once they joined anywhere
+        for bot in bots:
+            await bot.join_ladder("duo")
+        async with trio.open_nursery() as nursery:
+            for i, bot in enumerate(bots):
+                nursery.start_soon(
+                    lambda bot=bot, i=i: serve_games(bot, random_engine(i), max_games=2)
+                )
+        standings = [await c.standings("duo") for c in (op_a, at_b)]
+        assert standings[0].finished_games == 2
+        assert standings[0] == standings[1]
+        for bot in bots:
+            bot.close()
