@@ -15,6 +15,7 @@ ALL = [
     "ladder",
     "strength",
     "store",
+    "cluster",
 ]
 
 

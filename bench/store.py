@@ -4,12 +4,10 @@ A real ``nardy serve`` process per round (fresh database), driven by G concurren
 of instant raw-stub bots (first legal play at once). Reported per round: turns per second,
 journal transactions per second and events per transaction (group commit: one
 transaction carries every event that arrived while the previous one was written), read
-from the server's own /metrics. Then games per second of one instance with 16 games
-against two instances with 8 each (each instance on its own database: several instances
-sharing one database's games need the leases of issue 15, not built yet). Last, failover by
-restart: kill -9 while a turn waits for its play, start the server again on the same
-database, and time until the turn is offered again. PostgreSQL is the project's throwaway
-server (tools/pg.sh, or NARDY_TEST_PG).
+from the server's own /metrics. Then failover by restart: kill -9 while a turn waits for
+its play, start the server again on the same database, and time until the turn is offered
+again. Several instances on one database: bench/cluster.py. PostgreSQL is the project's
+throwaway server (tools/pg.sh, or NARDY_TEST_PG).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from contextlib import ExitStack
 
 import grpc
 
@@ -165,44 +162,6 @@ def serve_args(port: int, db: str) -> list[str]:
     ]
 
 
-def instances_round(server: str, n: int, games: int, seconds: float) -> float:
-    """``n`` instances (each on its own PostgreSQL database of one server), ``games`` games
-    on each, driven from this process: games finished per second, all instances together."""
-    ports = [free_port() for _ in range(n)]
-    dbs = [fresh_pg(server) for _ in range(n)]
-    with ExitStack() as stack:
-        for port, db in zip(ports, dbs, strict=True):
-            stack.enter_context(process(serve_args(port, db), port))
-
-        async def run() -> list[tuple[int, int]]:
-            return await asyncio.gather(
-                *(play(f"127.0.0.1:{port}", games, seconds) for port in ports)
-            )
-
-        t0 = time.perf_counter()
-        done = asyncio.run(run())
-        elapsed = time.perf_counter() - t0
-    return sum(f for _, f in done) / elapsed
-
-
-def instances(server: str, quick: bool) -> None:
-    """Games/s of one instance with 16 games against two with 8 each, alternating."""
-    seconds, rounds = (6.0, 2) if quick else (15.0, 3)
-    one, two = [], []
-    for r in range(rounds):
-        for n in (1, 2) if r % 2 == 0 else (2, 1):
-            gps = instances_round(server, n, 16 // n, seconds)
-            (one if n == 1 else two).append(gps)
-            print(
-                f"round {r + 1}: {n} instance(s) x {16 // n} games: {gps:5.2f} games/s", flush=True
-            )
-    a, b = sorted(one)[len(one) // 2], sorted(two)[len(two) // 2]
-    print(
-        f"median games/s, 16 games in all: 1 instance {a:.2f}, 2 instances {b:.2f} "
-        f"(ratio {b / a:.2f}; the bots run in this one process, on the same 2 cores)"
-    )
-
-
 async def offered_turn(address: str, token: str, game_id: str, deadline: float) -> float:
     """Follow the game (retrying while the server is down) until the seat is offered a
     turn; when it was."""
@@ -285,7 +244,6 @@ def main(quick: bool = False) -> None:
                 )
     sqlite = sorted(row[0] for row in results["sqlite"])
     pg = sorted(row[0] for row in results["postgresql"])
-    instances(server, quick)
     restarts(server, quick)
     print(
         f"median turns/s at {games} games: SQLite {sqlite[len(sqlite) // 2]:.0f}, "

@@ -471,6 +471,7 @@ class Client:
                 return
             await trio.sleep(backoff)
             backoff = min(max_backoff, backoff * 2)
+            hops = 0
 
     async def events(
         self,

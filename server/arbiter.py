@@ -206,7 +206,8 @@ class Arbiter:
         self.store = db
         self.cluster = cluster
         self.leases: dict[str, int] = {}  # match id -> epoch of the lease held (cluster)
-        self.pairs: dict[str, Lockstep] = {}  # the duplicate pairs run here (cluster)
+        self._creating: set[str] = set()  # matches being created here (cluster)
+        self._beat_now = trio.Event()  # an early heartbeat: a match was handed to us
         self.leading = cluster is None  # pairs ladder games (one server: always)
         self._reload_due = False
         self.reader = Reader(db)
@@ -441,15 +442,16 @@ class Arbiter:
             writes.append(self.cluster.lease(match.id, spec.pair_id or match.id))
         if not caller.admin:  # counted while it is being stored
             self.waiting.setdefault(caller.key, set()).add(match.id)
+        self._creating.add(match.id)  # not to be adopted by a heartbeat meanwhile
         try:
             await self.writer.commit(*writes, store.add_game(match.current))
         except ArbiterError:
             self.waiting.get(caller.key, set()).discard(match.id)
             raise
+        finally:
+            self._creating.discard(match.id)
         if self.cluster is not None:
             self.leases[match.id] = 1
-            if spec.pair is not None:
-                self.pairs[spec.pair_id] = spec.pair
         for seat in seats:
             if seat_tokens[seat.index]:
                 principal = Principal(match_id=match.id, seat=seat.index)
@@ -588,6 +590,8 @@ class Arbiter:
     async def _run_match(self, match: MatchSession) -> None:
         try:
             await match.run()
+            if match.called_off:
+                await match.settled.wait()  # its abort is written before its end
             if self.cluster is not None and match.id not in self.leases:
                 return  # taken over by another instance: it writes the rest
             await self._end_match(match)
@@ -598,6 +602,15 @@ class Arbiter:
             # restart on a healthy store resumes it from there.
             log.error("match %s stopped: %s", match.id, e.message)
             match.current.close_streams(EventType.SERVER_SHUTDOWN)
+
+    async def _finish_ended(self, match: MatchSession) -> None:
+        """A match taken over after its last game ended: only its end is left to write."""
+        try:
+            await self._end_match(match)
+        except LeaseLost:
+            self._lose(match.id)
+        except ArbiterError as e:
+            log.error("match %s: its end not written: %s", match.id, e.message)
 
     async def _end_match(self, match: MatchSession) -> None:
         """The match is over: its scores, and (cluster) its lease given up."""
@@ -723,7 +736,11 @@ class Arbiter:
         answered once it is durable."""
         try:
             game, seat = await self._seat_for_action(token, game_id)
-            return await game.submit(seat, turn_id, notation, end, arrival)
+            try:
+                return await game.submit(seat, turn_id, notation, end, arrival)
+            except LeaseLost:
+                await self._lost_while_acting(game)
+                raise
         finally:
             if arrival is not None and self.arrivals.settle(arrival):
                 self.arrival_settled(arrival)
@@ -743,7 +760,17 @@ class Arbiter:
 
     async def resign(self, token: str | None, game_id: str) -> GameResult:
         game, seat = await self._seat_for_action(token, game_id)
-        return await game.resign(seat)
+        try:
+            return await game.resign(seat)
+        except LeaseLost:
+            await self._lost_while_acting(game)
+            raise
+
+    async def _lost_while_acting(self, game: GameSession) -> None:
+        """A play or resignation met the fence: the game was taken over. Stop it here and
+        answer with where it lives now (Elsewhere), if that is known yet."""
+        self._lose(game.match.id)
+        await self.find_game(game.id)
 
     # -- player streams -----------------------------------------------------------------
     @staticmethod
@@ -1037,7 +1064,7 @@ class Arbiter:
             self.nursery.start_soon(self._run_match, match)
             log.info("match %s restored (game %s)", match.id, match.current.id)
         elif match.id in self.leases:  # it ended just before its owner stopped
-            self.nursery.start_soon(self._end_match, match)
+            self.nursery.start_soon(self._finish_ended, match)
 
     async def _restore_ladder_games(self, match: MatchSession) -> None:
         """Put a restored ladder game back in its ladder's books."""
@@ -1114,20 +1141,23 @@ class Arbiter:
                 log.warning("%s", e.message)
             else:
                 await self._after_beat(beat, before)
-            await trio.sleep(cluster.interval_s)
+            with trio.move_on_after(cluster.interval_s):
+                await self._beat_now.wait()
+            self._beat_now = trio.Event()
 
     async def _after_beat(self, beat: Beat, before: dict[str, int]) -> None:
         for match_id, epoch in before.items():
             if beat.held.get(match_id) != epoch and self.leases.get(match_id) == epoch:
                 self._lose(match_id)
-        for match_id, epoch in beat.claimed:
-            self.leases[match_id] = epoch
-            log.info("match %s: lease taken over (epoch %d)", match_id, epoch)
-        for match_id in [m for m in self.leases if m not in self.matches]:
-            try:
-                await self._adopt(match_id)
-            except (StoreError, ValueError, KeyError, TypeError, IndexError) as e:
-                log.error("match %s not taken over yet: %r", match_id, e)
+        for match_id, epoch in beat.held.items():  # claimed now, or handed to us
+            new = match_id not in before and match_id not in self.leases
+            if new and match_id not in self._creating and match_id not in self.matches:
+                self.leases[match_id] = epoch
+                log.info("match %s: lease taken (epoch %d)", match_id, epoch)
+        try:
+            await self._adopt([m for m in self.leases if m not in self.matches])
+        except (StoreError, ValueError, KeyError, TypeError, IndexError) as e:
+            log.error("matches not taken over yet: %r", e)
         if beat.leader != self.leading:
             self.leading = beat.leader
             log.info(
@@ -1141,31 +1171,54 @@ class Arbiter:
                 ladder.active = self.leading
                 ladder.wake()
 
-    async def _adopt(self, match_id: str) -> None:
-        """Run a match whose lease this instance just took, from its journal."""
-        row = await self.reader.match(match_id)
-        if row is None or match_id not in self.leases or match_id in self.matches:
-            return
-        match = await self._read_match(row, self.pairs)
-        if match_id in self.leases and match_id not in self.matches:
-            await self._install(match)
-            if match.ladder:
-                self.reload_soon()
+    async def _adopt(self, match_ids: list[str]) -> None:
+        """Run matches whose leases this instance just took, from their journal. All are
+        read before any runs: a duplicate pair's two games throw in lockstep, so neither
+        may start throwing before the other is there."""
+        pairs: dict[str, Lockstep] = {}
+        read = []
+        for match_id in match_ids:
+            row = await self.reader.match(match_id)
+            if row is not None:
+                read.append(await self._read_match(row, pairs))
+        for match in read:
+            if match.ladder and match.ladder not in self.ladders:
+                await self.reload_ladders(match.ladder)  # its result is counted here
+            if match.id in self.leases and match.id not in self.matches:
+                await self._install(match)
+                if match.ladder:
+                    self.reload_soon()
 
-    def _lose(self, match_id: str) -> None:
-        """Another instance took this match over: stop it here at once, writing nothing;
-        its streams end (SERVER_SHUTDOWN), so clients come back and are sent there."""
+    def _lose(self, match_id: str, why: str = "another instance took it over") -> None:
+        """Stop a match here at once, writing nothing more (``why``: another instance
+        runs it now); its streams end (SERVER_SHUTDOWN), so clients come back and are
+        sent there."""
         self.leases.pop(match_id, None)
         match = self.matches.pop(match_id, None)
         if match is None:
             return
         match.halt()
-        if match.pair_id and all(m.pair_id != match.pair_id for m in self.matches.values()):
-            self.pairs.pop(match.pair_id, None)
         for game in match.games:
             self.games.pop(game.id, None)
             game.close_streams(EventType.SERVER_SHUTDOWN)
-        log.warning("match %s is run by another instance now: stopped here", match_id)
+        log.info("match %s: %s; stopped here", match_id, why)
+
+    async def place_pair(self, pair_id: str, match_ids: list[str]) -> None:
+        """Several instances: hand a new ladder pair (both its matches, one lease group)
+        to the live instance running the fewest matches, if that is not this one."""
+        if self.cluster is None:
+            return
+        try:
+            rows = await self.store.query(self.cluster.LEAST_LOADED)
+            if not rows or rows[0][0] == self.cluster.id:
+                return
+            await self.writer.commit(self.cluster.hand_over(pair_id, rows[0][0]))
+        except StoreError as e:
+            log.warning("pair %s stays here: %s", pair_id, e.message)
+            return
+        for match_id in match_ids:
+            self._lose(match_id, f"handed to instance {rows[0][0]}")
+        self._tell_others("adopt", to=rows[0][0])
 
     async def find_game(self, game_id: str, *, read: bool = False) -> GameSession:
         """The game here; with several instances, a game another one runs is answered
@@ -1219,6 +1272,8 @@ class Arbiter:
             self.reload_soon()
         elif kind == "token":
             self._forget_tokens(news["p"])
+        elif kind == "adopt" and self.cluster is not None and news["to"] == self.cluster.id:
+            self._beat_now.set()  # a match was handed to us: take it now
 
     # -- shutdown -----------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -112,6 +112,21 @@ class Cluster:
         """The lease of a match that is over (fenced like any other write of it)."""
         return ("DELETE FROM leases WHERE match_id=?", (match_id,))
 
+    def hand_over(self, grp: str, owner: str) -> Write:
+        """Give a lease group of this instance's to ``owner`` (a new ladder pair, placed
+        on the least loaded instance); it takes the matches at its next heartbeat."""
+        return (
+            "UPDATE leases SET owner = ?, epoch = epoch + 1 WHERE grp = ? AND owner = ?",
+            (owner, grp, self.id),
+        )
+
+    # the live instance running the fewest matches
+    LEAST_LOADED = (
+        "SELECT i.id FROM instances i LEFT JOIN leases l ON l.owner = i.id "
+        f"WHERE i.expires >= {NOW} AND i.address <> '' "
+        "GROUP BY i.id ORDER BY count(l.match_id), random() LIMIT 1"
+    )
+
     def news(self, kind: str, **fields) -> Write:
         payload = json.dumps({"o": self.id, "k": kind, **fields}, separators=(",", ":"))
         return ("SELECT pg_notify(?, ?)", (CHANNEL, payload))
@@ -162,16 +177,18 @@ class Cluster:
     def _sync_beat(self, claim: bool) -> Beat:
         try:
             db = self._conn()
-            db.execute(
+            renew = (
                 "INSERT INTO instances (id, address, started, expires) "
                 f"VALUES (%s, %s, {NOW}, {NOW} + %s) ON CONFLICT (id) DO UPDATE "
-                "SET address = excluded.address, expires = excluded.expires",
-                (self.id, self.address, self.lease_s),
+                "SET address = excluded.address, expires = excluded.expires"
             )
+            me = (self.id, self.address, self.lease_s)
+            db.execute(renew, me)
             claimed: list[tuple[str, int]] = []
             if claim:
                 with db.transaction():
                     db.execute("SELECT pg_advisory_xact_lock(%s)", (CLAIM_LOCK,))
+                    db.execute(renew, me)  # live when claiming, however long the lock took
                     claimed = db.execute(
                         "UPDATE leases SET owner = %s, epoch = epoch + 1 WHERE grp IN ("
                         "SELECT l.grp FROM leases l LEFT JOIN instances i ON i.id = l.owner "
@@ -221,6 +238,12 @@ class Cluster:
         """Call ``deliver(news)`` in the trio thread for each NOTIFY of another instance."""
         token = trio.lowlevel.current_trio_token()
 
+        def tell(news: dict) -> None:  # in the trio thread: a bad item must not stop it
+            try:
+                deliver(news)
+            except Exception:
+                log.exception("instance %s: news not understood: %.200r", self.id, news)
+
         def loop() -> None:
             conn = None
             while not self._stop.is_set():
@@ -231,7 +254,7 @@ class Cluster:
                     for note in conn.notifies(timeout=0.5):
                         news = json.loads(note.payload)
                         if news.get("o") != self.id:
-                            token.run_sync_soon(deliver, news)
+                            token.run_sync_soon(tell, news)
                 except psycopg.Error as e:
                     log.warning("instance %s: news connection lost (%s)", self.id, e)
                     self._stop.wait(1.0)  # back off before reconnecting

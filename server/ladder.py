@@ -158,7 +158,7 @@ class Ladder:
         pair_id = secrets.token_hex(4)
         server_seed = secrets.token_bytes(32)  # one secret seed: the same dice in both games
         lockstep = Lockstep(pair_id)
-        games = []
+        games, matches = [], []
         for first, second in ((a, b), (b, a)):
             spec = MatchSpec(
                 options=GameOptions.of(self.options.variant),
@@ -178,12 +178,14 @@ class Ladder:
                 pair_id=pair_id,
             )
             match, _, _ = await self.arbiter.create_match(None, spec)
+            matches.append(match.id)
             games.append(match.current.id)
             self.in_progress.add(match.current.id)
         self.pairs[pair_id] = games
         a.playing += 2
         b.playing += 2
         self.met[frozenset((a.name, b.name))] += 1
+        await self.arbiter.place_pair(pair_id, matches)
         log.info(
             "ladder=%s pair=%s %s vs %s games=%s",
             self.name,

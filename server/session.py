@@ -752,6 +752,7 @@ class MatchSession:
         self.called_off = ""  # why the operator (or a declined challenge) ended the match
         self._scope: trio.CancelScope | None = None
         self._halted = False  # another instance runs it now (see halt)
+        self.settled = trio.Event()  # a call_off has written all it writes
         self._stopped = trio.Event()  # the match task has ended
         self.seed = seed  # a public seed (replays, tests): every throw is known in advance
         self.script = script  # scripted dice of the first game
@@ -796,15 +797,18 @@ class MatchSession:
     async def call_off(self, why: str) -> None:
         """End the match now: its current game is aborted (voided) with ``why``."""
         self.called_off = why
-        game = self.current
-        game.open_turn = False
-        if self._scope is not None:  # stop the match's task first: one writer per game
-            self._scope.cancel()
-            await self._stopped.wait()
-        if game.status in (Status.WAITING, Status.IN_PROGRESS):
-            game.result = None
-            await game.abort(why)
-            await self.host.game_over(game)
+        try:
+            game = self.current
+            game.open_turn = False
+            if self._scope is not None:  # stop the match's task first: one writer per game
+                self._scope.cancel()
+                await self._stopped.wait()
+            if game.status in (Status.WAITING, Status.IN_PROGRESS):
+                game.result = None
+                await game.abort(why)
+                await self.host.game_over(game)
+        finally:
+            self.settled.set()
 
     def halt(self) -> None:
         """Stop the match's task where it is, writing nothing more: another instance took

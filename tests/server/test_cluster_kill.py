@@ -21,7 +21,7 @@ import trio
 from nardy.client import Client
 from server.journal import EventType
 
-LEASE_MS = 1500
+LEASE_MS = 3000
 GAMES = 4  # two duplicate pairs, all in progress at once
 TOKEN = "operator-token-for-the-kill-test"
 SERVING = re.compile(r"serving nardy\.v1 on 127\.0\.0\.1:(\d+) .*instance=([0-9a-f]+)")
