@@ -323,6 +323,8 @@ def lookahead(net: Network, end: Position, deadline: float | None = None) -> np.
         replies.extend(p.end for p in ps) if ps else replies.append(end.passed())
         spans.append((start, len(replies), weight))
     v = net.values(replies)  # for the side that played ``end``: it is to move again
+    if deadline is not None and time.perf_counter() > deadline:
+        return None
     eq = equity(v)
     total = np.zeros(OUTPUTS)
     for start, stop, weight in spans:
