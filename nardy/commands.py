@@ -445,7 +445,7 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
     p.add_argument("opponent", help="the registered player you challenge")
     p.add_argument("--as", dest="name", required=True, help="your own player name")
     p.add_argument("--points", type=int, default=1, help="match length (default 1)")
-    p.add_argument("--turn-time-ms", type=int, default=0, help="default 120000")
+    p.add_argument("--turn-time-ms", type=int, default=0, metavar="MS", help="default 120000")
     p.add_argument(
         "--start-timeout-ms", type=int, default=0, help="time to accept and arrive (default 60000)"
     )

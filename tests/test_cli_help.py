@@ -78,6 +78,7 @@ def test_one_name_for_the_turn_time_in_every_command(capsys):
     admin = next(a for a in commands["admin"]._actions if isinstance(a, argparse._SubParsersAction))
     for name in ("create-match", "create-ladder"):
         assert "--turn-time-ms MS" in admin.choices[name].format_help()
+    assert "--turn-time-ms MS" in commands["challenge"].format_help()
     for name, (default, old_ms, old_s) in TURN_TIME.items():
         parser = commands[name]
         text = parser.format_help()
