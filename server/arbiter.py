@@ -530,16 +530,6 @@ class Arbiter:
             raise ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
         return game
 
-    def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
-        """The newest games (for the web view's short lists; ListGames reads the catalogue)."""
-        out = []
-        for g in reversed(self.games.values()):
-            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder):
-                out.append(g)
-                if len(out) >= max(1, min(limit, 500)):
-                    break
-        return out
-
     def _publish(self, game: GameSession) -> None:
         """Show the game's new summary to ListGames (see catalogue)."""
         self.catalogue.publish(game.id, summary_pb(game.card, game.snapshot()))
