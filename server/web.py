@@ -69,15 +69,12 @@ def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
         (views.state_pb(g.card, g.snapshot(), None), _last_play(g))
         for g in arbiter.list_games(pb.GAME_STATUS_IN_PROGRESS, LIVE_GAMES)
     ]
-    finished = [
-        views.summary_pb(g.card, g.snapshot())
-        for g in arbiter.list_games(pb.GAME_STATUS_FINISHED, FINISHED_GAMES)
-    ]
+    finished, _ = arbiter.catalogue.page(pb.GAME_STATUS_FINISHED, "", FINISHED_GAMES, "")
     return live, finished, sorted(arbiter.ladders)
 
 
 async def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
-    game = arbiter.game(game_id)
+    game = await arbiter.game(game_id)
     state = views.state_pb(game.card, game.snapshot(), None)
     history = await game.history() if with_events else []
     return state, [views.event_pb(game.card, e, None) for e in history]
