@@ -571,10 +571,7 @@ class Arbiter:
         row = await self.reader.match(match_id) if match_id is not None else None
         if row is None:
             raise missing
-        games = [
-            (gid, number, seed, await self.reader.entries(gid))
-            for gid, number, seed in await self.reader.games(match_id)
-        ]
+        games = await self.reader.match_games(match_id)
         found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
         if found is not None:
             return found
@@ -619,9 +616,13 @@ class Arbiter:
                     break
         return out
 
-    def _publish(self, game: GameSession) -> None:
-        """Show the game's new summary to ListGames (see catalogue)."""
-        self.catalogue.publish(game.id, summary_pb(game.card, game.snapshot()))
+    def _publish(self, game: GameSession, *, new: bool = False) -> None:
+        """Show the game's (``new``: a new game's) summary to ListGames (see catalogue)."""
+        summary = summary_pb(game.card, game.snapshot())
+        if new:
+            self.catalogue.add(game.id, summary)
+        else:
+            self.catalogue.publish(game.id, summary)
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -785,7 +786,7 @@ class Arbiter:
 
     def _game_added(self, game: GameSession) -> None:
         self.games[game.id] = game
-        self._publish(game)
+        self._publish(game, new=True)
         self._notify(game, Note.GAME_ASSIGNED)
 
     async def game_over(self, game: GameSession) -> None:
@@ -893,17 +894,14 @@ class Arbiter:
         pairs: dict[str, Lockstep] = {}
         over: list[MatchSession] = []
         for row in await read.matches():
-            games = [
-                (game_id, number, seed, await read.entries(game_id))
-                for game_id, number, seed in await read.games(row["id"])
-            ]
+            games = await read.match_games(row["id"])
             pair_id = row["options"].get("pair_id", "")
             pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
             match = restore_match(self, row, games, new_id, pair)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
-                self._publish(game)
+                self._publish(game, new=True)
             await self._restore_ladder_games(match, counted)
             if not match.match.over and match.current.status in (
                 Status.WAITING,

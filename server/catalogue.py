@@ -37,19 +37,24 @@ class Catalogue:
         self._summaries: dict[str, api.GameSummary] = {}
         self._old_live: dict[str, int] = {}  # live games older than the window: id -> position
 
+    def add(self, game_id: str, summary: api.GameSummary) -> None:
+        """A new game, listed as the newest (called in the trio thread, like publish)."""
+        self._summaries[game_id] = summary
+        base, order = self._listed
+        order.append(game_id)
+        if len(order) > self.window + self.window // 4:
+            self._trim(base, order)
+
     def publish(self, game_id: str, summary: api.GameSummary) -> None:
-        """Called in the trio thread with a new message each time (never mutated later)."""
-        new = game_id not in self._summaries
-        if not new and game_id in self._old_live and summary.status not in LIVE:
+        """A listed game's new summary: a new message each time (never mutated later).
+        A game no longer listed (ended, older than the window) stays unlisted."""
+        if game_id not in self._summaries:
+            return
+        if game_id in self._old_live and summary.status not in LIVE:
             del self._old_live[game_id]  # ended outside the window: the store has it
             del self._summaries[game_id]
             return
         self._summaries[game_id] = summary
-        if new:
-            base, order = self._listed
-            order.append(game_id)
-            if len(order) > self.window + self.window // 4:
-                self._trim(base, order)
 
     def _trim(self, base: int, order: list[str]) -> None:
         drop = len(order) - self.window

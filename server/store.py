@@ -230,12 +230,17 @@ class Reader:
         )
         return (rows[0][0], rows[0][1]) if rows else None
 
-    async def games(self, match_id: str) -> list[tuple[str, int, str]]:
-        """(id, number, server seed in hex) of each game of a match, in order."""
-        return await self.store.query(
-            "SELECT id, number, server_seed FROM games WHERE match_id=? ORDER BY number",
+    async def match_games(self, match_id: str) -> list[tuple]:
+        """Each game of a match with its journal entries and stored status, in order:
+        (id, number, server seed in hex, entries, status) as recovery restores them."""
+        rows = await self.store.query(
+            "SELECT id, number, server_seed, status FROM games WHERE match_id=? ORDER BY number",
             (match_id,),
         )
+        return [
+            (game_id, number, seed, await self.entries(game_id), status)
+            for game_id, number, seed, status in rows
+        ]
 
     async def entries(self, game_id: str) -> list[tuple[int, int, float, dict]]:
         rows = await self.store.query(

@@ -10,6 +10,8 @@ import pytest
 import trio
 
 from nardy.client import Client
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server import arbiter as arbiter_module
@@ -103,13 +105,24 @@ async def test_an_ended_match_leaves_memory_and_is_served_from_the_store(db, sma
             assert [g.game_id for g in live] == [waiting.game_id]
             assert (await memory(server))["matches"] == 1
 
+            # the operator voids the evicted game: stored, not listed as a new game
+            admin = admin_grpc.AdminServiceStub(client.channel)
+            md = (("authorization", f"Bearer {server.admin_token}"),)
+            void = admin_pb.VoidGameRequest(game_id=first.game_id)
+            await trio.to_thread.run_sync(lambda: admin.VoidGame(void, metadata=md))
+            assert (await client.get_game(first.game_id)).state.status == pb.GAME_STATUS_ABORTED
+            newest = (await client.list_games(limit=1)).games[0]
+            assert newest.game_id != first.game_id
+
     with EmbeddedServer(db=db, heartbeat_s=30.0) as server:  # a restart: still bounded
         restored = await memory(server)
+        counts = await trio.to_thread.run_sync(server.call, server.arbiter.game_counts)
+        assert counts["waiting"] == 1 and counts["finished"] == 3 and counts["aborted"] == 1
         assert restored["games"] == 1 and restored["ended"] <= 1
         assert restored["tokens"] <= 2 + 1  # the waiting match's seat tokens, one recent
         async with Client(server.address) as client:
             state = (await client.get_game(first.game_id)).state
-            assert state.status == pb.GAME_STATUS_FINISHED
+            assert state.status == pb.GAME_STATUS_ABORTED  # voided, also after the restart
             seat = Client(server.address, shared=client.channel).with_token(first.first_seat_token)
             assert (await seat.get_game(first.game_id)).state.your_color == pb.COLOR_WHITE
 
