@@ -344,6 +344,8 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     add_server_args(p)
     p.set_defaults(func=_verify)
 
+    register_challenges(sub)
+
     p = sub.add_parser(
         "admin",
         help="operator commands against a running arbiter (admin token)",
@@ -383,6 +385,58 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         sub = cmds.choices[choice.dest]
         sub.description = sub.description or choice.help[:1].upper() + choice.help[1:] + "."
     p.set_defaults(func=_admin)
+
+
+def register_challenges(sub: argparse._SubParsersAction) -> None:
+    """``nardy challenge``, ``challenges``, ``accept`` and ``decline`` (a player token)."""
+    from nardy.variant import available
+
+    def player(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=description)
+        add_server_args(p)
+        p.add_argument("--token", help="your player token (default $NARDY_TOKEN)")
+        p.set_defaults(func=_challenges, command=name)
+        return p
+
+    p = player(
+        "challenge",
+        "challenge another registered player to a match (it must accept)",
+        "Create a match between you (--as, with your own player token) and OPPONENT. "
+        "OPPONENT holds no seat until it accepts (nardy accept); prints the match id.",
+    )
+    p.add_argument("opponent", help="the registered player you challenge")
+    p.add_argument("--as", dest="name", required=True, help="your own player name")
+    p.add_argument("--points", type=int, default=1, help="match length (default 1)")
+    p.add_argument("--turn-time-ms", type=int, default=0, help="default 120000")
+    p.add_argument(
+        "--start-timeout-ms", type=int, default=0, help="time to accept and arrive (default 60000)"
+    )
+    p.add_argument("--variant", choices=available(), default="long", help="default long")
+    player(
+        "challenges",
+        "list the challenges waiting for your answer",
+        "List the challenges other players made to you (your player token): the match id, "
+        "who challenges you and the terms. Answer with nardy accept or nardy decline.",
+    )
+    p = player(
+        "accept",
+        "accept a challenge: take your seat in the match",
+        "Accept the challenge MATCH (from nardy challenges): you take your seat and the "
+        "match goes ahead; your engine is told on its player stream (nardy engine).",
+    )
+    p.add_argument("match", help="the match id of the challenge")
+    p = player(
+        "decline",
+        "decline a challenge: the match is called off",
+        "Decline the challenge MATCH (from nardy challenges): the match is aborted.",
+    )
+    p.add_argument("match", help="the match id of the challenge")
+
+
+def _challenges(args: argparse.Namespace) -> int:
+    from clients.challenges import main
+
+    return main(args)
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -511,6 +511,18 @@ class Arbiter:
         await match.call_off("the challenge was declined")
         log.info("challenge declined match=%s", match.id)
 
+    def list_challenges(self, token: str | None) -> list[MatchSession]:
+        """The matches waiting for the calling player to accept its challenge, oldest first."""
+        principal = self.authenticate(token)
+        assert principal is not None
+        if principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "challenges are made to a player token")
+        return [
+            m
+            for m in self.matches.values()
+            if m.challenged == principal.player_id and m.current.status is Status.WAITING
+        ]
+
     # -- operator actions ---------------------------------------------------------------
     async def void_game(self, token: str | None, game_id: str) -> GameSession:
         """Void a game: it ends (or stays ended) without a result that counts anywhere."""

@@ -207,6 +207,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         )
         return api.DeclineChallengeResponse()
 
+    async def ListChallenges(self, request, context):
+        return await self._call(context, request, challenges_pb, self.arbiter, bearer(context))
+
     async def GetGame(self, request, context):
         game, seat = await self._call(
             context, request, self.arbiter.viewer, bearer(context), request.game_id
@@ -342,6 +345,24 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             context, request, self.arbiter.resign, bearer(context), request.game_id
         )
         return api.ResignResponse(result=wire.result_pb(result))
+
+
+def challenges_pb(arbiter: Arbiter, token: str | None) -> api.ListChallengesResponse:
+    """Runs in the trio thread: the challenges waiting for the caller's answer."""
+    out = api.ListChallengesResponse()
+    for match in arbiter.list_challenges(token):
+        card = match.current.card
+        challenger = next(s for s in card.seats if s.player_id != match.challenged)
+        out.challenges.append(
+            api.Challenge(
+                match_id=match.id,
+                game_id=card.game_id,
+                challenger=views.player_pb(challenger),
+                target_points=card.target,
+                options=wire.options_pb(card.options, card.terms),
+            )
+        )
+    return out
 
 
 def player_event(note: PlayerNote) -> api.PlayerEvent:

@@ -70,6 +70,8 @@ def state_pb(card: GameCard, snap: Snapshot, audience: Color | None) -> pb.GameS
         seeded=card.seeded,
         rated=card.rated,
         dice_commitment=card.dice_commitment,
+        public_seed=card.public_seed,
+        scripted_dice=card.scripted_dice,
         client_seeds=snap.client_seeds,
         server_seed=snap.server_seed,
         next_game_id=snap.next_game_id,
