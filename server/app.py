@@ -30,7 +30,7 @@ from nardy.v1 import (
     ladder_pb2_grpc,
 )
 from server.arbiter import Arbiter, Policy, token_hash
-from server.bridge import Bridge, Transport
+from server.bridge import Bridge, PassEncoded, Transport
 from server.intercept import RefuseUnparsable
 from server.limits import RateLimiter
 from server.pgstore import PostgresStore
@@ -156,7 +156,7 @@ async def serve(
                     ("grpc.so_reuseport", 0),
                 ],
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
-                interceptors=[RefuseUnparsable()],
+                interceptors=[RefuseUnparsable(), PassEncoded()],
             )
             limiter = RateLimiter(config.rate_per_s, config.rate_burst)
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from urllib.parse import unquote
 
 import grpc
@@ -22,7 +23,7 @@ from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
-from server.bridge import CLOSE, Bridge, QueueSink
+from server.bridge import CLOSE, Bridge, Encoded, QueueSink
 from server.errors import ArbiterError
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
@@ -234,13 +235,21 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         return api.ListGamesResponse(games=games, next_page_token=token)
 
-    async def SubscribeGame(self, request, context) -> AsyncIterator[pb.GameEvent]:
+    async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
         queue: asyncio.Queue = asyncio.Queue()
         sink = QueueSink(asyncio.get_running_loop(), queue)
+
+        async def subscribe(*args):  # in the trio thread
+            game, seat, backlog, live = await self.arbiter.subscribe_game(*args)
+            # Live events are encoded in the trio thread from here on. None reached the
+            # sink before: the game registers it last, without waiting.
+            sink.encode = partial(encoded_event, game.card, seat)
+            return game, seat, backlog, live
+
         game, seat, backlog, live = await self._call(
             context,
             request,
-            self.arbiter.subscribe_game,
+            subscribe,
             bearer(context),
             request.game_id,
             request.after_seq,
@@ -248,39 +257,35 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             sink,
             request.client_seed,
         )
-
         card = game.card
-
-        def view(event: Event) -> pb.GameEvent:
-            return views.event_pb(card, event, seat)
-
         seq = backlog[-1].seq if backlog else request.after_seq
         streams = self.arbiter.metrics.streams.labels("game")
         streams.inc()
         try:
             for event in backlog:
-                yield view(event)
+                yield encoded_event(card, seat, event)
             while live:
                 try:
                     item = await asyncio.wait_for(queue.get(), self.heartbeat_s)
                 except TimeoutError:
                     snap = await self.bridge.call(game.snapshot)
-                    yield view(Event(seq, EventType.HEARTBEAT, time.time(), snap))
+                    beat = Event(seq, EventType.HEARTBEAT, time.time(), snap)
+                    yield encoded_event(card, seat, beat)
                     continue
                 if item is CLOSE:
                     return
                 seq = item.seq
-                msg = view(item)
-                yield msg
-                if item.type is EventType.TURN_STARTED and msg.state.legal_plays:
-                    # This seat's turn is out: its clock runs from now (server.clock).
-                    sent = self.arbiter.arrivals.now()
-                    turn = item.snapshot.turn_id
-                    self.bridge.call_soon(self.arbiter.turn_sent, game.id, turn, sent)
+                if item.turn is not None:  # this seat's turn: its clock runs from the send
+                    item.sent = partial(self._turn_sent, game.id, item.turn)
+                yield item
         finally:
             streams.dec()
             if live:
                 self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
+
+    def _turn_sent(self, game_id: str, turn: int) -> None:
+        """Called as a TURN_STARTED's bytes are handed to the transport (server.clock)."""
+        self.bridge.call_soon(self.arbiter.turn_sent, game_id, turn, self.arbiter.arrivals.now())
 
     async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:
         loop = asyncio.get_running_loop()
@@ -363,6 +368,12 @@ def challenges_pb(arbiter: Arbiter, token: str | None) -> api.ListChallengesResp
             )
         )
     return out
+
+
+def encoded_event(card, seat: int | None, event: Event) -> Encoded:
+    """``event`` as ``seat`` (None: a spectator) sees it, ready for the wire."""
+    data, offers = views.event_wire(card, event, seat)
+    return Encoded(data, event.seq, event.snapshot.turn_id if offers else None)
 
 
 def player_event(note: PlayerNote) -> api.PlayerEvent:
