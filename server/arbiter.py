@@ -617,17 +617,6 @@ class Arbiter:
                     self.ended_counts[game.status] += 1
                 self._keep_ended(game)
 
-    def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
-        """The newest games in memory (live ones, and a few just ended), for the web view's
-        boards; ListGames reads the catalogue."""
-        out = []
-        for g in reversed(self.games.values()):
-            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder):
-                out.append(g)
-                if len(out) >= max(1, min(limit, 500)):
-                    break
-        return out
-
     def _publish(self, game: GameSession, *, new: bool = False) -> None:
         """Show the game's (``new``: a new game's) summary to ListGames (see catalogue)."""
         summary = summary_pb(game.card, game.snapshot())

@@ -1,9 +1,9 @@
-"""The games as ListGames shows them, answered in the transport's thread.
+"""The games as ListGames shows them, read outside the trio thread.
 
 The trio thread publishes a game's summary message whenever it changes (created, started,
-ended, voided); a published message is never changed again, only replaced. ListGames reads
-these from the grpc.aio thread without crossing the bridge, so a caller asking for many
-games costs the core nothing: a list append, a dict assignment, a dict lookup and the
+ended, voided); a published message is never changed again, only replaced. ListGames and
+the web view read these in another thread without crossing the bridge, so a caller asking
+for many games costs the core nothing: a list append, a dict assignment, a dict lookup and the
 assignment of a tuple are atomic in CPython, and a summary is published before its id is
 listed.
 

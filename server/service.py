@@ -225,15 +225,23 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         return await self.bridge.call(view)
 
     async def ListGames(self, request, context):
-        """Answered here, in the transport's thread, from the catalogue (no core work)."""
+        """Answered from the catalogue in a worker thread, encoded there: no core work,
+        and the transport's loop (where plays are stamped) is not held up by a big page."""
         await self._caller(context, request)
-        try:
-            games, token = self.arbiter.catalogue.page(
+        catalogue = self.arbiter.catalogue
+
+        def page() -> Encoded:
+            games, token = catalogue.page(
                 request.status, request.ladder, request.limit, request.page_token
             )
+            return Encoded(
+                api.ListGamesResponse(games=games, next_page_token=token).SerializeToString()
+            )
+
+        try:
+            return await asyncio.to_thread(page)
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        return api.ListGamesResponse(games=games, next_page_token=token)
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
         queue: asyncio.Queue = asyncio.Queue()
