@@ -192,7 +192,7 @@ class Reader:
 
     async def ladders(self) -> list[tuple[str, dict]]:
         rows = await self.store.query(f"SELECT name, options FROM ladders ORDER BY {self.order}")
-        return [(name, journal.decode_json(options)) for name, options in rows]
+        return [(name, journal.decode_ladder_options(options)) for name, options in rows]
 
     async def ladder_games(self, ladder: str) -> list[dict]:
         rows = await self.store.query(

@@ -286,6 +286,7 @@ def test_training_refuses_another_seeds_checkpoint(tmp_path):
 
 def test_self_play_game_ends_with_a_result():
     net = nw.Network.random(8, seed=1)
+    net.bearoff = False  # played out to the end (with the tables: tests/engines/test_bearoff.py)
     states, outcome = train.self_play(net, train.game_rng(1, 0))
     assert states[0] == START and len(states) > 20
     assert outcome[0] == 0 and outcome[1] == 0 and outcome[2] in (0.0, 1.0)
