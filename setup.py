@@ -1,7 +1,9 @@
-"""The compiled long-nardy move generator (nardy/long/_movegen.c), built at install.
+"""The compiled accelerators, built at install: the long-nardy move generator
+(nardy/long/_movegen.c) and the engines' evaluation (engines/_evaluate.c).
 
 Optional: without a C compiler (or if the build fails for any reason) the package still
-installs, and nardy.long.movegen uses its pure-Python generator (the reference).
+installs, and nardy.long.movegen / engines.evaluate use their pure-Python code (the
+reference).
 Everything else about the package is in pyproject.toml.
 """
 
@@ -16,7 +18,7 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as e:  # no compiler at all, or a broken toolchain
-            self.warn(f"nardy: compiled move generator not built ({e}); using pure Python")
+            self.warn(f"nardy: accelerators not built ({e}); using pure Python")
 
     def build_extension(self, ext):
         try:
@@ -32,7 +34,14 @@ setup(
             ["nardy/long/_movegen.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "engines._evaluate",
+            ["engines/_evaluate.c"],
+            # no fused multiply-add: the equities must be bit-identical to the Python ones
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

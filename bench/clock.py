@@ -1,16 +1,30 @@
 """Issue 10, "fair clocks under load": are bots charged for their own time only?
 
 A ``nardy serve`` process carries 100 games played flat out by instant bots plus a
-``ListGames`` load (a separate client process), while probe bots (this process) play
+``ListGames`` load (both in a separate client process, the *load*), while probe bots play
 games on a 1 s turn time and answer each turn 150 ms before their deadline as they see it
 (the clock reading in the TURN_STARTED event, counted from when the event arrived).
 
-For every probe play: its own thinking (event received -> SubmitPlay sent, measured by
-the probe) and the time the server charged (``used_ms``). Reported: plays refused for time
-although sent in time (target 0), and the charge beyond the probe's own thinking, p50 /
-p99 / max (target p99 <= 50 ms). The same probes are first run against an idle server,
-alternating rounds (idle, loaded, idle, loaded, ...), so the loaded figures have an
-unloaded baseline from the same run.
+What is measured, per probe play: the probe's own thinking (event received -> SubmitPlay
+sent, in the probe) and the time the server charged (``used_ms``). Their difference is what
+the bot paid for beyond its thinking: the server's side (from the moment the TURN_STARTED
+was handed to its transport to the moment the play was stamped on arrival) and the probe's
+side (its host's network stack and event loop, which a real bot pays too). Reported: plays
+refused for time although sent in time, games lost on time (target: none), and the charge
+beyond thinking, p50 / p99 / max (target p99 <= 50 ms under load).
+
+To keep the probe side honest the probes run in a process of their own (this one: the
+server and the load are other processes) that does nothing else, at a raised priority when
+the OS allows it (as a bot on its own machine would be), and they measure their own event
+loop's lag (a 10 ms timer's lateness, p99) so a starved probe shows. For the server the
+bench reads its threads' CPU time and run-queue wait (``/proc/PID/task/*/schedstat``): how
+long they were runnable but had no CPU. Rounds alternate idle / loaded in one run; the
+machine's load average is printed with each.
+
+Second part: the issue's ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in
+its own process) against another player's ``SubmitPlay`` round trip, alternating rounds
+without and with that load (the catalogue by then holds the first part's thousands of
+games, so every call returns a full page).
 
 ``python -m bench clock [--quick]``; ``python -m bench.clock load ADDRESS GAMES RATE`` is
 the load process.
@@ -37,6 +51,10 @@ from nardy.v1 import game_pb2 as pb
 TURN_MS = 1000
 ADMIN_ENV = "NARDY_ADMIN_TOKEN"  # read by `nardy serve` and by the load process
 MARGIN_MS = 150  # the probe answers this long before its deadline
+PROBE_GAMES = 10
+PROBE_PRIORITY = -10  # the probes' nice value, where the OS allows it
+LIST_RATE = 30.0  # ListGames calls per second
+LIST_LIMIT = 10_000  # as in the issue (the server answers at most a page of 500)
 
 
 def _md(token: str):
@@ -96,16 +114,25 @@ async def load(address: str, games: int, list_rate: float) -> None:
                 seed += games
 
         async def list_games() -> None:
+            period = 1 / list_rate
+            next_call = time.monotonic()
             while True:
-                await stub.ListGames(api.ListGamesRequest(limit=1000))
-                await asyncio.sleep(1 / list_rate)
+                await stub.ListGames(api.ListGamesRequest(limit=LIST_LIMIT))
+                next_call += period
+                await asyncio.sleep(max(0.0, next_call - time.monotonic()))
 
         tasks = []
         for slot in range(games):  # one after another: a burst of streams overruns grpc.aio
             tasks.append(asyncio.create_task(flat_out(slot)))
             await asyncio.sleep(0.01)
-        tasks.append(asyncio.create_task(list_games()))
+        if list_rate:
+            tasks.append(asyncio.create_task(list_games()))
         await asyncio.gather(*tasks)
+
+
+def start_load(address: str, games: int, list_rate: float) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "bench.clock", "load", address, str(games), str(list_rate)]
+    return subprocess.Popen(cmd)
 
 
 # -- the probes ------------------------------------------------------------------------------
@@ -115,12 +142,19 @@ class Tally:
         self.extra_ms: list[float] = []  # charged beyond own thinking, per play
         self.refused = 0  # plays sent in time by the probe's view, refused for time
         self.lost_on_time = 0
+        self.loop_lag_ms: list[float] = []  # the probe process's own event loop lag
         self.done = asyncio.Event()
 
     def add(self, extra: float) -> None:
         self.extra_ms.append(extra)
         if len(self.extra_ms) >= self.wanted:
             self.done.set()
+
+    def merge(self, other: Tally) -> None:
+        self.extra_ms += other.extra_ms
+        self.refused += other.refused
+        self.lost_on_time += other.lost_on_time
+        self.loop_lag_ms += other.loop_lag_ms
 
 
 async def probe_seat(stub, game_id: str, token: str, tally: Tally) -> None:
@@ -153,87 +187,193 @@ async def probe_seat(stub, game_id: str, token: str, tally: Tally) -> None:
         except grpc.RpcError as e:
             if "clock" in (e.details() or ""):
                 tally.refused += 1
-            return
+            continue  # the game ends (a loss on time is counted from its final event)
         tally.add(resp.used_ms - thinking_ms)
 
 
-async def probes(address: str, games: int, plays: int, seed: int) -> Tally:
+async def loop_lag(tally: Tally, every: float = 0.01) -> None:
+    while True:
+        t = time.perf_counter()
+        await asyncio.sleep(every)
+        tally.loop_lag_ms.append((time.perf_counter() - t - every) * 1000)
+
+
+async def probes(address: str, games: int, plays: int, seconds: float) -> Tally:
+    """Probe games until ``plays`` probe plays are measured or ``seconds`` have passed."""
     tally = Tally(plays)
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
 
         async def one(slot: int) -> None:
-            n = seed + slot
+            n = secrets.randbelow(2**40)
             while not tally.done.is_set():
                 r = await new_game(stub, n, TURN_MS)
                 await asyncio.gather(
                     probe_seat(stub, r.game_id, r.first_seat_token, tally),
                     instant_seat(stub, r.game_id, r.second_seat_token),
                 )
-                n += games
+                n += 1
 
         tasks = [asyncio.create_task(one(i)) for i in range(games)]
-        await tally.done.wait()
+        tasks.append(asyncio.create_task(loop_lag(tally)))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(tally.done.wait(), seconds)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     return tally
 
 
-def report(label: str, tally: Tally) -> None:
-    x = tally.extra_ms
+def raised_priority(nice: int) -> bool:
+    """Run this process (the probes) at ``nice``; False if the OS refuses."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError:
+        return False
+    return True
+
+
+def schedstat(pid: int) -> tuple[float, float]:
+    """(CPU seconds, run-queue wait seconds) summed over the process's threads."""
+    cpu = wait = 0.0
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                run, queued, _ = f.read().split()
+                cpu += int(run) / 1e9
+                wait += int(queued) / 1e9
+    return cpu, wait
+
+
+def report(label: str, tally: Tally, server: str = "") -> None:
+    x = tally.extra_ms or [float("nan")]
+    lag = tally.loop_lag_ms or [float("nan")]
     print(
-        f"  {label:34s} {len(x):4d} plays  refused for time {tally.refused:3d}  "
-        f"lost on time {tally.lost_on_time:2d}  charged beyond own thinking: "
-        f"p50 {statistics.median(x):6.1f} ms  p99 {pct(x, 0.99):6.1f} ms  max {max(x):6.1f} ms"
+        f"  {label:26s} {len(tally.extra_ms):4d} plays  refused for time {tally.refused:2d}  "
+        f"lost on time {tally.lost_on_time:2d}  beyond own thinking: p50 "
+        f"{statistics.median(x):6.1f}  p99 {pct(x, 0.99):6.1f}  max {max(x):6.1f} ms  "
+        f"(probe loop lag p99 {pct(lag, 0.99):5.1f} ms{server}; load average "
+        f"{os.getloadavg()[0]:.1f})",
+        flush=True,
+    )
+
+
+def clock_rounds(address: str, pid: int, games: int, plays: int, rounds: int) -> Tally:
+    totals = {"idle": Tally(0), "loaded": Tally(0)}
+    raised = False
+    for r in range(rounds):
+        for label in ("idle", "loaded"):
+            loader = None
+            if label == "loaded":
+                loader = start_load(address, games, LIST_RATE)
+                time.sleep(8)  # let the games get going
+            cpu0, wait0, t0 = *schedstat(pid), time.monotonic()
+            raised = raised_priority(PROBE_PRIORITY)
+            try:
+                t = asyncio.run(probes(address, PROBE_GAMES, plays, seconds=120))
+            finally:
+                if raised:
+                    raised_priority(0)  # the next load process starts at normal priority
+                if loader is not None:
+                    loader.terminate()
+                    loader.wait(10)
+            cpu1, wait1, dt = *schedstat(pid), time.monotonic() - t0
+            server = (
+                f"; server CPU {100 * (cpu1 - cpu0) / dt:.0f}%, "
+                f"run-queue wait {100 * (wait1 - wait0) / dt:.0f}% of a core"
+            )
+            report(f"round {r + 1}, {label} server", t, server)
+            totals[label].merge(t)
+    if not raised:
+        print("  (the probes ran at normal priority: raising it was not permitted)")
+    for label, t in totals.items():
+        report(f"all rounds, {label} server", t)
+    return totals["loaded"]
+
+
+# -- ListGames load against another player's SubmitPlay ------------------------------------
+async def submit_latencies(address: str, plays: int) -> list[float]:
+    """SubmitPlay round trips (ms) of two instant seats playing one game after another."""
+    out: list[float] = []
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = api_grpc.ArbiterServiceStub(ch)
+
+        async def seat(game_id: str, token: str) -> None:
+            req = api.SubscribeGameRequest(game_id=game_id)
+            call = stub.SubscribeGame(req, metadata=_md(token))
+            async for ev in call:
+                st = ev.state
+                if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+                    return
+                if ev.type != pb.EVENT_TYPE_TURN_STARTED or not st.legal_plays:
+                    continue
+                if st.side_to_move != st.your_color:
+                    continue
+                req = api.SubmitPlayRequest(
+                    game_id=game_id, turn_id=st.turn_id, end_position=st.legal_plays[0].end_position
+                )
+                t = time.perf_counter()
+                await stub.SubmitPlay(req, metadata=_md(token))
+                out.append((time.perf_counter() - t) * 1000)
+                if len(out) >= plays:
+                    call.cancel()
+                    return
+
+        while len(out) < plays:
+            r = await new_game(stub, secrets.randbelow(2**40), 60_000)
+            await asyncio.gather(
+                seat(r.game_id, r.first_seat_token), seat(r.game_id, r.second_seat_token)
+            )
+    return out
+
+
+def listgames_rounds(address: str, plays: int, rounds: int) -> None:
+    print(
+        f"ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f} calls/s (own process) vs another "
+        f"player's SubmitPlay round trip; {rounds} alternating rounds of {plays} plays"
+    )
+    seen: dict[str, list[float]] = {"no ListGames": [], "ListGames load": []}
+    for r in range(rounds):
+        for label in seen:
+            loader = start_load(address, 0, LIST_RATE) if label == "ListGames load" else None
+            if loader is not None:
+                time.sleep(3)
+            try:
+                x = asyncio.run(submit_latencies(address, plays))
+            finally:
+                if loader is not None:
+                    loader.terminate()
+                    loader.wait(10)
+            seen[label] += x
+            print(
+                f"  round {r + 1}, {label:15s} SubmitPlay p50 {statistics.median(x):6.1f} ms  "
+                f"p99 {pct(x, 0.99):6.1f} ms  (load average {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+    base, loaded = (statistics.median(v) for v in seen.values())
+    print(
+        f"  all rounds: SubmitPlay p50 {base:.1f} ms without, {loaded:.1f} ms with the "
+        f"ListGames load ({loaded / base:.2f}x; the issue's before: 3.4 -> 235 ms)"
     )
 
 
 def main(quick: bool = False) -> None:
     games, plays, rounds = (20, 40, 1) if quick else (100, 150, 2)
-    list_rate = 30.0
     print(
         f"probes answer {MARGIN_MS} ms before a {TURN_MS} ms deadline; load: {games} games "
-        f"flat out + ListGames(limit=1000) {list_rate:.0f}/s; {rounds} alternating rounds"
+        f"flat out + ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f}/s; {rounds} alternating "
+        f"rounds (idle, loaded)"
     )
-    totals = {"idle": Tally(0), "loaded": Tally(0)}
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
-    with arbiter() as (address, _):
-        for r in range(rounds):
-            for label in ("idle", "loaded"):
-                loader = None
-                if label == "loaded":
-                    loader = subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "bench.clock",
-                            "load",
-                            address,
-                            str(games),
-                            str(list_rate),
-                        ]
-                    )
-                    time.sleep(3 if quick else 8)  # let the games get going
-                try:
-                    t = asyncio.run(probes(address, 10, plays, seed=1000 * r + (label == "loaded")))
-                finally:
-                    if loader is not None:
-                        loader.terminate()
-                        loader.wait(10)
-                report(f"round {r + 1}, {label} server", t)
-                total = totals[label]
-                total.extra_ms += t.extra_ms
-                total.refused += t.refused
-                total.lost_on_time += t.lost_on_time
-    for label, t in totals.items():
-        report(f"all rounds, {label} server", t)
-    loaded = totals["loaded"]
-    ok = loaded.refused == 0 and loaded.lost_on_time == 0 and pct(loaded.extra_ms, 0.99) <= 50
-    print(
-        "  target: 0 in-time plays refused, p99 charged beyond own thinking <= 50 ms under load: "
-        + ("met" if ok else "NOT met")
-    )
+    with arbiter() as (address, proc):
+        loaded = clock_rounds(address, proc.pid, games, plays, rounds)
+        ok = loaded.refused == 0 and loaded.lost_on_time == 0
+        ok = ok and bool(loaded.extra_ms) and pct(loaded.extra_ms, 0.99) <= 50
+        print(
+            "  target: 0 in-time plays refused, none lost on time, p99 charged beyond own "
+            "thinking <= 50 ms under load: " + ("met" if ok else "NOT met")
+        )
+        listgames_rounds(address, 30 if quick else 200, rounds)
 
 
 if __name__ == "__main__":

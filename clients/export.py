@@ -77,8 +77,9 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
 
 
 def dice_headers(started: pb.GameEvent, last: pb.GameState) -> dict[str, str]:
-    """What ``nardy verify`` needs: the commitment, the client seeds, the opening throws
-    and (once revealed) the server seed."""
+    """What ``nardy verify`` needs: the commitment, the client seeds, the opening throws,
+    dice chosen by the game's creator (a public seed, scripted dice) and (once revealed)
+    the server seed."""
     st = started.state
     out = {
         "DiceCommitment": st.dice_commitment,
@@ -90,6 +91,10 @@ def dice_headers(started: pb.GameEvent, last: pb.GameState) -> dict[str, str]:
     }
     if st.options.opening == pb.OPENING_RULE_USE_OPENING_DICE:
         out["OpeningRule"] = "use-opening-dice"
+    if st.public_seed:
+        out["DiceSeed"] = "public"
+    if st.scripted_dice:
+        out["ScriptedDice"] = str(st.scripted_dice)
     if last.server_seed:
         out["ServerSeed"] = last.server_seed
     return out

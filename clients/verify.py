@@ -2,7 +2,10 @@
 
 A record file (text or JSON, e.g. from ``nardy export``) or a game id on an arbiter. Prints
 ``fair`` for each game whose revealed server seed matches the commitment and gives every
-die, else the first throw that does not match; exits 0 only when every game is fair.
+die, else the first throw that does not match (exit status 1). A game whose dice its creator
+chose (a public seed, scripted dice) is "NOT A FAIR-DICE GAME" (exit status 3, unless a
+mismatch elsewhere makes it 1): not a mismatch, but not fair dice either. Exit status 0 only
+when every game has fair dice.
 """
 
 from __future__ import annotations
@@ -45,9 +48,15 @@ def main(args: argparse.Namespace) -> int:
     except grpc.RpcError as e:
         print(f"nardy verify: {args.server}: {e.details()}", file=sys.stderr)
         return 2
-    fair = True
+    status = 0
     for game in games:
         verdict = verify(game)
-        fair = fair and verdict.fair
-        print(("fair: " if verdict.fair else "NOT FAIR: ") + verdict.message)
-    return 0 if fair else 1
+        if not verdict.fair:
+            print("NOT FAIR: " + verdict.message)
+            status = 1
+        elif verdict.chosen:
+            print("NOT A FAIR-DICE GAME: " + verdict.message)
+            status = status or 3
+        else:
+            print("fair: " + verdict.message)
+    return status

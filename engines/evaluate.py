@@ -47,18 +47,29 @@ and kept when it won clearly (more blocking, a stronger head penalty, crossover 
 no bonus for the quarter after the opponent's head beyond what the blocks give, ...).
 A logistic regression fit of the weights to self-play outcomes (``engines/tune.py``)
 predicts outcomes well but plays far worse (its weights pick up correlations, not
-causes), so it is only a starting point. Everything is pure Python on the position
-tuple, about 25 microseconds a call.
+causes), so it is only a starting point.
+
+Speed: the same arithmetic is compiled in ``_evaluate.c`` (built at install when a C
+compiler is there, like the move generator): :func:`estimates`, :func:`evaluate`,
+:func:`evaluate_ends` and :func:`worst_end` use it when it is present (about 1 microsecond a
+position instead of 25), and the pure-Python reference (:func:`estimates_py`,
+:func:`evaluate_py`) otherwise or when ``NARDY_PURE_PYTHON`` is set. The two give
+bit-identical equities, so an engine makes the same choices with either
+(tests/engines/test_evaluate_compiled.py). The weights below stay the one place where the
+evaluation is tuned: they are handed to the compiled code when this module is imported.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import mul
+from types import ModuleType
 
-from nardy import Color, Position
+from nardy import Color, Play, Position
 
 # ---------------------------------------------------------------------------------------
 # Weights: the single place where the evaluation is tuned.
@@ -327,8 +338,8 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def estimates(pos: Position, color: Color) -> tuple[float, float, float]:
-    """``(p_win, p_mars_given_win, p_mars_given_loss)`` for ``color``."""
+def estimates_py(pos: Position, color: Color) -> tuple[float, float, float]:
+    """``(p_win, p_mars_given_win, p_mars_given_loss)`` for ``color`` (the reference)."""
     s, t = sides(pos.board, color)
     on_s = sum(s)
     on_t = sum(t)
@@ -364,10 +375,71 @@ def estimates(pos: Position, color: Color) -> tuple[float, float, float]:
     return p, mw, ml
 
 
-def evaluate(pos: Position, color: Color, values: Values = POINTS) -> float:
-    """The equity of ``pos`` for ``color``: expected outcome value (see :class:`Values`)."""
-    p, mw, ml = estimates(pos, color)
+def evaluate_py(pos: Position, color: Color, values: Values = POINTS) -> float:
+    """The equity of ``pos`` for ``color``: expected outcome value (the reference)."""
+    p, mw, ml = estimates_py(pos, color)
     v = values
     return p * (v.win + mw * (v.win_mars - v.win)) + (1 - p) * (
         v.loss + ml * (v.loss_mars - v.loss)
     )
+
+
+# ---------------------------------------------------------------------------------------
+# The compiled evaluation (same results), when it was built
+# ---------------------------------------------------------------------------------------
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get("NARDY_PURE_PYTHON"):
+        return None
+    try:
+        from engines import _evaluate
+    except ImportError:  # installed without a C compiler: pure Python, slower
+        return None
+    if tuple(_evaluate.FEATURES) != FEATURES:
+        raise ImportError("engines._evaluate is stale: rebuild it (make install)")
+    return _evaluate
+
+
+COMPILED: ModuleType | None = _load()
+#: Everything the compiled code needs to know of the weights, in its order.
+_WEIGHTS: tuple[float, ...] = (
+    *(float(CONTACT[name]) for name in FEATURES),
+    float(RACE["epc"]),
+    float(RACE["roll"]),
+    float(MARS["bias"]),
+    float(MARS["lag"]),
+    float(MARS["roll"]),
+    *map(float, EPC_STACK[1:]),
+    float(EPC_GAP),
+    float(HEAD_CAP),
+)
+
+
+def estimates(pos: Position, color: Color) -> tuple[float, float, float]:
+    """``(p_win, p_mars_given_win, p_mars_given_loss)`` for ``color``."""
+    if COMPILED is None:
+        return estimates_py(pos, color)
+    return COMPILED.estimates(pos.board, color, pos.turn, _WEIGHTS)
+
+
+def evaluate(pos: Position, color: Color, values: Values = POINTS) -> float:
+    """The equity of ``pos`` for ``color``: expected outcome value (see :class:`Values`)."""
+    if COMPILED is None:
+        return evaluate_py(pos, color, values)
+    return COMPILED.evaluate(pos.board, color, pos.turn, _WEIGHTS, values)
+
+
+def evaluate_ends(plays: Sequence[Play], color: Color, values: Values = POINTS) -> list[float]:
+    """The equity for ``color`` of every play's end position, in order."""
+    if COMPILED is None:
+        return [evaluate_py(p.end, color, values) for p in plays]
+    return COMPILED.evaluate_ends(plays, color, _WEIGHTS, values)
+
+
+def worst_end(plays: Sequence[Play], color: Color, values: Values = POINTS) -> float:
+    """The lowest equity for ``color`` among the plays' end positions (at least one play):
+    the value of the opponent's best reply, when ``plays`` are its replies."""
+    if COMPILED is None:
+        return min(evaluate_py(p.end, color, values) for p in plays)
+    return COMPILED.worst_end(plays, color, _WEIGHTS, values)

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 from engines.base import Engine
-from engines.evaluate import evaluate, values_for
+from engines.evaluate import evaluate, values_for, worst_end
 from engines.greedy import rank
 from nardy import Play, Position, legal_plays
 
@@ -121,7 +121,7 @@ class ExpectimaxEngine(Engine):
                 return None
             replies = legal_plays(end, roll)
             if replies:
-                worst = min(evaluate(r.end, color, values) for r in replies)
+                worst = worst_end(replies, color, values)
             else:
                 worst = evaluate(end.passed(), color, values)
             total += weight * worst

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from engines import evaluate_short
 from engines.base import Engine, Play, Position
-from engines.evaluate import Values, evaluate, values_for
+from engines.evaluate import Values, evaluate_ends, values_for
 from nardy.variant import Variant
 
 
 def rank(plays: list[Play], color, values: Values) -> list[tuple[float, int, Play]]:
     """``(equity, index, play)`` for every play, best first (ties keep the given order)."""
-    scored = [(evaluate(p.end, color, values), i, p) for i, p in enumerate(plays)]
+    scores = evaluate_ends(plays, color, values)
+    scored = list(zip(scores, range(len(plays)), plays, strict=True))
     scored.sort(key=lambda x: (-x[0], x[1]))
     return scored
 

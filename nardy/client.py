@@ -379,6 +379,11 @@ class Client:
     async def decline_challenge(self, match_id: str) -> None:
         await self.call("DeclineChallenge", api.DeclineChallengeRequest(match_id=match_id))
 
+    async def list_challenges(self) -> list[api.Challenge]:
+        """The challenges waiting for your answer (a player token), oldest first."""
+        r = await self.call("ListChallenges", api.ListChallengesRequest(), attempts=3)
+        return list(r.challenges)
+
     # -- ladders --------------------------------------------------------------------------
     async def create_ladder(self, name: str, **options) -> ladder_pb.CreateLadderResponse:
         """The ladder ``name`` (created with LadderOptions fields if it is new)."""
@@ -798,6 +803,7 @@ class SimpleClient:
     resign = _blocking(Client.resign)
     accept_challenge = _blocking(Client.accept_challenge)
     decline_challenge = _blocking(Client.decline_challenge)
+    list_challenges = _blocking(Client.list_challenges)
     create_ladder = _blocking(Client.create_ladder)
     join_ladder = _blocking(Client.join_ladder)
     standings = _blocking(Client.standings)

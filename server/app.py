@@ -30,7 +30,7 @@ from nardy.v1 import (
     ladder_pb2_grpc,
 )
 from server.arbiter import Arbiter, Policy, token_hash
-from server.bridge import Bridge, Transport
+from server.bridge import Bridge, PassEncoded, Transport
 from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.intercept import RefuseUnparsable
 from server.limits import RateLimiter
@@ -168,7 +168,7 @@ async def serve(
                     ("grpc.so_reuseport", 0),
                 ],
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
-                interceptors=[RefuseUnparsable()],
+                interceptors=[RefuseUnparsable(), PassEncoded()],
             )
             limiter = RateLimiter(config.rate_per_s, config.rate_burst)
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
@@ -344,5 +344,7 @@ class EmbeddedServer:
             trio.run(main)
         except BaseException as e:
             self._error = unwrap(e)
+            if self._ready.is_set():  # it was serving: say why it stopped
+                log.error("embedded arbiter stopped: %r", self._error, exc_info=self._error)
         finally:
             self._ready.set()

@@ -19,7 +19,7 @@ import hashlib
 import logging
 import re
 import secrets
-from collections import deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
@@ -62,6 +62,8 @@ MAX_TARGET = 99
 MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 QUOTE = 100  # characters of a request's text an error message may repeat
+ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
+RECENT_TOKENS = 256  # ended matches' seat tokens kept in memory; the others are looked up
 
 
 def clip(text: str, limit: int = 3 * QUOTE) -> str:
@@ -207,6 +209,7 @@ class Arbiter:
         self.cluster = cluster
         self.leases: dict[str, int] = {}  # match id -> epoch of the lease held (cluster)
         self._creating: set[str] = set()  # matches being created here (cluster)
+        self._to_adopt: set[str] = set()  # leases taken, their matches not yet running
         self._beat_now = trio.Event()  # an early heartbeat: a match was handed to us
         self.leading = cluster is None  # pairs ladder games (one server: always)
         self._reload_due = False
@@ -218,9 +221,17 @@ class Arbiter:
         self.players: dict[str, Player] = {}
         self.by_name: dict[str, Player] = {}
         self.names: set[str] = set()  # registered names, case-folded (display names avoid them)
-        self.tokens: dict[str, Principal] = {}
+        self.tokens: dict[str, Principal] = {}  # players' and live matches' seat tokens
+        self.recent_tokens: dict[str, Principal] = {}  # ended matches' (bounded, oldest out)
+        self.seat_digests: dict[str, list[str]] = {}  # live match id -> its seat tokens
+        # Live matches and games. An ended match leaves them (once its duplicate pair is
+        # over too: until then its seed must stay secret, see ``held``) for the bounded
+        # ``ended`` cache; beyond that its games are read back from the store on demand.
         self.matches: dict[str, MatchSession] = {}
         self.games: dict[str, GameSession] = {}
+        self.ended: OrderedDict[str, GameSession] = OrderedDict()
+        self.held: dict[str, list[MatchSession]] = {}  # pair id -> its ended matches
+        self.ended_counts: Counter[Status] = Counter()  # games that left ``games``
         self.player_sinks: dict[str, set[Sink]] = {}
         self.ladders: dict[str, Ladder] = {}
         self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
@@ -298,18 +309,6 @@ class Arbiter:
             found.append(self.players[player_id])
         return found
 
-    async def learn_token(self, token: str) -> Principal | None:
-        """Who a token unknown here speaks for (cluster: another instance issued it)."""
-        digest = token_hash(token)
-        if self.cluster is None:
-            return None
-        if await self._learn_players("token_hash = ?", digest):
-            return self.tokens.get(digest)
-        seat = await self.reader.seat_token(digest)
-        if seat is not None:
-            self.tokens[digest] = Principal(match_id=seat[0], seat=seat[1])
-        return self.tokens.get(digest)
-
     def _registration_quota(self, address: str) -> None:
         recent = self.registrations.setdefault(address, deque())
         now = trio.current_time()
@@ -333,7 +332,30 @@ class Arbiter:
         digest = token_hash(token)
         if self.admin_hash is not None and secrets.compare_digest(digest, self.admin_hash):
             return OPERATOR
-        return self.tokens.get(digest)
+        return self.tokens.get(digest) or self.recent_tokens.get(digest)
+
+    async def stored_principal(self, token: str) -> Principal | None:
+        """Who ``token`` speaks for, looking in the store for the seat tokens of matches
+        that ended a while ago, and (several instances) the tokens other instances issued
+        (the transport asks for tokens :meth:`principal` does not know, after charging the
+        caller's rate limit)."""
+        principal = self.principal(token)
+        if principal is not None:
+            return principal
+        digest = token_hash(token)
+        if self.cluster is not None and await self._learn_players("token_hash = ?", digest):
+            return self.tokens.get(digest)  # a player registered on another instance
+        row = await self.reader.seat_token(digest)
+        if row is None:
+            return None
+        principal = Principal(match_id=row[0], seat=row[1])
+        self._remember_token(digest, principal)
+        return principal
+
+    def _remember_token(self, digest: str, principal: Principal) -> None:
+        self.recent_tokens[digest] = principal
+        while len(self.recent_tokens) > RECENT_TOKENS:
+            del self.recent_tokens[next(iter(self.recent_tokens))]
 
     def authenticate(self, token: str | None, *, required: bool = True) -> Principal | None:
         if not token:
@@ -454,8 +476,7 @@ class Arbiter:
             self.leases[match.id] = 1
         for seat in seats:
             if seat_tokens[seat.index]:
-                principal = Principal(match_id=match.id, seat=seat.index)
-                self.tokens[token_hash(seat_tokens[seat.index])] = principal
+                self._add_seat_token(match.id, seat.index, token_hash(seat_tokens[seat.index]))
         self.matches[match.id] = match
         self._game_added(match.current)
         if challenged is not None:
@@ -471,6 +492,10 @@ class Arbiter:
             seats[1].name,
         )
         return match, seat_tokens[0], seat_tokens[1]
+
+    def _add_seat_token(self, match_id: str, seat: int, digest: str) -> None:
+        self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+        self.seat_digests.setdefault(match_id, []).append(digest)
 
     def _seat(self, index: int, player_name: str, display: str) -> Seat:
         if player_name:
@@ -562,23 +587,39 @@ class Arbiter:
         await match.call_off("the challenge was declined")
         log.info("challenge declined match=%s", match.id)
 
+    def list_challenges(self, token: str | None) -> list[MatchSession]:
+        """The matches waiting for the calling player to accept its challenge, oldest first."""
+        principal = self.authenticate(token)
+        assert principal is not None
+        if principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "challenges are made to a player token")
+        return [
+            m
+            for m in self.matches.values()
+            if m.challenged == principal.player_id and m.current.status is Status.WAITING
+        ]
+
     # -- operator actions ---------------------------------------------------------------
     async def void_game(self, token: str | None, game_id: str) -> GameSession:
         """Void a game: it ends (or stays ended) without a result that counts anywhere."""
         self.require_operator(token)
-        game = await self.find_game(game_id)
-        if game.match.ladder and game.id not in self.games:
-            await self.reload_ladders(game.match.ladder)  # its result, counted elsewhere
+        game = await self.game(game_id)
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
             await game.match.call_off("voided by the operator")
         elif game.status is Status.FINISHED:
             game.status = Status.ABORTED
             writes = [store.update_game(game)]
             ladder = self.ladders.get(game.match.ladder)
-            record = ladder.void(game.id) if ladder is not None else None
+            record = None
+            if ladder is not None:
+                stored = await self.reader.ladder_games(ladder.name)
+                record = ladder.void(game.id, [LadderGame(**r) for r in stored])
             if record is not None:
                 writes.append(store.add_ladder_game(ladder.name, record))
             await self.writer.commit(*writes)
+            if game.id not in self.games:  # counted among the ended ones already
+                self.ended_counts[Status.FINISHED] -= 1
+                self.ended_counts[Status.ABORTED] += 1
             self._publish(game)
         log.info("game %s voided by the operator", game.id)
         return game
@@ -621,31 +662,84 @@ class Arbiter:
         self.leases.pop(match.id, None)
 
     # -- games --------------------------------------------------------------------------
-    def game(self, game_id: str) -> GameSession:
+    async def game(self, game_id: str, *, read: bool = False) -> GameSession:
+        """A game by id: live, recently ended, or read back from the store. With several
+        instances, a game another one runs is answered with where it lives (Elsewhere),
+        or (``read``: only to look at it) read from the store as it is now."""
         game = self.games.get(game_id)
-        if game is None:
-            raise ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
-        return game
-
-    def list_games(self, status: int, limit: int, ladder: str = "") -> list[GameSession]:
-        """The newest games (for the web view's short lists; ListGames reads the catalogue)."""
-        out = []
-        for g in reversed(self.games.values()):
-            if (not status or g.status == status) and (not ladder or g.match.ladder == ladder):
-                out.append(g)
-                if len(out) >= max(1, min(limit, 500)):
-                    break
-        return out
-
-    def _publish(self, game: GameSession, *, tell: bool = True) -> None:
-        """Show the game's new summary to ListGames (see catalogue), here and (``tell``,
-        cluster) on the other instances."""
-        summary = summary_pb(game.card, game.snapshot())
-        self.catalogue.publish(game.id, summary)
-        if tell and self.cluster is not None:
-            self._tell_others(
-                "summary", g=game.id, s=base64.b64encode(summary.SerializeToString()).decode()
+        if game is not None:
+            return game
+        game = self.ended.get(game_id)
+        if game is not None:
+            self.ended.move_to_end(game_id)
+            return game
+        if self.cluster is not None and len(game_id) <= 64:
+            place = self.cluster.place(
+                await self.store.query(self.cluster.PLACE_OF_GAME, (game_id,))
             )
+            if place is not None and place.owner is not None:  # not over: run somewhere
+                if not read:
+                    self._elsewhere(place)
+                row = await self.reader.match(place.match_id)
+                if row is not None:
+                    match = await self._read_match(row, {})
+                    return next(g for g in match.games if g.id == game_id)
+        return await self._load_ended(game_id)
+
+    async def _load_ended(self, game_id: str) -> GameSession:
+        """An ended game's match, read back from the store into the ``ended`` cache."""
+        missing = ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
+        if len(game_id) > 64:
+            raise missing
+        match_id = await self.reader.match_of(game_id)
+        row = await self.reader.match(match_id) if match_id is not None else None
+        if row is None:
+            raise missing
+        games = await self.reader.match_games(match_id)
+        found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
+        if found is not None:
+            return found
+        match = restore_match(self, row, games, new_id)
+        if any(g.status not in (Status.FINISHED, Status.ABORTED) for g in match.games):
+            raise missing  # not ended, and not run here
+        for g in match.games:
+            self._keep_ended(g)
+        return next(g for g in match.games if g.id == game_id)
+
+    def _keep_ended(self, game: GameSession) -> None:
+        self.ended[game.id] = game
+        self.ended.move_to_end(game.id)
+        while len(self.ended) > ENDED_GAMES:
+            self.ended.popitem(last=False)
+
+    def _match_over(self, match: MatchSession) -> None:
+        """The match's last game has ended: it leaves memory for the bounded caches (with
+        the other match of its duplicate pair, once that has ended too)."""
+        if match.pair is not None and not match.pair.over:
+            self.held.setdefault(match.pair_id, []).append(match)
+            return
+        for ended in (*self.held.pop(match.pair_id, ()), match):
+            self.matches.pop(ended.id, None)
+            for digest in self.seat_digests.pop(ended.id, ()):
+                principal = self.tokens.pop(digest, None)
+                if principal is not None:
+                    self._remember_token(digest, principal)
+            for game in ended.games:
+                if self.games.pop(game.id, None) is not None:
+                    self.ended_counts[game.status] += 1
+                self._keep_ended(game)
+
+    def _publish(self, game: GameSession, *, new: bool = False, tell: bool = True) -> None:
+        """Show the game's (``new``: a new game's) summary to ListGames (see catalogue),
+        here and (``tell``, cluster) on the other instances."""
+        summary = summary_pb(game.card, game.snapshot())
+        if new:
+            self.catalogue.add(game.id, summary)
+        else:
+            self.catalogue.publish(game.id, summary)
+        if tell and self.cluster is not None:
+            data = base64.b64encode(summary.SerializeToString()).decode()
+            self._tell_others("summary", g=game.id, s=data, new=new)
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -662,25 +756,26 @@ class Arbiter:
 
     async def _seat_for_action(self, token: str | None, game_id: str) -> tuple[GameSession, int]:
         principal = self.authenticate(token)
-        game = await self.find_game(game_id)
+        game = await self.game(game_id)
         seat = self.seat_in(game, principal)
         if seat is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
-    def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+    async def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
         """Whose view of a game a caller gets: (game, seat), seat None for a spectator.
 
         No token: a spectator. A token must hold a seat in the game: a bot that sent the
         wrong token is told so instead of silently getting a spectator's view, which never
         carries legal plays.
         """
-        return self._viewer_of(token, self.game(game_id))
+        self.authenticate(token, required=False)  # before any store read
+        return self._viewer_of(token, await self.game(game_id))
 
     async def view(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
         """``viewer`` for GetGame: a game another instance runs is read from the store."""
         self.authenticate(token, required=False)  # before any store read
-        return self._viewer_of(token, await self.find_game(game_id, read=True))
+        return self._viewer_of(token, await self.game(game_id, read=True))
 
     def _viewer_of(self, token: str | None, game: GameSession) -> tuple[GameSession, int | None]:
         principal = self.authenticate(token, required=False)
@@ -709,8 +804,7 @@ class Arbiter:
             check_client_seed(client_seed)
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
-        self.authenticate(token, required=False)
-        game, seat = self._viewer_of(token, await self.find_game(game_id))
+        game, seat = await self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if seat is not None:
@@ -770,7 +864,7 @@ class Arbiter:
         """A play or resignation met the fence: the game was taken over. Stop it here and
         answer with where it lives now (Elsewhere), if that is known yet."""
         self._lose(game.match.id)
-        await self.find_game(game.id)
+        await self.game(game.id)
 
     # -- player streams -----------------------------------------------------------------
     @staticmethod
@@ -829,7 +923,7 @@ class Arbiter:
         return a, b
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
-        principal = self.tokens.get(token_hash(token or ""))
+        principal = self.principal(token)
         if principal is not None:
             self.player_sinks.get(self._listener_key(principal), set()).discard(sink)
 
@@ -878,7 +972,7 @@ class Arbiter:
 
     def _game_added(self, game: GameSession) -> None:
         self.games[game.id] = game
-        self._publish(game)
+        self._publish(game, new=True)
         self._notify(game, Note.GAME_ASSIGNED)
 
     async def game_over(self, game: GameSession) -> None:
@@ -893,6 +987,8 @@ class Arbiter:
         if ladder is not None and self.cluster is not None:
             self._tell_others("ladder", l=ladder.name)  # the leader counts it
             self.reload_soon()
+        if game is game.match.current:  # the match is over
+            self._match_over(game.match)
 
     # -- ladders ------------------------------------------------------------------------
     async def create_ladder(
@@ -950,10 +1046,7 @@ class Arbiter:
                     if player is not None:
                         members.append(Member(player_id, player.name, bool(ready)))
                 live = {
-                    game_id: (
-                        row["options"].get("pair_id", ""),
-                        [s["player_id"] for s in row["seats"]],
-                    )
+                    game_id: [seat["player_id"] for seat in row["seats"]]
                     for game_id, row in await read.unfinished_games()
                     if row["options"].get("ladder") == name
                 }
@@ -971,6 +1064,8 @@ class Arbiter:
             await self.reload_ladders()
         except StoreError as e:
             log.warning("ladders not reloaded: %s", e.message)
+        except Exception:  # a refresh in the background: the next one may do
+            log.exception("ladders not reloaded")
 
     def ladder(self, name: str) -> Ladder:
         if name not in self.ladders:
@@ -1018,60 +1113,71 @@ class Arbiter:
         read = self.reader
         for player_id, name, bot, digest, owner in await read.players():
             self._add_player(Player(player_id, name, bool(bot), owner), digest)
+        counted: set[str] = set()  # ladder games in the books (only while restoring)
         for name, options in await read.ladders():
             ladder = self._open_ladder(name, LadderOptions(**options))
             for record in await read.ladder_games(name):
                 ladder.restore(LadderGame(**record))
+                counted.add(record["game_id"])
             for player_id, ready in await read.ladder_members(name):
                 if player_id in self.players:
                     ladder.members[player_id] = Member(
                         player_id, self.players[player_id].name, bool(ready)
                     )
         for match_id, seat, digest in await read.seat_tokens():
-            self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+            self._add_seat_token(match_id, seat, digest)
         pairs: dict[str, Lockstep] = {}
         leased = set()  # cluster: unfinished matches, run by whoever holds their lease
         if self.cluster is not None:
             leased = {row[0] for row in await self.store.query("SELECT match_id FROM leases")}
+        over: list[MatchSession] = []
         for row in await read.matches():
             match = await self._read_match(row, pairs)
             if row["id"] in leased:
                 for game in match.games:  # ListGames shows it; its owner runs it
-                    self._publish(game, tell=False)
+                    self._publish(game, new=True, tell=False)
                 continue
-            await self._install(match)
+            if not await self._install(match, counted):
+                over.append(match)
+        for match in over:  # once every pair is whole: an ended game's partner may run on
+            self._match_over(match)
 
     async def _read_match(self, row: dict, pairs: dict[str, Lockstep]) -> MatchSession:
         """A match as its journal has it (not yet running)."""
-        read = self.reader
-        games = [
-            (game_id, number, seed, await read.entries(game_id))
-            for game_id, number, seed in await read.games(row["id"])
-        ]
+        games = await self.reader.match_games(row["id"])
         pair_id = row["options"].get("pair_id", "")
         pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
         return restore_match(self, row, games, new_id, pair)
 
-    async def _install(self, match: MatchSession) -> None:
-        """Run a match restored from the journal here (after a restart, or taken over)."""
+    async def _install(self, match: MatchSession, counted: set[str] | None = None) -> bool:
+        """Run a match restored from the journal here (after a restart, or taken over);
+        False if it is over. ``counted``: the ladder games in the books already."""
         self.matches[match.id] = match
         for game in match.games:
             self.games[game.id] = game
-            self._publish(game, tell=False)
-        await self._restore_ladder_games(match)
+            self._publish(game, new=True, tell=False)
+        if counted is None:
+            counted = await self._counted(match.ladder) if match.ladder else set()
+        await self._restore_ladder_games(match, counted)
         assert self.nursery is not None
         if not match.match.over and match.current.status in (Status.WAITING, Status.IN_PROGRESS):
             self.nursery.start_soon(self._run_match, match)
             log.info("match %s restored (game %s)", match.id, match.current.id)
-        elif match.id in self.leases:  # it ended just before its owner stopped
+            return True
+        if match.id in self.leases:  # it ended just before its owner stopped
             self.nursery.start_soon(self._finish_ended, match)
+        return False
 
-    async def _restore_ladder_games(self, match: MatchSession) -> None:
-        """Put a restored ladder game back in its ladder's books."""
+    async def _counted(self, ladder: str) -> set[str]:
+        """The games of ``ladder`` whose records are stored."""
+        return {r["game_id"] for r in await self.reader.ladder_games(ladder)}
+
+    async def _restore_ladder_games(self, match: MatchSession, counted: set[str]) -> None:
+        """Put a restored ladder game back in its ladder's books (``counted``: the games
+        in them already)."""
         ladder = self.ladders.get(match.ladder)
         if ladder is None:
             return
-        counted = {r.game_id for r in ladder.results}
         for game in match.games:
             if game.id in counted:
                 continue
@@ -1085,7 +1191,6 @@ class Arbiter:
             if self.cluster is not None:
                 continue  # the leader's books come from the store (reload_ladders)
             ladder.in_progress.add(game.id)
-            ladder.pairs.setdefault(match.pair_id, []).append(game.id)
             for seat in match.seats:
                 member = ladder.members.get(seat.player_id or "")
                 if member is not None:
@@ -1093,7 +1198,7 @@ class Arbiter:
 
     def game_counts(self) -> dict[str, int]:
         """How many games are in each status (for /metrics)."""
-        counts = {s.name.lower(): 0 for s in Status}
+        counts = {s.name.lower(): self.ended_counts[s] for s in Status}
         for game in self.games.values():
             counts[game.status.name.lower()] += 1
         return counts
@@ -1132,7 +1237,7 @@ class Arbiter:
         cluster = self.cluster
         assert cluster is not None
         cluster.listen(self._news)
-        task_status.started()
+        first = True
         while not cluster.closed:
             before = dict(self.leases)
             try:
@@ -1141,6 +1246,9 @@ class Arbiter:
                 log.warning("%s", e.message)
             else:
                 await self._after_beat(beat, before)
+            if first:  # started once the games orphaned by a stopped instance run here
+                task_status.started()
+                first = False
             with trio.move_on_after(cluster.interval_s):
                 await self._beat_now.wait()
             self._beat_now = trio.Event()
@@ -1153,11 +1261,16 @@ class Arbiter:
             new = match_id not in before and match_id not in self.leases
             if new and match_id not in self._creating and match_id not in self.matches:
                 self.leases[match_id] = epoch
+                self._to_adopt.add(match_id)
                 log.info("match %s: lease taken (epoch %d)", match_id, epoch)
+        todo = [m for m in self._to_adopt if m in self.leases and m not in self.matches]
+        self._to_adopt = set(todo)  # kept until adopted (a failed read is tried again)
         try:
-            await self._adopt([m for m in self.leases if m not in self.matches])
+            await self._adopt(todo)
         except (StoreError, ValueError, KeyError, TypeError, IndexError) as e:
             log.error("matches not taken over yet: %r", e)
+        else:
+            self._to_adopt.difference_update(todo)
         if beat.leader != self.leading:
             self.leading = beat.leader
             log.info(
@@ -1220,23 +1333,6 @@ class Arbiter:
             self._lose(match_id, f"handed to instance {rows[0][0]}")
         self._tell_others("adopt", to=rows[0][0])
 
-    async def find_game(self, game_id: str, *, read: bool = False) -> GameSession:
-        """The game here; with several instances, a game another one runs is answered
-        with where it lives (Elsewhere), or (``read``) read from the store, and a game
-        that is over is read from the store."""
-        game = self.games.get(game_id)
-        if game is not None or self.cluster is None:
-            return self.game(game_id)
-        place = self.cluster.place(await self.store.query(self.cluster.PLACE_OF_GAME, (game_id,)))
-        if place is None:
-            raise ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
-        if place.owner is not None and not read:
-            self._elsewhere(place)
-        row = await self.reader.match(place.match_id)
-        assert row is not None
-        match = await self._read_match(row, {})
-        return next(g for g in match.games if g.id == game_id)
-
     def _elsewhere(self, place: Place) -> None:
         assert self.cluster is not None
         if place.owner == self.cluster.id or not place.live or not place.address:
@@ -1254,7 +1350,10 @@ class Arbiter:
         if kind == "summary":
             summary = api.GameSummary.FromString(base64.b64decode(news["s"]))
             if news["g"] not in self.games:
-                self.catalogue.publish(news["g"], summary)
+                if news.get("new"):
+                    self.catalogue.add(news["g"], summary)
+                else:
+                    self.catalogue.publish(news["g"], summary)
         elif kind == "note":
             seats = self._seats_of(news["seats"])
             card = RemoteCard(news["g"], news["m"], seats)

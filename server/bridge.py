@@ -10,9 +10,12 @@ section). Crossing is by callbacks only:
   bridge's nursery, e.g. a play waiting for its commit) and awaits an asyncio future that
   the trio thread resolves with ``loop.call_soon_threadsafe``;
 * trio -> asyncio: a :class:`QueueSink` puts events on its stream's ``asyncio.Queue`` with
-  ``loop.call_soon_threadsafe``.
+  ``loop.call_soon_threadsafe``, encoded for the wire in the trio thread when the stream
+  gave it an encoder (an :class:`Encoded` message: the transport's thread only writes it).
 
-Neither side ever blocks waiting for the other.
+Neither side ever blocks waiting for the other. The transport's thread is where plays are
+stamped on arrival (server.clock), so work is kept out of it: whatever it is late with is
+charged to somebody's clock, whatever the trio thread is late with is not.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import grpc
 import trio
 
 from server.errors import ArbiterError, Code
@@ -111,17 +115,54 @@ class Bridge:
             raise ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN) from None
 
 
+class Encoded:
+    """A response message already serialized (in the trio thread), for a method whose
+    serializer :class:`PassEncoded` wraps. ``sent`` (if set) is called as its bytes are
+    handed to the transport: in the serializer, just before grpc starts the write."""
+
+    __slots__ = ("data", "seq", "turn", "sent")
+
+    def __init__(self, data: bytes, seq: int = 0, turn: int | None = None) -> None:
+        self.data = data
+        self.seq = seq
+        self.turn = turn  # the turn this message offers its reader, if any
+        self.sent: Callable[[], None] | None = None
+
+
+def _passing(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    def serializer(message: Any) -> bytes:
+        if type(message) is Encoded:
+            if message.sent is not None:
+                message.sent()
+            return message.data
+        return serialize(message)
+
+    return serializer
+
+
+class PassEncoded(grpc.aio.ServerInterceptor):
+    """Lets every method answer with :class:`Encoded` messages as well as protobufs."""
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if handler is None or handler.response_serializer is None:
+            return handler
+        return handler._replace(response_serializer=_passing(handler.response_serializer))
+
+
 class QueueSink:
-    """A subscription seen from the core: events go to an asyncio queue across threads."""
+    """A subscription seen from the core: events go to an asyncio queue across threads,
+    through ``encode`` (called in the trio thread) once the stream has set one."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> None:
         self.loop = loop
         self.queue = queue
         self.closed = False
+        self.encode: Callable[[Any], Any] | None = None
 
     def send(self, item: Any) -> None:
         if not self.closed:
-            self._put(item)
+            self._put(item if self.encode is None else self.encode(item))
 
     def close(self) -> None:
         if not self.closed:

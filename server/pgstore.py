@@ -52,9 +52,11 @@ CREATE TABLE IF NOT EXISTS events (
 """,
     # provably fair dice: each game's secret server seed (revealed when it ends)
     2: "ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''",
+    # ended matches' seat tokens are looked up here, not kept in memory
+    3: "CREATE INDEX IF NOT EXISTS seat_tokens_hash ON seat_tokens (token_hash)",
     # several instances (server/cluster.py): each instance's heartbeat row, and one lease
     # per unfinished match naming its owner and an epoch that every journal write checks
-    3: [
+    4: [
         """CREATE TABLE IF NOT EXISTS instances (
     id TEXT PRIMARY KEY, address TEXT NOT NULL, started DOUBLE PRECISION NOT NULL,
     expires DOUBLE PRECISION NOT NULL)""",
@@ -65,7 +67,6 @@ CREATE TABLE IF NOT EXISTS events (
         "CREATE INDEX IF NOT EXISTS games_match ON games (match_id)",
         # any instance answers any token: it looks unknown ones up here
         "CREATE INDEX IF NOT EXISTS players_token ON players (token_hash)",
-        "CREATE INDEX IF NOT EXISTS seat_tokens_token ON seat_tokens (token_hash)",
         # a database from one server: its unfinished matches, owned by nobody (taken at once)
         """INSERT INTO leases (match_id, grp, owner, epoch)
     SELECT m.id, COALESCE(NULLIF(m.options::json->>'pair_id', ''), m.id), '', 0

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from urllib.parse import unquote
 
 import grpc
@@ -22,7 +23,7 @@ from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
-from server.bridge import CLOSE, Bridge, QueueSink
+from server.bridge import CLOSE, Bridge, Encoded, QueueSink
 from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
@@ -115,13 +116,14 @@ class Limited:
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "too many requests; slow down and retry",
             )
-        if token is not None and caller.principal is None and self.arbiter.cluster is not None:
-            try:  # issued by another instance on the same database?
-                caller = Caller(
-                    await self.bridge.call(self.arbiter.learn_token, token), caller.address
-                )
+        if token is not None and caller.principal is None:
+            # a seat token of a match that ended a while ago is known to the store only
+            # (and, several instances, a token another instance issued)
+            try:
+                principal = await self.bridge.call(self.arbiter.stored_principal, token)
             except ArbiterError as e:
                 await _abort(context, e)
+            caller = Caller(principal, caller.address)
         if token is not None and caller.principal is None:
             # on every call, also those that need no token: a bot with a wrong token is
             # told so instead of being served as an anonymous caller
@@ -212,6 +214,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         )
         return api.DeclineChallengeResponse()
 
+    async def ListChallenges(self, request, context):
+        return await self._call(context, request, challenges_pb, self.arbiter, bearer(context))
+
     async def GetGame(self, request, context):
         game, seat = await self._call(
             context, request, self.arbiter.view, bearer(context), request.game_id
@@ -226,23 +231,39 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         return await self.bridge.call(view)
 
     async def ListGames(self, request, context):
-        """Answered here, in the transport's thread, from the catalogue (no core work)."""
+        """Answered from the catalogue in a worker thread, encoded there: no core work,
+        and the transport's loop (where plays are stamped) is not held up by a big page."""
         await self._caller(context, request)
-        try:
-            games, token = self.arbiter.catalogue.page(
+        catalogue = self.arbiter.catalogue
+
+        def page() -> Encoded:
+            games, token = catalogue.page(
                 request.status, request.ladder, request.limit, request.page_token
             )
+            return Encoded(
+                api.ListGamesResponse(games=games, next_page_token=token).SerializeToString()
+            )
+
+        try:
+            return await asyncio.to_thread(page)
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        return api.ListGamesResponse(games=games, next_page_token=token)
 
-    async def SubscribeGame(self, request, context) -> AsyncIterator[pb.GameEvent]:
+    async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
         queue: asyncio.Queue = asyncio.Queue()
         sink = QueueSink(asyncio.get_running_loop(), queue)
+
+        async def subscribe(*args):  # in the trio thread
+            game, seat, backlog, live = await self.arbiter.subscribe_game(*args)
+            # Live events are encoded in the trio thread from here on. None reached the
+            # sink before: the game registers it last, without waiting.
+            sink.encode = partial(encoded_event, game.card, seat)
+            return game, seat, backlog, live
+
         game, seat, backlog, live = await self._call(
             context,
             request,
-            self.arbiter.subscribe_game,
+            subscribe,
             bearer(context),
             request.game_id,
             request.after_seq,
@@ -250,39 +271,35 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             sink,
             request.client_seed,
         )
-
         card = game.card
-
-        def view(event: Event) -> pb.GameEvent:
-            return views.event_pb(card, event, seat)
-
         seq = backlog[-1].seq if backlog else request.after_seq
         streams = self.arbiter.metrics.streams.labels("game")
         streams.inc()
         try:
             for event in backlog:
-                yield view(event)
+                yield encoded_event(card, seat, event)
             while live:
                 try:
                     item = await asyncio.wait_for(queue.get(), self.heartbeat_s)
                 except TimeoutError:
                     snap = await self.bridge.call(game.snapshot)
-                    yield view(Event(seq, EventType.HEARTBEAT, time.time(), snap))
+                    beat = Event(seq, EventType.HEARTBEAT, time.time(), snap)
+                    yield encoded_event(card, seat, beat)
                     continue
                 if item is CLOSE:
                     return
                 seq = item.seq
-                msg = view(item)
-                yield msg
-                if item.type is EventType.TURN_STARTED and msg.state.legal_plays:
-                    # This seat's turn is out: its clock runs from now (server.clock).
-                    sent = self.arbiter.arrivals.now()
-                    turn = item.snapshot.turn_id
-                    self.bridge.call_soon(self.arbiter.turn_sent, game.id, turn, sent)
+                if item.turn is not None:  # this seat's turn: its clock runs from the send
+                    item.sent = partial(self._turn_sent, game.id, item.turn)
+                yield item
         finally:
             streams.dec()
             if live:
                 self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
+
+    def _turn_sent(self, game_id: str, turn: int) -> None:
+        """Called as a TURN_STARTED's bytes are handed to the transport (server.clock)."""
+        self.bridge.call_soon(self.arbiter.turn_sent, game_id, turn, self.arbiter.arrivals.now())
 
     async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:
         loop = asyncio.get_running_loop()
@@ -347,6 +364,30 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             context, request, self.arbiter.resign, bearer(context), request.game_id
         )
         return api.ResignResponse(result=wire.result_pb(result))
+
+
+def challenges_pb(arbiter: Arbiter, token: str | None) -> api.ListChallengesResponse:
+    """Runs in the trio thread: the challenges waiting for the caller's answer."""
+    out = api.ListChallengesResponse()
+    for match in arbiter.list_challenges(token):
+        card = match.current.card
+        challenger = next(s for s in card.seats if s.player_id != match.challenged)
+        out.challenges.append(
+            api.Challenge(
+                match_id=match.id,
+                game_id=card.game_id,
+                challenger=views.player_pb(challenger),
+                target_points=card.target,
+                options=wire.options_pb(card.options, card.terms),
+            )
+        )
+    return out
+
+
+def encoded_event(card, seat: int | None, event: Event) -> Encoded:
+    """``event`` as ``seat`` (None: a spectator) sees it, ready for the wire."""
+    data, offers = views.event_wire(card, event, seat)
+    return Encoded(data, event.seq, event.snapshot.turn_id if offers else None)
 
 
 def player_event(note: PlayerNote) -> api.PlayerEvent:
@@ -427,7 +468,7 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
     out = ladder_pb.GetStandingsResponse(
         ladder=name,
         finished_games=ladder.finished_games(),
-        voided_games=sum(1 for r in ladder.results if r.voided),
+        voided_games=ladder.voided,
         games_in_progress=len(ladder.in_progress),
     )
     for rank, row in enumerate(ladder.rows(), 1):
@@ -462,31 +503,22 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
 def crosstable_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetCrosstableResponse:
     """Runs in the trio thread: head-to-head records for every two bots that met."""
     ladder = arbiter.ladder(name)
-    cells: dict[tuple[str, str], ladder_pb.CrosstableCell] = {}
-
-    def cell(a: str, b: str) -> ladder_pb.CrosstableCell:
-        if (a, b) not in cells:
-            cells[a, b] = ladder_pb.CrosstableCell(player=a, opponent=b)
-        return cells[a, b]
-
-    for r in ladder.results:
-        if r.voided:
-            continue
-        win, loss = cell(r.winner, r.loser), cell(r.loser, r.winner)
-        win.wins += 1
-        loss.losses += 1
-        win.points_for += r.points
-        loss.points_against += r.points
-    for a, b, wins_a in ladder.pair_outcomes():
-        for me, other, won in ((a, b, wins_a), (b, a, 2 - wins_a)):
-            c = cell(me, other)
-            if won == 0:
-                c.pairs_lost += 1
-            elif won == 1:
-                c.pairs_split += 1
-            else:
-                c.pairs_won += 1
-    return ladder_pb.GetCrosstableResponse(cells=[cells[k] for k in sorted(cells)])
+    return ladder_pb.GetCrosstableResponse(
+        cells=[
+            ladder_pb.CrosstableCell(
+                player=me,
+                opponent=other,
+                wins=c.wins,
+                losses=c.losses,
+                points_for=c.points_for,
+                points_against=c.points_against,
+                pairs_lost=c.pairs[0],
+                pairs_split=c.pairs[1],
+                pairs_won=c.pairs[2],
+            )
+            for (me, other), c in sorted(ladder.cells.items())
+        ]
+    )
 
 
 class AdminService(Limited, admin_grpc.AdminServiceServicer):

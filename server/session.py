@@ -127,6 +127,8 @@ class GameCard:
     rated: bool
     ladder: str
     dice_commitment: str  # hex SHA-256 of the game's server seed (provably fair dice)
+    public_seed: bool = False  # the dice come from a seed the creator chose
+    scripted_dice: int = 0  # the game's first dice were chosen by its creator
 
     def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
         """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
@@ -171,6 +173,8 @@ class GameSession:
             match.rated,
             match.ladder,
             self.roller.commitment,
+            public_seed=match.seed is not None,
+            scripted_dice=len(self.roller.script),
         )
         # Known before the start when no opening throw decides (a chosen colour, or later
         # games of a match whose colours alternate).

@@ -9,7 +9,7 @@ from nardy.game import Color
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
-from server.journal import Event, Snapshot, Status
+from server.journal import Event, EventType, Snapshot, Status
 from server.session import GameCard, Seat
 
 
@@ -70,6 +70,8 @@ def state_pb(card: GameCard, snap: Snapshot, audience: Color | None) -> pb.GameS
         seeded=card.seeded,
         rated=card.rated,
         dice_commitment=card.dice_commitment,
+        public_seed=card.public_seed,
+        scripted_dice=card.scripted_dice,
         client_seeds=snap.client_seeds,
         server_seed=snap.server_seed,
         next_game_id=snap.next_game_id,
@@ -126,6 +128,19 @@ def event_pb(card: GameCard, event: Event, seat: int | None) -> pb.GameEvent:
     _personalise(msg.state, event.snapshot, audience)
     views[audience] = msg
     return msg
+
+
+def event_wire(card: GameCard, event: Event, seat: int | None) -> tuple[bytes, bool]:
+    """The event as ``seat`` sees it, serialized (once per audience), and whether it
+    offers that seat its turn (TURN_STARTED with the legal plays)."""
+    audience = card.color_of(seat, event.snapshot.white_seat)
+    key = ("wire", audience)
+    wire_form = event.views.get(key)
+    if wire_form is None:
+        msg = event_pb(card, event, seat)
+        offers = event.type is EventType.TURN_STARTED and len(msg.state.legal_plays) > 0
+        wire_form = event.views[key] = (msg.SerializeToString(), offers)
+    return wire_form
 
 
 def summary_pb(card: GameCard, snap: Snapshot) -> api.GameSummary:

@@ -1,10 +1,12 @@
 """The arbiter's read-only web view and ``/metrics`` (``nardy serve --http-port``).
 
 An aiohttp application on the gRPC transport's asyncio loop (``server/bridge.py``): no
-HTTP is parsed here, and the trio core is never blocked or read from this thread. Every
-page asks the core for messages through :meth:`Bridge.call` (``GameState``s, events,
-standings: built in the trio thread from frozen snapshots, then only read here), and
-renders them as HTML and SVG (:mod:`nardy.svg`).
+HTTP is parsed here, and the trio core is never blocked or read from this thread. The
+front page's lists are read in a worker thread from the ListGames catalogue and the games'
+told events (no core work, :func:`query_index`); the other pages ask the core for messages
+through :meth:`Bridge.call` (``GameState``s, events, standings: built in the trio thread
+from frozen snapshots, then only read here). Pages are rendered as HTML and SVG
+(:mod:`nardy.svg`).
 
 Pages: ``/`` (games in progress with live boards, ladders, finished games),
 ``/game/ID`` (a live game; a finished one is a replay: ``?ply=N``, its move list, arrow
@@ -16,6 +18,7 @@ change anything: there is no POST route, and requests are rate-limited per addre
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -56,28 +59,33 @@ SECURITY_HEADERS = {
 }
 
 
-# -- queries: run in the trio thread, return messages only -------------------------------
-def _last_play(game) -> pb.PlayRecord | None:
-    for event in reversed(game.events):
+# -- queries: return messages only ---------------------------------------------------------
+def _last_play(card, told: list) -> pb.PlayRecord | None:
+    for event in reversed(told):
         if event.play is not None:
-            return views.event_pb(game.card, event, None).play
+            return views.event_pb(card, event, None).play
     return None
 
 
 def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
-    live = [
-        (views.state_pb(g.card, g.snapshot(), None), _last_play(g))
-        for g in arbiter.list_games(pb.GAME_STATUS_IN_PROGRESS, LIVE_GAMES)
-    ]
-    finished = [
-        views.summary_pb(g.card, g.snapshot())
-        for g in arbiter.list_games(pb.GAME_STATUS_FINISHED, FINISHED_GAMES)
-    ]
-    return live, finished, sorted(arbiter.ladders)
+    """Runs in a worker thread, neither in the trio thread nor on the transport's loop:
+    the games from the catalogue (see server.catalogue), each live board from the last
+    event its game has told (events are never changed once told; the trio thread only
+    appends)."""
+    live = []
+    playing, _ = arbiter.catalogue.page(pb.GAME_STATUS_IN_PROGRESS, "", LIVE_GAMES, "")
+    for summary in playing:
+        game = arbiter.games.get(summary.game_id)
+        told = list(game.events) if game is not None else []
+        if told:
+            state = views.event_pb(game.card, told[-1], None).state
+            live.append((state, _last_play(game.card, told)))
+    finished, _ = arbiter.catalogue.page(pb.GAME_STATUS_FINISHED, "", FINISHED_GAMES, "")
+    return live, finished, sorted(list(arbiter.ladders))
 
 
 async def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
-    game = arbiter.game(game_id)
+    game = await arbiter.game(game_id)
     state = views.state_pb(game.card, game.snapshot(), None)
     history = await game.history() if with_events else []
     return state, [views.event_pb(game.card, e, None) for e in history]
@@ -179,7 +187,7 @@ class WebView:
         return _html(await self._index_body())
 
     async def _index_body(self) -> str:
-        live, finished, ladders = await self.bridge.call(query_index, self.arbiter)
+        live, finished, ladders = await asyncio.to_thread(query_index, self.arbiter)
         out = ["<h2>Games in progress</h2>"]
         if not live:
             out.append('<p class="none">No game is being played now.</p>')
@@ -320,7 +328,7 @@ class WebView:
 
     # -- JSON and metrics ----------------------------------------------------------------
     async def api_games(self, request: web.Request) -> web.Response:
-        live, finished, ladders = await self.bridge.call(query_index, self.arbiter)
+        live, finished, ladders = await asyncio.to_thread(query_index, self.arbiter)
         return web.json_response(
             {
                 "in_progress": [MessageToDict(s) for s, _ in live],

@@ -109,6 +109,30 @@ class DeclineChallengeResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ListChallengesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Challenge(_message.Message):
+    __slots__ = ("match_id", "game_id", "challenger", "target_points", "options")
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGER_FIELD_NUMBER: _ClassVar[int]
+    TARGET_POINTS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    game_id: str
+    challenger: _game_pb2.Player
+    target_points: int
+    options: _game_pb2.GameOptions
+    def __init__(self, match_id: _Optional[str] = ..., game_id: _Optional[str] = ..., challenger: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., target_points: _Optional[int] = ..., options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ...) -> None: ...
+
+class ListChallengesResponse(_message.Message):
+    __slots__ = ("challenges",)
+    CHALLENGES_FIELD_NUMBER: _ClassVar[int]
+    challenges: _containers.RepeatedCompositeFieldContainer[Challenge]
+    def __init__(self, challenges: _Optional[_Iterable[_Union[Challenge, _Mapping]]] = ...) -> None: ...
+
 class GetGameRequest(_message.Message):
     __slots__ = ("game_id",)
     GAME_ID_FIELD_NUMBER: _ClassVar[int]

@@ -60,6 +60,11 @@ class ArbiterServiceStub:
                 request_serializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeRequest.SerializeToString,
                 response_deserializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeResponse.FromString,
                 _registered_method=True)
+        self.ListChallenges = channel.unary_unary(
+                '/nardy.v1.ArbiterService/ListChallenges',
+                request_serializer=nardy_dot_v1_dot_arbiter__pb2.ListChallengesRequest.SerializeToString,
+                response_deserializer=nardy_dot_v1_dot_arbiter__pb2.ListChallengesResponse.FromString,
+                _registered_method=True)
         self.GetGame = channel.unary_unary(
                 '/nardy.v1.ArbiterService/GetGame',
                 request_serializer=nardy_dot_v1_dot_arbiter__pb2.GetGameRequest.SerializeToString,
@@ -144,6 +149,15 @@ class ArbiterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListChallenges(self, request, context):
+        """The challenges that wait for the calling player's answer (its player token), oldest
+        first: who challenges, to what match. The same challenges are announced on the player
+        stream (PLAYER_EVENT_TYPE_CHALLENGE); `nardy challenges` prints this list.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetGame(self, request, context):
         """The state of a game now. Without a token a spectator's view; with a token that holds
         a seat, that seat's view: `your_color`, and on its waiting turn the legal plays (a
@@ -154,7 +168,10 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListGames(self, request, context):
-        """Games on the server, newest first, a page at a time (see `page_token`).
+        """Games on the server, newest first, a page at a time (see `page_token`): the newest
+        2,000 games whatever their status, then older games still waiting or in progress.
+        Older ended games are not listed (so a server that runs for months stays the same
+        size); GetGame and SubscribeGame answer for any game by its id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -221,6 +238,11 @@ def add_ArbiterServiceServicer_to_server(servicer, server):
                     servicer.DeclineChallenge,
                     request_deserializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeRequest.FromString,
                     response_serializer=nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeResponse.SerializeToString,
+            ),
+            'ListChallenges': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChallenges,
+                    request_deserializer=nardy_dot_v1_dot_arbiter__pb2.ListChallengesRequest.FromString,
+                    response_serializer=nardy_dot_v1_dot_arbiter__pb2.ListChallengesResponse.SerializeToString,
             ),
             'GetGame': grpc.unary_unary_rpc_method_handler(
                     servicer.GetGame,
@@ -366,6 +388,33 @@ class ArbiterService:
             '/nardy.v1.ArbiterService/DeclineChallenge',
             nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeRequest.SerializeToString,
             nardy_dot_v1_dot_arbiter__pb2.DeclineChallengeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChallenges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nardy.v1.ArbiterService/ListChallenges',
+            nardy_dot_v1_dot_arbiter__pb2.ListChallengesRequest.SerializeToString,
+            nardy_dot_v1_dot_arbiter__pb2.ListChallengesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -102,3 +102,97 @@ async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
     assert in_progress, "the fast game ended before the lagging one got going"
     # the fast game never showed a throw the lagging game had not made yet
     assert all(other <= mine for mine, other in in_progress), in_progress
+
+
+async def test_a_pair_killed_mid_way_resumes_in_lockstep_with_the_same_dice(tmp_path, monkeypatch):
+    """kill -9 the real server while the pair's fast game waits for its lagging partner,
+    restart it on the same database: both games go on in lockstep (the fast one still
+    shows no throw ahead of the lagging one), with the same dice turn by turn, and both
+    verify as fair with one shared server seed."""
+    from clients.verify import fetch
+    from nardy.verify import verify
+    from tests.server.test_recovery import free_port, start_server
+
+    admin = "lockstep-admin-token"
+    monkeypatch.setenv("NARDY_ADMIN_TOKEN", admin)
+    port, db = free_port(), str(tmp_path / "pair.db")
+    address = f"127.0.0.1:{port}"
+    procs = [start_server(port, db)]
+    seen: list[tuple[int, int, int, bool]] = []  # (lagging turn, fast turn, status, restarted)
+    restarted = trio.Event()
+    try:
+        async with Client(address, admin) as op:
+            await op.create_ladder("pairs", turn_time_ms=30_000, max_games=2)
+            tokens = {n: await Client(address, admin).register(n) for n in ("peek", "plain")}
+        peek, plain = (Client(address, tokens[n]) for n in ("peek", "plain"))
+        spectator = Client(address)
+
+        async def games_of(client: Client) -> list[str]:
+            games: list[str] = []
+            async for ev in client.player_events():
+                if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in games:
+                    games.append(ev.game_id)
+                if len(games) == 2:
+                    return games
+            raise AssertionError("the player stream ended")
+
+        async def restart() -> None:
+            procs[-1].kill()
+            await trio.to_thread.run_sync(procs[-1].wait)
+            procs.append(await trio.to_thread.run_sync(start_server, port, db))
+            restarted.set()
+
+        async def lagging(game_id: str, fast: str) -> None:
+            done = 0
+            async for ev in peek.events(game_id):
+                if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+                    return
+                if not my_turn(ev) or ev.state.turn_id <= done:
+                    continue
+                done = ev.state.turn_id
+                await trio.sleep(STALL_S)  # let the fast game run ahead, if it can
+                req = api.GetGameRequest(game_id=fast)
+                other = (await spectator.call("GetGame", req, attempts=12)).state
+                seen.append((done, other.turn_id, other.status, restarted.is_set()))
+                await peek.submit(
+                    game_id, done, end_position=ev.state.legal_plays[0].end_position, attempts=12
+                )
+                if len(seen) == 6 and other.status == pb.GAME_STATUS_IN_PROGRESS:
+                    await restart()  # mid-pair: the fast game waits at the next throw
+
+        async def hostile() -> None:
+            fast, slow = await games_of(peek)
+            async with trio.open_nursery() as n:
+                n.start_soon(play_game, peek, fast, first_legal)
+                n.start_soon(lagging, slow, fast)
+
+        async def honest() -> None:
+            async with trio.open_nursery() as n:
+                for g in await games_of(plain):
+                    n.start_soon(play_game, plain, g, first_legal)
+
+        with trio.fail_after(180):
+            await peek.join_ladder("pairs")
+            await plain.join_ladder("pairs")
+            async with trio.open_nursery() as n:
+                n.start_soon(hostile)
+                n.start_soon(honest)
+            games = await spectator.all_games(ladder="pairs")
+            # each game's record, with the pair's server seed revealed (nardy verify GAME)
+            records = [await trio.to_thread.run_sync(fetch, address, g.game_id) for g in games]
+        for c in (peek, plain, spectator):
+            c.close()
+    finally:
+        procs[-1].terminate()
+        procs[-1].wait()
+    assert len(procs) == 2 and restarted.is_set()  # killed once, mid-pair
+    after = [(mine, other) for mine, other, status, again in seen if again and status == 2]
+    assert after, "no turn of the lagging game was watched after the restart"
+    in_progress = [(mine, other) for mine, other, status, _ in seen if status == 2]
+    assert all(other <= mine for mine, other in in_progress), in_progress
+    assert len(records) == 2 and all(r.result is not None for r in records)
+    a, b = ([t.dice for t in r.turns] for r in records)
+    n = min(len(a), len(b))
+    assert n > 10 and a[:n] == b[:n]  # the same dice, turn by turn, across the restart
+    assert records[0].headers["ServerSeed"] == records[1].headers["ServerSeed"]
+    assert all(verify(r).fair and not verify(r).chosen for r in records)

@@ -124,3 +124,54 @@ async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(server, cl
     no = await trio.to_thread.run_sync(run, str(bad))
     assert no.returncode == 1, no.stdout + no.stderr
     assert no.stdout.startswith("NOT FAIR") and "turn 9" in no.stdout, no.stdout
+
+
+async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
+    server, client, tmp_path
+):
+    """Scripted dice or a public seed match what their creator chose: `nardy verify` says
+    the game is not a fair-dice game (exit 3), not that its dice do not match (exit 1);
+    the dice after a script are still checked."""
+    from nardy.v1 import arbiter_pb2_grpc
+
+    stub = arbiter_pb2_grpc.ArbiterServiceStub(client.channel)
+    script = [6, 5, 6, 5, 4]  # an odd count: the third throw is half scripted
+    options = pb.GameOptions(auto_play_forced=True)
+    scripted = await play(client, start_position=RACE, dice=script, options=options)
+    public = await play(client, start_position=RACE, seed=12345, options=options)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "nardy", "verify", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    game = record_from_events(await trio.to_thread.run_sync(game_events, stub, scripted.game_id))
+    assert game.headers["ScriptedDice"] == "5"
+    verdict = verify(game)
+    assert verdict.fair and verdict.chosen, verdict.message
+    assert "scripted the first 5 dice" in verdict.message
+    out = await trio.to_thread.run_sync(run, scripted.game_id, "--server", server.address)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert out.stdout.startswith("NOT A FAIR-DICE GAME") and "scripted" in out.stdout
+    # a die changed after the script is still a mismatch
+    path = tmp_path / "scripted.nrd"
+    path.write_text(record.dumps([game]))
+    lines = path.read_text().splitlines()
+    turn = next(i for i, line in enumerate(lines) if line.strip().startswith("5 "))
+    dice = lines[turn].split()[2]
+    a, b = dice.split("-")
+    lines[turn] = lines[turn].replace(f" {dice} ", f" {(int(a) % 6) + 1}-{b} ", 1)
+    path.write_text("\n".join(lines) + "\n")
+    out = await trio.to_thread.run_sync(run, str(path))
+    assert out.returncode == 1 and out.stdout.startswith("NOT FAIR"), out.stdout + out.stderr
+    assert "turn 5" in out.stdout
+
+    game = record_from_events(await trio.to_thread.run_sync(game_events, stub, public.game_id))
+    assert game.headers["DiceSeed"] == "public"
+    out = await trio.to_thread.run_sync(run, public.game_id, "--server", server.address)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert out.stdout.startswith("NOT A FAIR-DICE GAME") and "public seed" in out.stdout

@@ -1,0 +1,113 @@
+"""Consent from the command line (issue 10): `nardy challenge`, `challenges`, `accept`,
+`decline` as real processes against a real server, and strangers trying to answer for the
+challenged player."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def srv():
+    with EmbeddedServer() as s:
+        yield s
+
+
+def nardy(srv: EmbeddedServer, *args: str, token: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("NARDY_TOKEN", "NARDY_ADMIN_TOKEN")}
+    if token is not None:
+        env["NARDY_TOKEN"] = token
+    return subprocess.run(
+        [sys.executable, "-m", "nardy", *args, "--server", srv.address],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "NO_COLOR": "1"},
+    )
+
+
+def stub(srv: EmbeddedServer):
+    ch = grpc.insecure_channel(srv.address)
+    return ch, arbiter_pb2_grpc.ArbiterServiceStub(ch)
+
+
+def register(srv: EmbeddedServer, name: str) -> str:
+    ch, s = stub(srv)
+    with ch:
+        return s.RegisterPlayer(api.RegisterPlayerRequest(name=name, bot=True), timeout=10).token
+
+
+def field(out: str, key: str) -> str:
+    return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith(key))
+
+
+def test_a_player_lists_accepts_and_declines_challenges_from_the_command_line(srv):
+    alice, bob, carol = (register(srv, n) for n in ("cli-alice", "cli-bob", "cli-carol"))
+    made = nardy(srv, "challenge", "cli-bob", "--as", "cli-alice", "--points", "3", token=alice)
+    assert made.returncode == 0, made.stderr
+    match, game = field(made.stdout, "match"), field(made.stdout, "game")
+    assert "cli-bob is challenged" in made.stdout
+
+    listed = nardy(srv, "challenges", token=bob)
+    assert listed.returncode == 0, listed.stderr
+    assert match in listed.stdout and "from cli-alice" in listed.stdout
+    assert "3 points" in listed.stdout and "120 s per turn" in listed.stdout
+    assert "1 challenge waiting" in listed.stderr
+    # nobody else sees it, and nobody else may answer it
+    assert match not in nardy(srv, "challenges", token=carol).stdout
+    for who in (alice, carol):
+        out = nardy(srv, "accept", match, token=who)
+        assert out.returncode == 1 and "FAILED_PRECONDITION" in out.stderr, out.stderr
+    out = nardy(srv, "accept", match, token="made-up")
+    assert out.returncode == 1 and "UNAUTHENTICATED" in out.stderr
+    out = nardy(srv, "challenges")
+    assert out.returncode == 2 and "NARDY_TOKEN" in out.stderr
+
+    ch, s = stub(srv)
+    with ch:
+        bob_md = (("authorization", f"Bearer {bob}"),)
+        with pytest.raises(grpc.RpcError) as info:  # not seated before accepting
+            s.GetGame(api.GetGameRequest(game_id=game), metadata=bob_md, timeout=10)
+        assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        accepted = nardy(srv, "accept", match, token=bob)
+        assert accepted.returncode == 0, accepted.stderr
+        assert f"accepted: game {game}" in accepted.stdout
+        state = s.GetGame(api.GetGameRequest(game_id=game), metadata=bob_md, timeout=10).state
+        assert state.status == pb.GAME_STATUS_WAITING and state.rated
+        assert match not in nardy(srv, "challenges", token=bob).stdout  # answered
+
+        made = nardy(srv, "challenge", "cli-bob", "--as", "cli-alice", token=alice)
+        second, game2 = field(made.stdout, "match"), field(made.stdout, "game")
+        declined = nardy(srv, "decline", second, token=bob)
+        assert declined.returncode == 0, declined.stderr
+        state = s.GetGame(api.GetGameRequest(game_id=game2), timeout=10).state
+        assert state.status == pb.GAME_STATUS_ABORTED
+        out = nardy(srv, "challenges", token=bob)
+        assert out.returncode == 0 and "0 challenges waiting" in out.stderr, out.stderr
+
+
+def test_list_challenges_needs_a_player_token(srv):
+    ch, s = stub(srv)
+    with ch:
+        with pytest.raises(grpc.RpcError) as info:
+            s.ListChallenges(api.ListChallengesRequest(), timeout=10)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        r = s.CreateMatch(api.CreateMatchRequest(), timeout=10)  # two open seats
+        seat = (("authorization", f"Bearer {r.first_seat_token}"),)
+        with pytest.raises(grpc.RpcError) as info:
+            s.ListChallenges(api.ListChallengesRequest(), metadata=seat, timeout=10)
+        assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
