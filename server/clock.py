@@ -2,8 +2,9 @@
 
 A side is charged from when its turn was sent to when its play *arrived* (issue 10,
 "fair clocks under load"), not to when the trio thread got round to it. The side's stream
-reports when it handed the turn to the transport (``GameSession.turn_sent``: the clock
-runs from then, see :meth:`nardy.clock.Clock.sent`), and the gRPC thread stamps every
+reports when it handed the turn to the transport (stamped in the response serializer, just
+before grpc starts the write: ``server.bridge.Encoded``; ``GameSession.turn_sent``: the
+clock runs from then, see :meth:`nardy.clock.Clock.sent`), and the gRPC thread stamps every
 SubmitPlay as it arrives (:meth:`Arrivals.stamp`, on the trio run's own
 clock, which is safe to read from any thread) and the core settles the stamp when it has
 judged the play. A turn whose deadline has passed waits for every play of its game that
