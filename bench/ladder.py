@@ -47,7 +47,7 @@ def main(quick: bool = False) -> None:
                 games=games,
                 sprt=None,
                 concurrency=concurrency,
-                time_per_move=5000,
+                turn_time_ms=5000,
                 db=str(db),
                 records=None,
             )

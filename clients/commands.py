@@ -10,6 +10,8 @@ import argparse
 import getpass
 
 from engines.registry import names
+from nardy.clock import DEFAULT_TURN_TIME_MS
+from nardy.commands import add_turn_time_arg
 from nardy.variant import available
 
 
@@ -105,13 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="your colour in the first game; white moves first (default random). A chosen "
         "colour scripts the opening throw (2-1 or 1-2), so the match is marked seeded.",
     )
-    p.add_argument(
-        "--turn-time",
-        type=float,
-        default=120.0,
-        metavar="SECONDS",
-        help="time per turn in seconds (default 120)",
-    )
+    add_turn_time_arg(p, DEFAULT_TURN_TIME_MS, old_seconds=("--turn-time",))
     p.add_argument("--name", default=_user(), help="your name on the board")
     p.add_argument(
         "--dice",

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
         games=args.games,
         sprt=None,
         concurrency=4,
-        time_per_move=args.time_per_move,
+        turn_time_ms=args.turn_time_ms,
         db=args.db,
         logs=None,
         records=args.records,

@@ -102,7 +102,7 @@ def _check_args(args: argparse.Namespace) -> None:
     for flag, value, low in (
         ("--games", args.games, 1),
         ("--concurrency", args.concurrency, 1),
-        ("--time-per-move", args.time_per_move, 1),
+        ("--turn-time-ms", args.turn_time_ms, 1),
     ):
         if value < low:
             raise SystemExit(f"nardy ladder: {flag} must be at least {low}, not {value}")
@@ -185,7 +185,7 @@ def _run(args, console, unattended, engines, sprt, db, log_dir) -> int:
 def _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir) -> int:
     """Create (or resume) the ladder, start every engine; the ladder's game target."""
     options = lpb.LadderOptions(
-        turn_time_ms=args.time_per_move,
+        turn_time_ms=args.turn_time_ms,
         max_games=0 if sprt is not None else args.games,
         max_games_per_bot=max(2, args.concurrency + args.concurrency % 2),
         max_concurrent_games=max(2, args.concurrency),

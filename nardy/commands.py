@@ -96,13 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "engine is stronger than the second by elo1 (H1) or by no more than elo0 (H0)",
     )
     p.add_argument("--concurrency", type=int, default=2, help="games at once (default 2)")
-    p.add_argument(
-        "--time-per-move",
-        type=int,
-        default=1000,
-        metavar="MS",
-        help="turn time in ms (default 1000)",
-    )
+    add_turn_time_arg(p, 1000, old=("--time-per-move",))
     p.add_argument(
         "--db",
         help="SQLite file; running again with it continues (default: a temporary one, "
@@ -172,9 +166,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "with the standings and a crosstable.",
     )
     p.add_argument("--games", type=int, default=36, help="games to play (default 36)")
-    p.add_argument(
-        "--time-per-move", type=int, default=500, metavar="MS", help="turn time (default 500)"
-    )
+    add_turn_time_arg(p, 500, old=("--time-per-move",))
     p.add_argument("--db", help="SQLite file (default: a temporary one)")
     p.add_argument("--records", metavar="DIR", help="write game records here")
     p.set_defaults(func=_demo)
@@ -203,7 +195,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "with NARDY_SERVER and NARDY_TOKEN set, and drive it through scripted scenarios.",
     )
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ... (the engine command)")
-    p.add_argument("--turn-ms", type=int, default=3000, help="turn time for the scenarios")
+    add_turn_time_arg(p, 3000, old=("--turn-ms",))
     p.set_defaults(func=_check_engine)
 
 
@@ -295,6 +287,50 @@ def read_admin_token(path: str | None) -> str | None:
     return os.environ.get(ENV_ADMIN_TOKEN) or None
 
 
+class _OldSpelling(argparse.Action):
+    """A deprecated spelling of an option, hidden from --help: it still works (converted
+    to the new option's unit) and says on stderr what to write instead."""
+
+    def __init__(self, option_strings, dest, *, new: str, scale: float = 1, **kw) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kw)
+        self.new, self.scale = new, scale
+
+    def __call__(self, parser, namespace, value, option_string=None) -> None:
+        converted = round(value * self.scale)
+        how = f" {converted}" if self.scale != 1 else ""
+        print(
+            f"{parser.prog}: {option_string} is deprecated, use {self.new}{how}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, converted)
+
+
+def add_turn_time_arg(
+    p: argparse.ArgumentParser,
+    default: int,
+    *,
+    old: tuple[str, ...] = (),
+    old_seconds: tuple[str, ...] = (),
+) -> None:
+    """``--turn-time-ms MS``: the time per turn in milliseconds, the name and unit of the
+    protocol's ``turn_time_ms``, for every command (``args.turn_time_ms``). ``old`` are
+    earlier spellings in milliseconds, ``old_seconds`` in seconds: hidden, deprecated,
+    still accepted."""
+    p.add_argument(
+        "--turn-time-ms",
+        type=int,
+        default=default,
+        metavar="MS",
+        help=f"time per turn in milliseconds (default {default})",
+    )
+    for flag in old:
+        p.add_argument(flag, dest="turn_time_ms", type=int, action=_OldSpelling,
+                       new="--turn-time-ms")  # fmt: skip
+    for flag in old_seconds:
+        p.add_argument(flag, dest="turn_time_ms", type=float, action=_OldSpelling,
+                       new="--turn-time-ms", scale=1000)  # fmt: skip
+
+
 def add_tls_args(p: argparse.ArgumentParser) -> None:
     """``--tls`` / ``--tls-ca`` for a command that talks to an arbiter (see nardy.client)."""
     p.add_argument(
@@ -369,12 +405,14 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--first", default="", help="registered player of the first seat (or open)")
     q.add_argument("--second", default="", help="registered player of the second seat")
     q.add_argument("--points", type=int, default=1, help="match length (default 1)")
-    q.add_argument("--turn-time-ms", type=int, default=0, help="default 120000")
+    q.add_argument(
+        "--turn-time-ms", type=int, default=0, metavar="MS", help="default 120000 (two minutes)"
+    )
     q.add_argument("--start-timeout-ms", type=int, default=0, help="default 60000")
     q.add_argument("--seed", type=int, default=None, help="public dice seed (not rated)")
     q = cmds.add_parser("create-ladder", help="create a ladder (bots join it themselves)")
     q.add_argument("name", help="the ladder's name")
-    q.add_argument("--turn-time-ms", type=int, default=1000, help="default 1000")
+    q.add_argument("--turn-time-ms", type=int, default=1000, metavar="MS", help="default 1000")
     q.add_argument("--max-games", type=int, default=0, help="stop after this many (0: never)")
     q.add_argument("--max-games-per-bot", type=int, default=2, help="default 2 (one pair)")
     q.add_argument("--illegal-play-limit", type=int, default=3, help="default 3")
@@ -407,7 +445,7 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
     p.add_argument("opponent", help="the registered player you challenge")
     p.add_argument("--as", dest="name", required=True, help="your own player name")
     p.add_argument("--points", type=int, default=1, help="match length (default 1)")
-    p.add_argument("--turn-time-ms", type=int, default=0, help="default 120000")
+    p.add_argument("--turn-time-ms", type=int, default=0, metavar="MS", help="default 120000")
     p.add_argument(
         "--start-timeout-ms", type=int, default=0, help="time to accept and arrive (default 60000)"
     )

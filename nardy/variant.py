@@ -25,7 +25,8 @@ What a variant provides (OpenSpiel's game / state split, python-chess's values):
 * ``turn_builder(position, dice)`` plays a turn step by step for people: ``plays``,
   ``steps``, ``remaining`` dice, ``complete``, ``legal_steps()``, ``step(src, dst)``
   (several dice when one does not cover the distance), ``undo()``, ``rewind(mark)``,
-  ``play()``; every refusal is an ``IllegalPlay`` giving the reason.
+  ``play()``; every refusal is an ``IllegalPlay`` giving the reason. What does not depend
+  on the board is written once, in :class:`BaseTurnBuilder`.
 * **Results**: ``result(position, rules)`` is the :class:`~nardy.game.GameResult` once the
   game is over (else ``None``); its ``kind`` is one of the variant's ``kinds`` (a
   ``StrEnum`` whose members have ``points``). ``forfeit(position, loser, termination)``
@@ -43,12 +44,12 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from nardy.game import Color, GameResult, Termination
+from nardy.game import Color, GameResult, IllegalPlay, Termination
 
 if TYPE_CHECKING:
     from nardy.match import GameOptions, Opening
@@ -138,7 +139,7 @@ class Variant(ABC):
     def parse_moves(self, text: str) -> list[tuple[int, int]]: ...
 
     @abstractmethod
-    def turn_builder(self, position: Any, dice: tuple[int, int]) -> Any: ...
+    def turn_builder(self, position: Any, dice: tuple[int, int]) -> BaseTurnBuilder: ...
 
     # -- results ------------------------------------------------------------------------
     @abstractmethod
@@ -174,6 +175,146 @@ class Variant(ABC):
 
     @abstractmethod
     def pips(self, position: Any, color: Color) -> int: ...
+
+
+class BaseTurnBuilder(ABC):
+    """A turn played step by step, what every variant's ``TurnBuilder`` shares: the dice
+    of the turn, the steps so far with the state each one reached (so undo and rewind are
+    exact), and the refusals that do not depend on the board. A variant adds its board
+    (``board``, ``position``), which steps are legal (``legal_steps``, ``_one``), how a
+    move reads as dice (``_dice_for``) and when a state is a legal play (``_is_end``).
+    """
+
+    #: The variant's play type, ``Play(steps, end)``, and step notation, ``(src, dst)``.
+    play_type: ClassVar[type]
+    format_step: ClassVar[Callable[[int, int], str]]
+
+    def __init__(self, position: Any, dice: tuple[int, int], plays: list[Any], start: Any) -> None:
+        a, b = dice
+        self.start_position = position
+        self.dice: tuple[int, ...] = (a,) * 4 if a == b else (max(a, b), min(a, b))
+        self.plays = plays
+        self.most = max((len(p.steps) for p in plays), default=0)
+        self.steps: list[Any] = []
+        self._states: list[Any] = [start]  # the state before each step and after the last
+
+    # -- state --------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def board(self) -> tuple[int, ...]:
+        """The mover's counts by own point after the steps so far."""
+
+    @property
+    @abstractmethod
+    def position(self) -> Any:
+        """The position the steps so far make, with the opponent to move."""
+
+    @property
+    def remaining(self) -> tuple[int, ...]:
+        """The dice not played yet."""
+        left = list(self.dice)
+        for s in self.steps:
+            left.remove(s.die)
+        return tuple(left)
+
+    @property
+    def complete(self) -> bool:
+        """True when the steps so far make a legal play (or there is none to make)."""
+        return not self.plays or self._is_end(self._states[-1], len(self.steps))
+
+    def play(self) -> Any:
+        """The legal play made by the steps so far; IllegalPlay if they are not one."""
+        if not self.plays:
+            if self.steps:
+                raise IllegalPlay("no legal play exists with these dice")
+            return self.play_type((), self.start_position.passed())
+        if not self.complete:
+            raise IllegalPlay(self._incomplete_reason())
+        return self.play_type(tuple(self.steps), self.position)
+
+    # -- stepping -----------------------------------------------------------------------
+    @abstractmethod
+    def legal_steps(self) -> list[Any]:
+        """Every single step from here that can still be completed into a legal play."""
+
+    def step(self, src: int, dst: int) -> list[Any]:
+        """Move one checker from ``src`` to ``dst`` (``OFF``: borne off, ``BAR``: entering)
+        with one or more dice: several when no single die covers the distance (``24/13``).
+
+        Raises IllegalPlay with the reason when the move cannot be made; nothing changes then.
+        """
+        first: IllegalPlay | None = None
+        for dice in self._dice_for(src, dst):
+            try:
+                return self._apply(src, dice)
+            except IllegalPlay as e:
+                first = first or e
+        raise first or IllegalPlay(f"{self.format_step(src, dst)}: no die left covers this move")
+
+    def undo(self) -> Any:
+        """Take back the last step (and return it); None if there is none."""
+        if not self.steps:
+            return None
+        self._states.pop()
+        return self.steps.pop()
+
+    def rewind(self, mark: int) -> None:
+        """Take back every step after the first ``mark``."""
+        del self.steps[mark:]
+        del self._states[mark + 1 :]
+
+    # -- internals ----------------------------------------------------------------------
+    @abstractmethod
+    def _is_end(self, state: Any, used: int) -> bool:
+        """Is ``state``, reached with ``used`` dice, one of the legal plays?"""
+
+    @abstractmethod
+    def _dice_for(self, src: int, dst: int) -> list[tuple[int, ...]]:
+        """Readings of a move as a die sequence for one checker, the most natural first."""
+
+    @abstractmethod
+    def _one(self, src: int, die: int) -> Any:
+        """Play one die with the checker on ``src`` (the step made) or raise IllegalPlay."""
+
+    def _apply(self, src: int, dice: tuple[int, ...]) -> list[Any]:
+        """Play ``dice`` in order with one checker from ``src``, all or nothing."""
+        mark = len(self.steps)
+        try:
+            at = src
+            for die in dice:
+                if at == OFF:
+                    raise IllegalPlay(
+                        f"{self.format_step(src, OFF)}: the checker is off before all dice are used"
+                    )
+                at = self._one(at, die).dst
+            return self.steps[mark:]
+        except IllegalPlay:
+            self.rewind(mark)
+            raise
+
+    def _dead_end_reason(self) -> str:
+        most = self.most
+        if most == 1 and len(self.dice) == 2 and self.dice[0] != self.dice[1]:
+            return f"the larger die ({self.dice[0]}) must be played (RULES §3.6)"
+        return (
+            f"after this step the play cannot be finished legally: a legal play uses {most} "
+            f"{'die' if most == 1 else 'dice'} (RULES §3.6)"
+        )
+
+    def _incomplete_reason(self) -> str:
+        return (
+            f"the play uses {len(self.steps)} of the dice but a legal play uses {self.most} "
+            "(RULES §3.6: play as many dice as possible)"
+        )
+
+    def _left_text(self) -> str:
+        return "-".join(map(str, self.remaining)) or "none"
+
+
+def without(dice: tuple[int, ...], die: int) -> tuple[int, ...]:
+    """``dice`` less one ``die``."""
+    i = dice.index(die)
+    return dice[:i] + dice[i + 1 :]
 
 
 # Each variant lives in its own package, imported the first time it is asked for.

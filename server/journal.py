@@ -178,8 +178,19 @@ def encode_json(value: Any) -> str:
     return json.dumps(value)
 
 
-def decode_json(text: str) -> Any:
-    return json.loads(text)
+#: Ladder option keys that older versions stored under another name: old -> new.
+LADDER_OPTION_RENAMES = {"turn_ms": "turn_time_ms"}
+
+
+def decode_ladder_options(text: str) -> dict:
+    """The fields of a server.ladder.LadderOptions from its ``ladders.options`` column
+    (written with ``encode_json``); a row of an older version is read under today's names."""
+    options = json.loads(text)
+    for old, new in LADDER_OPTION_RENAMES.items():
+        if old in options:
+            value = options.pop(old)
+            options.setdefault(new, value)
+    return options
 
 
 def encode_ladder_game(record: Any) -> str:

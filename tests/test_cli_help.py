@@ -61,3 +61,54 @@ def test_engine_with_a_wrong_or_missing_token_says_so_in_one_line():
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
                              env={"PATH": "/usr/bin:/bin"})  # fmt: skip
         assert out.returncode == 2 and "no token: give --token or set NARDY_TOKEN" in out.stderr
+
+
+TURN_TIME = {  # command: (its default in ms, the old spellings in ms, in seconds)
+    "play": (120_000, (), ("--turn-time",)),
+    "ladder": (1000, ("--time-per-move",), ()),
+    "demo": (500, ("--time-per-move",), ()),
+    "check-engine": (3000, ("--turn-ms",), ()),
+}
+
+
+def test_one_name_for_the_turn_time_in_every_command(capsys):
+    """--turn-time-ms (milliseconds, the .proto's turn_time_ms) everywhere; the old
+    spellings are hidden from --help, still work and say what to write instead."""
+    commands = _subcommands()
+    admin = next(a for a in commands["admin"]._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("create-match", "create-ladder"):
+        assert "--turn-time-ms MS" in admin.choices[name].format_help()
+    assert "--turn-time-ms MS" in commands["challenge"].format_help()
+    for name, (default, old_ms, old_s) in TURN_TIME.items():
+        parser = commands[name]
+        text = parser.format_help()
+        assert "--turn-time-ms MS" in text and f"(default {default})" in text, name
+        for old in (*old_ms, *old_s):
+            assert old + " " not in text and old + "\n" not in text, (name, old)
+        base = ["--engine", "a=true"] if name == "ladder" else []  # its required option
+        assert parser.parse_args(base).turn_time_ms == default
+        assert parser.parse_args([*base, "--turn-time-ms", "2500"]).turn_time_ms == 2500
+        capsys.readouterr()
+        for old in old_ms:
+            assert parser.parse_args([*base, old, "2500"]).turn_time_ms == 2500
+            assert f"{old} is deprecated, use --turn-time-ms" in capsys.readouterr().err
+        for old in old_s:
+            assert parser.parse_args([*base, old, "2.5"]).turn_time_ms == 2500
+            assert f"{old} is deprecated, use --turn-time-ms 2500" in capsys.readouterr().err
+
+
+def test_old_spellings_reach_the_commands_checks():
+    """A real process with an old spelling: converted, then checked like the new option."""
+    for args, message in (
+        (("play", "--turn-time", "0"), "--turn-time-ms is a number of milliseconds above 0"),
+        (("check-engine", "--turn-ms", "0", "--", "true"), "--turn-time-ms must be positive"),
+        (
+            ("ladder", "--engine", "a=true", "--engine", "b=true", "--time-per-move", "0"),
+            "--turn-time-ms must be at least 1",
+        ),
+    ):
+        out = subprocess.run([sys.executable, "-m", "nardy", *args], capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+        assert out.returncode != 0 and message in out.stderr, (args, out.stderr)
+        old = next(a for a in args if a in ("--turn-time", "--turn-ms", "--time-per-move"))
+        assert f"{old} is deprecated, use --turn-time-ms" in out.stderr

@@ -43,7 +43,7 @@ def interrupted(error: BaseException) -> bool:
 
 def usage() -> int:
     print(
-        "usage: nardy check-engine [--turn-ms MS] -- CMD [ARG ...]\n"
+        "usage: nardy check-engine [--turn-time-ms MS] -- CMD [ARG ...]\n"
         "nardy check-engine: give the engine command after '--', e.g. "
         "nardy check-engine -- python -m nardy engine random",
         file=sys.stderr,
@@ -57,8 +57,8 @@ def main(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         return usage()
-    if args.turn_ms <= 0:
-        print("nardy check-engine: --turn-ms must be positive", file=sys.stderr)
+    if args.turn_time_ms <= 0:
+        print("nardy check-engine: --turn-time-ms must be positive", file=sys.stderr)
         return 2
     if shutil.which(cmd[0], path=engine_env({})["PATH"]) is None:
         print(
@@ -88,10 +88,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         server.start()
         print(
-            f"checking: {shlex.join(cmd)}  (turn time {args.turn_ms} ms, arbiter {server.address})",
+            f"checking: {shlex.join(cmd)}  "
+            f"(turn time {args.turn_time_ms} ms, arbiter {server.address})",
             flush=True,
         )
-        results = trio.run(run_all, server.address, cmd, args.turn_ms, logdir, out)
+        results = trio.run(run_all, server.address, cmd, args.turn_time_ms, logdir, out)
     except BaseException as e:
         if not interrupted(e):
             raise

@@ -111,10 +111,10 @@ def common(run: Run) -> list[EngineTurn]:
             continue
         if t.end not in {p.end for p in rules.legal_plays(t.position, t.dice)}:
             raise Fail(f"turn {t.turn_id} ({t.dice_text}): {t.notation} is not a legal play")
-        if t.used_ms > run.turn_ms:
+        if t.used_ms > run.turn_time_ms:
             raise Fail(
                 f"turn {t.turn_id} ({t.dice_text}): answered in {t.used_ms} ms, "
-                f"over the {run.turn_ms} ms clock"
+                f"over the {run.turn_time_ms} ms clock"
             )
         if t.automatic:
             raise Fail(f"turn {t.turn_id}: played by the arbiter, not the engine")
@@ -126,7 +126,7 @@ def common(run: Run) -> list[EngineTurn]:
         open_turn = next((t for t in reversed(turns) if t.outcome == "open"), None)
         if res.termination in (pb.TERMINATION_TIMEOUT, pb.TERMINATION_ABANDONMENT):
             where = f"turn {open_turn.turn_id}, dice {open_turn.dice_text}, " if open_turn else ""
-            why = f"no play within the clock ({where}{run.turn_ms} ms clock)"
+            why = f"no play within the clock ({where}{run.turn_time_ms} ms clock)"
             if res.termination == pb.TERMINATION_ABANDONMENT:
                 why += "; the engine was not connected"
             if run.exit_code is not None:
@@ -260,7 +260,7 @@ def judge_near_timeout(run: Run, turns: list[EngineTurn]) -> str:
     plays = played(turns, run.scenario.stop_after or 1)
     slowest = max(plays, key=lambda t: t.used_ms)
     return (
-        f"{len(plays)} plays on a {run.turn_ms} ms clock, slowest {slowest.used_ms} ms "
+        f"{len(plays)} plays on a {run.turn_time_ms} ms clock, slowest {slowest.used_ms} ms "
         f"(turn {slowest.turn_id}, "
         f"{len(rules_of(run.events).legal_plays(slowest.position, slowest.dice))} "
         "legal plays)"

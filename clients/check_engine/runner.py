@@ -32,7 +32,7 @@ class Run:
     client: Client
     cmd: list[str]
     log_path: str
-    turn_ms: int
+    turn_time_ms: int
     game_id: str = ""
     engine_token: str = ""
     checker_token: str = ""
@@ -144,12 +144,12 @@ async def watch(run: Run) -> None:
 async def run_scenario(
     client: Client, cmd: list[str], sc: Scenario, base_ms: int, log_path: str
 ) -> tuple[bool, str]:
-    run = Run(sc, client, cmd, log_path, sc.turn_ms(base_ms))
+    run = Run(sc, client, cmd, log_path, sc.turn_time_ms(base_ms))
     try:
         r = await client.create_match(
             options=pb.GameOptions(
                 variant=sc.variant,
-                turn_time_ms=run.turn_ms,
+                turn_time_ms=run.turn_time_ms,
                 auto_play_forced=False,
                 # the script's first two dice are the opening throw in every variant
                 opening=pb.OPENING_RULE_FRESH_ROLL,
@@ -168,7 +168,7 @@ async def run_scenario(
         r.first_seat_token,
         r.second_seat_token,
     )
-    limit = sc.limit_s(run.turn_ms)
+    limit = sc.limit_s(run.turn_time_ms)
     try:
         with trio.move_on_after(limit) as scope:
             async with trio.open_nursery() as nursery:

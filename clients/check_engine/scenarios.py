@@ -74,23 +74,23 @@ class Scenario:
     judge: Callable[[Run, list[EngineTurn]], str]
     engine_color: int = pb.COLOR_WHITE
     variant: str = "long"
-    clock: str = "normal"  # "normal": --turn-ms; "launch": plus LAUNCH_MS; "short"
+    clock: str = "normal"  # "normal": --turn-time-ms; "launch": plus LAUNCH_MS; "short"
     stop_after: int | None = 1  # engine plays before the checker resigns; None: to the end
     prelude: Callable[[Run], Awaitable[None]] | None = None  # before the engine starts
     # Called around the checker's plays: (run, how many it has made, the turn's id).
     before_checker_play: Callable[[Run, int, int], Awaitable[None]] | None = None
     after_checker_play: Callable[[Run, int, int], Awaitable[None]] | None = None
 
-    def turn_ms(self, base: int) -> int:
+    def turn_time_ms(self, base: int) -> int:
         if self.clock == "launch":
             return base + LAUNCH_MS
         if self.clock == "short":
             return min(NEAR_TIMEOUT_MS, base)
         return base
 
-    def limit_s(self, turn_ms: int) -> float:
+    def limit_s(self, turn_time_ms: int) -> float:
         turns = 2 * (self.stop_after or 30) + 6
-        return (JOIN_MS + turns * (turn_ms + 250)) / 1000 + 10
+        return (JOIN_MS + turns * (turn_time_ms + 250)) / 1000 + 10
 
 
 # -- scenario hooks ---------------------------------------------------------------------

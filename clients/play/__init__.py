@@ -77,7 +77,7 @@ def _engine_label(args: argparse.Namespace) -> str:
 
 
 def _title(args: argparse.Namespace) -> str:
-    turn = fmt_clock(int(args.turn_time * 1000))
+    turn = fmt_clock(args.turn_time_ms)
     match = f"match to {args.points}" if args.points > 1 else "one game"
     return f"nardy - you vs {_engine_label(args)} - {match} - {turn} per turn"
 
@@ -89,7 +89,7 @@ async def _embedded(
         r = await client.create_match(
             options=pb.GameOptions(
                 variant=args.variant,
-                turn_time_ms=int(args.turn_time * 1000),
+                turn_time_ms=args.turn_time_ms,
                 auto_play_forced=False,
             ),
             target_points=args.points,
@@ -251,10 +251,10 @@ def check_args(args: argparse.Namespace) -> str | None:
         return "--server needs --token (or NARDY_TOKEN)"
     if not args.give_up > 0:
         return "--give-up is a number of seconds above 0"
-    if not args.turn_time > 0:
-        return f"--turn-time is a number of seconds above 0, not {args.turn_time:g}"
-    if args.turn_time > 24 * 3600:
-        return "--turn-time is at most a day (86400 seconds)"
+    if not args.turn_time_ms > 0:
+        return f"--turn-time-ms is a number of milliseconds above 0, not {args.turn_time_ms}"
+    if args.turn_time_ms > 24 * 3600 * 1000:
+        return "--turn-time-ms is at most a day (86400000 ms)"
     if args.start:
         try:
             variant(args.variant).parse(args.start)

@@ -10,53 +10,31 @@ from nardy.game import IllegalPlay
 from nardy.long.movegen import BIT, HEAD, OFF, Play, Step, Turn, legal_plays, runs
 from nardy.long.notation import format_step, parse_moves
 from nardy.long.position import CHECKERS, Position
+from nardy.variant import BaseTurnBuilder, without
 
 
-class TurnBuilder:
-    """The mover's board during a turn: legal steps, step, undo, and the finished play."""
+class TurnBuilder(BaseTurnBuilder):
+    """The mover's board during a turn: legal steps, step, undo, and the finished play.
+    Its states are the mover's counts by own point (index 0: borne off)."""
+
+    play_type = Play
+    format_step = staticmethod(format_step)
 
     def __init__(self, position: Position, dice: tuple[int, int]) -> None:
         self.turn = Turn(position, dice)
-        a, b = dice
-        self.dice: tuple[int, ...] = (a,) * 4 if a == b else (max(a, b), min(a, b))
-        self.plays = legal_plays(position, dice)
+        super().__init__(position, dice, legal_plays(position, dice), self.turn.start)
         self._ends = {play.end: play for play in self.plays}
-        self.most = max((len(p.steps) for p in self.plays), default=0)
-        self.steps: list[Step] = []
-        self._m: list[tuple[int, ...]] = [self.turn.start]
 
     # -- state --------------------------------------------------------------------------
     @property
     def board(self) -> tuple[int, ...]:
         """The mover's counts by own point (index 0: borne off) after the steps so far."""
-        return self._m[-1]
-
-    @property
-    def remaining(self) -> tuple[int, ...]:
-        left = list(self.dice)
-        for s in self.steps:
-            left.remove(s.die)
-        return tuple(left)
+        return self._states[-1]
 
     @property
     def position(self) -> Position:
         """The board so far, with the opponent to move."""
         return self.turn.end_position(self.board)
-
-    @property
-    def complete(self) -> bool:
-        """True when the steps so far make a legal play (or there is none to make)."""
-        return not self.plays or self._is_end(self.board, len(self.steps))
-
-    def play(self) -> Play:
-        """The legal play made by the steps so far; IllegalPlay if they are not one."""
-        if not self.plays:
-            if self.steps:
-                raise IllegalPlay("no legal play exists with these dice")
-            return Play((), self.turn.position.passed())
-        if not self.complete:
-            raise IllegalPlay(self._incomplete_reason())
-        return Play(tuple(self.steps), self.position)
 
     # -- stepping -----------------------------------------------------------------------
     def legal_steps(self) -> list[Step]:
@@ -68,34 +46,18 @@ class TurnBuilder:
         for die in sorted(set(self.remaining), reverse=True):
             for src, dst, n, _ in self.turn.step_targets(m, self._mask(m), self._heads(), die):
                 step = Step(src, dst, die)
-                if self._completable(tuple(n), self._left_after(die)):
+                if self._completable(tuple(n), without(self.remaining, die)):
                     out.append(step)
         return out
 
     def step(self, src: int, dst: int) -> list[Step]:
-        """Move one checker from ``src`` to ``dst`` (0 = off) with one or more dice.
-
-        Several dice are used when no single die covers the distance (``24/13``). Raises
-        IllegalPlay with the reason when the move cannot be made; nothing changes then.
-        """
+        """See :meth:`BaseTurnBuilder.step`; bearing off with checkers still outside the
+        home is refused first, whatever the dice (RULES §4.1)."""
         if dst == OFF and sum(self.board[7:25]) - (src >= 7) > 0:  # others still outside
             raise IllegalPlay(
                 f"{format_step(src, dst)}: cannot bear off until all 15 checkers are home (§4.1)"
             )
-        first: IllegalPlay | None = None
-        for dice in self._dice_for(src, dst):
-            try:
-                return self._apply(src, dice)
-            except IllegalPlay as e:
-                first = first or e
-        raise first or IllegalPlay(f"{format_step(src, dst)}: no die left covers this move")
-
-    def undo(self) -> Step | None:
-        """Take back the last step; None if there is none."""
-        if not self.steps:
-            return None
-        self._m.pop()
-        return self.steps.pop()
+        return super().step(src, dst)
 
     # -- internals ----------------------------------------------------------------------
     def _is_end(self, m: tuple[int, ...], used: int) -> bool:
@@ -109,11 +71,6 @@ class TurnBuilder:
 
     def _mask(self, m: tuple[int, ...]) -> int:
         return self.turn.mask(m)
-
-    def _left_after(self, die: int) -> tuple[int, ...]:
-        left = list(self.remaining)
-        left.remove(die)
-        return tuple(left)
 
     def _dice_for(self, src: int, dst: int) -> list[tuple[int, ...]]:
         """Readings of a move as a die sequence, the most natural first."""
@@ -136,26 +93,6 @@ class TurnBuilder:
         if not readings:
             readings = [(src - dst,)] if dst != OFF else [(src,)]
         return list(dict.fromkeys(readings))
-
-    def _apply(self, src: int, dice: tuple[int, ...]) -> list[Step]:
-        """Play ``dice`` in order with one checker from ``src``, all or nothing."""
-        mark = len(self.steps)
-        try:
-            at = src
-            for die in dice:
-                step = self._one(at, die)
-                at = step.dst
-                if at == OFF and die != dice[-1]:
-                    raise IllegalPlay(f"{src}: the checker is off before all dice are used")
-            return self.steps[mark:]
-        except IllegalPlay:
-            self.rewind(mark)
-            raise
-
-    def rewind(self, mark: int) -> None:
-        """Take back every step after the first ``mark``."""
-        del self.steps[mark:]
-        del self._m[mark + 1 :]
 
     def _one(self, src: int, die: int) -> Step:
         m = self.board
@@ -198,11 +135,11 @@ class TurnBuilder:
         n[dst] += 1
         board = tuple(n)
         step = Step(src, dst, die)
-        left = self._left_after(die)
+        left = without(self.remaining, die)
         if n[OFF] != CHECKERS and not self._completable(board, left):
-            raise IllegalPlay(f"{text}: {self._dead_end_reason(len(self.steps) + 1)}")
+            raise IllegalPlay(f"{text}: {self._dead_end_reason()}")
         self.steps.append(step)
-        self._m.append(board)
+        self._states.append(board)
         return step
 
     def _completable(self, board: tuple[int, ...], left: tuple[int, ...]) -> bool:
@@ -229,25 +166,6 @@ class TurnBuilder:
             return False
 
         return reach(board, left)
-
-    def _dead_end_reason(self, used: int) -> str:
-        most = self.most
-        if most == 1 and len(self.dice) == 2 and self.dice[0] != self.dice[1]:
-            return f"the larger die ({self.dice[0]}) must be played (RULES §3.6)"
-        return (
-            f"after this step the play cannot be finished legally: a legal play uses {most} "
-            f"{'die' if most == 1 else 'dice'} (RULES §3.6)"
-        )
-
-    def _incomplete_reason(self) -> str:
-        most = self.most
-        return (
-            f"the play uses {len(self.steps)} of the dice but a legal play uses {most} "
-            "(RULES §3.6: play as many dice as possible)"
-        )
-
-    def _left_text(self) -> str:
-        return "-".join(map(str, self.remaining)) or "none"
 
 
 def _sequences(dice: tuple[int, ...]) -> list[tuple[int, ...]]:

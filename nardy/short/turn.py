@@ -12,22 +12,22 @@ from nardy.game import IllegalPlay
 from nardy.short.movegen import Play, Step, Turn, legal_plays
 from nardy.short.notation import format_step, parse_moves
 from nardy.short.position import BAR, CHECKERS, OFF, Position
+from nardy.variant import BaseTurnBuilder, without
 
 Board = tuple[int, ...]  # the mover's counts by own point: 0 off, 1..24, 25 the bar
 
 
-class TurnBuilder:
-    """The mover's board during a turn: legal steps, step, undo, and the finished play."""
+class TurnBuilder(BaseTurnBuilder):
+    """The mover's board during a turn: legal steps, step, undo, and the finished play.
+    Its states are ``(board, blots hit)``."""
+
+    play_type = Play
+    format_step = staticmethod(format_step)
 
     def __init__(self, position: Position, dice: tuple[int, int]) -> None:
         self.turn = Turn(position, dice)
-        a, b = dice
-        self.dice: tuple[int, ...] = (a,) * 4 if a == b else (max(a, b), min(a, b))
-        self.plays = legal_plays(position, dice)
+        super().__init__(position, dice, legal_plays(position, dice), (self.turn.start, 0))
         self._ends = {play.end for play in self.plays}
-        self.most = max((len(p.steps) for p in self.plays), default=0)
-        self.steps: list[Step] = []
-        self._states: list[tuple[Board, int]] = [(self.turn.start, 0)]  # (board, blots hit)
         self._dead: set[tuple[Board, int, tuple[int, ...]]] = set()
 
     # -- state --------------------------------------------------------------------------
@@ -37,31 +37,9 @@ class TurnBuilder:
         return self._states[-1][0]
 
     @property
-    def remaining(self) -> tuple[int, ...]:
-        left = list(self.dice)
-        for s in self.steps:
-            left.remove(s.die)
-        return tuple(left)
-
-    @property
     def position(self) -> Position:
         """The position so far (hit checkers on the bar), with the opponent to move."""
         return self.turn.end_position(*self._states[-1])
-
-    @property
-    def complete(self) -> bool:
-        """True when the steps so far make a legal play (or there is none to make)."""
-        return not self.plays or self._is_end(*self._states[-1], len(self.steps))
-
-    def play(self) -> Play:
-        """The legal play made by the steps so far; IllegalPlay if they are not one."""
-        if not self.plays:
-            if self.steps:
-                raise IllegalPlay("no legal play exists with these dice")
-            return Play((), self.turn.position.passed())
-        if not self.complete:
-            raise IllegalPlay(self._incomplete_reason())
-        return Play(tuple(self.steps), self.position)
 
     # -- stepping -----------------------------------------------------------------------
     def legal_steps(self) -> list[Step]:
@@ -71,41 +49,16 @@ class TurnBuilder:
         m, hits = self._states[-1]
         out = []
         for die in sorted(set(self.remaining), reverse=True):
-            left = _without(self.remaining, die)
+            left = without(self.remaining, die)
             for step, n, nhits in self.turn.steps_from(m, hits, die):
                 if self._completable(n, nhits, left):
                     out.append(step)
         return out
 
-    def step(self, src: int, dst: int) -> list[Step]:
-        """Move one checker from ``src`` (25: the bar) to ``dst`` (0: off) with one or more
-        dice; several when no single die covers the distance (``24/13``, ``bar/16``).
-
-        Raises IllegalPlay with the reason when the move cannot be made; nothing changes then.
-        """
-        first: IllegalPlay | None = None
-        for dice in self._dice_for(src, dst):
-            try:
-                return self._apply(src, dice)
-            except IllegalPlay as e:
-                first = first or e
-        raise first or IllegalPlay(f"{format_step(src, dst)}: no die left covers this move")
-
-    def undo(self) -> Step | None:
-        """Take back the last step; None if there is none."""
-        if not self.steps:
-            return None
-        self._states.pop()
-        return self.steps.pop()
-
-    def rewind(self, mark: int) -> None:
-        """Take back every step after the first ``mark``."""
-        del self.steps[mark:]
-        del self._states[mark + 1 :]
-
     # -- internals ----------------------------------------------------------------------
-    def _is_end(self, m: Board, hits: int, used: int) -> bool:
+    def _is_end(self, state: tuple[Board, int], used: int) -> bool:
         """Is board ``m`` (blots ``hits`` hit) after ``used`` dice one of the legal plays?"""
+        m, hits = state
         if m[OFF] == CHECKERS:
             return True
         return used == self.most and self.turn.end_position(m, hits) in self._ends
@@ -122,22 +75,6 @@ class TurnBuilder:
             readings = [seq for seq in orders if sum(seq[:-1]) < src <= sum(seq)]
             readings.sort(key=lambda seq: (len(seq), sum(seq) != src))
         return readings or [(src - dst,) if dst != OFF else (src,)]
-
-    def _apply(self, src: int, dice: tuple[int, ...]) -> list[Step]:
-        """Play ``dice`` in order with one checker from ``src``, all or nothing."""
-        mark = len(self.steps)
-        try:
-            at = src
-            for die in dice:
-                if at == OFF:
-                    raise IllegalPlay(
-                        f"{format_step(src, OFF)}: the checker is off before all dice are used"
-                    )
-                at = self._one(at, die).dst
-            return self.steps[mark:]
-        except IllegalPlay:
-            self.rewind(mark)
-            raise
 
     def _one(self, src: int, die: int) -> Step:
         m, hits = self._states[-1]
@@ -170,7 +107,7 @@ class TurnBuilder:
         if not self.plays:
             raise IllegalPlay(f"{text}: no legal play exists with these dice (the turn passes)")
         step, n, nhits = next(t for t in self.turn.steps_from(m, hits, die) if t[0].src == src)
-        left = _without(self.remaining, die)
+        left = without(self.remaining, die)
         if n[OFF] != CHECKERS and not self._completable(n, nhits, left):
             raise IllegalPlay(f"{text}: {self._dead_end_reason()}")
         self.steps.append(step)
@@ -184,38 +121,15 @@ class TurnBuilder:
         key = (m, hits, left)
         if key in self._dead:
             return False
-        if self._is_end(m, hits, len(self.dice) - len(left)):
+        if self._is_end((m, hits), len(self.dice) - len(left)):
             return True
         for die in set(left):
-            after = _without(left, die)
+            after = without(left, die)
             for _, n, nhits in self.turn.steps_from(m, hits, die):
                 if self._completable(n, nhits, after):
                     return True
         self._dead.add(key)
         return False
-
-    def _dead_end_reason(self) -> str:
-        most = self.most
-        if most == 1 and len(self.dice) == 2 and self.dice[0] != self.dice[1]:
-            return f"the larger die ({self.dice[0]}) must be played (RULES §3.6)"
-        return (
-            f"after this step the play cannot be finished legally: a legal play uses {most} "
-            f"{'die' if most == 1 else 'dice'} (RULES §3.6)"
-        )
-
-    def _incomplete_reason(self) -> str:
-        return (
-            f"the play uses {len(self.steps)} of the dice but a legal play uses {self.most} "
-            "(RULES §3.6: play as many dice as possible)"
-        )
-
-    def _left_text(self) -> str:
-        return "-".join(map(str, self.remaining)) or "none"
-
-
-def _without(dice: tuple[int, ...], die: int) -> tuple[int, ...]:
-    i = dice.index(die)
-    return dice[:i] + dice[i + 1 :]
 
 
 def match_play(position: Position, dice: tuple[int, int], text: str) -> Play:

@@ -27,7 +27,7 @@ def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
         "--dice", "3,1,2,1,5,4,1,2,3,3",
         "--start", HOME4,
         "--name", "tester",
-        "--turn-time", "5",  # see below: a resignation between turns can wait for the clock
+        "--turn-time-ms", "5000",  # see below: a resignation between turns can wait for the clock
         timeout=30,
     )  # fmt: skip
     child.expect("Game 1 started: you play white, random plays black")
@@ -114,7 +114,7 @@ def test_illegal_step_refused_with_reason_then_resign():
 def test_game_lost_on_time_with_the_clock_counting_down():
     child = spawn(
         "play", "--engine", "random", "--colour", "white", "--dice", "3,1",
-        "--start", HEAD14, "--turn-time", "3",
+        "--start", HEAD14, "--turn-time-ms", "3000",
     )  # fmt: skip
     child.expect("Your turn: 3-1")
     child.expect(f"clock {BOLD}0:02")
@@ -185,7 +185,7 @@ def test_short_nardy_enter_from_the_bar_step_by_step():
         "--dice", "6,1",
         "--start", ENTER5,
         "--name", "tester",
-        "--turn-time", "30",
+        "--turn-time-ms", "30000",
         timeout=30,
     )  # fmt: skip
     child.expect("Your turn: 6-1")

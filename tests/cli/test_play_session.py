@@ -20,7 +20,8 @@ def test_opponent_play_in_your_numbering_marked_and_the_game_saved(tmp_path):
     # in its own numbers (RULES §3.4), which is 12/6 12/6 in white's.
     records = tmp_path / "games"
     child = spawn(
-        "play", *START_ARGS, "--dice", "3,1,6,6", "--records", str(records), "--turn-time", "30",
+        "play", *START_ARGS, "--dice", "3,1,6,6", "--records", str(records),
+        "--turn-time-ms", "30000",
         timeout=30,
     )  # fmt: skip
     child.expect(r"Your roll 3-1 has one legal play: 24/21 21/20 \(played for you\)")
@@ -84,7 +85,7 @@ def test_a_terminal_too_small_for_the_board_says_so():
 
 def test_bad_arguments_are_refused():
     for args, message in (
-        (("--turn-time", "0"), "--turn-time is a number of seconds above 0"),
+        (("--turn-time-ms", "0"), "--turn-time-ms is a number of milliseconds above 0"),
         (("--engine", "greedy", "--level", "2"), "--level: the greedy engine has no levels"),
         (("--engine", "expectimax", "--level", "7"), "the expectimax engine has levels 0-3"),
     ):

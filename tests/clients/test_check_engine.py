@@ -28,7 +28,7 @@ def command(fixture: str, turn_ms: int) -> list[str]:
         "-m",
         "nardy",
         "check-engine",
-        "--turn-ms",
+        "--turn-time-ms",
         str(turn_ms),
         "--",
         sys.executable,

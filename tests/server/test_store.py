@@ -79,6 +79,24 @@ def test_a_database_from_before_schema_versions_is_migrated(tmp_path):
     assert execute(db, "SELECT version FROM nardy_schema") == [(SCHEMA_VERSION,)]
 
 
+async def test_a_ladder_stored_by_an_older_version_still_loads(db):
+    """Before the per-turn time had one name, ladder options were stored with the key
+    ``turn_ms`` (and without the later keys): such a ladder is recovered, its turn time kept."""
+    with EmbeddedServer(db=db):
+        pass
+    old = '{"turn_ms": 750, "time_bank_ms": 0, "max_games_per_bot": 4, "illegal_play_limit": 2}'
+    execute(db, f"INSERT INTO ladders (name, options) VALUES ('old-ladder', '{old}')")
+    with EmbeddedServer(db=db) as srv:
+        async with Client(srv.address, srv.admin_token) as client:
+            r = await client.create_ladder("old-ladder")  # the existing one is answered
+            assert not r.created
+            assert (r.options.turn_time_ms, r.options.max_games_per_bot) == (750, 4)
+            assert r.options.illegal_play_limit == 2 and r.options.variant == "long"
+            await client.standings("old-ladder")
+    with EmbeddedServer(db=db) as srv:  # and it stays loadable (nothing rewritten wrongly)
+        assert srv.arbiter.ladders["old-ladder"].options.turn_time_ms == 750
+
+
 async def test_unwritable_store_refuses_changes_and_the_server_stays_up(db):
     with EmbeddedServer(db=db) as srv:
         async with Client(srv.address) as client:
