@@ -29,8 +29,8 @@ its own process) against another player's ``SubmitPlay`` round trip, alternating
 without and with that load (the catalogue by then holds the first part's thousands of
 games, so every call returns a full page).
 
-``python -m bench clock [--quick]``; ``python -m bench.clock load ADDRESS GAMES RATE`` is
-the load process.
+``setsid python -m bench clock [--quick]``; ``python -m bench.clock load ADDRESS GAMES
+RATE`` is the load process.
 """
 
 from __future__ import annotations
@@ -230,11 +230,15 @@ async def probes(address: str, games: int, plays: int, seconds: float) -> Tally:
 
 def raised_priority(nice: int) -> bool:
     """Run this process at ``nice`` (processes it starts later inherit it); False if the
-    OS refuses."""
+    OS refuses. Under Linux's scheduler autogroups a nice value only counts within the
+    session, so the session's autogroup is given ``nice`` as well (run the bench under
+    ``setsid`` to keep that to its own processes)."""
     try:
         os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
         return False
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as f:
+        f.write(str(nice))
     return True
 
 
