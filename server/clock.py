@@ -21,9 +21,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import trio
+
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 
-__all__ = ["DEFAULT_TURN_TIME_MS", "Arrival", "Arrivals", "Clock"]
+__all__ = ["DEFAULT_TURN_TIME_MS", "Arrival", "Arrivals", "Clock", "Pace"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +85,26 @@ class Arrivals:
     def __len__(self) -> int:
         with self._lock:
             return sum(map(len, self._pending.values()))
+
+
+class Pace:
+    """Holds new turns back while the transport's loop runs late (``nardy serve --pace-ms``).
+
+    Plays are stamped when the transport's loop gets to them, so a loop that runs behind
+    charges clocks for its own lateness. With a ``limit`` (seconds; 0: off) the core starts
+    no new turn while the loop's measured lag (``lag``, written by the transport's thread:
+    ``server.bridge.watch_lag``) is over it, for at most ``most`` seconds per turn: games
+    go slower under saturation, clocks stay fair. No clock runs while a turn is held back.
+    """
+
+    def __init__(self, limit: float = 0.0, most: float = 1.0) -> None:
+        self.limit = limit
+        self.most = most
+        self.lag = 0.0
+
+    async def turn_may_start(self) -> None:
+        if not self.limit:
+            return
+        with trio.move_on_after(self.most):
+            while self.lag > self.limit:
+                await trio.sleep(self.limit)
