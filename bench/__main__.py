@@ -10,6 +10,7 @@ ALL = [
     "short_movegen",
     "engine_speed",
     "arbiter",
+    "turns",
     "clock",
     "memory",
     "ladder",

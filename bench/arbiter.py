@@ -1,22 +1,25 @@
-"""The arbiter under load, as separate processes on loopback, against raw gRPC in the same run.
+"""The arbiter under load, as separate processes on loopback (P4 of issue 13).
 
-1. Turn round trip (turn event received -> play accepted -> next event) against a raw gRPC
-   unary ping-pong to a trivial grpc.aio server.
-2. 5,000 idle subscriptions: server memory per subscription and its thread count.
-3. 1,000 games whose clocks all run out: how late the timeouts fire (p50/p99/max), with
-   the server otherwise idle and under full play load.
+1. 5,000 idle subscriptions: server memory per subscription and its thread count.
+2. P4: 900 idle games (both seats subscribed, nobody plays) whose clocks all run out, with
+   the server otherwise idle and then while 100 more games are played flat out (1,000
+   concurrent games): memory per idle game, and how late the timeouts fire, from the
+   games' event times and from the server's own ``nardy_clock_lateness_seconds``.
+
+Turn round trip and throughput against the raw transport (P2, P3): ``bench/turns.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from contextlib import contextmanager
 
 import grpc
@@ -68,7 +71,8 @@ def process(args: list[str], port: int):
 
 
 @contextmanager
-def arbiter():
+def arbiter(*extra: str):
+    """``nardy serve`` on a fresh SQLite file (``extra``: more options); (address, process)."""
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "bench.db")
@@ -85,6 +89,7 @@ def arbiter():
             "WARNING",
             "--rate",
             "100000",
+            *extra,
         ]
         with process(args, port) as proc:
             yield f"127.0.0.1:{port}", proc
@@ -105,7 +110,7 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-# -- 1. round trips --------------------------------------------------------------------------
+# -- raw unary ping-pong (the P2 baseline, bench/turns.py) -----------------------------
 async def raw_ping(address: str, n: int) -> list[float]:
     async with grpc.aio.insecure_channel(address) as ch:
         ping = ch.unary_unary("/bench.Echo/Ping")
@@ -118,61 +123,7 @@ async def raw_ping(address: str, n: int) -> list[float]:
         return times
 
 
-async def turn_round_trips(address: str, games: int) -> list[float]:
-    """Both seats answer at once; time from a seat's TURN_STARTED to the next event."""
-    async with grpc.aio.insecure_channel(address) as ch:
-        stub = api_grpc.ArbiterServiceStub(ch)
-        times: list[float] = []
-        for g in range(games):
-            r = await stub.CreateMatch(api.CreateMatchRequest(seed=g))
-
-            async def seat(token: str, game_id: str = r.game_id) -> None:
-                md = (("authorization", f"Bearer {token}"),)
-                stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=md)
-                t0 = None
-                async for ev in stream:
-                    if t0 is not None:
-                        times.append(time.perf_counter() - t0)
-                        t0 = None
-                    st = ev.state
-                    if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
-                        return
-                    if st.legal_plays and st.side_to_move == st.your_color:
-                        t0 = time.perf_counter()
-                        await stub.SubmitPlay(
-                            api.SubmitPlayRequest(
-                                game_id=game_id,
-                                turn_id=st.turn_id,
-                                end_position=st.legal_plays[0].end_position,
-                            ),
-                            metadata=md,
-                        )
-
-            await asyncio.gather(seat(r.first_seat_token), seat(r.second_seat_token))
-        return times
-
-
-def round_trip(quick: bool) -> None:
-    port = free_port()
-    with process([sys.executable, "-c", ECHO_SERVER, str(port)], port):
-        asyncio.run(raw_ping(f"127.0.0.1:{port}", 200))  # warm up
-        raw = asyncio.run(raw_ping(f"127.0.0.1:{port}", 1000 if quick else 3000))
-    with arbiter() as (address, _):
-        asyncio.run(turn_round_trips(address, 1))  # warm up
-        turns = asyncio.run(turn_round_trips(address, 3 if quick else 20))
-    r50, t50 = statistics.median(raw), statistics.median(turns)
-    print(
-        f"raw gRPC unary ping-pong: p50 {r50 * 1e3:.3f} ms  p99 {pct(raw, 0.99) * 1e3:.3f} ms "
-        f"({len(raw)} calls)"
-    )
-    print(
-        f"turn round trip         : p50 {t50 * 1e3:.3f} ms  p99 {pct(turns, 0.99) * 1e3:.3f} ms "
-        f"({len(turns)} turns)"
-    )
-    print(f"ratio turn / raw (p50)  : {t50 / r50:.2f}  (target <= 2)")
-
-
-# -- 2. idle subscriptions ------------------------------------------------------------------
+# -- 1. idle subscriptions ------------------------------------------------------------------
 async def hold_subscriptions(address: str, n: int, report) -> None:
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
@@ -210,19 +161,29 @@ def idle_subscriptions(quick: bool) -> None:
     )
 
 
-# -- 3. timeouts -------------------------------------------------------------------------------
-async def timeouts(address: str, games: int, turn_ms: int, load_games: int) -> list[float]:
-    """Lateness (s) of each game's timeout, from the server's own event times."""
+# -- 2. P4: idle games, timeouts under load ---------------------------------------------------
+def scrape(url: str) -> dict[str, float]:
+    """The nardy_clock_lateness_seconds histogram's cumulative buckets ({le: count})."""
+    with urllib.request.urlopen(url, timeout=30) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("nardy_clock_lateness_seconds_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            out[le] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+async def p4(address: str, pid: int, games: int, turn_ms: int, load_games: int, out: dict):
+    """``games`` idle games (both seats subscribed, nobody plays) whose clocks all run out,
+    while ``load_games`` games are played flat out; RSS per idle game and, per timeout,
+    its lateness (s) from the server's own event times."""
+    from bench.clock import ADMIN_ENV, _md, instant_seat  # (bench.clock imports this module)
+
+    admin = _md(os.environ[ADMIN_ENV])
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
         lateness: list[float] = []
-
-        async def subscribe(game_id: str, token: str):
-            """Open a seat's stream and wait for its first event (the snapshot)."""
-            md = (("authorization", f"Bearer {token}"),)
-            call = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=md)
-            await call.read()
-            return call
 
         async def idle_seat(call, record: bool) -> None:
             started = None
@@ -236,66 +197,85 @@ async def timeouts(address: str, games: int, turn_ms: int, load_games: int) -> l
                     return
 
         async def busy_game(seed: int) -> None:
-            r = await stub.CreateMatch(
-                api.CreateMatchRequest(seed=seed, options=pb.GameOptions(auto_play_forced=True))
-            )
+            while True:
+                r = await stub.CreateMatch(
+                    api.CreateMatchRequest(
+                        seed=seed, options=pb.GameOptions(auto_play_forced=True)
+                    ),
+                    metadata=admin,
+                )
+                await asyncio.gather(
+                    instant_seat(stub, r.game_id, r.first_seat_token),
+                    instant_seat(stub, r.game_id, r.second_seat_token),
+                )
+                seed += load_games
 
-            async def seat(token: str) -> None:
-                md = (("authorization", f"Bearer {token}"),)
-                async for ev in stub.SubscribeGame(
-                    api.SubscribeGameRequest(game_id=r.game_id), metadata=md
-                ):
-                    st = ev.state
-                    if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
-                        return
-                    if st.legal_plays and st.side_to_move == st.your_color:
-                        await stub.SubmitPlay(
-                            api.SubmitPlayRequest(
-                                game_id=r.game_id,
-                                turn_id=st.turn_id,
-                                end_position=st.legal_plays[0].end_position,
-                            ),
-                            metadata=md,
-                        )
-
-            await asyncio.gather(seat(r.first_seat_token), seat(r.second_seat_token))
-
-        load = [asyncio.create_task(busy_game(i)) for i in range(load_games)]
-        # Both seats must be present for a game to start; only the first seat's stream
-        # records. Streams are opened one after another: thousands at once overrun
-        # grpc.aio's pending request limits (notes/grpc-trio.md, pitfall 7).
+        load = []
+        for i in range(load_games):  # one after another: a burst overruns grpc.aio
+            load.append(asyncio.create_task(busy_game(i)))
+            await asyncio.sleep(0.01)
+        out["before"] = proc_status(pid)["VmRSS"]
+        # Streams are opened one after another: thousands at once overrun grpc.aio's
+        # pending request limits (notes/grpc-trio.md, pitfall 7).
         waiters = []
+        t0 = time.perf_counter()
         for _ in range(games):
             r = await stub.CreateMatch(
                 api.CreateMatchRequest(
                     options=pb.GameOptions(turn_time_ms=turn_ms), start_timeout_ms=600_000
-                )
+                ),
+                metadata=admin,
             )
             for token, record in ((r.first_seat_token, True), (r.second_seat_token, False)):
-                call = await subscribe(r.game_id, token)
+                md = _md(token)
+                call = stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md)
+                await call.read()  # the snapshot: the subscription is live
                 waiters.append(asyncio.create_task(idle_seat(call, record)))
+        out["created_s"] = time.perf_counter() - t0
+        out["after"] = proc_status(pid)["VmRSS"]
         await asyncio.gather(*waiters)
         for task in load:
             task.cancel()
-        return lateness
+        out["lateness"] = lateness
 
 
 def timeout_lateness(quick: bool) -> None:
-    games = 200 if quick else 1000
-    for label, load in (("idle server", 0), ("under play load", 20 if quick else 100)):
-        with arbiter() as (address, _):
-            late = asyncio.run(timeouts(address, games, 10_000, load))
-        ms = [x * 1e3 for x in late]
+    """P4: 1,000 concurrent games, 100 of them flat out; the other 900 idle until their
+    clocks run out (target: p99 <= 50 ms late; memory <= 100 KB per idle game)."""
+    from bench.clock import ADMIN_ENV
+
+    os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
+    busy = 20 if quick else 100
+    games = 200 if quick else 900
+    turn_ms = 20_000 if quick else 60_000  # longer than creating them all takes
+    for label, load in (("idle server", 0), ("under play load", busy)):
+        http = free_port()
+        with arbiter("--http-port", str(http)) as (address, proc):
+            out: dict = {}
+            asyncio.run(p4(address, proc.pid, games, turn_ms, load, out))
+            hist = scrape(f"http://127.0.0.1:{http}/metrics")
+        ms = [x * 1e3 for x in out["lateness"]]
+        total = hist.get("+Inf", 0.0)
+        within = hist.get("0.05", 0.0) / total if total else 0.0
+        per_game = (out["after"] - out["before"]) / games
         print(
-            f"{games} clocks running out, {label:15s}: lateness p50 {pct(ms, 0.5):6.2f} ms  "
-            f"p99 {pct(ms, 0.99):6.2f} ms  max {max(ms):6.2f} ms  ({len(ms)} timeouts"
-            + (f", {load} games playing" if load else "")
-            + ")"
+            f"  {games} idle games ({label}"
+            + (f", {load} games flat out" if load else "")
+            + f"): RSS {out['before'] / 1024:.0f} -> {out['after'] / 1024:.0f} MiB, "
+            f"{per_game:.1f} KiB per idle game (2 streams each; target <= 100 KB); "
+            f"created in {out['created_s']:.0f} s"
+        )
+        print(
+            f"    timeouts from event times: p50 {pct(ms, 0.5):.1f} ms, p99 {pct(ms, 0.99):.1f} "
+            f"ms, max {max(ms):.1f} ms late ({len(ms)} timeouts); server histogram: "
+            f"{within:.1%} of {total:.0f} fired within 50 ms of the deadline "
+            "(target p99 <= 50 ms: " + ("met" if within >= 0.99 else "NOT met") + ")",
+            flush=True,
         )
 
 
 def main(quick: bool = False) -> None:
-    round_trip(quick)
+    print(f"  load average: {os.getloadavg()[0]:.1f}")
     idle_subscriptions(quick)
     timeout_lateness(quick)
 

@@ -1,85 +1,111 @@
 """P5 (issue 13): memory flat over a long run.
 
-A ``nardy serve`` process plays game after game between instant bots (4 at a time, each
-from a short race position so that thousands of games fit in minutes; open seats, so the
-custom start is allowed and flagged). The server's RSS is read after game 500 and then
-every 500 games: a finished game must cost nothing beyond bounded caches (target: RSS
-after the last game within 10% of RSS after game 500).
+A ``nardy serve`` process runs a ladder of instant bots (4 registered bots, two games
+each at a time: 4 games at once, in duplicate pairs, from the standard start) until it has
+finished ``N`` games; the bots follow their player streams like any ladder bot and play
+the first legal play at once. The server's RSS is read after game 500 and then every 500
+games: a finished game must cost nothing beyond bounded caches (target: RSS after the last
+game within 10% of RSS after game 500). Standings are checked at the end (every game
+counted).
 
-``python -m bench memory [--quick]`` (quick: 1,500 games; full: 5,000).
+``python -m bench memory [--quick]`` (quick: 1,500 games; full: 5,000);
+``python -m bench.memory GAMES`` for another count.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import sys
+import time
 
 import grpc
 
 from bench.arbiter import arbiter, proc_status
-from bench.clock import instant_seat
+from bench.clock import ADMIN_ENV, _md, instant_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
-from nardy.v1 import game_pb2 as pb
+from nardy.v1 import ladder_pb2 as ladder_pb
+from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 
-CONCURRENCY = 4
-
-
-def race_start() -> str:
-    """Both sides home with 15 checkers each (3,3,2,2,2,3): a game of about 10-20 turns."""
-    board = [0] * 24
-    for i, c in enumerate((3, 3, 2, 2, 2, 3)):
-        board[18 + i] = c  # white's home: a = 18..23
-        board[6 + i] = -c  # black's home: a = 6..11
-    return "w/" + ",".join(map(str, board))
+BOTS = 4
+EVERY = 500  # games between samples (fewer for short runs)
 
 
-async def games(address: str, n: int, every: int, pid: int) -> list[tuple[int, float]]:
-    """Play ``n`` games; (games finished, server RSS MiB) after every ``every`` games."""
-    samples: list[tuple[int, float]] = []
-    done = 0
-    start = race_start()
+async def ladder(address: str, n: int, pid: int) -> tuple[list[tuple[int, float, float]], int]:
+    """Run the ladder to ``n`` games; (games, RSS MiB, seconds) every EVERY games, and
+    the finished games the standings count."""
+    admin = _md(os.environ[ADMIN_ENV])
+    samples: list[tuple[int, float, float]] = []
+    over: set[str] = set()
+    done = asyncio.Event()
+    every = EVERY if n >= 3 * EVERY else max(1, n // 3)
+    t0 = time.perf_counter()
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
+        ladders = ladder_grpc.LadderServiceStub(ch)
+        await ladders.CreateLadder(
+            ladder_pb.CreateLadderRequest(
+                name="p5",
+                options=ladder_pb.LadderOptions(
+                    turn_time_ms=60_000, max_games_per_bot=2, max_games=n
+                ),
+            ),
+            metadata=admin,
+        )
 
-        async def worker(slot: int) -> None:
-            nonlocal done
-            seed = slot
-            while done < n:
-                r = await stub.CreateMatch(
-                    api.CreateMatchRequest(
-                        seed=seed,
-                        start_position=start,
-                        options=pb.GameOptions(turn_time_ms=60_000, auto_play_forced=True),
-                    )
-                )
-                await asyncio.gather(
-                    instant_seat(stub, r.game_id, r.first_seat_token),
-                    instant_seat(stub, r.game_id, r.second_seat_token),
-                )
-                seed += CONCURRENCY
-                done += 1
-                if done % every == 0:
-                    samples.append((done, proc_status(pid)["VmRSS"] / 1024))
+        async def bot(i: int) -> None:
+            r = await stub.RegisterPlayer(
+                api.RegisterPlayerRequest(name=f"p5-{i}-{secrets.token_hex(2)}", bot=True),
+                metadata=admin,
+            )
+            playing: set[asyncio.Task] = set()
+            await ladders.JoinLadder(
+                ladder_pb.JoinLadderRequest(ladder="p5", ready=True), metadata=_md(r.token)
+            )
+            # games assigned before the stream is open come first, as its backlog
+            stream = stub.SubscribePlayer(api.SubscribePlayerRequest(), metadata=_md(r.token))
+            async for note in stream:
+                if note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
+                    task = asyncio.create_task(instant_seat(stub, note.game_id, r.token))
+                    playing.add(task)
+                    task.add_done_callback(playing.discard)
+                elif note.type == api.PLAYER_EVENT_TYPE_GAME_OVER and note.game_id not in over:
+                    over.add(note.game_id)
+                    if len(over) % every == 0:
+                        rss = proc_status(pid)["VmRSS"] / 1024
+                        samples.append((len(over), rss, time.perf_counter() - t0))
+                        print(f"  after game {len(over)}: {rss:.1f} MiB", flush=True)
+                    if len(over) >= n:
+                        done.set()
 
-        await asyncio.gather(*(worker(i) for i in range(CONCURRENCY)))
-    return samples
+        bots = [asyncio.create_task(bot(i)) for i in range(BOTS)]
+        await done.wait()
+        standings = await ladders.GetStandings(ladder_pb.GetStandingsRequest(ladder="p5"))
+        for task in bots:
+            task.cancel()
+    return samples, standings.finished_games + standings.voided_games
 
 
-def main(quick: bool = False) -> None:
-    n = 1500 if quick else 5000
+def main(quick: bool = False, n: int | None = None) -> None:
+    n = n or (1500 if quick else 5000)
+    os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     with arbiter() as (address, proc):
-        samples = asyncio.run(games(address, n, 500, proc.pid))
-    first = samples[0][1]
-    print("  " + "  ".join(f"after {g}: {rss:.1f} MiB" for g, rss in samples))
-    last_games, last = samples[-1]
+        samples, counted = asyncio.run(ladder(address, n, proc.pid))
+    (first_games, first, _), (last_games, last, seconds) = samples[0], samples[-1]
     growth = (last - first) / first
-    per_game = (last - first) * 1024 / max(1, last_games - samples[0][0])
+    per_game = (last - first) * 1024 / max(1, last_games - first_games)
     print(
-        f"  RSS after game {last_games} is {growth:+.1%} of RSS after game {samples[0][0]} "
+        f"  {last_games} ladder games in {seconds:.0f} s ({last_games / seconds:.1f} games/s); "
+        f"standings count {counted}"
+    )
+    print(
+        f"  RSS after game {last_games} is {growth:+.1%} of RSS after game {first_games} "
         f"({per_game:.2f} KiB per finished game); target within 10%: "
         + ("met" if abs(growth) <= 0.10 else "NOT met")
     )
 
 
 if __name__ == "__main__":
-    main()
+    main(n=int(sys.argv[1]) if len(sys.argv) > 1 else None)

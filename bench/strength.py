@@ -11,8 +11,11 @@
 * the network engine's time per move at 0 ply and at full strength.
 
 Games are spread over two worker processes. Run ``python -m bench strength`` or
-``python -m bench.strength [--pairs N] [--only network-greedy,...]``; ``--quick`` plays a
-handful of games as a smoke test.
+``python -m bench.strength [--pairs N] [--only network-greedy,...] [--minutes M]
+[--workers W]``; ``--minutes`` reports, per match, the pairs finished within M minutes
+(always the first ones, in order: a time limit keeps no pair for being quick), and the
+run prints the score so far as it goes; ``--quick`` plays a handful of games as a smoke
+test.
 """
 
 from __future__ import annotations
@@ -51,19 +54,43 @@ def _pair(job: tuple) -> list[GameRecord]:
     ]
 
 
-def _run(fn, jobs: list, label: str) -> list[list[GameRecord]]:
+def _run(
+    fn, jobs: list, label: str, deadline: float | None = None, workers: int = WORKERS
+) -> list[list[GameRecord]]:
+    """Results of ``jobs`` in order; with ``deadline`` (``time.perf_counter()``), only
+    the jobs finished by then, and always a prefix of ``jobs`` (so a time limit keeps
+    no game for being quick)."""
     t0 = time.perf_counter()
     out = []
-    with multiprocessing.Pool(WORKERS) as pool:
-        for i, r in enumerate(pool.imap(fn, jobs), 1):
-            out.append(r)
-            if i % max(1, len(jobs) // 10) == 0 or i == len(jobs):
+    pool = multiprocessing.Pool(workers)
+    results = pool.imap(fn, jobs)
+    try:
+        for i in range(1, len(jobs) + 1):
+            wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                out.append(results.next(timeout=wait))
+            except multiprocessing.TimeoutError:
+                print(f"  {label}: time limit, {i - 1} of {len(jobs)} jobs", file=sys.stderr)
+                break
+            if i % max(1, len(jobs) // 20) == 0 or i == len(jobs):
                 print(
-                    f"  {label}: {i}/{len(jobs)} jobs, {time.perf_counter() - t0:.0f} s",
+                    f"  {label}: {i}/{len(jobs)} jobs, {time.perf_counter() - t0:.0f} s"
+                    + _running(out),
                     file=sys.stderr,
                     flush=True,
                 )
+    finally:
+        pool.terminate()
     return out
+
+
+def _running(out: list[list[GameRecord]]) -> str:
+    """The first engine's win rate so far (pairs: the first game's white is that engine)."""
+    if not out or len(out[0]) != 2:
+        return ""
+    me = out[0][0].white
+    rate, lo, hi = mean_ci([sum(_winner_name(g) == me for g in pair) / 2 for pair in out])
+    return f", {me} wins {100 * rate:.1f}% [{100 * max(lo, 0):.1f}, {100 * min(hi, 1):.1f}]"
 
 
 def _times(games: list[GameRecord], engine: str) -> tuple[float, int]:
@@ -97,11 +124,16 @@ def greedy_vs_random(games: int, seed: int = 1) -> dict:
     }
 
 
-def duplicate(a: tuple, b: tuple, pairs: int, seed: int) -> dict:
-    """``a`` against ``b`` (engine specs ``(name, level, seed)``) over duplicate-dice pairs."""
+def duplicate(
+    a: tuple, b: tuple, pairs: int, seed: int, deadline: float | None = None, workers: int = WORKERS
+) -> dict:
+    """``a`` against ``b`` (engine specs ``(name, level, seed)``) over duplicate-dice pairs
+    (the first ones of them finished by ``deadline``, if given)."""
     label = f"{_spec_name(a)} vs {_spec_name(b)}"
     jobs = [(a, b, seed * 100_000 + i) for i in range(pairs)]
-    results = _run(_pair, jobs, label)
+    results = _run(_pair, jobs, label, deadline, workers)
+    if not results:
+        raise SystemExit(f"{label}: no pair finished in the time limit")
     wins_pp, net_pp, pts_for, pts_against = [], [], [], []
     for pair in results:
         w = f = ag = 0
@@ -165,7 +197,22 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--pairs", type=int, default=None, help="pairs per match (default 200)")
     ap.add_argument("--only", default=None, help=f"random,{','.join(MATCHES)}")
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="per match: report the pairs finished within this time (the first ones, in order)",
+    )
+    ap.add_argument("--workers", type=int, default=WORKERS, help=f"processes (default {WORKERS})")
+    ap.add_argument(
+        "--weights",
+        default=None,
+        help="the network's weights (default: the shipped ones); a copy taken at the start "
+        "is used, so a training run may go on exporting to the file",
+    )
     args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if args.weights:
+        _snapshot_weights(args.weights)
     quick = quick or args.quick
     n_single = 6 if quick else 200
     n_pairs = args.pairs or (3 if quick else 200)
@@ -187,7 +234,8 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     for key, (a, b, seed) in MATCHES.items():
         if key not in only:
             continue
-        ex = duplicate(a, b, n_pairs, seed)
+        limit = None if args.minutes is None else time.perf_counter() + 60 * args.minutes
+        ex = duplicate(a, b, n_pairs, seed, limit, args.workers)
         all_recs += ex["records"]
         m, lo, hi = ex["rate"]
         rows.append(
@@ -206,7 +254,10 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - t0
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     print()
+    from engines.network import shipped
+
     print("Engine strength (in-process; duplicate dice, colours swapped, for the pairs)")
+    print(f"network weights: {shipped().meta.get('games')} self-play games")
     print("-" * 110)
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
@@ -216,19 +267,40 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
         secs, n = _times(all_recs, name)
         if n:
             print(f"  {name:<11} {1000 * secs / n:8.2f} ms  over {n} moves")
-    print(f"(total {elapsed:.0f} s on {WORKERS} worker processes)")
+    print(f"(total {elapsed:.0f} s on {args.workers} worker processes)")
     move_times(quick)
 
 
-def move_times(quick: bool) -> None:
-    """Time per move of the network engine at 0 ply (level 2) and full strength (level 3)
-    over the positions of a few self-play games, worst case included."""
+def _snapshot_weights(path: str) -> None:
+    """Copy the weights file aside and point this process and its workers at the copy
+    (``NARDY_WEIGHTS``, read by :func:`engines.network.shipped`)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from engines.network import Network
+
+    fd, snap = tempfile.mkstemp(suffix=".npz", prefix="weights-")
+    os.close(fd)
+    shutil.copyfile(path, snap)
+    atexit.register(os.unlink, snap)
+    meta = Network.load(snap).meta
+    os.environ["NARDY_WEIGHTS"] = snap
+    print(f"weights: {path} ({meta.get('games')} self-play games)", file=sys.stderr)
+
+
+def move_times(quick: bool, turn_ms: int = 1000) -> None:
+    """Time per move of the network engine at 0 ply (level 2) and full strength (level 3,
+    given a ``turn_ms`` turn: it budgets a third of it) over the positions of a few
+    self-play games: wall-clock time (what the clock charges; the machine's load included)
+    and the process's CPU time, mean, 95th percentile and worst, and the moves over the turn."""
     from engines.neural import NetworkEngine
     from nardy import Position, legal_plays, result
 
     rng = random.Random(5)
     engines = {2: NetworkEngine(level=2, seed=1), 3: NetworkEngine(level=3, seed=1)}
-    times: dict[int, list[float]] = {2: [], 3: []}
+    wall: dict[int, list[float]] = {2: [], 3: []}
+    cpu: dict[int, list[float]] = {2: [], 3: []}
     for _ in range(1 if quick else 4):
         pos = Position.start()
         while result(pos) is None:
@@ -238,19 +310,23 @@ def move_times(quick: bool) -> None:
                 pos = pos.passed()
                 continue
             for level, engine in engines.items():
-                t = time.perf_counter()
-                play = engine.choose(pos, dice, plays, time_left_ms=3000)
-                times[level].append(time.perf_counter() - t)
+                t, c = time.perf_counter(), time.process_time()
+                play = engine.choose(pos, dice, plays, time_left_ms=turn_ms)
+                wall[level].append(time.perf_counter() - t)
+                cpu[level].append(time.process_time() - c)
             pos = play.end
-    print("Network engine time per move, given a 3 s turn (budget: a third):")
-    for level, ts in times.items():
-        ts.sort()
-        print(
-            f"  level {level} ({'0-ply' if level == 2 else '1-ply, full'}): mean "
-            f"{1000 * sum(ts) / len(ts):7.2f} ms, 95th percentile "
-            f"{1000 * ts[int(0.95 * len(ts))]:7.2f} ms, max {1000 * ts[-1]:7.2f} ms "
-            f"over {len(ts)} moves"
-        )
+    print(f"Network engine time per move, given a {turn_ms} ms turn (level 3 budgets a third):")
+    for level in wall:
+        print(f"  level {level} ({'0-ply' if level == 2 else '1-ply, full'}):")
+        for label, ts in (("wall", wall[level]), ("CPU", cpu[level])):
+            ts = sorted(ts)
+            over = sum(t > turn_ms / 1000 for t in ts)
+            print(
+                f"    {label:4s} mean {1000 * sum(ts) / len(ts):7.2f} ms, 95th percentile "
+                f"{1000 * ts[int(0.95 * len(ts))]:7.2f} ms, max {1000 * ts[-1]:7.2f} ms, "
+                f"{over} over the turn, of {len(ts)} moves"
+            )
+    print(f"  (load average {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
 
 
 if __name__ == "__main__":

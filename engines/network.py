@@ -28,7 +28,8 @@ RULES.md §1) and the top-level API.
 **The model**: inputs -> ``hidden`` sigmoid units -> 3 sigmoid outputs, evaluated in numpy
 on a batch of positions at once (all end positions of a turn in one matrix product).
 Positions that are already decided (a side has borne off all 15) are not asked of the
-network: their value is exact.
+network: their value is exact; nor are races with both sides all home: the exact bear-off
+tables value them (engines/bearoff.py; ``Network.bearoff = False`` turns that off).
 
 ``best_plays(position, dice)`` ranks the legal plays of a turn by the network
 (``ply=0``) or by a 1-ply lookahead over the opponent's 21 rolls (``ply=1``); it is the
@@ -46,6 +47,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engines import bearoff
+from engines.bearoff import HOME
 from nardy import CHECKERS, Play, Position, legal_plays
 
 WEIGHTS = Path(__file__).with_name("weights") / "long.npz"
@@ -81,8 +84,12 @@ _PROG_OTHER = np.array([12 - q if q <= 12 else 36 - q for q in range(1, 25)])
 # A side's held points as a bit mask along the other's path: bit k is the other's progress k.
 _HELD_BIT = 1 << _PROG_OTHER.astype(np.int64)
 _AHEAD = np.arange(1, POINTS + 1, dtype=np.int64)
-# _BLOCKED[w]: one-hot (0..6) of the number of held points in a six-bit window w.
-_BLOCKED = np.eye(7)[[bin(w).count("1") for w in range(64)]]
+# _HELD[w]: the number of held points in a six-bit window w.
+_HELD = np.array([bin(w).count("1") for w in range(64)], dtype=np.intp)
+# Where each block of the inputs goes (per side: units, extra, blocks; then the race flag).
+_UNITS_AT = [s * SIDE + np.arange(POINTS * UNITS) for s in (0, 1)]
+_EXTRA_AT = np.array([[s * SIDE + POINTS * UNITS + k for k in range(4)] for s in (0, 1)])
+_BLOCK_AT = np.array([[s * SIDE + POINTS * UNITS + 4 + k for k in range(BLOCK)] for s in (0, 1)])
 
 
 def _boards(positions: list[Position]) -> tuple[np.ndarray, np.ndarray]:
@@ -111,15 +118,36 @@ def race(c: np.ndarray) -> np.ndarray:
     return (rear[:, 0] > front[:, 1]) & (rear[:, 1] > front[:, 0])
 
 
+def _both_home(c: np.ndarray) -> np.ndarray:
+    return (c[:, :, HOME:].sum(2) == 0).all(1)
+
+
+_NOT_HOME = (IDX[0, HOME:], IDX[1, HOME:])  # absolute indices of each side's points 7..24
+
+
+def both_home(position: Position) -> bool:
+    """True when every checker of both sides still on the board is in its home and the
+    game is not over: a race that the bear-off tables value exactly."""
+    b = position.board
+    return (
+        all(b[a] <= 0 for a in _NOT_HOME[0])
+        and all(b[a] >= 0 for a in _NOT_HOME[1])
+        and position.winner is None
+    )
+
+
 def blocks(c: np.ndarray) -> np.ndarray:
     """``(N, 2, 7)``: how each side blocks the other: the share of the other's checkers
     with exactly 1..6 of the six points in front of them (along its path) held by this
     side, and this side's longest run of held points along the other's path / 6 (runs
     longer than six count as six)."""
+    n = len(c)
     mask = (c > 0) @ _HELD_BIT  # bit k: the point at the other's progress k is held
     window = (mask[..., None] >> _AHEAD) & 0b111111  # held points k+1..k+6 in front of k
-    theirs = c[:, ::-1, None, ::-1].astype(float)  # the other's checkers by its progress
-    hist = np.matmul(theirs, _BLOCKED[window])[:, :, 0, 1:] / CHECKERS
+    theirs = c[:, ::-1, ::-1]  # the other's checkers by its progress
+    # histogram per (position, side) of the held points in front of each of their checkers
+    slot = (np.arange(2 * n).reshape(n, 2, 1) * 7 + _HELD[window]).ravel()
+    hist = np.bincount(slot, theirs.ravel(), 14 * n).reshape(n, 2, 7)[:, :, 1:] / CHECKERS
     longest = np.zeros(mask.shape)
     for _ in range(6):
         longest += mask != 0
@@ -130,10 +158,15 @@ def blocks(c: np.ndarray) -> np.ndarray:
 def features(c: np.ndarray) -> np.ndarray:
     """The network inputs ``(N, FEATURES)`` of both sides' counts (:func:`counts`)."""
     n = len(c)
+    x = np.empty((n, FEATURES))
+    units = _UNITS[c].reshape(n, 2, -1)
+    x[:, _UNITS_AT[0]], x[:, _UNITS_AT[1]] = units[:, 0], units[:, 1]
     extra = c @ _EXTRA
     extra[:, :, 0] = 1.0 - extra[:, :, 0]  # on-board share -> borne-off share
-    sides = np.concatenate([_UNITS[c].reshape(n, 2, -1), extra, blocks(c)], axis=2)
-    return np.concatenate([sides.reshape(n, -1), race(c)[:, None]], axis=1)
+    x[:, _EXTRA_AT] = extra
+    x[:, _BLOCK_AT] = blocks(c)
+    x[:, -1] = race(c)
+    return x
 
 
 def encode(positions: list[Position]) -> np.ndarray:
@@ -143,7 +176,12 @@ def encode(positions: list[Position]) -> np.ndarray:
 
 def flip(v: np.ndarray) -> np.ndarray:
     """Values for the side to move -> the same values for its opponent (and back)."""
-    return np.stack([1.0 - v[..., 0], v[..., 2], v[..., 1]], axis=-1)
+    out = v[..., _FLIP]
+    out[..., 0] = 1.0 - out[..., 0]
+    return out
+
+
+_FLIP = [0, 2, 1]
 
 
 def equity(v: np.ndarray, values=None) -> np.ndarray:
@@ -178,6 +216,8 @@ class Network:
     ) -> None:
         self.w1, self.b1, self.w2, self.b2 = w1, b1, w2, b2
         self.meta = dict(meta or {})
+        #: judge positions with both sides all home by the exact bear-off tables
+        self.bearoff = True
 
     @classmethod
     def random(cls, hidden: int = 80, seed: int = 0) -> Network:
@@ -208,6 +248,10 @@ class Network:
         if done.any():
             out[done] = 0.0
             out[done, 2] = on[done, 0] == CHECKERS
+        if self.bearoff:
+            home = ~done & _both_home(c)
+            if home.any():
+                out[home] = bearoff.table().race_values(c[home, 0, :HOME], c[home, 1, :HOME])
         return out
 
     def after(self, plays: list[Play]) -> np.ndarray:
@@ -248,10 +292,11 @@ _SHIPPED: Network | None = None
 
 
 def shipped() -> Network:
-    """The network shipped with the package (loaded once)."""
+    """The network shipped with the package (loaded once), or the weights file named by
+    the environment variable ``NARDY_WEIGHTS`` (e.g. a training run's export)."""
     global _SHIPPED
     if _SHIPPED is None:
-        _SHIPPED = Network.load(WEIGHTS)
+        _SHIPPED = Network.load(os.environ.get("NARDY_WEIGHTS") or WEIGHTS)
     return _SHIPPED
 
 
@@ -279,6 +324,8 @@ def lookahead(net: Network, end: Position, deadline: float | None = None) -> np.
         replies.extend(p.end for p in ps) if ps else replies.append(end.passed())
         spans.append((start, len(replies), weight))
     v = net.values(replies)  # for the side that played ``end``: it is to move again
+    if deadline is not None and time.perf_counter() > deadline:
+        return None
     eq = equity(v)
     total = np.zeros(OUTPUTS)
     for start, stop, weight in spans:

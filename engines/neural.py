@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engines import bearoff
 from engines.base import Engine
 from engines.evaluate import values_for
 from engines.network import Network, equity, lookahead, shipped
@@ -71,6 +72,8 @@ class NetworkEngine(Engine):
         self.level = level
         self.params = LEVELS[level]
         self.net = network or shipped()
+        if self.net.bearoff:
+            bearoff.table()  # loaded now, not in the first bear-off's time
         self.max_seconds = max_seconds
         self.rng = random.Random(seed)
         self.timeouts = 0  # searches cut short by the clock

@@ -9,7 +9,10 @@ whole when it ends (the *offline* lambda-return form of TD(lambda)): for the pos
 
 (``flip`` turns the values round to the other side to move) and one gradient step on
 ``sum_t |G_t - V(s_t)|^2 / 2`` follows, with step ``alpha / sqrt(1 + i / alpha_half)``
-for game ``i`` (large steps early, smaller ones as the play settles).
+for game ``i`` (large steps early, smaller ones as the play settles). A game stops at
+the first position with both sides all home: from there the exact bear-off tables
+(engines/bearoff.py) are the outcome, and the network is never asked about such positions
+(``meta["bearoff_from"]``: the first game trained so; earlier games were played out).
 
 Reproducible and resumable: game ``i`` of a run with ``--seed S`` throws its dice from a
 generator seeded with ``(S, i)`` and the weights start from ``S``, so the same command
@@ -36,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from engines.arena import mean_ci, pair_score
-from engines.network import WEIGHTS, Network, encode, equity, flip
+from engines.network import WEIGHTS, Network, both_home, encode, equity, flip
 from nardy import Position, legal_plays
 
 DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
@@ -45,10 +48,14 @@ MAX_TURNS = 1500
 
 def self_play(net: Network, rng: random.Random) -> tuple[list[Position], np.ndarray]:
     """One game of the network against itself at 0 ply: the positions before each turn
-    and the outcome for the side to move in the final position (which has lost)."""
+    and the outcome for the side to move in the final position: the end of the game (the
+    side to move has lost) or, with ``net.bearoff``, the first position with both sides
+    all home, whose values the bear-off tables give exactly (engines/bearoff.py)."""
     pos = Position.start()
     states = []
     while True:
+        if net.bearoff and both_home(pos):
+            return states, net.values([pos])[0]
         states.append(pos)
         if len(states) > MAX_TURNS:
             raise RuntimeError("self-play game did not finish")
@@ -156,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         net = Network.random(args.hidden, seed=args.seed)
         net.meta = {"seed": args.seed, "games": 0, "hidden": args.hidden, "seconds": 0.0}
         done = 0
+    net.meta.setdefault("bearoff_from", done)  # games from here on stop at the tables
     net.meta.update(
         alpha=args.alpha,
         alpha_half=args.alpha_half,

@@ -11,7 +11,7 @@ import hashlib
 import logging
 import re
 import secrets
-from collections import deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -49,6 +49,8 @@ MAX_TARGET = 99
 MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 QUOTE = 100  # characters of a request's text an error message may repeat
+ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
+RECENT_TOKENS = 256  # ended matches' seat tokens kept in memory; the others are looked up
 
 
 def clip(text: str, limit: int = 3 * QUOTE) -> str:
@@ -182,9 +184,17 @@ class Arbiter:
         self.players: dict[str, Player] = {}
         self.by_name: dict[str, Player] = {}
         self.names: set[str] = set()  # registered names, case-folded (display names avoid them)
-        self.tokens: dict[str, Principal] = {}
+        self.tokens: dict[str, Principal] = {}  # players' and live matches' seat tokens
+        self.recent_tokens: dict[str, Principal] = {}  # ended matches' (bounded, oldest out)
+        self.seat_digests: dict[str, list[str]] = {}  # live match id -> its seat tokens
+        # Live matches and games. An ended match leaves them (once its duplicate pair is
+        # over too: until then its seed must stay secret, see ``held``) for the bounded
+        # ``ended`` cache; beyond that its games are read back from the store on demand.
         self.matches: dict[str, MatchSession] = {}
         self.games: dict[str, GameSession] = {}
+        self.ended: OrderedDict[str, GameSession] = OrderedDict()
+        self.held: dict[str, list[MatchSession]] = {}  # pair id -> its ended matches
+        self.ended_counts: Counter[Status] = Counter()  # games that left ``games``
         self.player_sinks: dict[str, set[Sink]] = {}
         self.ladders: dict[str, Ladder] = {}
         self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
@@ -266,7 +276,27 @@ class Arbiter:
         digest = token_hash(token)
         if self.admin_hash is not None and secrets.compare_digest(digest, self.admin_hash):
             return OPERATOR
-        return self.tokens.get(digest)
+        return self.tokens.get(digest) or self.recent_tokens.get(digest)
+
+    async def stored_principal(self, token: str) -> Principal | None:
+        """Who ``token`` speaks for, looking in the store for the seat tokens of matches
+        that ended a while ago (the transport asks for tokens :meth:`principal` does not
+        know, after charging the caller's rate limit)."""
+        principal = self.principal(token)
+        if principal is not None:
+            return principal
+        digest = token_hash(token)
+        row = await self.reader.seat_token(digest)
+        if row is None:
+            return None
+        principal = Principal(match_id=row[0], seat=row[1])
+        self._remember_token(digest, principal)
+        return principal
+
+    def _remember_token(self, digest: str, principal: Principal) -> None:
+        self.recent_tokens[digest] = principal
+        while len(self.recent_tokens) > RECENT_TOKENS:
+            del self.recent_tokens[next(iter(self.recent_tokens))]
 
     def authenticate(self, token: str | None, *, required: bool = True) -> Principal | None:
         if not token:
@@ -376,8 +406,7 @@ class Arbiter:
             raise
         for seat in seats:
             if seat_tokens[seat.index]:
-                principal = Principal(match_id=match.id, seat=seat.index)
-                self.tokens[token_hash(seat_tokens[seat.index])] = principal
+                self._add_seat_token(match.id, seat.index, token_hash(seat_tokens[seat.index]))
         self.matches[match.id] = match
         self._game_added(match.current)
         if challenged is not None:
@@ -393,6 +422,10 @@ class Arbiter:
             seats[1].name,
         )
         return match, seat_tokens[0], seat_tokens[1]
+
+    def _add_seat_token(self, match_id: str, seat: int, digest: str) -> None:
+        self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+        self.seat_digests.setdefault(match_id, []).append(digest)
 
     def _seat(self, index: int, player_name: str, display: str) -> Seat:
         if player_name:
@@ -494,17 +527,23 @@ class Arbiter:
     async def void_game(self, token: str | None, game_id: str) -> GameSession:
         """Void a game: it ends (or stays ended) without a result that counts anywhere."""
         self.require_operator(token)
-        game = self.game(game_id)
+        game = await self.game(game_id)
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
             await game.match.call_off("voided by the operator")
         elif game.status is Status.FINISHED:
             game.status = Status.ABORTED
             writes = [store.update_game(game)]
             ladder = self.ladders.get(game.match.ladder)
-            record = ladder.void(game.id) if ladder is not None else None
+            record = None
+            if ladder is not None:
+                stored = await self.reader.ladder_games(ladder.name)
+                record = ladder.void(game.id, [LadderGame(**r) for r in stored])
             if record is not None:
                 writes.append(store.add_ladder_game(ladder.name, record))
             await self.writer.commit(*writes)
+            if game.id not in self.games:  # counted among the ended ones already
+                self.ended_counts[Status.FINISHED] -= 1
+                self.ended_counts[Status.ABORTED] += 1
             self._publish(game)
         log.info("game %s voided by the operator", game.id)
         return game
@@ -524,15 +563,67 @@ class Arbiter:
             match.current.close_streams(EventType.SERVER_SHUTDOWN)
 
     # -- games --------------------------------------------------------------------------
-    def game(self, game_id: str) -> GameSession:
+    async def game(self, game_id: str) -> GameSession:
+        """A game by id: live, recently ended, or read back from the store."""
         game = self.games.get(game_id)
-        if game is None:
-            raise ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
-        return game
+        if game is not None:
+            return game
+        game = self.ended.get(game_id)
+        if game is not None:
+            self.ended.move_to_end(game_id)
+            return game
+        return await self._load_ended(game_id)
 
-    def _publish(self, game: GameSession) -> None:
-        """Show the game's new summary to ListGames (see catalogue)."""
-        self.catalogue.publish(game.id, summary_pb(game.card, game.snapshot()))
+    async def _load_ended(self, game_id: str) -> GameSession:
+        """An ended game's match, read back from the store into the ``ended`` cache."""
+        missing = ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
+        if len(game_id) > 64:
+            raise missing
+        match_id = await self.reader.match_of(game_id)
+        row = await self.reader.match(match_id) if match_id is not None else None
+        if row is None:
+            raise missing
+        games = await self.reader.match_games(match_id)
+        found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
+        if found is not None:
+            return found
+        match = restore_match(self, row, games, new_id)
+        if any(g.status not in (Status.FINISHED, Status.ABORTED) for g in match.games):
+            raise missing  # not ended, and not run here
+        for g in match.games:
+            self._keep_ended(g)
+        return next(g for g in match.games if g.id == game_id)
+
+    def _keep_ended(self, game: GameSession) -> None:
+        self.ended[game.id] = game
+        self.ended.move_to_end(game.id)
+        while len(self.ended) > ENDED_GAMES:
+            self.ended.popitem(last=False)
+
+    def _match_over(self, match: MatchSession) -> None:
+        """The match's last game has ended: it leaves memory for the bounded caches (with
+        the other match of its duplicate pair, once that has ended too)."""
+        if match.pair is not None and not match.pair.over:
+            self.held.setdefault(match.pair_id, []).append(match)
+            return
+        for ended in (*self.held.pop(match.pair_id, ()), match):
+            self.matches.pop(ended.id, None)
+            for digest in self.seat_digests.pop(ended.id, ()):
+                principal = self.tokens.pop(digest, None)
+                if principal is not None:
+                    self._remember_token(digest, principal)
+            for game in ended.games:
+                if self.games.pop(game.id, None) is not None:
+                    self.ended_counts[game.status] += 1
+                self._keep_ended(game)
+
+    def _publish(self, game: GameSession, *, new: bool = False) -> None:
+        """Show the game's (``new``: a new game's) summary to ListGames (see catalogue)."""
+        summary = summary_pb(game.card, game.snapshot())
+        if new:
+            self.catalogue.add(game.id, summary)
+        else:
+            self.catalogue.publish(game.id, summary)
 
     def seat_in(self, game: GameSession, principal: Principal | None) -> int | None:
         """The seat ``principal`` holds in ``game``'s match, or None."""
@@ -547,15 +638,15 @@ class Arbiter:
                 return seat.index
         return None
 
-    def _seat_for_action(self, token: str | None, game_id: str) -> tuple[GameSession, int]:
+    async def _seat_for_action(self, token: str | None, game_id: str) -> tuple[GameSession, int]:
         principal = self.authenticate(token)
-        game = self.game(game_id)
+        game = await self.game(game_id)
         seat = self.seat_in(game, principal)
         if seat is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
-    def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+    async def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
         """Whose view of a game a caller gets: (game, seat), seat None for a spectator.
 
         No token: a spectator. A token must hold a seat in the game: a bot that sent the
@@ -563,7 +654,7 @@ class Arbiter:
         carries legal plays.
         """
         principal = self.authenticate(token, required=False)
-        game = self.game(game_id)
+        game = await self.game(game_id)
         seat = self.seat_in(game, principal)
         if principal is not None and seat is None and not principal.admin:
             raise ArbiterError(
@@ -589,7 +680,7 @@ class Arbiter:
             check_client_seed(client_seed)
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
-        game, seat = self.viewer(token, game_id)
+        game, seat = await self.viewer(token, game_id)
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if seat is not None:
@@ -614,7 +705,7 @@ class Arbiter:
         """Judge a play that reached the transport at ``arrival`` (see server.clock);
         answered once it is durable."""
         try:
-            game, seat = self._seat_for_action(token, game_id)
+            game, seat = await self._seat_for_action(token, game_id)
             return await game.submit(seat, turn_id, notation, end, arrival)
         finally:
             if arrival is not None and self.arrivals.settle(arrival):
@@ -634,7 +725,7 @@ class Arbiter:
             game.arrival_settled()
 
     async def resign(self, token: str | None, game_id: str) -> GameResult:
-        game, seat = self._seat_for_action(token, game_id)
+        game, seat = await self._seat_for_action(token, game_id)
         return await game.resign(seat)
 
     # -- player streams -----------------------------------------------------------------
@@ -664,7 +755,7 @@ class Arbiter:
         return notes
 
     def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
-        principal = self.tokens.get(token_hash(token or ""))
+        principal = self.principal(token)
         if principal is not None:
             self.player_sinks.get(self._listener_key(principal), set()).discard(sink)
 
@@ -696,7 +787,7 @@ class Arbiter:
 
     def _game_added(self, game: GameSession) -> None:
         self.games[game.id] = game
-        self._publish(game)
+        self._publish(game, new=True)
         self._notify(game, Note.GAME_ASSIGNED)
 
     async def game_over(self, game: GameSession) -> None:
@@ -708,6 +799,8 @@ class Arbiter:
         await self.writer.commit(*writes)
         self._publish(game)
         self._notify(game, Note.GAME_OVER)
+        if game is game.match.current:  # the match is over
+            self._match_over(game.match)
 
     # -- ladders ------------------------------------------------------------------------
     async def create_ladder(
@@ -786,31 +879,31 @@ class Arbiter:
         read = self.reader
         for player_id, name, bot, digest, owner in await read.players():
             self._add_player(Player(player_id, name, bool(bot), owner), digest)
+        counted: set[str] = set()  # ladder games in the books (only while restoring)
         for name, options in await read.ladders():
             ladder = self._open_ladder(name, LadderOptions(**options))
             for record in await read.ladder_games(name):
                 ladder.restore(LadderGame(**record))
+                counted.add(record["game_id"])
             for player_id, ready in await read.ladder_members(name):
                 if player_id in self.players:
                     ladder.members[player_id] = Member(
                         player_id, self.players[player_id].name, bool(ready)
                     )
         for match_id, seat, digest in await read.seat_tokens():
-            self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+            self._add_seat_token(match_id, seat, digest)
         pairs: dict[str, Lockstep] = {}
+        over: list[MatchSession] = []
         for row in await read.matches():
-            games = [
-                (game_id, number, seed, await read.entries(game_id))
-                for game_id, number, seed in await read.games(row["id"])
-            ]
+            games = await read.match_games(row["id"])
             pair_id = row["options"].get("pair_id", "")
             pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
             match = restore_match(self, row, games, new_id, pair)
             self.matches[match.id] = match
             for game in match.games:
                 self.games[game.id] = game
-                self._publish(game)
-            await self._restore_ladder_games(match)
+                self._publish(game, new=True)
+            await self._restore_ladder_games(match, counted)
             if not match.match.over and match.current.status in (
                 Status.WAITING,
                 Status.IN_PROGRESS,
@@ -818,13 +911,17 @@ class Arbiter:
                 assert self.nursery is not None
                 self.nursery.start_soon(self._run_match, match)
                 log.info("match %s restored (game %s)", match.id, match.current.id)
+            else:
+                over.append(match)
+        for match in over:  # once every pair is whole: an ended game's partner may run on
+            self._match_over(match)
 
-    async def _restore_ladder_games(self, match: MatchSession) -> None:
-        """Put a restored ladder game back in its ladder's books."""
+    async def _restore_ladder_games(self, match: MatchSession, counted: set[str]) -> None:
+        """Put a restored ladder game back in its ladder's books (``counted``: the games
+        in them already)."""
         ladder = self.ladders.get(match.ladder)
         if ladder is None:
             return
-        counted = {r.game_id for r in ladder.results}
         for game in match.games:
             if game.id in counted:
                 continue
@@ -834,7 +931,6 @@ class Arbiter:
                 await self.writer.commit(store.add_ladder_game(ladder.name, record))
                 continue
             ladder.in_progress.add(game.id)
-            ladder.pairs.setdefault(match.pair_id, []).append(game.id)
             for seat in match.seats:
                 member = ladder.members.get(seat.player_id or "")
                 if member is not None:
@@ -842,7 +938,7 @@ class Arbiter:
 
     def game_counts(self) -> dict[str, int]:
         """How many games are in each status (for /metrics)."""
-        counts = {s.name.lower(): 0 for s in Status}
+        counts = {s.name.lower(): self.ended_counts[s] for s in Status}
         for game in self.games.values():
             counts[game.status.name.lower()] += 1
         return counts

@@ -4,13 +4,18 @@ A ladder is a trio task that pairs its ready bots whenever one becomes free. Eac
 is two single games with one secret seed and the seats swapped: the same opening throw
 then gives white to the other bot, and every turn's dice repeat, so the pair cancels most
 of the luck of the dice. Games the server voids (ABORTED, no result) never count.
+
+The books are kept as running totals (a row per bot, a cell per two bots that met, the
+ratings), never as a list of every game: a ladder that runs for weeks stays the same size
+in memory. Each game's record is in the store (``ladder_games``); an operator's void
+rebuilds the books from there.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 
 import trio
@@ -25,6 +30,8 @@ from server.lockstep import Lockstep
 from server.session import GameSession, MatchSpec
 
 log = logging.getLogger("nardy.server")
+
+RECENT = 1000  # the latest counted records, to rebuild the books from a store read
 
 
 @dataclass(frozen=True)
@@ -91,18 +98,36 @@ class Row:
         return self.used_ms / self.plays if self.plays else 0.0
 
 
+@dataclass
+class Cell:
+    """One bot's head-to-head record against another (see CrosstableCell)."""
+
+    wins: int = 0
+    losses: int = 0
+    points_for: int = 0
+    points_against: int = 0
+    pairs: list[int] = field(default_factory=lambda: [0, 0, 0])  # pairs won 0 / 1 / 2 games
+
+
 class Ladder:
     def __init__(self, arbiter, name: str, options: LadderOptions) -> None:
         self.arbiter = arbiter
         self.name = name
         self.options = options
         self.members: dict[str, Member] = {}
-        self.results: list[LadderGame] = []
-        self.pairs: dict[str, list[str]] = {}  # pair id -> its two game ids
         self.in_progress: set[str] = set()
-        self.skill = SkillTable()
         self.met: dict[frozenset, int] = defaultdict(int)  # pairings so far
+        self._clear_books()
         self._wake = trio.Event()
+
+    def _clear_books(self) -> None:
+        self.finished = 0  # games that count
+        self.voided = 0
+        self.table: dict[str, Row] = {}  # bot name -> its row
+        self.cells: dict[tuple[str, str], Cell] = {}  # (bot, opponent) -> head-to-head
+        self.open_pairs: dict[str, list[LadderGame]] = {}  # pairs with one game counted
+        self.recent: deque[LadderGame] = deque(maxlen=RECENT)
+        self.skill = SkillTable()
 
     # -- membership ---------------------------------------------------------------------
     def join(self, player_id: str, name: str, ready: bool) -> None:
@@ -120,7 +145,7 @@ class Ladder:
             await self._wake.wait()
 
     def finished_games(self) -> int:
-        return sum(1 for r in self.results if not r.voided)
+        return self.finished
 
     async def _pair(self) -> None:
         cap = self.options.max_games_per_bot
@@ -171,7 +196,6 @@ class Ladder:
             match, _, _ = await self.arbiter.create_match(None, spec)
             games.append(match.current.id)
             self.in_progress.add(match.current.id)
-        self.pairs[pair_id] = games
         a.playing += 2
         b.playing += 2
         self.met[frozenset((a.name, b.name))] += 1
@@ -193,32 +217,84 @@ class Ladder:
             if member is not None:
                 member.playing = max(0, member.playing - 1)
         record = self._record(game)
-        self.results.append(record)
-        if not record.voided:
-            self.skill.record(record.winner, record.loser)
+        self._count(record)
         self._wake.set()
         return record
 
-    def void(self, game_id: str) -> LadderGame | None:
-        """The operator voided a finished game: it no longer counts (the record is for
-        the store)."""
-        for i, r in enumerate(self.results):
+    def void(self, game_id: str, records: list[LadderGame]) -> LadderGame | None:
+        """The operator voided a finished game: it no longer counts. ``records`` are the
+        ladder's games as stored; the books are rebuilt from them (and from games counted
+        while they were read) with this one voided, and the voided record is returned for
+        the store (None: nothing to void)."""
+        stored = {r.game_id for r in records}
+        records = records + [r for r in self.recent if r.game_id not in stored]
+        voided = None
+        for i, r in enumerate(records):
             if r.game_id == game_id and not r.voided:
-                self.results[i] = replace(r, winner="", points=0, kind="", voided=True)
-                self.skill = SkillTable()
-                for other in self.results:
-                    if not other.voided:
-                        self.skill.record(other.winner, other.loser)
-                return self.results[i]
-        return None
+                voided = records[i] = replace(r, winner="", points=0, kind="", voided=True)
+        if voided is not None:
+            self._clear_books()
+            for r in records:
+                self._count(r)
+        return voided
 
     def restore(self, record: LadderGame) -> None:
         """Take back a result from the store after a restart."""
-        self.results.append(record)
-        self.pairs.setdefault(record.pair_id, []).append(record.game_id)
+        self._count(record)
         if not record.voided:
-            self.skill.record(record.winner, record.loser)
             self.met[frozenset((record.white, record.black))] += 1
+
+    def _count(self, r: LadderGame) -> None:
+        """Add one game's record to the books (and its pair's, once both have counted)."""
+        self.recent.append(r)
+        pair = self.open_pairs.setdefault(r.pair_id, []) if r.pair_id else []
+        pair.append(r)
+        if r.pair_id and len(pair) == 2:
+            del self.open_pairs[r.pair_id]
+            if not any(g.voided for g in pair):
+                self._count_pair(pair)
+        if r.voided:
+            self.voided += 1
+            return
+        self.finished += 1
+        self.skill.record(r.winner, r.loser)
+        for name, used, plays in (
+            (r.white, r.used_ms[0], r.plays[0]),
+            (r.black, r.used_ms[1], r.plays[1]),
+        ):
+            row = self.table.setdefault(name, Row(name))
+            row.games += 1
+            row.used_ms += used
+            row.plays += plays
+        win, loss = self.table[r.winner], self.table[r.loser]
+        win.wins += 1
+        loss.losses += 1
+        win.points_for += r.points
+        loss.points_against += r.points
+        if r.points > 1:  # mars or koks; gammon or backgammon
+            win.mars_wins += 1
+            loss.mars_losses += 1
+        if r.termination == Termination.TIMEOUT:
+            loss.timeouts += 1
+        elif r.termination == Termination.ABANDONMENT:
+            loss.disconnects += 1
+        elif r.termination == Termination.ILLEGAL_PLAYS:
+            loss.illegal_play_losses += 1
+        won, lost = self._cell(r.winner, r.loser), self._cell(r.loser, r.winner)
+        won.wins += 1
+        lost.losses += 1
+        won.points_for += r.points
+        lost.points_against += r.points
+
+    def _count_pair(self, games: list[LadderGame]) -> None:
+        a, b = sorted((games[0].white, games[0].black))
+        wins_a = sum(1 for g in games if g.winner == a)
+        for me, other, won in ((a, b, wins_a), (b, a, 2 - wins_a)):
+            self.table.setdefault(me, Row(me)).pairs[won] += 1
+            self._cell(me, other).pairs[won] += 1
+
+    def _cell(self, me: str, other: str) -> Cell:
+        return self.cells.setdefault((me, other), Cell())
 
     @staticmethod
     def _record(game: GameSession) -> LadderGame:
@@ -252,49 +328,9 @@ class Ladder:
 
     # -- standings ----------------------------------------------------------------------
     def rows(self) -> list[Row]:
-        rows: dict[str, Row] = {m.name: Row(m.name) for m in self.members.values()}
-        for r in self.results:
-            if r.voided:
-                continue
-            for name, used, plays in (
-                (r.white, r.used_ms[0], r.plays[0]),
-                (r.black, r.used_ms[1], r.plays[1]),
-            ):
-                row = rows.setdefault(name, Row(name))
-                row.games += 1
-                row.used_ms += used
-                row.plays += plays
-            win, loss = rows[r.winner], rows[r.loser]
-            win.wins += 1
-            loss.losses += 1
-            win.points_for += r.points
-            loss.points_against += r.points
-            if r.points > 1:  # mars or koks; gammon or backgammon
-                win.mars_wins += 1
-                loss.mars_losses += 1
-            if r.termination == Termination.TIMEOUT:
-                loss.timeouts += 1
-            elif r.termination == Termination.ABANDONMENT:
-                loss.disconnects += 1
-            elif r.termination == Termination.ILLEGAL_PLAYS:
-                loss.illegal_play_losses += 1
-        for a, b, wins_a in self.pair_outcomes():
-            rows[a].pairs[wins_a] += 1
-            rows[b].pairs[2 - wins_a] += 1
+        """Every bot's row (members with no game yet too), best rated first."""
+        rows = {m.name: Row(m.name) for m in self.members.values()} | self.table
         return sorted(rows.values(), key=lambda row: -self.skill.conservative(row.name))
-
-    def pair_outcomes(self) -> list[tuple[str, str, int]]:
-        """(a, b, games a won) for every pair whose two games both counted."""
-        by_pair: dict[str, list[LadderGame]] = defaultdict(list)
-        for r in self.results:
-            by_pair[r.pair_id].append(r)
-        out = []
-        for games in by_pair.values():
-            if len(games) != 2 or any(g.voided for g in games):
-                continue
-            a, b = sorted((games[0].white, games[0].black))
-            out.append((a, b, sum(1 for g in games if g.winner == a)))
-        return out
 
     def elo(self, row: Row):
         """The bot's Elo against the field, from its duplicate pairs."""

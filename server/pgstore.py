@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS events (
 """,
     # provably fair dice: each game's secret server seed (revealed when it ends)
     2: "ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''",
+    # ended matches' seat tokens are looked up here, not kept in memory
+    3: "CREATE INDEX IF NOT EXISTS seat_tokens_hash ON seat_tokens (token_hash)",
 }
 
 

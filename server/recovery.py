@@ -18,8 +18,8 @@ from server.lockstep import Lockstep
 from server.session import Accepted, GameSession, Host, MatchSession, Seat
 
 # One game as the store gives it back: (game id, number in the match, server seed in hex,
-# journal entries).
-StoredGame = tuple[str, int, str, list[tuple[int, int, float, dict]]]
+# journal entries, status in the games table).
+StoredGame = tuple[str, int, str, list[tuple[int, int, float, dict]], int]
 
 
 def restore_match(
@@ -61,7 +61,7 @@ def restore_match(
     if pair is not None:
         pair.discard(match.games[0])  # the placeholder first game: the stored ones follow
     match.games = []
-    for game_id, number, server_seed, entries in games:
+    for game_id, number, server_seed, entries, status in games:
         game = GameSession(match, game_id, number, bytes.fromhex(server_seed) or None)
         restore_game(game, entries)
         game.roller.rolled = max([0, *(e["rolled"] for _, _, _, e in entries)])
@@ -73,6 +73,8 @@ def restore_match(
         if game.status is Status.FINISHED and game.result is not None:
             assert game.white_seat is not None
             match.match.record(game.white_seat, game.result)
+            if status == Status.ABORTED:  # voided by the operator after it finished
+                game.status = Status.ABORTED
     return match
 
 

@@ -112,6 +112,13 @@ class Limited:
                 "too many requests; slow down and retry",
             )
         if token is not None and caller.principal is None:
+            # a seat token of a match that ended a while ago is known to the store only
+            try:
+                principal = await self.bridge.call(self.arbiter.stored_principal, token)
+            except ArbiterError as e:
+                await _abort(context, e)
+            caller = Caller(principal, caller.address)
+        if token is not None and caller.principal is None:
             # on every call, also those that need no token: a bot with a wrong token is
             # told so instead of being served as an anonymous caller
             await refuse(
@@ -447,7 +454,7 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
     out = ladder_pb.GetStandingsResponse(
         ladder=name,
         finished_games=ladder.finished_games(),
-        voided_games=sum(1 for r in ladder.results if r.voided),
+        voided_games=ladder.voided,
         games_in_progress=len(ladder.in_progress),
     )
     for rank, row in enumerate(ladder.rows(), 1):
@@ -482,31 +489,22 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
 def crosstable_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetCrosstableResponse:
     """Runs in the trio thread: head-to-head records for every two bots that met."""
     ladder = arbiter.ladder(name)
-    cells: dict[tuple[str, str], ladder_pb.CrosstableCell] = {}
-
-    def cell(a: str, b: str) -> ladder_pb.CrosstableCell:
-        if (a, b) not in cells:
-            cells[a, b] = ladder_pb.CrosstableCell(player=a, opponent=b)
-        return cells[a, b]
-
-    for r in ladder.results:
-        if r.voided:
-            continue
-        win, loss = cell(r.winner, r.loser), cell(r.loser, r.winner)
-        win.wins += 1
-        loss.losses += 1
-        win.points_for += r.points
-        loss.points_against += r.points
-    for a, b, wins_a in ladder.pair_outcomes():
-        for me, other, won in ((a, b, wins_a), (b, a, 2 - wins_a)):
-            c = cell(me, other)
-            if won == 0:
-                c.pairs_lost += 1
-            elif won == 1:
-                c.pairs_split += 1
-            else:
-                c.pairs_won += 1
-    return ladder_pb.GetCrosstableResponse(cells=[cells[k] for k in sorted(cells)])
+    return ladder_pb.GetCrosstableResponse(
+        cells=[
+            ladder_pb.CrosstableCell(
+                player=me,
+                opponent=other,
+                wins=c.wins,
+                losses=c.losses,
+                points_for=c.points_for,
+                points_against=c.points_against,
+                pairs_lost=c.pairs[0],
+                pairs_split=c.pairs[1],
+                pairs_won=c.pairs[2],
+            )
+            for (me, other), c in sorted(ladder.cells.items())
+        ]
+    )
 
 
 class AdminService(Limited, admin_grpc.AdminServiceServicer):

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 Write = tuple[str, tuple]  # one statement and its parameters
 
@@ -213,12 +213,34 @@ class Reader:
         rows = await self.store.query(f"SELECT {cols} FROM matches ORDER BY {self.order}")
         return [journal.decode_match(row) for row in rows]
 
-    async def games(self, match_id: str) -> list[tuple[str, int, str]]:
-        """(id, number, server seed in hex) of each game of a match, in order."""
-        return await self.store.query(
-            "SELECT id, number, server_seed FROM games WHERE match_id=? ORDER BY number",
+    async def match(self, match_id: str) -> dict | None:
+        cols = ", ".join(journal.MATCH_COLUMNS)
+        rows = await self.store.query(f"SELECT {cols} FROM matches WHERE id=?", (match_id,))
+        return journal.decode_match(rows[0]) if rows else None
+
+    async def match_of(self, game_id: str) -> str | None:
+        """The match a stored game belongs to (None: no such game)."""
+        rows = await self.store.query("SELECT match_id FROM games WHERE id=?", (game_id,))
+        return rows[0][0] if rows else None
+
+    async def seat_token(self, digest: str) -> tuple[str, int] | None:
+        """(match id, seat) of a seat token's hash (None: no such token)."""
+        rows = await self.store.query(
+            "SELECT match_id, seat FROM seat_tokens WHERE token_hash=?", (digest,)
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    async def match_games(self, match_id: str) -> list[tuple]:
+        """Each game of a match with its journal entries and stored status, in order:
+        (id, number, server seed in hex, entries, status) as recovery restores them."""
+        rows = await self.store.query(
+            "SELECT id, number, server_seed, status FROM games WHERE match_id=? ORDER BY number",
             (match_id,),
         )
+        return [
+            (game_id, number, seed, await self.entries(game_id), status)
+            for game_id, number, seed, status in rows
+        ]
 
     async def entries(self, game_id: str) -> list[tuple[int, int, float, dict]]:
         rows = await self.store.query(
@@ -311,6 +333,8 @@ CREATE TABLE IF NOT EXISTS events (
 """,
     # provably fair dice: each game's secret server seed (revealed when it ends)
     2: "ALTER TABLE games ADD COLUMN server_seed TEXT NOT NULL DEFAULT ''",
+    # ended matches' seat tokens are looked up here, not kept in memory
+    3: "CREATE INDEX IF NOT EXISTS seat_tokens_hash ON seat_tokens (token_hash)",
 }
 
 

@@ -85,7 +85,7 @@ def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
 
 
 async def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
-    game = arbiter.game(game_id)
+    game = await arbiter.game(game_id)
     state = views.state_pb(game.card, game.snapshot(), None)
     history = await game.history() if with_events else []
     return state, [views.event_pb(game.card, e, None) for e in history]

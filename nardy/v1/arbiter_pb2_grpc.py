@@ -168,7 +168,10 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListGames(self, request, context):
-        """Games on the server, newest first, a page at a time (see `page_token`).
+        """Games on the server, newest first, a page at a time (see `page_token`): the newest
+        2,000 games whatever their status, then older games still waiting or in progress.
+        Older ended games are not listed (so a server that runs for months stays the same
+        size); GetGame and SubscribeGame answer for any game by its id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

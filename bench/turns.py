@@ -1,0 +1,364 @@
+"""P2 and P3 (issue 13): what a turn costs at the arbiter against the transport alone.
+
+Three servers, each its own process on loopback, started once and measured in alternating
+rounds (this machine is noisy):
+
+- ``nardy serve`` (fresh SQLite file), driven by instant bots: each seat follows its
+  SubscribeGame stream and answers every TURN_STARTED that offers it legal plays with
+  the first one, at once;
+- a **relay** speaking the same ArbiterService messages and doing nothing else: per turn
+  one stream message to the side to move (a GameEvent captured from the arbiter's own
+  TURN_STARTED, with its legal plays) and one SubmitPlay unary call back. The same bots
+  drive it;
+- the same relay over one bidirectional stream per seat (``/bench.Relay/Play``: turns
+  down, plays up, and a small acknowledgement down to the mover, as SubmitPlay's answer):
+  what an optional bidirectional ``Play`` stream (issue 13, item 7) could gain at best;
+- a raw grpc.aio echo server: one unary call with a 64-byte payload, ping-pong.
+
+P2: turn round trip at one game: a seat receives its TURN_STARTED, sends SubmitPlay, the
+answer comes back and the next turn's event reaches the other seat; p50 against the raw
+unary ping-pong p50 (target <= 2x). P3: turns per second at 1 and at 8 concurrent games,
+arbiter against relay (target >= 50%), with each server's CPU per turn (/proc).
+
+``python -m bench turns [--quick]``; ``python -m bench.turns relay PORT EVENTS`` runs the
+relay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+
+import grpc
+
+from bench.arbiter import ECHO_SERVER, arbiter, free_port, pct, process, raw_ping
+from bench.clock import ADMIN_ENV, _md
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
+
+RELAY_TURNS = 80  # turns in one relay game (a long nardy game is ~100-160)
+
+
+# -- the relay -------------------------------------------------------------------------------
+class Relay(api_grpc.ArbiterServiceServicer):
+    """Two seats per game; one stream message to the mover, one unary call back."""
+
+    def __init__(self, events: list[pb.GameEvent]) -> None:
+        self.templates = events  # a TURN_STARTED as seat 0 and as seat 1 see it
+        self.finished = pb.GameEvent(type=pb.EVENT_TYPE_GAME_FINISHED)
+        self.games: dict[str, list] = {}  # id -> [turn, queue of seat 0, queue of seat 1]
+
+    async def CreateMatch(self, request, context):
+        game_id = secrets.token_hex(6)
+        self.games[game_id] = [0, asyncio.Queue(), asyncio.Queue(), 0]
+        return api.CreateMatchResponse(
+            match_id=game_id, game_id=game_id, first_seat_token="0", second_seat_token="1"
+        )
+
+    def _turn(self, game: list, turn: int) -> None:
+        game[0] = turn
+        seat = turn % 2
+        if turn > RELAY_TURNS:
+            game[1].put_nowait(self.finished)
+            game[2].put_nowait(self.finished)
+            return
+        msg = pb.GameEvent()
+        msg.CopyFrom(self.templates[seat])
+        msg.state.turn_id = turn
+        game[1 + seat].put_nowait(msg)
+
+    async def SubscribeGame(self, request, context):
+        seat = int(dict(context.invocation_metadata())["authorization"].split()[-1])
+        game = self.games[request.game_id]
+        game[3] += 1
+        if game[3] == 2:
+            self._turn(game, 1)
+        queue = game[1 + seat]
+        while True:
+            msg = await queue.get()
+            yield msg
+            if msg.type == pb.EVENT_TYPE_GAME_FINISHED:
+                return
+
+    async def SubmitPlay(self, request, context):
+        game = self.games[request.game_id]
+        if request.turn_id != game[0]:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "not the turn")
+        self._turn(game, game[0] + 1)
+        if game[0] > RELAY_TURNS:
+            del self.games[request.game_id]
+        return api.SubmitPlayResponse(notation="-", end_position=request.end_position)
+
+    async def Play(self, requests, context):
+        """One bidirectional stream per seat: a first request (turn 0) joins the game,
+        then each request is a play; down go the turns and an ack per play."""
+        seat = int(dict(context.invocation_metadata())["authorization"].split()[-1])
+        queue: asyncio.Queue = asyncio.Queue()
+        ack = pb.GameEvent(type=pb.EVENT_TYPE_PLAY_MADE)
+
+        async def read() -> None:
+            async for req in requests:
+                game = self.games.get(req.game_id)
+                if game is None:
+                    return
+                if req.turn_id == 0:
+                    game[1 + seat] = queue
+                    game[3] += 1
+                    if game[3] == 2:
+                        self._turn(game, 1)
+                elif req.turn_id == game[0]:
+                    queue.put_nowait(ack)
+                    self._turn(game, game[0] + 1)
+                    if game[0] > RELAY_TURNS:
+                        del self.games[req.game_id]
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                msg = await queue.get()
+                yield msg
+                if msg.type == pb.EVENT_TYPE_GAME_FINISHED:
+                    return
+        finally:
+            reader.cancel()
+
+
+async def relay_main(port: int, path: str) -> None:
+    with open(path, "rb") as f:
+        events = [pb.GameEvent.FromString(f.read(int(n))) for n in f.readline().split()]
+    server = grpc.aio.server()
+    relay = Relay(events)
+    api_grpc.add_ArbiterServiceServicer_to_server(relay, server)
+    play = grpc.stream_stream_rpc_method_handler(
+        relay.Play,
+        request_deserializer=api.SubmitPlayRequest.FromString,
+        response_serializer=pb.GameEvent.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("bench.Relay", {"Play": play}),)
+    )
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    await server.wait_for_termination()
+
+
+# -- the bots --------------------------------------------------------------------------------
+class Round:
+    def __init__(self) -> None:
+        self.turns = 0
+        self.handover: list[float] = []  # turn event received -> the next mover's event
+        self.last_turn_event = 0.0
+
+
+async def seat(stub, game_id: str, token: str, tally: Round, single: bool) -> None:
+    md = _md(token)
+    async for ev in stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=md):
+        st = ev.state
+        if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+            return
+        if ev.type == pb.EVENT_TYPE_TURN_STARTED and st.legal_plays:
+            if st.side_to_move != st.your_color:
+                continue
+            now = time.perf_counter()
+            if single and tally.last_turn_event:
+                tally.handover.append(now - tally.last_turn_event)
+            tally.last_turn_event = now
+            with contextlib.suppress(grpc.RpcError):
+                await stub.SubmitPlay(
+                    api.SubmitPlayRequest(
+                        game_id=game_id,
+                        turn_id=st.turn_id,
+                        end_position=st.legal_plays[0].end_position,
+                    ),
+                    metadata=md,
+                )
+                tally.turns += 1
+
+
+async def bidi_seat(ch, game_id: str, token: str, tally: Round, single: bool) -> None:
+    """The bot of ``seat`` over one bidirectional stream (the relay's /bench.Relay/Play)."""
+    play = ch.stream_stream(
+        "/bench.Relay/Play",
+        request_serializer=api.SubmitPlayRequest.SerializeToString,
+        response_deserializer=pb.GameEvent.FromString,
+    )
+    call = play(metadata=_md(token))
+    await call.write(api.SubmitPlayRequest(game_id=game_id, turn_id=0))
+    while (ev := await call.read()) is not grpc.aio.EOF:
+        st = ev.state
+        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+            break
+        if ev.type == pb.EVENT_TYPE_PLAY_MADE:
+            tally.turns += 1  # the ack: as SubmitPlay's answer
+        elif ev.type == pb.EVENT_TYPE_TURN_STARTED and st.side_to_move == st.your_color:
+            now = time.perf_counter()
+            if single and tally.last_turn_event:
+                tally.handover.append(now - tally.last_turn_event)
+            tally.last_turn_event = now
+            end = st.legal_plays[0].end_position
+            await call.write(
+                api.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id, end_position=end)
+            )
+    await call.done_writing()
+
+
+async def drive(address: str, games: int, seconds: float, admin: str, bidi: bool = False) -> Round:
+    """``games`` concurrent games, new ones as they end, for ``seconds``."""
+    tally = Round()
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = api_grpc.ArbiterServiceStub(ch)
+
+        def player(game_id: str, token: str):
+            if bidi:
+                return bidi_seat(ch, game_id, token, tally, games == 1)
+            return seat(stub, game_id, token, tally, games == 1)
+
+        async def slot(i: int) -> None:
+            while True:
+                r = await stub.CreateMatch(
+                    api.CreateMatchRequest(options=pb.GameOptions(turn_time_ms=60_000)),
+                    metadata=_md(admin),
+                )
+                tally.last_turn_event = 0.0
+                await asyncio.gather(
+                    player(r.game_id, r.first_seat_token), player(r.game_id, r.second_seat_token)
+                )
+
+        tasks = [asyncio.create_task(slot(i)) for i in range(games)]
+        await asyncio.sleep(seconds)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return tally
+
+
+async def capture(address: str, admin: str) -> list[pb.GameEvent]:
+    """A TURN_STARTED with legal plays as each seat sees it (the relay's messages)."""
+    found: dict[int, pb.GameEvent] = {}
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = api_grpc.ArbiterServiceStub(ch)
+        while len(found) < 2:
+            r = await stub.CreateMatch(api.CreateMatchRequest(), metadata=_md(admin))
+
+            async def one(token: str, index: int, game_id: str = r.game_id) -> None:
+                md = _md(token)
+                async for ev in stub.SubscribeGame(
+                    api.SubscribeGameRequest(game_id=game_id), metadata=md
+                ):
+                    st = ev.state
+                    if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+                        return
+                    if ev.type == pb.EVENT_TYPE_TURN_STARTED and st.side_to_move == st.your_color:
+                        if st.legal_plays and len(st.legal_plays) >= 15 and st.turn_id > 10:
+                            found.setdefault(index, ev)
+                        await stub.SubmitPlay(
+                            api.SubmitPlayRequest(
+                                game_id=game_id,
+                                turn_id=st.turn_id,
+                                end_position=st.legal_plays[0].end_position,
+                            ),
+                            metadata=md,
+                        )
+
+            await asyncio.gather(one(r.first_seat_token, 0), one(r.second_seat_token, 1))
+    return [found[0], found[1]]
+
+
+def cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main(quick: bool = False) -> None:
+    os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
+    admin = os.environ[ADMIN_ENV]
+    seconds = 6.0 if quick else 12.0
+    rounds = 2 if quick else 3
+    echo_port, relay_port = free_port(), free_port()
+    print(f"  load average at start: {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp, arbiter() as (address, proc):
+        events = asyncio.run(capture(address, admin))
+        path = os.path.join(tmp, "events.bin")
+        with open(path, "wb") as f:
+            blobs = [e.SerializeToString() for e in events]
+            f.write((" ".join(str(len(b)) for b in blobs) + "\n").encode() + b"".join(blobs))
+        print(f"  relay messages: TURN_STARTED with {len(events[0].state.legal_plays)} legal plays")
+        relay_cmd = [sys.executable, "-m", "bench.turns", "relay", str(relay_port), path]
+        echo_cmd = [sys.executable, "-c", ECHO_SERVER, str(echo_port)]
+        with process(relay_cmd, relay_port) as relay, process(echo_cmd, echo_port):
+            servers = {
+                "arbiter": (address, proc.pid),
+                "relay": (f"127.0.0.1:{relay_port}", relay.pid),
+                "bidi relay": (f"127.0.0.1:{relay_port}", relay.pid),
+            }
+            asyncio.run(raw_ping(f"127.0.0.1:{echo_port}", 300))  # warm up
+            results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+            handover: dict[str, list[float]] = {name: [] for name in servers}
+            pings: list[float] = []
+            for r in range(rounds):
+                order = tuple(servers)[:: 1 if r % 2 == 0 else -1]
+                for games in (1, 8):
+                    for name in order:
+                        where, pid = servers[name]
+                        cpu0 = cpu_s(pid)
+                        bidi = name == "bidi relay"
+                        tally = asyncio.run(drive(where, games, seconds, admin, bidi))
+                        cpu = cpu_s(pid) - cpu0
+                        rate = tally.turns / seconds
+                        per = cpu / max(1, tally.turns) * 1e3
+                        results.setdefault((name, games), []).append((rate, per))
+                        handover[name] += tally.handover
+                        print(
+                            f"  round {r + 1} {name:10s} {games} game(s): {rate:7.0f} turns/s, "
+                            f"server CPU {per:.2f} ms/turn",
+                            flush=True,
+                        )
+                    if games == 1:
+                        pings += asyncio.run(raw_ping(f"127.0.0.1:{echo_port}", 2000))
+    print(f"  load average at end: {os.getloadavg()[0]:.1f}")
+    raw = statistics.median(pings)
+    print(f"P2: raw unary ping-pong p50 {raw * 1e3:.3f} ms, p99 {pct(pings, 0.99) * 1e3:.3f} ms")
+    for name, h in handover.items():
+        print(
+            f"P2: {name} turn round trip (turn received -> play answered -> next turn "
+            f"received) p50 {statistics.median(h) * 1e3:.3f} ms, p99 {pct(h, 0.99) * 1e3:.3f} "
+            f"ms = {statistics.median(h) / raw:.2f}x the raw ping-pong"
+            + (" (target <= 2x)" if name == "arbiter" else "")
+        )
+    for games in (1, 8):
+        ratios = [
+            a[0] / b[0]
+            for a, b in zip(results["arbiter", games], results["relay", games], strict=True)
+        ]
+        arb = statistics.median(x[0] for x in results["arbiter", games])
+        rel = statistics.median(x[0] for x in results["relay", games])
+        bidi = [
+            a[0] / b[0]
+            for a, b in zip(results["bidi relay", games], results["relay", games], strict=True)
+        ]
+        cpu = {k: statistics.median(x[1] for x in results[k, games]) for k in servers}
+        print(
+            f"P3: {games} game(s): arbiter {arb:.0f} turns/s, relay {rel:.0f} turns/s: "
+            f"arbiter/relay per round {', '.join(f'{x:.0%}' for x in ratios)} "
+            "(target >= 50%); server CPU per turn "
+            + ", ".join(f"{k} {v:.2f} ms" for k, v in cpu.items())
+        )
+        print(
+            f"item 7: {games} game(s): bidirectional relay / unary+stream relay per round "
+            + ", ".join(f"{x:.2f}x" for x in bidi)
+        )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["relay"]:
+        asyncio.run(relay_main(int(sys.argv[2]), sys.argv[3]))
+    else:
+        main("--quick" in sys.argv)

@@ -1,0 +1,82 @@
+"""The exact one-sided bear-off tables (engines/bearoff.py) and the race values the network
+takes from them (RULES.md §4 bearing off, §5 oin and mars)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engines import bearoff, train
+from engines import network as nw
+from nardy import CHECKERS, Position, legal_plays
+
+TABLE = bearoff.table()
+
+
+def home(**points: int) -> np.ndarray:
+    """A home board from ``p1=..``..``p6=..`` (checkers on points 1..6)."""
+    return np.array([[points.get(f"p{p}", 0) for p in range(1, 7)]])
+
+
+def test_every_home_board_once_and_distributions_sum_to_one():
+    b = bearoff.boards()
+    assert len(b) == 54_264 and len({tuple(r) for r in b}) == len(b)
+    assert b.sum(1).max() == CHECKERS and b.min() == 0
+    assert np.allclose(TABLE.off.sum(1), 1.0, atol=1e-5)
+    assert np.allclose(TABLE.first.sum(1), 1.0, atol=1e-5)
+
+
+def test_one_checker_on_six_by_hand():
+    # §4: 27 of 36 rolls carry it off at once; the rest (2-1, 3-1, 4-1, 3-2, 1-1) leave it
+    # on 5..2 and any roll then bears it off.
+    d = TABLE.off[TABLE.index(home(p6=1))][0]
+    assert np.isclose(d[1], 27 / 36) and np.isclose(d[2], 9 / 36) and np.isclose(d.sum(), 1)
+
+
+def test_first_checker_off_from_fifteen_on_six_by_hand():
+    # §4.2-4.3: a 6, or two dice that together make six with one checker (5-1, 4-2, 3-3,
+    # 2-2); 5-2 cannot: after 6/1 the 2 must be moved inside, point 2 being empty with
+    # checkers above it.
+    d = TABLE.first[TABLE.index(home(p6=15))][0]
+    assert np.isclose(d[1], (11 + 2 + 2 + 1 + 1) / 36)
+    assert np.isclose(TABLE.first[TABLE.index(home(p1=15))][0][1], 1.0)
+    assert np.isclose(TABLE.first[TABLE.index(home(p1=14))][0][0], 1.0)  # one is off
+
+
+def test_small_boards_rebuilt_from_the_rules_match_the_shipped_tables():
+    off, _ = bearoff.build(limit=3)
+    small = bearoff.boards().sum(1) <= 3
+    assert np.allclose(off[small], TABLE.off[small], atol=1e-6)
+
+
+def test_race_values():
+    one = home(p1=1)
+    # the side on roll with one checker left wins at once, no mars: the other has borne off
+    assert np.allclose(TABLE.race_values(one, home(p6=15)), [[1.0, 1.0, 0.0]])
+    # ... and a side with 15 on six against it loses, by mars unless its first checker
+    # comes off in its one turn (17/36)
+    assert np.allclose(TABLE.race_values(home(p6=15), one), [[0.0, 0.0, 1 - 17 / 36]])
+    # one on six against three on 2, 1, 1: the three need two turns unless a double
+    v = TABLE.race_values(home(p6=1), home(p1=2, p2=1))
+    assert np.isclose(v[0, 0], 27 / 36 + 9 / 36 * 30 / 36) and v[0, 1] == v[0, 2] == 0.0
+
+
+def test_the_network_takes_race_values_from_the_tables():
+    # white: one on its 6 (a=18); black: 15 on its point 1 (a=11), nothing borne off
+    pos = Position.parse("w/0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,1,0,0,0,0,0")
+    assert nw.both_home(pos) and not nw.both_home(Position.start())
+    net = nw.Network.random(8, seed=1)
+    assert np.allclose(net.values([pos]), [[1.0, 27 / 36, 0.0]])
+    net.bearoff = False
+    assert not np.allclose(net.values([pos]), [[1.0, 27 / 36, 0.0]])
+
+
+def test_self_play_stops_at_the_tables():
+    net = nw.Network.random(8, seed=1)
+    for game in range(3):
+        states, outcome = train.self_play(net, train.game_rng(1, game))
+        assert not any(nw.both_home(s) for s in states)
+        # the outcome is for the side to move after the last turn: the tables' values of
+        # a position both all home that one of the last position's plays reaches, or a loss
+        ends = {p.end for roll, _ in nw.ROLLS for p in legal_plays(states[-1], roll)}
+        finals = [e for e in ends if nw.both_home(e) or e.winner is not None]
+        assert any(np.allclose(net.values([e])[0], outcome) for e in finals)

@@ -1,0 +1,137 @@
+"""Memory flat over a long run (issue 13, item 6): an ended match leaves the arbiter's
+memory for bounded caches, and everything about it is then answered from the store —
+GetGame and SubscribeGame (by id, with or without its seat token), an idempotent re-send
+of its last play, ListGames (the newest games, and older ones still waiting), the web
+view's finished list — also after a restart."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from nardy.client import Client
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc as admin_grpc
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
+from server import arbiter as arbiter_module
+from server import catalogue
+from server.app import EmbeddedServer
+from tests.server.conftest import create
+
+# White to move with one checker left on its 1-point: any throw ends the game (§4.6).
+LAST_CHECKER = "w/0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0,1"
+
+
+@pytest.fixture
+def small_caches(monkeypatch):
+    monkeypatch.setattr(arbiter_module, "ENDED_GAMES", 1)
+    monkeypatch.setattr(arbiter_module, "RECENT_TOKENS", 1)
+    monkeypatch.setattr(catalogue, "WINDOW", 2)
+
+
+async def one_play_game(client: Client):
+    """A game that the first play ends; returns (response, white's seat, its answer)."""
+    r, seats = await create(
+        client, start_position=LAST_CHECKER, first_seat_color=pb.COLOR_WHITE, seed=3
+    )
+    notes = seats[0].player_events()
+    assert (await anext(notes)).type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED
+    black = seats[1].events(r.game_id)
+    await anext(black)  # both seats present: the game starts
+    async for ev in seats[0].events(r.game_id):
+        if ev.state.legal_plays:
+            end, turn = ev.state.legal_plays[0].end_position, ev.state.turn_id
+            answer = await seats[0].submit(r.game_id, turn, end_position=end)
+            break
+    async for note in notes:  # told once the match has left memory
+        if note.type == api.PLAYER_EVENT_TYPE_GAME_OVER:
+            break
+    await notes.aclose()
+    await black.aclose()
+    return r, seats[0], answer, turn
+
+
+async def memory(server: EmbeddedServer) -> dict[str, int]:
+    def count():
+        a = server.arbiter
+        return {
+            "games": len(a.games),
+            "matches": len(a.matches),
+            "ended": len(a.ended),
+            "seat_tokens": len(a.seat_digests),
+            "tokens": len(a.tokens) + len(a.recent_tokens),
+            "listed": len(a.catalogue),
+        }
+
+    return await trio.to_thread.run_sync(server.call, count)
+
+
+async def test_an_ended_match_leaves_memory_and_is_served_from_the_store(db, small_caches):
+    with EmbeddedServer(db=db, heartbeat_s=30.0) as server:
+        async with Client(server.address) as client:
+            waiting = await client.create_match(start_timeout_ms=600_000)  # never starts
+            first, seat, answer, turn = await one_play_game(client)
+            for _ in range(3):
+                await one_play_game(client)
+            held = await memory(server)
+            # only the waiting match is live; one ended game, one ended seat token kept
+            assert held["games"] == 1 and held["matches"] == 1 and held["seat_tokens"] == 1
+            assert held["ended"] == 1 and held["tokens"] == 2 + 1
+            assert held["listed"] <= 2 + 2 // 4 + 1
+
+            # the first game, evicted: by id, as a spectator and with its seat token
+            state = (await client.get_game(first.game_id)).state
+            assert state.status == pb.GAME_STATUS_FINISHED and state.your_color == 0
+            mine = (await seat.get_game(first.game_id)).state
+            assert mine.your_color == pb.COLOR_WHITE and mine.result.winner == pb.COLOR_WHITE
+            again = await seat.submit(first.game_id, turn, end_position=answer.end_position)
+            assert again.duplicate and again.end_position == answer.end_position
+            events = [ev.type async for ev in client.events(first.game_id, from_start=True)]
+            assert events[0] == pb.EVENT_TYPE_GAME_STARTED
+            assert events[-1] == pb.EVENT_TYPE_GAME_FINISHED
+            assert pb.EVENT_TYPE_PLAY_MADE in events
+
+            # ListGames: the newest games, and the old waiting one below the window
+            ids, token = [], ""
+            while True:  # one game a page, across the window and below it
+                page = await client.list_games(limit=1, page_token=token)
+                ids += [g.game_id for g in page.games]
+                if not (token := page.next_page_token):
+                    break
+            assert len(ids) == len(set(ids))
+            assert waiting.game_id in ids and first.game_id not in ids
+            live = await client.all_games(status=pb.GAME_STATUS_WAITING)
+            assert [g.game_id for g in live] == [waiting.game_id]
+            assert (await memory(server))["matches"] == 1
+
+            # the operator voids the evicted game: stored, not listed as a new game
+            admin = admin_grpc.AdminServiceStub(client.channel)
+            md = (("authorization", f"Bearer {server.admin_token}"),)
+            void = admin_pb.VoidGameRequest(game_id=first.game_id)
+            await trio.to_thread.run_sync(lambda: admin.VoidGame(void, metadata=md))
+            assert (await client.get_game(first.game_id)).state.status == pb.GAME_STATUS_ABORTED
+            newest = (await client.list_games(limit=1)).games[0]
+            assert newest.game_id != first.game_id
+
+    with EmbeddedServer(db=db, heartbeat_s=30.0) as server:  # a restart: still bounded
+        restored = await memory(server)
+        counts = await trio.to_thread.run_sync(server.call, server.arbiter.game_counts)
+        assert counts["waiting"] == 1 and counts["finished"] == 3 and counts["aborted"] == 1
+        assert restored["games"] == 1 and restored["ended"] <= 1
+        assert restored["tokens"] <= 2 + 1  # the waiting match's seat tokens, one recent
+        async with Client(server.address) as client:
+            state = (await client.get_game(first.game_id)).state
+            assert state.status == pb.GAME_STATUS_ABORTED  # voided, also after the restart
+            seat = Client(server.address, shared=client.channel).with_token(first.first_seat_token)
+            assert (await seat.get_game(first.game_id)).state.your_color == pb.COLOR_WHITE
+
+
+async def test_a_game_never_created_is_not_found_and_a_random_token_is_refused(db):
+    with EmbeddedServer(db=db, heartbeat_s=30.0) as server:
+        async with Client(server.address) as client:
+            with pytest.raises(Exception, match="NOT_FOUND|no game"):
+                await client.get_game("0123456789ab")
+            stranger = Client(server.address, shared=client.channel).with_token("x" * 43)
+            with pytest.raises(Exception, match="unknown token"):
+                await stranger.get_game("0123456789ab")
