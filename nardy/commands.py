@@ -186,6 +186,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--level", type=int, default=None, help="strength level, if the engine has one")
     p.add_argument("--seed", type=int, default=None, help="seed for the engine's own randomness")
     p.add_argument("--max-games", type=int, default=None, help="stop after this many games")
+    p.add_argument(
+        "--give-up",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="an arbiter that cannot be reached is retried (with a line on stderr each "
+        "time) for this long, then the engine exits with an error (default 120)",
+    )
     p.set_defaults(func=_engine)
 
     p = sub.add_parser(
