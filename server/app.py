@@ -30,7 +30,7 @@ from nardy.v1 import (
     ladder_pb2_grpc,
 )
 from server.arbiter import Arbiter, Policy, token_hash
-from server.bridge import Bridge, PassEncoded, Transport
+from server.bridge import Bridge, PassEncoded, Transport, watch_lag
 from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.intercept import RefuseUnparsable
 from server.limits import RateLimiter
@@ -68,6 +68,7 @@ class ServerConfig:
     tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
+    pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
@@ -189,6 +190,9 @@ async def serve(
             else:
                 port = server.add_secure_port(address, creds)
             await server.start()
+            if config.pace_s:
+                arbiter.pace.limit = config.pace_s
+                parts["pace"] = loop.create_task(watch_lag(arbiter.pace))
             if config.http_port is not None:
                 web_view = WebView(arbiter, bridge, arbiter.metrics)
                 parts["http_port"] = await web_view.start(

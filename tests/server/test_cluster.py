@@ -187,6 +187,7 @@ async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair)
                 nursery.start_soon(
                     lambda bot=bot, i=i: serve_games(bot, random_engine(i), max_games=2)
                 )
+
         async def counted() -> bool:  # a result is stored just after the game's end is told
             return (await at_b.standings("duo")).finished_games == 2
 
