@@ -36,6 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default 0: a batch is what arrived while the previous one was being written)",
     )
     p.add_argument(
+        "--pace-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="start no new turn while the transport runs more than MS late (at most 1 s "
+        "per turn): under saturation games go slower and clocks stay fair (default 0: off)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
@@ -226,6 +234,7 @@ def _serve(args: argparse.Namespace) -> int:
                 port=args.port,
                 db=args.db,
                 commit_window_s=args.commit_window_ms / 1000,
+                pace_s=args.pace_ms / 1000,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,
