@@ -90,7 +90,7 @@ def _running(out: list[list[GameRecord]]) -> str:
         return ""
     me = out[0][0].white
     rate, lo, hi = mean_ci([sum(_winner_name(g) == me for g in pair) / 2 for pair in out])
-    return f", {me} wins {100 * rate:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return f", {me} wins {100 * rate:.1f}% [{100 * max(lo, 0):.1f}, {100 * min(hi, 1):.1f}]"
 
 
 def _times(games: list[GameRecord], engine: str) -> tuple[float, int]:
@@ -204,7 +204,15 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
         help="per match: report the pairs finished within this time (the first ones, in order)",
     )
     ap.add_argument("--workers", type=int, default=WORKERS, help=f"processes (default {WORKERS})")
+    ap.add_argument(
+        "--weights",
+        default=None,
+        help="the network's weights (default: the shipped ones); a copy taken at the start "
+        "is used, so a training run may go on exporting to the file",
+    )
     args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if args.weights:
+        _snapshot_weights(args.weights)
     quick = quick or args.quick
     n_single = 6 if quick else 200
     n_pairs = args.pairs or (3 if quick else 200)
@@ -246,7 +254,10 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - t0
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     print()
+    from engines.network import shipped
+
     print("Engine strength (in-process; duplicate dice, colours swapped, for the pairs)")
+    print(f"network weights: {shipped().meta.get('games')} self-play games")
     print("-" * 110)
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
@@ -258,6 +269,24 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
             print(f"  {name:<11} {1000 * secs / n:8.2f} ms  over {n} moves")
     print(f"(total {elapsed:.0f} s on {args.workers} worker processes)")
     move_times(quick)
+
+
+def _snapshot_weights(path: str) -> None:
+    """Copy the weights file aside and point this process and its workers at the copy
+    (``NARDY_WEIGHTS``, read by :func:`engines.network.shipped`)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from engines.network import Network
+
+    fd, snap = tempfile.mkstemp(suffix=".npz", prefix="weights-")
+    os.close(fd)
+    shutil.copyfile(path, snap)
+    atexit.register(os.unlink, snap)
+    meta = Network.load(snap).meta
+    os.environ["NARDY_WEIGHTS"] = snap
+    print(f"weights: {path} ({meta.get('games')} self-play games)", file=sys.stderr)
 
 
 def move_times(quick: bool, turn_ms: int = 1000) -> None:

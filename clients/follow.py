@@ -1,10 +1,9 @@
 """Following a game's events for people: resume after a lost connection and say so.
 
-The SDK's ``Client.events`` already resumes silently; a person must be told when the
-connection drops and when the game is back, so this loop subscribes with ``resume=False``
-and handles the retries itself: on a retryable status it says "connection lost", probes
-the arbiter with ``GetGame`` every so often, and subscribes again with ``after_seq`` = the
-last event seen, so that nothing is missed or repeated.
+The SDK's ``Client.events`` resumes after drops and restarts (from the last event seen, so
+nothing is missed or repeated); :func:`follow` gives it a :class:`~nardy.client.Reconnect`
+that tells the person when the connection is lost and when the game is back, and gives up
+after a while with the reason.
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ import contextlib
 from collections.abc import Callable
 
 import grpc
-import trio
 
 from clients.board import side_name
 from nardy import BAR, OFF, Color, variant, wire
-from nardy.client import END_TYPES, RETRYABLE, Client
+from nardy.client import END_TYPES, Client, Reconnect, Unreachable
 from nardy.v1 import game_pb2 as pb
 
 MAX_BACKOFF = 4.0
@@ -44,47 +42,42 @@ async def follow(
     raises :class:`GameGone` saying why.
     """
     last = 0
-    lost = False
-    lost_since = 0.0
-    backoff = 0.25
-    while True:
-        try:
-            if lost:
-                await client.get_game(game_id)  # fails fast while the arbiter is away
-            events = client.events(
-                game_id, after_seq=last, from_start=from_start and last == 0, resume=False
+    told = False  # the person knows the game is interrupted
+
+    def lost(why: str, wait: float) -> None:
+        nonlocal told
+        if not told:
+            told = True
+            say(
+                f"Connection lost ({why}); resuming the game by itself "
+                f"(for up to {give_up_s:.0f} s)..."
             )
-            async with contextlib.aclosing(events) as stream:
-                if lost:
-                    say(f"Connection back: game resumed after event {last}.")
-                    lost = False
-                    backoff = 0.25
-                async for ev in stream:
-                    if ev.type != pb.EVENT_TYPE_HEARTBEAT:
-                        last = max(last, ev.seq)
-                    on_event(ev)
-                    if ev.type in END_TYPES:
-                        return ev
-                    if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
-                        say("The arbiter is restarting; the client will resume the game.")
-            lost, lost_since = True, trio.current_time()
-        except grpc.RpcError as e:
-            if e.code() not in RETRYABLE:
-                raise GameGone(f"{e.code().name.lower()}: {e.details()}") from None
-            if not lost:
-                lost_since = trio.current_time()
-                say(
-                    f"Connection lost ({e.code().name.lower()}); resuming the game by itself "
-                    f"(for up to {give_up_s:.0f} s)..."
-                )
-            elif trio.current_time() - lost_since >= give_up_s:
-                raise GameGone(
-                    f"cannot reach the arbiter ({e.code().name.lower()}): gave up after "
-                    f"{give_up_s:.0f} s"
-                ) from None
-            lost = True
-        await trio.sleep(backoff)
-        backoff = min(MAX_BACKOFF, backoff * 2)
+
+    def back() -> None:
+        nonlocal told
+        told = False
+        say(f"Connection back: game resumed after event {last}.")
+
+    reconnect = Reconnect(give_up_s=give_up_s, max_backoff=MAX_BACKOFF, on_lost=lost, on_back=back)
+    events = client.events(game_id, from_start=from_start, reconnect=reconnect)
+    try:
+        async with contextlib.aclosing(events) as stream:
+            async for ev in stream:
+                if ev.type != pb.EVENT_TYPE_HEARTBEAT:
+                    last = max(last, ev.seq)
+                on_event(ev)
+                if ev.type in END_TYPES:
+                    return ev
+                if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
+                    told = True
+                    say("The arbiter is restarting; the client will resume the game.")
+    except grpc.RpcError as e:
+        raise GameGone(f"{e.code().name.lower()}: {e.details()}") from None
+    except Unreachable as e:
+        raise GameGone(
+            f"cannot reach the arbiter ({e.why}): gave up after {e.seconds:.0f} s"
+        ) from None
+    raise GameGone("the arbiter ended the game's stream before the game ended")
 
 
 def names_of(state: pb.GameState) -> dict[Color, str]:

@@ -32,9 +32,13 @@ def main(args: argparse.Namespace) -> int:
         return 2
     import os
 
-    from nardy.client import run_engine
+    from nardy.client import Reconnect, run_engine
 
-    server = args.server or os.environ.get("NARDY_SERVER")
+    server = args.server or os.environ.get("NARDY_SERVER") or "127.0.0.1:50051"
+    if not args.give_up > 0:
+        print(f"nardy engine {args.name}: --give-up is a number of seconds above 0",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if not (args.token or os.environ.get("NARDY_TOKEN")):
         print(
             f"nardy engine {args.name}: no token: give --token or set NARDY_TOKEN "
@@ -50,14 +54,28 @@ def main(args: argparse.Namespace) -> int:
         args.seed,
         args.max_games,
     )
+
+    def lost(why: str, wait: float) -> None:
+        print(f"nardy engine {args.name}: cannot reach {server} ({why}), retrying in "
+              f"{wait:.1f} s", file=sys.stderr, flush=True)  # fmt: skip
+
+    def back() -> None:
+        print(f"nardy engine {args.name}: connected to {server} again", file=sys.stderr,
+              flush=True)  # fmt: skip
+
+    reconnect = Reconnect(give_up_s=args.give_up, on_lost=lost, on_back=back)
     try:
         run_engine(
-            sdk_adapter(engine), address=args.server, token=args.token, max_games=args.max_games
+            sdk_adapter(engine),
+            address=server,
+            token=args.token,
+            max_games=args.max_games,
+            reconnect=reconnect,
         )
     except KeyboardInterrupt:
         return 130
     except BaseException as e:
-        why = rpc_failure(e, server or "127.0.0.1:50051")
+        why = rpc_failure(e, server)
         if why is None:
             raise
         print(f"nardy engine {args.name}: {why}", file=sys.stderr)
@@ -67,18 +85,23 @@ def main(args: argparse.Namespace) -> int:
 
 
 def rpc_failure(error: BaseException, server: str) -> str | None:
-    """A gRPC failure (also inside trio's exception groups) as one line, else None."""
+    """A gRPC failure or an arbiter given up on (also inside trio's exception groups) as
+    one line, else None."""
     import grpc
+
+    from nardy.client import Unreachable
 
     if isinstance(error, BaseExceptionGroup):
         if error.subgroup(KeyboardInterrupt) is not None:
             return None
-        group = error.subgroup(lambda e: isinstance(e, grpc.RpcError))
+        group = error.subgroup(lambda e: isinstance(e, grpc.RpcError | Unreachable))
         if group is None:
             return None
         while isinstance(group, BaseExceptionGroup):
             group = group.exceptions[0]
         error = group
+    if isinstance(error, Unreachable):
+        return str(error)
     if not isinstance(error, grpc.RpcError):
         return None
     code, details = error.code(), error.details()

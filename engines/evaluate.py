@@ -62,7 +62,6 @@ evaluation is tuned: they are handed to the compiled code when this module is im
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -70,6 +69,7 @@ from operator import mul
 from types import ModuleType
 
 from nardy import Color, Play, Position
+from nardy.compiled import load
 
 # ---------------------------------------------------------------------------------------
 # Weights: the single place where the evaluation is tuned.
@@ -390,15 +390,10 @@ def evaluate_py(pos: Position, color: Color, values: Values = POINTS) -> float:
 
 
 def _load() -> ModuleType | None:
-    if os.environ.get("NARDY_PURE_PYTHON"):
-        return None
-    try:
-        from engines import _evaluate
-    except ImportError:  # installed without a C compiler: pure Python, slower
-        return None
-    if tuple(_evaluate.FEATURES) != FEATURES:
+    module = load("engines._evaluate")
+    if module is not None and tuple(module.FEATURES) != FEATURES:
         raise ImportError("engines._evaluate is stale: rebuild it (make install)")
-    return _evaluate
+    return module
 
 
 COMPILED: ModuleType | None = _load()

@@ -292,10 +292,11 @@ _SHIPPED: Network | None = None
 
 
 def shipped() -> Network:
-    """The network shipped with the package (loaded once)."""
+    """The network shipped with the package (loaded once), or the weights file named by
+    the environment variable ``NARDY_WEIGHTS`` (e.g. a training run's export)."""
     global _SHIPPED
     if _SHIPPED is None:
-        _SHIPPED = Network.load(WEIGHTS)
+        _SHIPPED = Network.load(os.environ.get("NARDY_WEIGHTS") or WEIGHTS)
     return _SHIPPED
 
 

@@ -60,6 +60,32 @@ FIRST_BACKOFF_S = 0.1
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
 
 
+@dataclass
+class Reconnect:
+    """How a client's streams ride out a lost arbiter: back off, tell someone, give up.
+
+    A stream that drops (or whose server shuts down) subscribes again, resuming where it
+    was, after a pause that doubles up to ``max_backoff`` seconds. ``on_lost(why, wait_s)``
+    hears of every failed try (``why``: e.g. ``"unavailable"``; the next try is in
+    ``wait_s``), ``on_back()`` of the stream flowing again. After ``give_up_s`` seconds in
+    a row without the arbiter the stream raises :class:`Unreachable` (None: never).
+    """
+
+    give_up_s: float | None = None
+    max_backoff: float = 5.0
+    on_lost: Callable[[str, float], None] | None = None
+    on_back: Callable[[], None] | None = None
+
+
+class Unreachable(ConnectionError):
+    """The arbiter could not be reached for the :class:`Reconnect`'s ``give_up_s``."""
+
+    def __init__(self, address: str, why: str, seconds: float) -> None:
+        super().__init__(f"cannot reach the arbiter at {address} ({why}): gave up after "
+                         f"{seconds:.0f} s")  # fmt: skip
+        self.address, self.why, self.seconds = address, why, seconds
+
+
 @dataclass(frozen=True)
 class TurnInfo:
     """What an engine sees when it must play: the state and the legal plays."""
@@ -173,7 +199,8 @@ class Client:
 
     The retry rules live here: idempotent unary calls (reads, plays, ladder calls) are
     retried with backoff on a transient status; streams resume after a drop or a
-    SERVER_SHUTDOWN (games from the last seq seen); creating calls are never retried.
+    SERVER_SHUTDOWN (games from the last seq seen) as ``reconnect`` says (default: quietly,
+    forever); creating calls are never retried.
     """
 
     def __init__(
@@ -185,10 +212,12 @@ class Client:
         root_certificates: bytes | None = None,
         timeout: float = 10.0,
         shared: grpc.Channel | None = None,
+        reconnect: Reconnect | None = None,
     ) -> None:
         self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
         self.token = token
         self.timeout = timeout
+        self.reconnect = reconnect or Reconnect()
         self._owns_channel = shared is None
         self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
         self.stub = api_grpc.ArbiterServiceStub(self.channel)
@@ -196,7 +225,9 @@ class Client:
 
     def with_token(self, token: str) -> Client:
         """Another identity over the same connection."""
-        return Client(self.address, token, timeout=self.timeout, shared=self.channel)
+        return Client(
+            self.address, token, timeout=self.timeout, shared=self.channel, reconnect=self.reconnect
+        )
 
     async def __aenter__(self) -> Client:
         return self
@@ -366,28 +397,50 @@ class Client:
         shutdown: int,
         ends: Callable[[object], bool],
         resume: bool,
-        max_backoff: float,
+        reconnect: Reconnect | None,
     ) -> AsyncIterator:
         """A stream subscribed again (with ``request()`` built afresh) after a transient
-        drop or a shutdown message, with backoff; ends after an item for which ``ends``."""
+        drop or a shutdown message, as ``reconnect`` (default: the client's) says; ends
+        after an item for which ``ends``."""
+        policy = reconnect or self.reconnect
         backoff = FIRST_BACKOFF_S
+        lost_since: float | None = None
         while True:
+            why = "the stream ended"
             try:
                 async for item in self._stream(method, request()):
+                    if lost_since is not None:
+                        lost_since = None
+                        if policy.on_back is not None:
+                            policy.on_back()
                     backoff = FIRST_BACKOFF_S
                     yield item
                     if ends(item):
                         return
                     if item.type == shutdown:
+                        why = "the arbiter is shutting down"
                         break
             except grpc.RpcError as e:
                 if not resume or e.code() not in RETRYABLE:
                     raise
-                log.info("%s: stream dropped (%s); resuming", method, e.code().name)
+                why = e.code().name.lower()
+                if policy.on_lost is None:  # else it is told, below
+                    log.info("%s: stream dropped (%s); resuming", method, why)
             if not resume:
                 return
-            await trio.sleep(backoff)
-            backoff = min(max_backoff, backoff * 2)
+            now = trio.current_time()
+            if lost_since is None:
+                lost_since = now
+            wait = backoff
+            if policy.give_up_s is not None:
+                left = lost_since + policy.give_up_s - now
+                if left <= 0:
+                    raise Unreachable(self.address, why, now - lost_since)
+                wait = min(wait, left)
+            if policy.on_lost is not None:
+                policy.on_lost(why, wait)
+            await trio.sleep(wait)
+            backoff = min(policy.max_backoff, backoff * 2)
 
     async def events(
         self,
@@ -396,7 +449,7 @@ class Client:
         after_seq: int = 0,
         from_start: bool = False,
         resume: bool = True,
-        max_backoff: float = 5.0,
+        reconnect: Reconnect | None = None,
         client_seed: str = "",
     ) -> AsyncIterator[pb.GameEvent]:
         """A game's events, resuming after drops from the last seq; ends with the game.
@@ -421,13 +474,13 @@ class Client:
             shutdown=pb.EVENT_TYPE_SERVER_SHUTDOWN,
             ends=lambda ev: ev.type in END_TYPES,
             resume=resume,
-            max_backoff=max_backoff,
+            reconnect=reconnect,
         ):
             last = max(last, ev.seq)
             yield ev
 
     async def player_events(
-        self, *, resume: bool = True, max_backoff: float = 5.0
+        self, *, resume: bool = True, reconnect: Reconnect | None = None
     ) -> AsyncIterator[api.PlayerEvent]:
         """The calling player's stream, reconnecting after drops and shutdowns (the games
         not yet over are announced again on every reconnection)."""
@@ -437,7 +490,7 @@ class Client:
             shutdown=api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN,
             ends=lambda _: False,
             resume=resume,
-            max_backoff=max_backoff,
+            reconnect=reconnect,
         ):
             yield ev
 
@@ -564,9 +617,12 @@ async def play_forever(
     address: str | None = None,
     token: str | None = None,
     max_games: int | None = None,
+    reconnect: Reconnect | None = None,
 ) -> None:
-    """Connect (``$NARDY_SERVER``, ``$NARDY_TOKEN`` by default) and serve games."""
-    async with Client(address, token if token is not None else os.environ.get(ENV_TOKEN)) as client:
+    """Connect (``$NARDY_SERVER``, ``$NARDY_TOKEN`` by default) and serve games; a lost
+    arbiter is waited for as ``reconnect`` says (default: quietly, forever)."""
+    token = token if token is not None else os.environ.get(ENV_TOKEN)
+    async with Client(address, token, reconnect=reconnect) as client:
         await serve_games(client, engine, max_games=max_games)
 
 
@@ -576,9 +632,14 @@ def run_engine(
     address: str | None = None,
     token: str | None = None,
     max_games: int | None = None,
+    reconnect: Reconnect | None = None,
 ) -> None:
     """The synchronous entry point: play games with ``engine`` until interrupted."""
-    trio.run(lambda: play_forever(engine, address=address, token=token, max_games=max_games))
+    trio.run(
+        lambda: play_forever(
+            engine, address=address, token=token, max_games=max_games, reconnect=reconnect
+        )
+    )
 
 
 # -- the blocking client ------------------------------------------------------------------

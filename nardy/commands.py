@@ -36,6 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default 0: a batch is what arrived while the previous one was being written)",
     )
     p.add_argument(
+        "--pace-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="start no new turn while the transport runs more than MS late (at most 1 s "
+        "per turn): under saturation games go slower and clocks stay fair (default 0: off)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
@@ -186,6 +194,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--level", type=int, default=None, help="strength level, if the engine has one")
     p.add_argument("--seed", type=int, default=None, help="seed for the engine's own randomness")
     p.add_argument("--max-games", type=int, default=None, help="stop after this many games")
+    p.add_argument(
+        "--give-up",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="an arbiter that cannot be reached is retried (with a line on stderr each "
+        "time) for this long, then the engine exits with an error (default 120)",
+    )
     p.set_defaults(func=_engine)
 
     p = sub.add_parser(
@@ -218,6 +234,7 @@ def _serve(args: argparse.Namespace) -> int:
                 port=args.port,
                 db=args.db,
                 commit_window_s=args.commit_window_ms / 1000,
+                pace_s=args.pace_ms / 1000,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,

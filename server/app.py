@@ -30,7 +30,7 @@ from nardy.v1 import (
     ladder_pb2_grpc,
 )
 from server.arbiter import Arbiter, Policy, token_hash
-from server.bridge import Bridge, PassEncoded, Transport
+from server.bridge import Bridge, PassEncoded, Transport, watch_lag
 from server.intercept import RefuseUnparsable
 from server.limits import RateLimiter
 from server.pgstore import PostgresStore
@@ -67,6 +67,7 @@ class ServerConfig:
     tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
+    pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
 
     @property
     def policy(self) -> Policy:
@@ -177,6 +178,9 @@ async def serve(
             else:
                 port = server.add_secure_port(address, creds)
             await server.start()
+            if config.pace_s:
+                arbiter.pace.limit = config.pace_s
+                parts["pace"] = loop.create_task(watch_lag(arbiter.pace))
             if config.http_port is not None:
                 web_view = WebView(arbiter, bridge, arbiter.metrics)
                 parts["http_port"] = await web_view.start(

@@ -22,7 +22,7 @@ from nardy.dice import check_client_seed
 from nardy.variant import Variant, variant
 from server import store
 from server.catalogue import Catalogue
-from server.clock import Arrival, Arrivals
+from server.clock import Arrival, Arrivals, Pace
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, Status
 from server.ladder import Ladder, LadderGame, LadderOptions, Member
@@ -179,6 +179,7 @@ class Arbiter:
         self.reader = Reader(db)
         # Created in the trio thread: plays are stamped on this run's clock (server.clock).
         self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
+        self.pace = Pace()  # off unless the server is given a limit (server.clock)
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
         self.policy = policy or Policy()
         self.players: dict[str, Player] = {}

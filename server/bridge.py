@@ -183,6 +183,15 @@ def _deliver(queue: asyncio.Queue, item: Any) -> None:
     queue.put_nowait(item)
 
 
+async def watch_lag(pace, every: float = 0.005) -> None:
+    """On the transport's loop: how late a short timer fires, for :class:`server.clock.Pace`."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(every)
+        pace.lag = loop.time() - start - every
+
+
 class Transport:
     """The grpc.aio server on an asyncio loop in its own thread."""
 

@@ -2,8 +2,9 @@
 
 A side is charged from when its turn was sent to when its play *arrived* (issue 10,
 "fair clocks under load"), not to when the trio thread got round to it. The side's stream
-reports when it handed the turn to the transport (``GameSession.turn_sent``: the clock
-runs from then, see :meth:`nardy.clock.Clock.sent`), and the gRPC thread stamps every
+reports when it handed the turn to the transport (stamped in the response serializer, just
+before grpc starts the write: ``server.bridge.Encoded``; ``GameSession.turn_sent``: the
+clock runs from then, see :meth:`nardy.clock.Clock.sent`), and the gRPC thread stamps every
 SubmitPlay as it arrives (:meth:`Arrivals.stamp`, on the trio run's own
 clock, which is safe to read from any thread) and the core settles the stamp when it has
 judged the play. A turn whose deadline has passed waits for every play of its game that
@@ -20,9 +21,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import trio
+
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 
-__all__ = ["DEFAULT_TURN_TIME_MS", "Arrival", "Arrivals", "Clock"]
+__all__ = ["DEFAULT_TURN_TIME_MS", "Arrival", "Arrivals", "Clock", "Pace"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +85,26 @@ class Arrivals:
     def __len__(self) -> int:
         with self._lock:
             return sum(map(len, self._pending.values()))
+
+
+class Pace:
+    """Holds new turns back while the transport's loop runs late (``nardy serve --pace-ms``).
+
+    Plays are stamped when the transport's loop gets to them, so a loop that runs behind
+    charges clocks for its own lateness. With a ``limit`` (seconds; 0: off) the core starts
+    no new turn while the loop's measured lag (``lag``, written by the transport's thread:
+    ``server.bridge.watch_lag``) is over it, for at most ``most`` seconds per turn: games
+    go slower under saturation, clocks stay fair. No clock runs while a turn is held back.
+    """
+
+    def __init__(self, limit: float = 0.0, most: float = 1.0) -> None:
+        self.limit = limit
+        self.most = most
+        self.lag = 0.0
+
+    async def turn_may_start(self) -> None:
+        if not self.limit:
+            return
+        with trio.move_on_after(self.most):
+            while self.lag > self.limit:
+                await trio.sleep(self.limit)

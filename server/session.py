@@ -29,7 +29,7 @@ from nardy.variant import GamePlay as Play
 from nardy.variant import Variant
 from nardy.variant import variant as get_variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
-from server.clock import Arrival, Arrivals, Clock
+from server.clock import Arrival, Arrivals, Clock, Pace
 from server.errors import ArbiterError, Code
 from server.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.lockstep import Lockstep
@@ -65,6 +65,7 @@ class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
 
     arrivals: Arrivals  # plays stamped at the transport, not yet judged
+    pace: Pace  # new turns held back while the transport runs late
     metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, event: Event) -> Commit:
@@ -408,6 +409,7 @@ class GameSession:
             if self.result is not None:  # resigned while the loop was between turns
                 break
             if first is None:
+                await self.match.host.pace.turn_may_start()
                 await self.throw_gate()
                 if self.result is not None:
                     break

@@ -40,13 +40,12 @@ from datetime import datetime
 from pathlib import Path
 
 import grpc
-import trio
 
 from clients.board import fmt_clock
 from clients.play.ui import PlayUI
 from clients.supervisor import EngineProcess
 from clients.term import Screen, run_trio
-from nardy.client import RETRYABLE, Client
+from nardy.client import RETRYABLE, Client, Reconnect, Unreachable
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
@@ -132,31 +131,32 @@ async def _embedded(
 
 async def _assigned_game(client: Client, screen: Screen, server: str, give_up_s: float) -> str:
     """The first game the token is seated in (waiting for one to be created if need be);
-    gives up after ``give_up_s`` seconds without reaching the arbiter."""
+    gives up (:class:`~nardy.client.Unreachable`) after ``give_up_s`` seconds without
+    reaching the arbiter."""
     screen.say("Waiting for a game to be assigned to this token...")
     screen.refresh()
-    failing_since: float | None = None
-    while True:
-        try:
-            async with contextlib.aclosing(client.player_events(resume=False)) as events:
-                async for ev in events:
-                    failing_since = None
-                    if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
-                        return ev.game_id
-        except grpc.RpcError as e:
-            if e.code() not in RETRYABLE:
-                raise
-            now = trio.current_time()
-            if failing_since is None:
-                failing_since = now
-                screen.say(
-                    f"Cannot reach the arbiter at {server} ({e.code().name.lower()}); "
-                    f"trying again for {give_up_s:.0f} s..."
-                )
-                screen.refresh()
-            elif now - failing_since >= give_up_s:
-                raise
-        await trio.sleep(1.0)
+    told = False
+
+    def lost(why: str, wait: float) -> None:
+        nonlocal told
+        if not told:
+            told = True
+            screen.say(
+                f"Cannot reach the arbiter at {server} ({why}); "
+                f"trying again for {give_up_s:.0f} s..."
+            )
+            screen.refresh()
+
+    def back() -> None:
+        nonlocal told
+        told = False
+
+    reconnect = Reconnect(give_up_s=give_up_s, max_backoff=1.0, on_lost=lost, on_back=back)
+    async with contextlib.aclosing(client.player_events(reconnect=reconnect)) as events:
+        async for ev in events:
+            if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
+                return ev.game_id
+    raise AssertionError("the player stream ends only by an error")
 
 
 async def _remote(args: argparse.Namespace, screen: Screen, ui_out: list) -> int:
@@ -301,6 +301,12 @@ def main(args: argparse.Namespace) -> int:
                 except grpc.RpcError as e:
                     code = 1
                     after.append(f"nardy play: {_rpc_error(e, args.server)}")
+                except Unreachable as e:
+                    code = 1
+                    after.append(
+                        f"nardy play: cannot reach the arbiter at {args.server} ({e.why}); "
+                        f"gave up after {e.seconds:.0f} s"
+                    )
             else:
                 from server.app import EmbeddedServer
 

@@ -41,6 +41,7 @@ def point_name(point: int) -> str:
 
 
 NEXT_GAME_S = 15.0  # the next game of a match starts by itself after this
+SUBMIT_ATTEMPTS = 30  # a play is sent again for about a minute while the arbiter is away
 
 
 @dataclass
@@ -558,24 +559,17 @@ class PlayUI:
                 and turn.rules.match_play(turn.position, turn.dice, notation).end == play.end
             ):
                 fields = {"notation": notation}
-        delay = 0.2
-        while True:
-            try:
-                await self.client.submit(self.game_id, turn.turn_id, **fields)
+        try:  # plays are idempotent (by turn id): the SDK retries a lost connection
+            await self.client.submit(self.game_id, turn.turn_id, **fields, attempts=SUBMIT_ATTEMPTS)
+        except grpc.RpcError as e:
+            if self.turn is not turn:  # the turn ended meanwhile (e.g. on time)
                 return
-            except grpc.RpcError as e:
-                if e.code() in RETRYABLE:
-                    await trio.sleep(delay)
-                    delay = min(2.0, delay * 2)
-                    if self.turn is not turn:  # the turn ended meanwhile (e.g. on time)
-                        return
-                    continue
-                if self.turn is turn:
-                    turn.sent = False
-                self.note(f"The arbiter refused the play: {e.details()}", "bold red")
-                self.status_line()
-                self.redraw()
-                return
+            turn.sent = False
+            lost = e.code() in RETRYABLE
+            why = "could not be sent (the arbiter is unreachable)" if lost else "was refused"
+            self.note(f"The play {why}: {e.details()}", "bold red")
+            self.status_line()
+            self.redraw()
 
     async def _resign(self) -> None:
         try:

@@ -3,7 +3,10 @@ and search, the shipped weights, and training that resumes from a checkpoint."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -126,6 +129,18 @@ def test_shipped_weights_load_and_are_small(net):
     assert net.meta["games"] > 0 and "seed" in net.meta  # how they were made
     v = net.values(game_positions(3, 50))
     assert v.shape == (50, 3) and ((v >= 0) & (v <= 1)).all()
+
+
+def test_weights_from_the_environment(tmp_path):
+    # NARDY_WEIGHTS names other weights (a training run's export) for every engine process
+    path = tmp_path / "mine.npz"
+    mine = nw.Network.random(8, seed=2)
+    mine.meta = {"games": 123, "seed": 2}
+    mine.save(path)
+    code = "from engines.network import shipped; print(shipped().meta['games'], shipped().hidden)"
+    env = {**os.environ, "NARDY_WEIGHTS": str(path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["123", "8"], out.stderr
 
 
 def test_decided_positions_are_exact(net):

@@ -26,6 +26,17 @@ def first_legal(turn):
     return turn.legal[0]
 
 
+async def games_of(client: Client) -> list[str]:
+    """The two games of the player's pair, as its player stream announces them."""
+    games: list[str] = []
+    async for ev in client.player_events():
+        if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in games:
+            games.append(ev.game_id)
+        if len(games) == 2:
+            return games
+    raise AssertionError("the player stream ended")
+
+
 async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
     with EmbeddedServer(db=str(tmp_path / "l.db")) as srv:
         auth = (("authorization", f"Bearer {srv.admin_token}"),)
@@ -45,15 +56,6 @@ async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
         peek, plain = (Client(srv.address, tokens[n]) for n in ("peek", "plain"))
         spectator = Client(srv.address)
         seen: list[tuple[int, int, int]] = []  # (lagging turn, fast game's turn, its status)
-
-        async def games_of(client: Client) -> list[str]:
-            games: list[str] = []
-            async for ev in client.player_events():
-                if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in games:
-                    games.append(ev.game_id)
-                if len(games) == 2:
-                    return games
-            raise AssertionError("the player stream ended")
 
         async def lagging(game_id: str, fast: str) -> None:
             done = 0
@@ -126,15 +128,6 @@ async def test_a_pair_killed_mid_way_resumes_in_lockstep_with_the_same_dice(tmp_
             tokens = {n: await Client(address, admin).register(n) for n in ("peek", "plain")}
         peek, plain = (Client(address, tokens[n]) for n in ("peek", "plain"))
         spectator = Client(address)
-
-        async def games_of(client: Client) -> list[str]:
-            games: list[str] = []
-            async for ev in client.player_events():
-                if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in games:
-                    games.append(ev.game_id)
-                if len(games) == 2:
-                    return games
-            raise AssertionError("the player stream ended")
 
         async def restart() -> None:
             procs[-1].kill()

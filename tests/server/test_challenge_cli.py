@@ -57,7 +57,12 @@ def field(out: str, key: str) -> str:
 
 def test_a_player_lists_accepts_and_declines_challenges_from_the_command_line(srv):
     alice, bob, carol = (register(srv, n) for n in ("cli-alice", "cli-bob", "cli-carol"))
-    made = nardy(srv, "challenge", "cli-bob", "--as", "cli-alice", "--points", "3", token=alice)
+    # the challenges wait up to 10 min (the most a player may ask): CLI processes are slow
+    # to start on a loaded machine, and an expired challenge's match is gone
+    wait = ("--start-timeout-ms", "600000")
+    made = nardy(
+        srv, "challenge", "cli-bob", "--as", "cli-alice", "--points", "3", *wait, token=alice
+    )
     assert made.returncode == 0, made.stderr
     match, game = field(made.stdout, "match"), field(made.stdout, "game")
     assert "cli-bob is challenged" in made.stdout
@@ -90,7 +95,7 @@ def test_a_player_lists_accepts_and_declines_challenges_from_the_command_line(sr
         assert state.status == pb.GAME_STATUS_WAITING and state.rated
         assert match not in nardy(srv, "challenges", token=bob).stdout  # answered
 
-        made = nardy(srv, "challenge", "cli-bob", "--as", "cli-alice", token=alice)
+        made = nardy(srv, "challenge", "cli-bob", "--as", "cli-alice", *wait, token=alice)
         second, game2 = field(made.stdout, "match"), field(made.stdout, "game")
         declined = nardy(srv, "decline", second, token=bob)
         assert declined.returncode == 0, declined.stderr

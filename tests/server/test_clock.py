@@ -272,3 +272,29 @@ async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clo
     await inbox.next(EventType.GAME_FINISHED)
     assert trio.current_time() - second == pytest.approx(1.0)
     assert second > announced
+
+
+async def test_pace_holds_new_turns_back_while_the_transport_runs_late(autojump_clock):
+    from server.clock import Pace
+
+    pace = Pace(limit=0.005, most=1.0)
+    pace.lag = 0.050  # the transport's loop is 50 ms late
+
+    async def catches_up() -> None:
+        await trio.sleep(0.2)
+        pace.lag = 0.001
+
+    start = trio.current_time()
+    async with trio.open_nursery() as n:
+        n.start_soon(catches_up)
+        await pace.turn_may_start()
+    assert 0.2 <= trio.current_time() - start <= 0.2 + pace.limit
+    pace.lag = 10.0  # never caught up: a turn is held back at most `most`
+    start = trio.current_time()
+    await pace.turn_may_start()
+    assert trio.current_time() - start == pytest.approx(pace.most)
+    off = Pace()
+    off.lag = 10.0
+    start = trio.current_time()
+    await off.turn_may_start()  # no limit: never held
+    assert trio.current_time() == start

@@ -25,6 +25,17 @@ ROOT = Path(__file__).resolve().parents[2]
 RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
 
 
+def run(*args: str) -> subprocess.CompletedProcess:
+    """``nardy verify ARGS`` as a process."""
+    return subprocess.run(
+        [sys.executable, "-m", "nardy", "verify", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def reference_die(server_seed: bytes, client_seeds: list[str], k: int) -> int:
     """The generator as game.proto documents it, written again from the text."""
     msg = b"nardy-dice-v1"
@@ -108,15 +119,6 @@ async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(server, cl
     bad = tmp_path / "changed.nrd"
     bad.write_text("\n".join(lines) + "\n")
 
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "nardy", "verify", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
     ok = await trio.to_thread.run_sync(run, str(path))
     assert ok.returncode == 0 and ok.stdout.startswith("fair"), ok.stdout + ok.stderr
     online = await trio.to_thread.run_sync(run, r.game_id, "--server", server.address)
@@ -139,15 +141,6 @@ async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
     options = pb.GameOptions(auto_play_forced=True)
     scripted = await play(client, start_position=RACE, dice=script, options=options)
     public = await play(client, start_position=RACE, seed=12345, options=options)
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "nardy", "verify", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
 
     game = record_from_events(await trio.to_thread.run_sync(game_events, stub, scripted.game_id))
     assert game.headers["ScriptedDice"] == "5"
