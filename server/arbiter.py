@@ -1132,8 +1132,10 @@ class Arbiter:
         if self.cluster is not None:
             leased = {row[0] for row in await self.store.query("SELECT match_id FROM leases")}
         over: list[MatchSession] = []
-        for row in await read.matches():
-            match = await self._read_match(row, pairs)
+        rows = await read.matches()
+        sizes = Counter(row["options"].get("pair_id", "") for row in rows)
+        for row in rows:
+            match = await self._read_match(row, pairs, sizes)
             if row["id"] in leased:
                 for game in match.games:  # ListGames shows it; its owner runs it
                     self._publish(game, new=True, tell=False)
@@ -1143,11 +1145,15 @@ class Arbiter:
         for match in over:  # once every pair is whole: an ended game's partner may run on
             self._match_over(match)
 
-    async def _read_match(self, row: dict, pairs: dict[str, Lockstep]) -> MatchSession:
-        """A match as its journal has it (not yet running)."""
+    async def _read_match(
+        self, row: dict, pairs: dict[str, Lockstep], sizes: Counter | None = None
+    ) -> MatchSession:
+        """A match as its journal has it (not yet running). ``sizes``: how many journaled
+        matches each pair has, so no game of a pair throws before its partner is back."""
         games = await self.reader.match_games(row["id"])
         pair_id = row["options"].get("pair_id", "")
-        pair = pairs.setdefault(pair_id, Lockstep(pair_id)) if pair_id else None
+        size = sizes[pair_id] if sizes else 1
+        pair = pairs.setdefault(pair_id, Lockstep(pair_id, size)) if pair_id else None
         return restore_match(self, row, games, new_id, pair)
 
     async def _install(self, match: MatchSession, counted: set[str] | None = None) -> bool:

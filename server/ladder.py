@@ -40,7 +40,7 @@ class LadderOptions:
     time_bank_ms: int = 0
     max_games_per_bot: int = 2
     illegal_play_limit: int = 3
-    max_games: int = 0  # stop pairing after this many finished games (0: never)
+    max_games: int = 0  # stop pairing at this many finished games (0: never)
     max_concurrent_games: int = 0  # games in progress at once, all bots together (0: any)
     variant: str = "long"  # the rules of every game
 
@@ -161,7 +161,9 @@ class Ladder:
         limit = self.options.max_games
         cap_all = self.options.max_concurrent_games
         while True:
-            if limit and self.finished_games() + len(self.in_progress) + 2 > limit:
+            # a pair may pass the limit by one game: a void, or a pair cut in half by a
+            # crash, leaves an odd number to play
+            if limit and self.finished_games() + len(self.in_progress) >= limit:
                 return
             if cap_all and len(self.in_progress) + 2 > max(2, cap_all):
                 return
@@ -182,7 +184,7 @@ class Ladder:
     async def _start_pair(self, a: Member, b: Member) -> None:
         pair_id = secrets.token_hex(4)
         server_seed = secrets.token_bytes(32)  # one secret seed: the same dice in both games
-        lockstep = Lockstep(pair_id)
+        lockstep = Lockstep(pair_id, size=2)  # the first game waits for its partner
         games, matches = [], []
         for first, second in ((a, b), (b, a)):
             spec = MatchSpec(

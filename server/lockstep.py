@@ -23,8 +23,9 @@ class PairGame(Protocol):
 class Lockstep:
     """The games of one duplicate pair and how far each has thrown."""
 
-    def __init__(self, pair_id: str) -> None:
+    def __init__(self, pair_id: str, size: int = 1) -> None:
         self.pair_id = pair_id
+        self.size = size  # no game throws until this many games have joined
         self.games: list[PairGame] = []
         self.reached: dict[str, float] = {}  # game id -> the die it waits to throw
         self._moved = trio.Event()
@@ -45,7 +46,7 @@ class Lockstep:
         """Wait until every game of the pair has reached die ``k`` (or ended)."""
         self.reached[game.id] = k
         self._wake()
-        while min(self.reached.values()) < k:
+        while len(self.games) < self.size or min(self.reached.values()) < k:
             moved = self._moved
             await moved.wait()
         await trio.lowlevel.checkpoint()

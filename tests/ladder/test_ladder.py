@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -232,7 +233,8 @@ def test_resume_after_the_runner_is_killed_loses_no_finished_game(tmp_path, kill
     assert out.returncode == 0, out.stderr
     after = finished_ids(db)
     assert before <= after  # nothing finished was lost
-    assert "standings: 8 games" in out.stdout
+    # a pair cut in half by the kill leaves an odd number: one more pair makes it up
+    assert re.search(r"standings: (8|9) games", out.stdout), out.stdout
 
 
 def test_sprt_mode_stops_when_the_test_decides(tmp_path):

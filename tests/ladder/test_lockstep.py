@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import grpc
 import trio
+import trio.testing
 
 from nardy.client import Client, my_turn, play_game
 from nardy.v1 import arbiter_pb2 as api
@@ -189,3 +190,33 @@ async def test_a_pair_killed_mid_way_resumes_in_lockstep_with_the_same_dice(tmp_
     assert n > 10 and a[:n] == b[:n]  # the same dice, turn by turn, across the restart
     assert records[0].headers["ServerSeed"] == records[1].headers["ServerSeed"]
     assert all(verify(r).fair and not verify(r).chosen for r in records)
+
+
+async def test_the_first_game_of_a_pair_throws_only_once_its_partner_has_joined():
+    """A pair is created one game at a time (and a restart reads it back one at a time):
+    the first game must not throw die 0 before its partner exists to throw it too."""
+    from dataclasses import dataclass, field
+
+    from server.lockstep import Lockstep
+
+    @dataclass(eq=False)
+    class Game:
+        id: str
+        client_seeds: list[str] = field(default_factory=list)
+
+    pair = Lockstep("p", size=2)
+    first, second = Game("a"), Game("b")
+    pair.add(first)
+    thrown = trio.Event()
+
+    async def throw_first():
+        await pair.at(first, 0)
+        thrown.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(throw_first)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not thrown.is_set()  # alone: it waits for the partner
+        pair.add(second)
+        nursery.start_soon(pair.at, second, 0)
+        await thrown.wait()
