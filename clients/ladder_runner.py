@@ -309,7 +309,12 @@ def _poll(console, ladders, engines, target, sprt):
         if sprt is not None or len(engines) == 2:
             cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
         yield st, summary(st, cross, engines, sprt)
-        if target and st.finished_games >= target and not st.games_in_progress:
+        if target and not st.games_in_progress and st.finished_games + 2 > target:
+            if st.finished_games < target:  # pairs come two games at a time
+                console.print(
+                    f"the ladder stops at {st.finished_games} of {target} games: a void or a "
+                    "pair cut in half by a crash left fewer than a pair to play"
+                )
             return
         if sprt is not None and sprt.decision() is not None:
             return

@@ -40,7 +40,7 @@ class LadderOptions:
     time_bank_ms: int = 0
     max_games_per_bot: int = 2
     illegal_play_limit: int = 3
-    max_games: int = 0  # stop pairing at this many finished games (0: never)
+    max_games: int = 0  # stop pairing after this many finished games (0: never)
     max_concurrent_games: int = 0  # games in progress at once, all bots together (0: any)
     variant: str = "long"  # the rules of every game
 
@@ -161,9 +161,7 @@ class Ladder:
         limit = self.options.max_games
         cap_all = self.options.max_concurrent_games
         while True:
-            # a pair may pass the limit by one game: a void, or a pair cut in half by a
-            # crash, leaves an odd number to play
-            if limit and self.finished_games() + len(self.in_progress) >= limit:
+            if limit and self.finished_games() + len(self.in_progress) + 2 > limit:
                 return
             if cap_all and len(self.in_progress) + 2 > max(2, cap_all):
                 return
