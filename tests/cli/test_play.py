@@ -138,7 +138,7 @@ def test_remote_game_resumes_after_a_lost_connection(arbiter):
         dice=[2, 1, 3, 1, 2, 1, 5, 3],
     )
     bots = Bots(arbiter.address, r, seats=("second",)).start()
-    child = spawn("play", "--server", proxy.address, "--token", r.first_seat_token)
+    child = spawn("play", "--server", proxy.address, f"--token={r.first_seat_token}")
     try:
         child.expect("Game 1 started: you play white, bot plays black")
         child.expect("Your turn: 3-1")

@@ -19,7 +19,7 @@ ENV = {"PATH": "/usr/bin:/bin"}
 def engine(address: str, token: str, *args: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "nardy", "engine", "random", "--server", address]
     return subprocess.Popen(
-        [*cmd, "--token", token, *args], stderr=subprocess.PIPE, text=True, env=ENV
+        [*cmd, f"--token={token}", *args], stderr=subprocess.PIPE, text=True, env=ENV
     )
 
 

@@ -95,7 +95,7 @@ def test_a_ladder_on_three_instances_survives_a_kill_9(pg_db, tmp_path):
             bots.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "nardy", "engine", "random", "--seed", str(i)]
-                    + ["--server", home, "--token", token],
+                    + ["--server", home, f"--token={token}"],
                     stderr=(tmp_path / f"bot{i}.log").open("w"),
                 )
             )
