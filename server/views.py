@@ -91,8 +91,9 @@ def _personalise(state: pb.GameState, snap: Snapshot, audience: Color | None) ->
         state.legal_plays.extend(wire.legal_pb(p) for p in snap.legal)
 
 
-def event_pb(card: GameCard, event: Event, seat: int | None) -> pb.GameEvent:
-    """The event as ``seat`` (or a spectator, None) sees it; built once per audience."""
+def event_pb(card: GameCard, event: Event, seat: int | None, keep: bool = True) -> pb.GameEvent:
+    """The event as ``seat`` (or a spectator, None) sees it; built once per audience
+    (``keep``: cached with the event; the spectators' view always is)."""
     audience = card.color_of(seat, event.snapshot.white_seat)
     views = event.views
     msg = views.get(audience)
@@ -126,7 +127,8 @@ def event_pb(card: GameCard, event: Event, seat: int | None) -> pb.GameEvent:
     msg = pb.GameEvent()
     msg.CopyFrom(base)
     _personalise(msg.state, event.snapshot, audience)
-    views[audience] = msg
+    if keep:
+        views[audience] = msg
     return msg
 
 
@@ -137,7 +139,7 @@ def event_wire(card: GameCard, event: Event, seat: int | None) -> tuple[bytes, b
     key = ("wire", audience)
     wire_form = event.views.get(key)
     if wire_form is None:
-        msg = event_pb(card, event, seat)
+        msg = event_pb(card, event, seat, keep=False)  # only its bytes are kept
         offers = event.type is EventType.TURN_STARTED and len(msg.state.legal_plays) > 0
         wire_form = event.views[key] = (msg.SerializeToString(), offers)
     return wire_form
