@@ -422,9 +422,12 @@ class GameSession:
     async def _play_on(self, first: tuple[int, int] | None) -> GameResult:
         while self.result is None:
             await trio.lowlevel.checkpoint()
+            if (storing := self._committing) is not None:
+                await storing.wait()  # a play: its commit may open the next turn (_apply)
+                continue
             if self.result is not None:  # resigned while the loop was between turns
                 break
-            if self.open_turn:  # offered in the commit of the play before it (see _apply)
+            if self.open_turn:  # offered in the commit of the play before it
                 await self._clock_turn()
                 continue
             if first is None:
@@ -491,9 +494,9 @@ class GameSession:
             else:
                 break
         arrivals.done_waiting(self.id)
-        clock.stop()  # stopped already if a play was charged
         if self.turn_id != turn_id:
-            return  # played; its commit opened the next turn
+            return  # played (its clock charged); its commit opened the next turn
+        clock.stop()  # stopped already if a play was charged
         self.open_turn = False
         if self._awaiting_play(turn_id):
             late = trio.current_time() - deadline
