@@ -183,13 +183,16 @@ def _deliver(queue: asyncio.Queue, item: Any) -> None:
     queue.put_nowait(item)
 
 
-async def watch_lag(pace, every: float = 0.005) -> None:
-    """On the transport's loop: how late a short timer fires, for :class:`server.clock.Pace`."""
+async def watch_lag(pace, bridge: Bridge, every: float = 0.005) -> None:
+    """On the transport's loop: how late a short timer fires, for :class:`server.clock.Pace`
+    (told in the trio thread while it holds turns back)."""
     loop = asyncio.get_running_loop()
     while True:
         start = loop.time()
         await asyncio.sleep(every)
-        pace.lag = loop.time() - start - every
+        pace.lag = lag = loop.time() - start - every
+        if pace.holding:
+            bridge.call_soon(pace.tick, lag)
 
 
 class Transport:
@@ -240,3 +243,87 @@ class Transport:
         self._ready.set()
         await self._stop.wait()
         await self._shutdown(self._grace)
+
+
+class Registry:
+    """Stands in for the grpc.aio server while the services are added, to keep their
+    registered method handlers (for :func:`accept_ahead`); passes everything on."""
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self.server = server
+        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        self.server.add_generic_rpc_handlers(handlers)
+
+    def add_registered_method_handlers(self, service: str, handlers: dict) -> None:
+        self.server.add_registered_method_handlers(service, handlers)
+        for name, handler in handlers.items():
+            self.handlers[f"/{service}/{name}"] = handler
+
+
+class _Resolver:
+    def __init__(self, handler: grpc.RpcMethodHandler) -> None:
+        self.handler = handler
+
+    def resolve_handler(self, details) -> grpc.RpcMethodHandler:
+        return self.handler
+
+
+class AcceptAhead:
+    """Keeps ``count`` more calls of one method requested from grpc's core, besides the
+    one grpc.aio's own accept loop keeps: that many calls are accepted at once.
+
+    grpc.aio asks its core for the next call of a registered method only once the
+    previous one has been accepted, a few loop iterations later; under load, plays queue
+    in the core before Python sees them, and their arrival is stamped late. At most
+    ``most`` calls accepted here run at a time (grpc.aio's ``maximum_concurrent_rpcs``
+    does not see them). This uses grpc.aio's internals (``grpc._cython.cygrpc``, as in
+    grpcio 1.85); if they are not there it does nothing and says so in the log.
+    """
+
+    def __init__(
+        self, server: grpc.aio.Server, method: str, handler, interceptors, most: int
+    ) -> None:
+        self.server = server
+        self.method = method
+        self.handler = handler
+        self.interceptors = tuple(interceptors)
+        self.room = asyncio.Semaphore(most)
+        self.tasks: list[asyncio.Task] = []
+        self.calls: set[asyncio.Task] = set()  # asyncio holds tasks only weakly
+
+    def start(self, count: int) -> None:
+        from grpc._cython import cygrpc
+
+        core = getattr(self.server, "_server", None)
+        needed = ((core, "_request_registered_call"), (cygrpc, "_handle_rpc"))
+        if count and not all(hasattr(obj, name) for obj, name in needed):
+            log.warning("grpc.aio internals not found: plays are accepted one at a time")
+            return
+        loop = asyncio.get_running_loop()
+        for _ in range(count):
+            self.tasks.append(loop.create_task(self._accept(core, cygrpc, loop)))
+
+    async def _accept(self, core, cygrpc, loop) -> None:
+        resolver = _Resolver(self.handler)
+        name = self.method.encode()
+        while core.is_running():
+            await self.room.acquire()
+            try:
+                state = await core._request_registered_call(name)
+            except Exception:  # the server is shutting down
+                self.room.release()
+                return
+            rpc = cygrpc._handle_rpc(self.method, resolver, self.interceptors, state, loop, False)
+            call = loop.create_task(cygrpc._schedule_rpc_coro(rpc, state, loop, self.method))
+            self.calls.add(call)
+            call.add_done_callback(self._done)
+
+    def _done(self, call: asyncio.Task) -> None:
+        self.calls.discard(call)
+        self.room.release()
+
+    def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
