@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import secrets
 import signal
 import sys
 import threading
@@ -29,7 +28,7 @@ from nardy.v1 import (
     ladder_pb2,
     ladder_pb2_grpc,
 )
-from server.arbiter import Arbiter, Policy, token_hash
+from server.arbiter import Arbiter, Policy, new_token, token_hash
 from server.bridge import Bridge, PassEncoded, Transport, watch_lag
 from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.intercept import RefuseUnparsable
@@ -102,7 +101,7 @@ async def admin_hash(config: ServerConfig, store: SQLStore) -> str:
     stored = await Reader(store).setting(ADMIN_HASH)
     if stored:
         return stored
-    token = secrets.token_urlsafe(32)
+    token = new_token()
     await store.write([set_setting(ADMIN_HASH, token_hash(token))])
     print(
         f"nardy serve: operator (admin) token, shown only this once: {token}\n"
@@ -283,7 +282,7 @@ class EmbeddedServer:
         store_factory: Callable[[str], SQLStore] = open_store,
         **options,
     ) -> None:
-        options.setdefault("admin_token", secrets.token_urlsafe(32))
+        options.setdefault("admin_token", new_token())
         self.config = ServerConfig(port=0, db=db, **options)
         self.store_factory = store_factory
         self.admin_token: str = options["admin_token"]
