@@ -15,7 +15,9 @@ section). Crossing is by callbacks only:
 
 Neither side ever blocks waiting for the other. The transport's thread is where plays are
 stamped on arrival (server.clock), so work is kept out of it: whatever it is late with is
-charged to somebody's clock, whatever the trio thread is late with is not.
+charged to somebody's clock, whatever the trio thread is late with is not. For the same
+reason plays are accepted several at a time (:class:`AcceptAhead`), and the transport's
+lateness is measured for pacing new turns (:func:`watch_lag`).
 """
 
 from __future__ import annotations
@@ -247,7 +249,7 @@ class Transport:
 
 class Registry:
     """Stands in for the grpc.aio server while the services are added, to keep their
-    registered method handlers (for :func:`accept_ahead`); passes everything on."""
+    registered method handlers (for :class:`AcceptAhead`); passes everything on."""
 
     def __init__(self, server: grpc.aio.Server) -> None:
         self.server = server
@@ -268,6 +270,30 @@ class _Resolver:
 
     def resolve_handler(self, details) -> grpc.RpcMethodHandler:
         return self.handler
+
+
+# grpc.aio's internals that AcceptAhead drives: the arguments as in grpcio 1.85
+_INTERNALS = {
+    "_handle_rpc": (
+        "method_name",
+        "method_resolver",
+        "interceptors",
+        "rpc_state",
+        "loop",
+        "concurrency_exceeded",
+    ),
+    "_schedule_rpc_coro": ("rpc_coro", "rpc_state", "loop", "method_name"),
+}
+
+
+def _internals_as_known(core, cygrpc) -> bool:
+    if not hasattr(core, "_request_registered_call"):
+        return False
+    for name, args in _INTERNALS.items():
+        code = getattr(getattr(cygrpc, name, None), "__code__", None)
+        if code is None or code.co_varnames[: code.co_argcount] != args:
+            return False
+    return True
 
 
 class AcceptAhead:
@@ -297,9 +323,8 @@ class AcceptAhead:
         from grpc._cython import cygrpc
 
         core = getattr(self.server, "_server", None)
-        needed = ((core, "_request_registered_call"), (cygrpc, "_handle_rpc"))
-        if count and not all(hasattr(obj, name) for obj, name in needed):
-            log.warning("grpc.aio internals not found: plays are accepted one at a time")
+        if count and not _internals_as_known(core, cygrpc):
+            log.warning("grpc.aio internals not as known: plays are accepted one at a time")
             return
         loop = asyncio.get_running_loop()
         for _ in range(count):
