@@ -21,7 +21,7 @@ from contextlib import ExitStack
 import grpc
 
 from bench.arbiter import free_port, process
-from bench.store import fresh_pg, offered_turn, pg_server, play, serve_args
+from bench.store import first_mover, fresh_pg, offered_turn, pg_server, play, serve_args
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 
@@ -81,19 +81,7 @@ def failover_round(server: str, lease_ms: int) -> float:
                 r = api_grpc.ArbiterServiceStub(ch).CreateMatch(api.CreateMatchRequest(seed=7))
             tokens = (r.first_seat_token, r.second_seat_token)
 
-            async def mover() -> str:  # both seats arrive; the one to move is offered a turn
-                waits = [
-                    asyncio.ensure_future(
-                        offered_turn(f"127.0.0.1:{a}", t, r.game_id, time.perf_counter() + 30)
-                    )
-                    for t in tokens
-                ]
-                done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                for f in pending:
-                    f.cancel()
-                return tokens[waits.index(done.pop())]
-
-            token = asyncio.run(mover())
+            token = first_mover(f"127.0.0.1:{a}", tokens, r.game_id)
             proc.kill()
             t0 = time.perf_counter()
             proc.wait()

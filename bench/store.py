@@ -180,6 +180,22 @@ async def offered_turn(address: str, token: str, game_id: str, deadline: float) 
     raise RuntimeError("no turn offered")
 
 
+def first_mover(address: str, tokens: tuple[str, str], game_id: str) -> str:
+    """Both seats arrive; the token of the one offered the first turn."""
+
+    async def race() -> str:
+        waits = [
+            asyncio.ensure_future(offered_turn(address, t, game_id, time.perf_counter() + 30))
+            for t in tokens
+        ]
+        done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for f in pending:
+            f.cancel()
+        return tokens[waits.index(done.pop())]
+
+    return asyncio.run(race())
+
+
 def restart_round(db: str) -> tuple[float, float]:
     """kill -9 a server while a turn waits for its play, start it again on the same
     database: (seconds until it accepts connections, seconds until the turn is offered)."""
@@ -191,17 +207,7 @@ def restart_round(db: str) -> tuple[float, float]:
             r = stub.CreateMatch(api.CreateMatchRequest(seed=7))
         tokens = (r.first_seat_token, r.second_seat_token)
 
-        async def start() -> str:  # both seats arrive; whoever moves first is offered a turn
-            offered = [
-                asyncio.ensure_future(offered_turn(address, t, r.game_id, time.perf_counter() + 30))
-                for t in tokens
-            ]
-            done, pending = await asyncio.wait(offered, return_when=asyncio.FIRST_COMPLETED)
-            for f in pending:
-                f.cancel()
-            return tokens[offered.index(done.pop())]
-
-        mover = asyncio.run(start())
+        mover = first_mover(address, tokens, r.game_id)
         proc.kill()
         t0 = time.perf_counter()
         proc.wait()

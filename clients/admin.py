@@ -11,7 +11,7 @@ import sys
 
 import grpc
 
-from nardy.client import channel
+from clients.calls import run_with_token
 from nardy.commands import ENV_ADMIN_TOKEN, read_admin_token
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
@@ -103,17 +103,10 @@ def main(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"nardy admin: {e}", file=sys.stderr)
         return 2
-    if not token:
-        print(
-            f"nardy admin: give the admin token (--admin-token-file or ${ENV_ADMIN_TOKEN})",
-            file=sys.stderr,
-        )
-        return 2
-    auth = (("authorization", f"Bearer {token}"),)
-    try:
-        with channel(args.server) as ch:
-            ACTIONS[args.action](ch, auth, args)
-    except grpc.RpcError as e:
-        print(f"nardy admin {args.action}: {e.code().name}: {e.details()}", file=sys.stderr)
-        return 1
-    return 0
+    return run_with_token(
+        f"nardy admin {args.action}",
+        args.server,
+        token,
+        f"the admin token (--admin-token-file or ${ENV_ADMIN_TOKEN})",
+        lambda ch, auth: ACTIONS[args.action](ch, auth, args),
+    )

@@ -11,9 +11,7 @@ import argparse
 import os
 import sys
 
-import grpc
-
-from nardy.client import channel
+from clients.calls import run_with_token
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -79,18 +77,10 @@ ACTIONS = {
 
 
 def main(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get(ENV_TOKEN)
-    if not token:
-        print(
-            f"nardy {args.command}: give your player token (--token or ${ENV_TOKEN})",
-            file=sys.stderr,
-        )
-        return 2
-    auth = (("authorization", f"Bearer {token}"),)
-    try:
-        with channel(args.server) as ch:
-            ACTIONS[args.command](api_grpc.ArbiterServiceStub(ch), auth, args)
-    except grpc.RpcError as e:
-        print(f"nardy {args.command}: {e.code().name}: {e.details()}", file=sys.stderr)
-        return 1
-    return 0
+    return run_with_token(
+        f"nardy {args.command}",
+        args.server,
+        args.token or os.environ.get(ENV_TOKEN),
+        f"your player token (--token or ${ENV_TOKEN})",
+        lambda ch, auth: ACTIONS[args.command](api_grpc.ArbiterServiceStub(ch), auth, args),
+    )

@@ -11,7 +11,7 @@ import getpass
 
 from engines.registry import names
 from nardy.clock import DEFAULT_TURN_TIME_MS
-from nardy.commands import add_turn_time_arg
+from nardy.commands import add_turn_time_arg, runs
 from nardy.variant import available
 
 
@@ -24,24 +24,6 @@ def _play(args: argparse.Namespace) -> int:
         from engines.neural import BEGINNER
 
         args.level = BEGINNER  # a newcomer can beat it sometimes
-    return main(args)
-
-
-def _watch(args: argparse.Namespace) -> int:
-    from clients.watch import main
-
-    return main(args)
-
-
-def _replay(args: argparse.Namespace) -> int:
-    from clients.replay import main
-
-    return main(args)
-
-
-def _standings(args: argparse.Namespace) -> int:
-    from clients.standings import main
-
     return main(args)
 
 
@@ -163,7 +145,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--as", dest="side", choices=("white", "black"), default="white", help="board side"
     )
     p.add_argument("--plain", action="store_true", help="line by line output, no live screen")
-    p.set_defaults(func=_watch)
+    p.set_defaults(func=runs("clients.watch"))
 
     p = sub.add_parser(
         "replay",
@@ -179,7 +161,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--print", action="store_true", help="print every position and exit")
     p.add_argument("--plain", action="store_true", help="line by line, no live screen")
-    p.set_defaults(func=_replay)
+    p.set_defaults(func=runs("clients.replay"))
 
     p = sub.add_parser(
         "standings",
@@ -190,4 +172,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _server_arg(p)
     p.add_argument("--ladder", metavar="NAME", help="a ladder hosted by the arbiter")
-    p.set_defaults(func=_standings)
+    p.set_defaults(func=runs("clients.standings"))

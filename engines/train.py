@@ -24,6 +24,12 @@ on W but never on timing; ``meta["workers"]`` lists ``[first game, W]`` for each
 Every ``--eval-every`` games the network (0 ply) plays ``--eval-pairs`` duplicate-dice
 pairs against the greedy engine; the results go to the log and to
 ``<checkpoint>.log.jsonl``. ``--export`` writes the shipped (float32) weights.
+
+With ``--average-from G`` the export (and the evaluations) use the **mean of the weights
+at every checkpoint from game G on** (Polyak averaging: the steps of TD self-play keep
+the weights jittering around where the play has settled; their mean plays a little
+better). The running mean is kept in the checkpoint (``avg_*`` arrays, ``meta["average"]``)
+and depends only on the games, like the weights.
 """
 
 from __future__ import annotations
@@ -139,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--export", type=Path, default=None, help="write shipped weights here too")
     ap.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     ap.add_argument(
+        "--average-from",
+        type=int,
+        default=None,
+        help="export the mean of the weights at every checkpoint from this game on",
+    )
+    ap.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -172,13 +184,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     log_path = ckpt.with_name(ckpt.name + ".log.jsonl")
     trained_before = float(net.meta.get("seconds", 0.0))
+    average = _Average.start(net, ckpt if done else None, args.average_from)
+    if isinstance(average, str):
+        print(f"{ckpt}: {average}", file=sys.stderr)
+        return 2
 
     def save() -> None:
         net.meta["games"] = done
         net.meta["seconds"] = round(trained_before + time.perf_counter() - t0, 1)
-        net.save(ckpt, dtype=np.float64)
+        net.save(ckpt, dtype=np.float64, **(average.arrays() if average else {}))
         if args.export:
-            net.save(args.export)
+            (average.network(net) if average else net).save(args.export)
 
     def note(record: dict) -> None:
         print(json.dumps(record), file=sys.stderr, flush=True)
@@ -222,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
             progress(done)
             if done % args.checkpoint_every == 0 or done == args.games:
+                if average and done % args.checkpoint_every == 0:
+                    average.add(net, done)
                 save()
                 now = time.perf_counter()
                 note(
@@ -235,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 window_t, window_games, mse_sum, turns_sum = now, 0, 0.0, 0
             if args.eval_every and done % args.eval_every == 0:
-                note(evaluate(net, args.eval_pairs, args.seed, done))
+                judged = average.network(net) if average else net
+                note(evaluate(judged, args.eval_pairs, args.seed, done) | _which(judged))
                 window_t = time.perf_counter()
     except KeyboardInterrupt:
         save()
@@ -246,6 +265,64 @@ def main(argv: list[str] | None = None) -> int:
         if pool is not None:
             pool.terminate()
     return 0
+
+
+_PARTS = ("w1", "b1", "w2", "b2")
+
+
+class _Average:
+    """The running mean of the weights at the checkpoints from game ``first`` on."""
+
+    def __init__(self, first: int, count: int = 0, mean: list | None = None) -> None:
+        self.first, self.count, self.mean = first, count, mean
+
+    @classmethod
+    def start(cls, net: Network, ckpt: Path | None, first: int | None) -> _Average | str | None:
+        """The average kept in ``net``'s checkpoint, or a new one from game ``first``; a
+        string saying why not when the two disagree."""
+        kept = net.meta.get("average")
+        if kept is None:
+            if first is None:
+                return None
+            if ckpt is not None and first < int(net.meta["games"]):
+                return f"--average-from {first}: the checkpoint is past game {first}"
+            net.meta["average"] = {"from": first, "checkpoints": 0}
+            return cls(first)
+        if first is not None and first != kept["from"]:
+            return f"the checkpoint averages from game {kept['from']}, not {first}"
+        with np.load(ckpt) as f:
+            mean = [f["avg_" + k] for k in _PARTS] if kept["checkpoints"] else None
+        return cls(kept["from"], kept["checkpoints"], mean)
+
+    def add(self, net: Network, games: int) -> None:
+        if games < self.first:
+            return
+        self.count += 1
+        w = [getattr(net, k) for k in _PARTS]
+        if self.mean is None:
+            self.mean = [a.copy() for a in w]
+        else:
+            for m, a in zip(self.mean, w, strict=True):
+                m += (a - m) / self.count
+        net.meta["average"] = {"from": self.first, "checkpoints": self.count}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return (
+            {}
+            if self.mean is None
+            else {"avg_" + k: m for k, m in zip(_PARTS, self.mean, strict=True)}
+        )
+
+    def network(self, net: Network) -> Network:
+        """The averaged weights (``net`` itself until the first checkpoint is averaged)."""
+        if self.mean is None:
+            return net
+        return Network(*self.mean, meta=net.meta)
+
+
+def _which(net: Network) -> dict:
+    kept = net.meta.get("average")
+    return {"average": kept} if kept and kept["checkpoints"] else {}
 
 
 def _interrupt(signum, frame) -> None:

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
+from collections.abc import Callable
+
+
+def runs(module: str, function: str = "main") -> Callable[[argparse.Namespace], int]:
+    """A subcommand's entry point, ``module.function(args)``: the module is imported only
+    when the subcommand runs, so that ``nardy legal`` stays light to start."""
+
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), function)(args)
+
+    return run
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="MS",
         help="start no new turn while the transport runs more than MS late (at most 1 s "
         "per turn): under saturation games go slower and clocks stay fair (default 0: off)",
+    )
+    p.add_argument(
+        "--accept-ahead",
+        type=int,
+        default=8,
+        metavar="N",
+        help="plays (SubmitPlay calls) the transport accepts at once, beyond grpc.aio's "
+        "one at a time, so that under load their arrival is stamped sooner (default 8; 0: "
+        "grpc.aio's own)",
     )
     p.add_argument(
         "--log-level",
@@ -143,7 +164,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="when stdout is not a terminal: a progress line this often (default 5)",
     )
-    p.set_defaults(func=_ladder)
+    p.set_defaults(func=runs("clients.ladder_runner"))
 
     p = sub.add_parser(
         "export",
@@ -168,7 +189,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --svg: the board after N plays (0 = the start; default: the last)",
     )
     p.add_argument("-o", "--output", help="file to write (default stdout)")
-    p.set_defaults(func=_export)
+    p.set_defaults(func=runs("clients.export"))
 
     p = sub.add_parser(
         "import",
@@ -178,7 +199,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("file", help="a record file (text format or JSON)")
     p.add_argument("--koks", action="store_true", help="the game used the koks option")
-    p.set_defaults(func=_import)
+    p.set_defaults(func=runs("clients.import_record"))
 
     p = sub.add_parser(
         "demo",
@@ -191,7 +212,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_turn_time_arg(p, 500, old=("--time-per-move",))
     p.add_argument("--db", help="SQLite file (default: a temporary one)")
     p.add_argument("--records", metavar="DIR", help="write game records here")
-    p.set_defaults(func=_demo)
+    p.set_defaults(func=runs("clients.demo", "run"))
 
     p = sub.add_parser(
         "engine",
@@ -216,7 +237,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="an arbiter that cannot be reached is retried (with a line on stderr each "
         "time) for this long, then the engine exits with an error (default 120)",
     )
-    p.set_defaults(func=_engine)
+    p.set_defaults(func=runs("engines.cli"))
 
     p = sub.add_parser(
         "check-engine",
@@ -226,7 +247,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ... (the engine command)")
     add_turn_time_arg(p, 3000, old=("--turn-ms",))
-    p.set_defaults(func=_check_engine)
+    p.set_defaults(func=runs("clients.check_engine"))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -249,6 +270,7 @@ def _serve(args: argparse.Namespace) -> int:
                 db=args.db,
                 commit_window_s=args.commit_window_ms / 1000,
                 pace_s=args.pace_ms / 1000,
+                accept_ahead=args.accept_ahead,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,
@@ -268,42 +290,6 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"nardy serve: {error.message}", file=sys.stderr)
         return 2
     return 0
-
-
-def _ladder(args: argparse.Namespace) -> int:
-    from clients.ladder_runner import main
-
-    return main(args)
-
-
-def _import(args: argparse.Namespace) -> int:
-    from clients.import_record import main
-
-    return main(args)
-
-
-def _export(args: argparse.Namespace) -> int:
-    from clients.export import main
-
-    return main(args)
-
-
-def _engine(args: argparse.Namespace) -> int:
-    from engines.cli import main
-
-    return main(args)
-
-
-def _check_engine(args: argparse.Namespace) -> int:
-    from clients.check_engine import main
-
-    return main(args)
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from clients.demo import run
-
-    return run(args)
 
 
 ENV_ADMIN_TOKEN = "NARDY_ADMIN_TOKEN"
@@ -411,7 +397,7 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("source", metavar="RECORD|GAME", help="a record file, or a game id")
     add_server_args(p)
-    p.set_defaults(func=_verify)
+    p.set_defaults(func=runs("clients.verify"))
 
     register_challenges(sub)
 
@@ -455,7 +441,7 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     for choice in cmds._choices_actions:  # each action's --help says what it does
         sub = cmds.choices[choice.dest]
         sub.description = sub.description or choice.help[:1].upper() + choice.help[1:] + "."
-    p.set_defaults(func=_admin)
+    p.set_defaults(func=runs("clients.admin"))
 
 
 def register_challenges(sub: argparse._SubParsersAction) -> None:
@@ -466,7 +452,7 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
         p = sub.add_parser(name, help=help, description=description)
         add_server_args(p)
         p.add_argument("--token", help="your player token (default $NARDY_TOKEN)")
-        p.set_defaults(func=_challenges, command=name)
+        p.set_defaults(func=runs("clients.challenges"), command=name)
         return p
 
     p = player(
@@ -502,21 +488,3 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
         "Decline the challenge MATCH (from nardy challenges): the match is aborted.",
     )
     p.add_argument("match", help="the match id of the challenge")
-
-
-def _challenges(args: argparse.Namespace) -> int:
-    from clients.challenges import main
-
-    return main(args)
-
-
-def _verify(args: argparse.Namespace) -> int:
-    from clients.verify import main
-
-    return main(args)
-
-
-def _admin(args: argparse.Namespace) -> int:
-    from clients.admin import main
-
-    return main(args)

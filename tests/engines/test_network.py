@@ -292,6 +292,29 @@ def test_training_with_workers_is_reproducible(tmp_path):
     assert np.array_equal(na.w1, nb.w1) and na.meta["workers"] == [[0, 2]]
 
 
+def test_training_exports_the_mean_of_the_checkpoints_from_a_game_on(tmp_path):
+    common = ["--seed", "4", "--hidden", "8", "--eval-every", "0", "--checkpoint-every", "2"]
+    at = {}
+    for games in (2, 4, 6):  # the checkpoints at games 2, 4, 6 of the same run
+        ckpt = tmp_path / f"plain{games}.npz"
+        assert train.main(["--games", str(games), "--checkpoint", str(ckpt), *common]) == 0
+        at[games] = nw.Network.load(ckpt)
+    ckpt, export = tmp_path / "avg.npz", tmp_path / "export.npz"
+    args = [*common, "--checkpoint", str(ckpt), "--export", str(export), "--average-from", "4"]
+    assert train.main(["--games", "4", *args]) == 0
+    assert train.main(["--games", "6", *args]) == 0  # resumes with the mean kept so far
+    shipped = nw.Network.load(export)
+    assert shipped.meta["average"] == {"from": 4, "checkpoints": 2}
+    for k in ("w1", "b1", "w2", "b2"):
+        mean = (getattr(at[4], k) + getattr(at[6], k)) / 2
+        assert np.allclose(getattr(shipped, k), mean, atol=1e-6)
+        assert np.array_equal(getattr(nw.Network.load(ckpt), k), getattr(at[6], k))
+    # an average cannot start in the past, nor change where it starts
+    assert train.main(["--games", "8", *args[:-1], "2"]) == 2
+    plain = [*common, "--checkpoint", str(tmp_path / "plain6.npz"), "--average-from", "4"]
+    assert train.main(["--games", "8", *plain]) == 2
+
+
 def test_training_refuses_another_seeds_checkpoint(tmp_path):
     ckpt = tmp_path / "c.npz"
     common = ["--hidden", "8", "--eval-every", "0", "--checkpoint", str(ckpt)]

@@ -116,3 +116,17 @@ def test_list_challenges_needs_a_player_token(srv):
         with pytest.raises(grpc.RpcError) as info:
             s.ListChallenges(api.ListChallengesRequest(), metadata=seat, timeout=10)
         assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_issued_tokens_never_look_like_an_option(srv):
+    """Player, seat and operator tokens begin with ``nardy_``, never ``-``: `--token TOKEN`
+    with a space works on every command line (a token_urlsafe string begins with '-' one
+    time in 64, and argparse took it for an option)."""
+    tokens = [register(srv, f"cli-prefix-{i}") for i in range(3)]
+    ch, s = stub(srv)
+    with ch:
+        r = s.CreateMatch(api.CreateMatchRequest(), timeout=10)
+    tokens += [r.first_seat_token, r.second_seat_token, srv.admin_token]
+    assert all(t.startswith("nardy_") and len(t) > 40 for t in tokens), tokens
+    out = nardy(srv, "challenges", "--token", tokens[0])
+    assert out.returncode == 0 and "0 challenges waiting" in out.stderr, out.stderr

@@ -1,0 +1,35 @@
+"""One command-line action's calls to a running arbiter with a bearer token, and what the
+person sees when the token is missing or a call is refused."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import grpc
+
+from nardy.client import channel
+
+Metadata = tuple[tuple[str, str], ...]
+
+
+def run_with_token(
+    program: str,
+    server: str,
+    token: str | None,
+    missing: str,
+    action: Callable[[grpc.Channel, Metadata], None],
+) -> int:
+    """Call ``action(channel, auth)``; exit status 2 without a token (``missing`` says how
+    to give one), 1 when the server refuses a call, else 0."""
+    if not token:
+        print(f"{program}: give {missing}", file=sys.stderr)
+        return 2
+    auth = (("authorization", f"Bearer {token}"),)
+    try:
+        with channel(server) as ch:
+            action(ch, auth)
+    except grpc.RpcError as e:
+        print(f"{program}: {e.code().name}: {e.details()}", file=sys.stderr)
+        return 1
+    return 0
