@@ -24,9 +24,12 @@ loaded in one run, and the machine's load average is printed with each. A turn l
 is a play charged more than the 150 ms margin beyond its thinking: the p99 "counting
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
-A second server, started with ``--pace-ms 5`` (new turns are held back while the
-transport's loop runs more than 5 ms late: server.clock.Pace), takes the same load in its
-own rounds: does pacing the games keep the clocks fair?
+Three servers take the same load in rounds of their own (:data:`KINDS`): one with
+``--accept-ahead 0`` (grpc.aio accepts one SubmitPlay at a time, as before), one with the
+defaults (8 accepted at once: server.bridge.AcceptAhead) and one with ``--pace-ms 2`` as
+well (new turns are held back while the transport's loop runs more than 2 ms late:
+server.clock.Pace). The load's own rate (plays/s) is printed with each loaded round: what
+pacing costs the games that play flat out.
 
 Second part: the issue's ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in
 its own process) against another player's ``SubmitPlay`` round trip, alternating rounds
@@ -63,8 +66,24 @@ PROBE_GAMES = 10
 PRIORITY = -10  # nice value of the bench's processes, where the OS allows it
 LIST_RATE = 30.0  # ListGames calls per second
 LIST_LIMIT = 10_000  # as in the issue (the server answers at most a page of 500)
-PACE_MS = 5  # the second server's --pace-ms
-PACED = f"loaded, --pace-ms {PACE_MS}"
+PACE_MS = 2  # --pace-ms of the paced server
+# Servers, each run with these options, and the rounds that alternate over them (label,
+# server, loaded): the transport as before (grpc.aio accepting one play at a time), as it
+# is by default now (8 plays accepted at once), and the default with pacing.
+SERVERS = {
+    "one at a time": ("--accept-ahead", "0"),
+    "default": (),
+    "paced": ("--pace-ms", str(PACE_MS)),
+}
+KINDS = (
+    ("idle", "default", False),
+    ("loaded, --accept-ahead 0", "one at a time", True),
+    ("loaded, default", "default", True),
+    (f"loaded, --pace-ms {PACE_MS}", "paced", True),
+)
+
+
+PLAYED = [0]  # plays the load's instant seats made (reported when it is stopped)
 
 
 def _md(token: str):
@@ -85,6 +104,7 @@ async def instant_seat(stub, game_id: str, token: str) -> None:
             and st.side_to_move == st.your_color
         ):
             with contextlib.suppress(grpc.RpcError):  # e.g. the game ended meanwhile
+                PLAYED[0] += 1
                 await stub.SubmitPlay(
                     api.SubmitPlayRequest(
                         game_id=game_id,
@@ -142,7 +162,7 @@ async def load(address: str, games: int, list_rate: float) -> None:
 
 def start_load(address: str, games: int, list_rate: float) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "bench.clock", "load", address, str(games), str(list_rate)]
-    return subprocess.Popen(cmd)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
 
 
 # -- the probes ------------------------------------------------------------------------------
@@ -283,14 +303,14 @@ def report(label: str, tally: Tally, server: str = "") -> None:
 
 
 def clock_rounds(
-    servers: dict[bool, tuple[str, int]], games: int, plays: int, rounds: int
+    servers: dict[str, tuple[str, int]], games: int, plays: int, rounds: int
 ) -> dict[str, Tally]:
-    """Alternating rounds: idle, loaded, loaded on the server that paces new turns."""
-    kinds = (("idle", False, False), ("loaded", True, False), (PACED, True, True))
-    totals = {label: Tally(0) for label, _, _ in kinds}
+    """Alternating rounds over :data:`KINDS`; ``servers`` maps a server's name to its
+    (address, pid)."""
+    totals = {label: Tally(0) for label, _, _ in KINDS}
     for r in range(rounds):
-        for label, loaded, paced in kinds:
-            address, pid = servers[paced]
+        for label, name, loaded in KINDS:
+            address, pid = servers[name]
             loader = None
             if loaded:
                 loader = start_load(address, games, LIST_RATE)
@@ -299,12 +319,13 @@ def clock_rounds(
             try:
                 t = asyncio.run(probes(address, PROBE_GAMES, plays, seconds=120))
             finally:
+                rate = ""
                 if loader is not None:
                     loader.terminate()
-                    loader.wait(10)
+                    rate = f"; load {loader.communicate(timeout=10)[0].strip()} plays/s"
             cpu1, wait1, dt = *schedstat(pid), time.monotonic() - t0
             server = (
-                f"; server CPU {100 * (cpu1 - cpu0) / dt:.0f}%, "
+                f"{rate}; server CPU {100 * (cpu1 - cpu0) / dt:.0f}%, "
                 f"run-queue wait {100 * (wait1 - wait0) / dt:.0f}% of a core"
             )
             report(f"round {r + 1}, {label}", t, server)
@@ -366,7 +387,7 @@ def listgames_rounds(address: str, plays: int, rounds: int) -> None:
             finally:
                 if loader is not None:
                     loader.terminate()
-                    loader.wait(10)
+                    loader.communicate(timeout=10)
             seen[label] += x
             print(
                 f"  round {r + 1}, {label:15s} SubmitPlay p50 {statistics.median(x):6.1f} ms  "
@@ -385,17 +406,22 @@ def main(quick: bool = False) -> None:
     print(
         f"probes answer {MARGIN_MS} ms before a {TURN_MS} ms deadline; load: {games} games "
         f"flat out + ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f}/s; {rounds} alternating "
-        f"rounds (idle; loaded; loaded on a second server run with --pace-ms {PACE_MS})"
+        "rounds of: " + "; ".join(label for label, _, _ in KINDS)
     )
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
-    if raised_priority(PRIORITY):  # the server, the load and the probes inherit it
+    if raised_priority(PRIORITY):  # the servers, the load and the probes inherit it
         print(f"  (all of this bench's processes run at nice {PRIORITY})")
     else:
         print("  (normal priority: raising it was not permitted; other jobs add to the noise)")
-    with arbiter() as plain, arbiter("--pace-ms", str(PACE_MS)) as paced:
-        servers = {False: (plain[0], plain[1].pid), True: (paced[0], paced[1].pid)}
+    with contextlib.ExitStack() as stack:
+        servers = {}
+        for name, options in SERVERS.items():
+            address, proc = stack.enter_context(arbiter(*options))
+            servers[name] = (address, proc.pid)
         totals = clock_rounds(servers, games, plays, rounds)
-        for label in ("loaded", PACED):
+        for label, _, loaded in KINDS:
+            if not loaded:
+                continue
             t = totals[label]
             ok = t.refused == 0 and t.lost_on_time == 0
             ok = ok and bool(t.extra_ms) and p99_with_losses(t) <= 50
@@ -403,11 +429,20 @@ def main(quick: bool = False) -> None:
                 f"  target ({label}): 0 in-time plays refused, none lost on time, p99 charged "
                 "beyond own thinking <= 50 ms: " + ("met" if ok else "NOT met")
             )
-        listgames_rounds(plain[0], 30 if quick else 200, rounds)
+        listgames_rounds(servers["default"][0], 30 if quick else 200, rounds)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["load"]:
+        import signal
+
+        start = time.monotonic()
+
+        def stop(*_):
+            print(f"{PLAYED[0] / (time.monotonic() - start):.0f}", flush=True)
+            os._exit(0)
+
+        signal.signal(signal.SIGTERM, stop)
         asyncio.run(load(sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))
     else:
         main("--quick" in sys.argv)

@@ -29,7 +29,7 @@ from nardy.v1 import (
     ladder_pb2_grpc,
 )
 from server.arbiter import Arbiter, Policy, new_token, token_hash
-from server.bridge import Bridge, PassEncoded, Transport, watch_lag
+from server.bridge import AcceptAhead, Bridge, PassEncoded, Registry, Transport, watch_lag
 from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.intercept import RefuseUnparsable
 from server.limits import RateLimiter
@@ -68,6 +68,7 @@ class ServerConfig:
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
     pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
+    accept_ahead: int = 8  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's one
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
@@ -158,6 +159,7 @@ async def serve(
         parts: dict = {}
 
         async def setup(loop) -> int:
+            interceptors = (RefuseUnparsable(), PassEncoded())
             server = grpc.aio.server(
                 options=[
                     ("grpc.max_receive_message_length", config.max_message_bytes),
@@ -168,11 +170,12 @@ async def serve(
                     ("grpc.so_reuseport", 0),
                 ],
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
-                interceptors=[RefuseUnparsable(), PassEncoded()],
+                interceptors=interceptors,
             )
             limiter = RateLimiter(config.rate_per_s, config.rate_burst)
+            registry = Registry(server)
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
-                ArbiterService(arbiter, bridge, limiter, config.heartbeat_s), server
+                ArbiterService(arbiter, bridge, limiter, config.heartbeat_s), registry
             )
             ladder_pb2_grpc.add_LadderServiceServicer_to_server(
                 LadderService(arbiter, bridge, limiter), server
@@ -189,9 +192,15 @@ async def serve(
             else:
                 port = server.add_secure_port(address, creds)
             await server.start()
+            play = f"/{SERVICE}/SubmitPlay"
+            ahead = AcceptAhead(
+                server, play, registry.handlers[play], interceptors, config.max_concurrent_rpcs
+            )
+            ahead.start(config.accept_ahead)
+            parts["accept"] = ahead
             if config.pace_s:
                 arbiter.pace.limit = config.pace_s
-                parts["pace"] = loop.create_task(watch_lag(arbiter.pace))
+                parts["pace"] = loop.create_task(watch_lag(arbiter.pace, bridge))
             if config.http_port is not None:
                 web_view = WebView(arbiter, bridge, arbiter.metrics)
                 parts["http_port"] = await web_view.start(
@@ -209,6 +218,7 @@ async def serve(
             if "web" in parts:
                 await parts["web"].stop()
             await parts["server"].stop(grace)
+            parts["accept"].stop()
 
         transport = Transport(setup, shutdown)
         port = await trio.to_thread.run_sync(transport.start)

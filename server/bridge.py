@@ -15,7 +15,9 @@ section). Crossing is by callbacks only:
 
 Neither side ever blocks waiting for the other. The transport's thread is where plays are
 stamped on arrival (server.clock), so work is kept out of it: whatever it is late with is
-charged to somebody's clock, whatever the trio thread is late with is not.
+charged to somebody's clock, whatever the trio thread is late with is not. For the same
+reason plays are accepted several at a time (:class:`AcceptAhead`), and the transport's
+lateness is measured for pacing new turns (:func:`watch_lag`).
 """
 
 from __future__ import annotations
@@ -183,13 +185,16 @@ def _deliver(queue: asyncio.Queue, item: Any) -> None:
     queue.put_nowait(item)
 
 
-async def watch_lag(pace, every: float = 0.005) -> None:
-    """On the transport's loop: how late a short timer fires, for :class:`server.clock.Pace`."""
+async def watch_lag(pace, bridge: Bridge, every: float = 0.005) -> None:
+    """On the transport's loop: how late a short timer fires, for :class:`server.clock.Pace`
+    (told in the trio thread while it holds turns back)."""
     loop = asyncio.get_running_loop()
     while True:
         start = loop.time()
         await asyncio.sleep(every)
-        pace.lag = loop.time() - start - every
+        pace.lag = lag = loop.time() - start - every
+        if pace.holding:
+            bridge.call_soon(pace.tick, lag)
 
 
 class Transport:
@@ -240,3 +245,110 @@ class Transport:
         self._ready.set()
         await self._stop.wait()
         await self._shutdown(self._grace)
+
+
+class Registry:
+    """Stands in for the grpc.aio server while the services are added, to keep their
+    registered method handlers (for :class:`AcceptAhead`); passes everything on."""
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self.server = server
+        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        self.server.add_generic_rpc_handlers(handlers)
+
+    def add_registered_method_handlers(self, service: str, handlers: dict) -> None:
+        self.server.add_registered_method_handlers(service, handlers)
+        for name, handler in handlers.items():
+            self.handlers[f"/{service}/{name}"] = handler
+
+
+class _Resolver:
+    def __init__(self, handler: grpc.RpcMethodHandler) -> None:
+        self.handler = handler
+
+    def resolve_handler(self, details) -> grpc.RpcMethodHandler:
+        return self.handler
+
+
+# grpc.aio's internals that AcceptAhead drives: the arguments as in grpcio 1.85
+_INTERNALS = {
+    "_handle_rpc": (
+        "method_name",
+        "method_resolver",
+        "interceptors",
+        "rpc_state",
+        "loop",
+        "concurrency_exceeded",
+    ),
+    "_schedule_rpc_coro": ("rpc_coro", "rpc_state", "loop", "method_name"),
+}
+
+
+def _internals_as_known(core, cygrpc) -> bool:
+    if not hasattr(core, "_request_registered_call"):
+        return False
+    for name, args in _INTERNALS.items():
+        code = getattr(getattr(cygrpc, name, None), "__code__", None)
+        if code is None or code.co_varnames[: code.co_argcount] != args:
+            return False
+    return True
+
+
+class AcceptAhead:
+    """Keeps ``count`` more calls of one method requested from grpc's core, besides the
+    one grpc.aio's own accept loop keeps: that many calls are accepted at once.
+
+    grpc.aio asks its core for the next call of a registered method only once the
+    previous one has been accepted, a few loop iterations later; under load, plays queue
+    in the core before Python sees them, and their arrival is stamped late. At most
+    ``most`` calls accepted here run at a time (grpc.aio's ``maximum_concurrent_rpcs``
+    does not see them). This uses grpc.aio's internals (``grpc._cython.cygrpc``, as in
+    grpcio 1.85); if they are not there it does nothing and says so in the log.
+    """
+
+    def __init__(
+        self, server: grpc.aio.Server, method: str, handler, interceptors, most: int
+    ) -> None:
+        self.server = server
+        self.method = method
+        self.handler = handler
+        self.interceptors = tuple(interceptors)
+        self.room = asyncio.Semaphore(most)
+        self.tasks: list[asyncio.Task] = []
+        self.calls: set[asyncio.Task] = set()  # asyncio holds tasks only weakly
+
+    def start(self, count: int) -> None:
+        from grpc._cython import cygrpc
+
+        core = getattr(self.server, "_server", None)
+        if count and not _internals_as_known(core, cygrpc):
+            log.warning("grpc.aio internals not as known: plays are accepted one at a time")
+            return
+        loop = asyncio.get_running_loop()
+        for _ in range(count):
+            self.tasks.append(loop.create_task(self._accept(core, cygrpc, loop)))
+
+    async def _accept(self, core, cygrpc, loop) -> None:
+        resolver = _Resolver(self.handler)
+        name = self.method.encode()
+        while core.is_running():
+            await self.room.acquire()
+            try:
+                state = await core._request_registered_call(name)
+            except Exception:  # the server is shutting down
+                self.room.release()
+                return
+            rpc = cygrpc._handle_rpc(self.method, resolver, self.interceptors, state, loop, False)
+            call = loop.create_task(cygrpc._schedule_rpc_coro(rpc, state, loop, self.method))
+            self.calls.add(call)
+            call.add_done_callback(self._done)
+
+    def _done(self, call: asyncio.Task) -> None:
+        self.calls.discard(call)
+        self.room.release()
+
+    def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()

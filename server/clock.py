@@ -16,6 +16,7 @@ The per-side arithmetic (turn time, bank, deadline, charge) is :class:`nardy.clo
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from collections.abc import Callable
@@ -91,20 +92,45 @@ class Pace:
     """Holds new turns back while the transport's loop runs late (``nardy serve --pace-ms``).
 
     Plays are stamped when the transport's loop gets to them, so a loop that runs behind
-    charges clocks for its own lateness. With a ``limit`` (seconds; 0: off) the core starts
-    no new turn while the loop's measured lag (``lag``, written by the transport's thread:
-    ``server.bridge.watch_lag``) is over it, for at most ``most`` seconds per turn: games
-    go slower under saturation, clocks stay fair. No clock runs while a turn is held back.
+    charges clocks for its own lateness. With a ``limit`` (seconds; 0: off) a new turn
+    starts at once only while the loop's measured lag (``lag``) is within it; otherwise it
+    waits, first come first served, for :meth:`tick` to let it through (for at most
+    ``most`` seconds). The transport's thread measures the lag every few ms and, while
+    turns are held, calls :meth:`tick` in the trio thread (``server.bridge.watch_lag``):
+    each tick on time lets one more turn through than the last, a late one halves that.
+    Games go slower under saturation, clocks stay fair; no clock runs while a turn is held.
     """
+
+    MOST_PER_TICK = 64
 
     def __init__(self, limit: float = 0.0, most: float = 1.0) -> None:
         self.limit = limit
         self.most = most
         self.lag = 0.0
+        self._held: collections.deque[trio.Event] = collections.deque()
+        self._batch = 1
+
+    @property
+    def holding(self) -> int:
+        """Turns waiting to start (read from any thread)."""
+        return len(self._held)
 
     async def turn_may_start(self) -> None:
-        if not self.limit:
+        if not self.limit or (self.lag <= self.limit and not self._held):
             return
+        go = trio.Event()
+        self._held.append(go)
         with trio.move_on_after(self.most):
-            while self.lag > self.limit:
-                await trio.sleep(self.limit)
+            await go.wait()
+        if not go.is_set():
+            self._held.remove(go)
+
+    def tick(self, lag: float) -> None:
+        """The transport's loop ran ``lag`` seconds late: let held turns through, or not."""
+        self.lag = lag
+        if lag > self.limit:
+            self._batch = max(1, self._batch // 2)
+            return
+        for _ in range(min(self._batch, len(self._held))):
+            self._held.popleft().set()
+        self._batch = min(self._batch + 1, self.MOST_PER_TICK)

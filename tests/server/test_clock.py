@@ -278,21 +278,37 @@ async def test_pace_holds_new_turns_back_while_the_transport_runs_late(autojump_
     from server.clock import Pace
 
     pace = Pace(limit=0.005, most=1.0)
+    pace.lag = 0.001
+    start = trio.current_time()
+    await pace.turn_may_start()  # the transport keeps up: at once
+    assert trio.current_time() == start
     pace.lag = 0.050  # the transport's loop is 50 ms late
+    started: list[int] = []
 
-    async def catches_up() -> None:
-        await trio.sleep(0.2)
-        pace.lag = 0.001
-
-    start = trio.current_time()
-    async with trio.open_nursery() as n:
-        n.start_soon(catches_up)
+    async def turn(n: int) -> None:
         await pace.turn_may_start()
-    assert 0.2 <= trio.current_time() - start <= 0.2 + pace.limit
-    pace.lag = 10.0  # never caught up: a turn is held back at most `most`
+        started.append(n)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(6):
+            nursery.start_soon(turn, n)
+            await trio.sleep(0.01)  # they queue up in this order
+        assert pace.holding == 6 and started == []
+        pace.tick(0.050)  # still late: nobody goes
+        await trio.testing.wait_all_tasks_blocked()
+        assert started == []
+        for let_through in ([0], [0, 1, 2], [0, 1, 2, 3, 4, 5]):  # 1, then 2, then 3
+            pace.tick(0.001)
+            await trio.testing.wait_all_tasks_blocked()
+            assert sorted(started) == let_through  # first come, first served
+    assert pace.holding == 0
     start = trio.current_time()
+    await pace.turn_may_start()  # the last lag seen was on time
+    assert trio.current_time() == start
+    pace.lag = 10.0  # never caught up: a turn is held back at most `most`
     await pace.turn_may_start()
     assert trio.current_time() - start == pytest.approx(pace.most)
+    assert pace.holding == 0
     off = Pace()
     off.lag = 10.0
     start = trio.current_time()

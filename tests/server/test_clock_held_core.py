@@ -1,0 +1,132 @@
+"""Fair clocks with the core held up (issue 10 item 5), on a real server on loopback: plays
+of several games arrive together while the trio thread is blocked, and are judged only
+after their deadlines have passed. Each was stamped on arrival by the transport, so none
+is refused for time and each side is charged up to its arrival, not to the judging."""
+
+from __future__ import annotations
+
+import threading
+
+import grpc
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+
+GAMES = 8
+TURN_MS = 2000  # long enough for the set-up of all games on a busy machine
+
+
+def _md(token: str):
+    return (("authorization", f"Bearer {token}"),)
+
+
+def subscribe(stub, game) -> tuple[tuple[str, str], list]:
+    """Both seats subscribe (the game starts); returns their tokens and streams."""
+    tokens = (game.first_seat_token, game.second_seat_token)
+    streams = [
+        stub.SubscribeGame(api.SubscribeGameRequest(game_id=game.game_id), metadata=_md(t))
+        for t in tokens
+    ]
+    return tokens, streams
+
+
+def first_turn(tokens, streams) -> tuple[str, pb.GameState]:
+    """The mover's token and its first TURN_STARTED state."""
+    while True:
+        for token, stream in zip(tokens, streams, strict=True):
+            st = next(stream).state
+            if st.legal_plays and st.side_to_move == st.your_color and st.turn_id:
+                return token, st
+
+
+def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_them():
+    with EmbeddedServer() as srv:
+        ch = grpc.insecure_channel(srv.address)
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        admin = _md(srv.admin_token)
+        games = [
+            stub.CreateMatch(
+                api.CreateMatchRequest(seed=n, options=pb.GameOptions(turn_time_ms=TURN_MS)),
+                metadata=admin,
+                timeout=30,
+            )
+            for n in range(GAMES)
+        ]
+        seated = [(game.game_id, *subscribe(stub, game)) for game in games]  # all start
+        turns = [
+            (game_id, *first_turn(tokens, streams), streams) for game_id, tokens, streams in seated
+        ]
+
+        arrivals = srv.arbiter.arrivals
+        stamp, stamped, all_stamped = arrivals.stamp, [], threading.Event()
+
+        def counting_stamp(game_id):  # the transport's stamp, seen by the test
+            arrival = stamp(game_id)
+            stamped.append(arrival)
+            if len(stamped) == GAMES:
+                all_stamped.set()
+            return arrival
+
+        arrivals.stamp = counting_stamp
+        held, release = threading.Event(), threading.Event()
+
+        def hold_the_core() -> None:  # runs in the trio thread and blocks it
+            held.set()
+            release.wait(120)
+
+        holder = threading.Thread(target=srv.call, args=(hold_the_core,))
+        holder.start()
+        assert held.wait(60)
+        try:
+            answers = [
+                stub.SubmitPlay.future(
+                    api.SubmitPlayRequest(
+                        game_id=game_id,
+                        turn_id=st.turn_id,
+                        end_position=st.legal_plays[0].end_position,
+                    ),
+                    metadata=_md(token),
+                    timeout=60,
+                )
+                for game_id, token, st, _ in turns
+            ]
+            assert all_stamped.wait(60)  # every play reached the transport, the core is held
+            # hold the core until every turn's deadline has passed (a turn's clock runs
+            # from when it was sent, before its play was stamped)
+            last = max(a.time for a in stamped)
+            while arrivals.now() < last + TURN_MS / 1000:
+                release.wait(last + TURN_MS / 1000 - arrivals.now())
+        finally:
+            release.set()
+            holder.join()
+        used = [a.result().used_ms for a in answers]  # none refused for time
+        assert all(0 <= ms < TURN_MS for ms in used)
+        for _, _, _, streams in turns:  # and no game was lost on time
+            for stream in streams:
+                ev = next(stream)
+                while ev.type != pb.EVENT_TYPE_PLAY_MADE:
+                    assert ev.type != pb.EVENT_TYPE_GAME_FINISHED
+                    ev = next(stream)
+                stream.cancel()
+        ch.close()
+
+
+def test_the_installed_grpcio_has_the_internals_that_accept_plays_ahead():
+    """AcceptAhead falls back to one play at a time if grpc.aio's internals change; this
+    says so here rather than only in a server's log (and in the clock bench's figures)."""
+    import asyncio
+
+    from grpc._cython import cygrpc
+
+    from server.bridge import _internals_as_known
+
+    async def check() -> bool:
+        server = grpc.aio.server()
+        try:
+            return _internals_as_known(server._server, cygrpc)
+        finally:
+            await server.stop(None)
+
+    assert asyncio.run(check())
