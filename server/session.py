@@ -582,13 +582,14 @@ class GameSession:
 
     def _roll_ahead(self) -> Ahead | None:
         """The next turn, thrown as a play is made so that one commit stores the play and
-        offers the next turn, when nothing must be waited for before its dice (a duplicate
-        pair's lockstep, a transport running late: see _play_on) and it awaits a play."""
-        pace = self.match.host.pace
-        if self.result is not None or self.match.pair is not None or self.match.stopping:
+        offers the next turn, when nothing must be waited for before its dice (the other
+        game of a duplicate pair, a transport running late: see _play_on) and it awaits a
+        play."""
+        pace, pair = self.match.host.pace, self.match.pair
+        if self.result is not None or self.match.stopping or (pace.limit and pace.lag > pace.limit):
             return None
-        if pace.limit and pace.lag > pace.limit:
-            return None
+        if pair is not None and not pair.reached_by_all(self, self.roller.rolled):
+            return None  # the other game of the pair is behind: the turn loop waits for it
         dice = self.roller.roll()
         plays = self.variant.legal_plays(self.position, dice)
         if not plays or (len(plays) == 1 and self.match.auto_play_forced):
