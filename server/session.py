@@ -6,8 +6,10 @@ arrived at the transport, not by when the core gets to it. Every event is journa
 through the Host and told to subscribers only once durable: a play is answered after its
 commit, and a turn's clock starts when the turn is told, so a slow journal delays a game
 but never charges a player. Plays and resignations come from the transport bridge as tasks
-of their own that wait for their commit; a game has at most one event on its way to the
-journal at a time.
+of their own that wait for their commit; a game has at most one group of events on its way
+to the journal at a time. A play and the turn after it are one group (one commit per turn):
+the next dice are thrown while the play is judged, and the turn is opened by the play's
+commit (see GameSession._roll_ahead).
 """
 
 from __future__ import annotations
