@@ -1,4 +1,6 @@
-"""Run every benchmark, or those named: ``python -m bench [movegen arbiter strength ...]``."""
+"""Run every benchmark, or those named: ``python -m bench [movegen arbiter strength ...]
+[--options]``; the options after the names are the benchmarks' own (e.g. ``python -m bench
+strength --only network-greedy``)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ ALL = [
 
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
-    names = [a for a in argv if not a.startswith("-")] or ALL
+    first_option = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
+    names = argv[:first_option] or ALL  # an option's value is not a benchmark's name
     for name in names:
         print(f"\n=== bench.{name} ===", flush=True)
         importlib.import_module(f"bench.{name}").main(quick=quick)

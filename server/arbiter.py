@@ -966,10 +966,11 @@ class Arbiter:
             sink.send(note)
 
     # -- the Host of sessions ----------------------------------------------------------
-    def journal(self, game: GameSession, event: Event) -> Commit:
-        if event.type is EventType.GAME_STARTED:
+    def journal(self, game: GameSession, *events: Event) -> Commit:
+        if events[0].type is EventType.GAME_STARTED:
             self._publish(game)  # the colours are known now
-        return self.writer.submit(store.append_event(game, event), fence=self.fence(game.match))
+        writes = [store.append_event(game, event) for event in events]
+        return self.writer.submit(*writes, fence=self.fence(game.match))
 
     async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
         return await self.reader.events(game_id, rules)

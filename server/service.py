@@ -96,6 +96,36 @@ async def refuse(
     await context.abort(code, message)
 
 
+BEAT = object()  # queue item: the stream has been idle for the heartbeat interval
+
+
+class Heartbeat:
+    """Puts BEAT on a stream's queue once nothing was sent for ``every`` seconds. One
+    timer per stream, re-armed only when it fires: a message costs a clock read, not a
+    task and a timer of its own as ``asyncio.wait_for`` would (see turn-cost.md)."""
+
+    def __init__(self, queue: asyncio.Queue, every: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.queue = queue
+        self.every = every
+        self.last = self.loop.time()
+        self._timer = self.loop.call_later(every, self._due)
+
+    def sent(self) -> None:
+        self.last = self.loop.time()
+
+    def _due(self) -> None:
+        now = self.loop.time()
+        if now >= self.last + self.every - 1e-3:
+            if self.queue.empty():  # (not idle: something waits to be sent)
+                self.queue.put_nowait(BEAT)
+            self.last = now
+        self._timer = self.loop.call_later(self.last + self.every - now, self._due)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
 class Limited:
     """Every call is checked before it crosses the bridge: its token is verified, then the
     rate limit of the verified identity (or of the peer address, for calls without a valid
@@ -275,16 +305,18 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         seq = backlog[-1].seq if backlog else request.after_seq
         streams = self.arbiter.metrics.streams.labels("game")
         streams.inc()
+        idle = Heartbeat(queue, self.heartbeat_s)
         try:
             for event in backlog:
                 yield encoded_event(card, seat, event)
+            idle.sent()
             while live:
-                try:
-                    item = await asyncio.wait_for(queue.get(), self.heartbeat_s)
-                except TimeoutError:
+                item = await queue.get()
+                if item is BEAT:
                     snap = await self.bridge.call(game.snapshot)
                     beat = Event(seq, EventType.HEARTBEAT, time.time(), snap)
                     yield encoded_event(card, seat, beat)
+                    idle.sent()
                     continue
                 if item is CLOSE:
                     return
@@ -292,7 +324,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 if item.turn is not None:  # this seat's turn: its clock runs from the send
                     item.sent = partial(self._turn_sent, game.id, item.turn)
                 yield item
+                idle.sent()
         finally:
+            idle.cancel()
             streams.dec()
             if live:
                 self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
@@ -309,19 +343,23 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         backlog = await self._call(context, request, self.arbiter.subscribe_player, token, sink)
         streams = self.arbiter.metrics.streams.labels("player")
         streams.inc()
+        idle = Heartbeat(queue, self.heartbeat_s)
         try:
             for note in backlog:
                 yield player_event(note)
+            idle.sent()
             while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), self.heartbeat_s)
-                except TimeoutError:
-                    yield api.PlayerEvent(type=api.PLAYER_EVENT_TYPE_HEARTBEAT)
-                    continue
+                item = await queue.get()
                 if item is CLOSE:
                     return
-                yield player_event(item)
+                yield (
+                    api.PlayerEvent(type=api.PLAYER_EVENT_TYPE_HEARTBEAT)
+                    if item is BEAT
+                    else player_event(item)
+                )
+                idle.sent()
         finally:
+            idle.cancel()
             streams.dec()
             self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
 

@@ -6,8 +6,10 @@ arrived at the transport, not by when the core gets to it. Every event is journa
 through the Host and told to subscribers only once durable: a play is answered after its
 commit, and a turn's clock starts when the turn is told, so a slow journal delays a game
 but never charges a player. Plays and resignations come from the transport bridge as tasks
-of their own that wait for their commit; a game has at most one event on its way to the
-journal at a time.
+of their own that wait for their commit; a game has at most one group of events on its way
+to the journal at a time. A play and the turn after it are one group (one commit per turn):
+the next dice are thrown while the play is judged, and the turn is opened by the play's
+commit (see GameSession._roll_ahead).
 """
 
 from __future__ import annotations
@@ -68,8 +70,9 @@ class Host(Protocol):
     pace: Pace  # new turns held back while the transport runs late
     metrics: Metrics  # turns, turn latency, clock lateness
 
-    def journal(self, game: GameSession, event: Event) -> Commit:
-        """Queue ``event`` for the journal; the commit says when it is durable."""
+    def journal(self, game: GameSession, *events: Event) -> Commit:
+        """Queue ``events`` for the journal (one group: all durable or none); the commit
+        says when."""
         ...
 
     async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
@@ -91,6 +94,15 @@ class Accepted:
     end_position: str
     used_ms: int
     duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """The next turn, thrown while the play before it is stored (see _roll_ahead)."""
+
+    turn_id: int
+    dice: tuple[int, int]
+    legal: tuple[Play, ...]
 
 
 @dataclass(frozen=True)
@@ -284,10 +296,14 @@ class GameSession:
                 self.connected[seat] -= 1
 
     # -- events -------------------------------------------------------------------------
-    def snapshot(self, *, offer: bool = False) -> Snapshot:
+    def snapshot(self, *, offer: bool = False, ahead: Ahead | None = None) -> Snapshot:
         """The state now. The legal plays show only while the turn is open (told and
         awaiting its play), or in the TURN_STARTED that offers it (``offer``): a turn on
-        its way to the journal is offered to nobody yet."""
+        its way to the journal is offered to nobody yet. ``ahead``: as the next turn,
+        rolled ahead, will offer it."""
+        if ahead is not None:
+            snap = self.snapshot()
+            return replace(snap, dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal)
         now = trio.current_time()
         clocks = [self.clocks[color].reading(now) for color in Color]
         scores = self.match.scores_by_colour(self)
@@ -314,9 +330,12 @@ class GameSession:
 
     def _record(self, kind: EventType, *, offer: bool = False, **extra) -> tuple[Event, Commit]:
         """The next event, queued for the journal; tell it (``_tell``) once durable."""
-        snap = self.snapshot(offer=offer)
-        event = Event(len(self.events) + 1, kind, time.time(), snap, **extra)
+        event = self._next_event(kind, offer=offer, **extra)
         return event, self.match.host.journal(self, event)
+
+    def _next_event(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
+        snap = self.snapshot(offer=offer)
+        return Event(len(self.events) + 1, kind, time.time(), snap, **extra)
 
     def _tell(self, event: Event) -> None:
         self.events.append(event)
@@ -399,15 +418,20 @@ class GameSession:
         """
         self.log("resumed at turn %d", self.turn_id)
         if self.result is None and self.dice and self.turn_id not in self.accepted:
-            mover = self.position.turn
-            await self._await_play(mover, tuple(self.variant.legal_plays(self.position, self.dice)))
+            await self._await_play(tuple(self.variant.legal_plays(self.position, self.dice)))
         return await self._play_on(None)
 
     async def _play_on(self, first: tuple[int, int] | None) -> GameResult:
         while self.result is None:
             await trio.lowlevel.checkpoint()
+            if (storing := self._committing) is not None:
+                await storing.wait()  # a play: its commit may open the next turn (_apply)
+                continue
             if self.result is not None:  # resigned while the loop was between turns
                 break
+            if self.open_turn:  # offered in the commit of the play before it
+                await self._clock_turn()
+                continue
             if first is None:
                 await self.match.host.pace.turn_may_start()
                 await self.throw_gate()
@@ -433,28 +457,37 @@ class GameSession:
         if len(plays) == 1 and self.match.auto_play_forced:
             await self._apply(plays[0], mover, automatic=True, used_ms=0)
             return
-        await self._await_play(mover, tuple(plays))
+        await self._await_play(tuple(plays))
 
-    async def _await_play(self, mover: Color, plays: tuple[Play, ...]) -> None:
+    async def _await_play(self, plays: tuple[Play, ...]) -> None:
         """Announce the turn, run the mover's clock, and forfeit the game if it runs out."""
         self.legal = plays
-        clock = self.clocks[mover]
         self._wake = trio.Event()
         # journaled, then handed to the streams
         await self.emit(EventType.TURN_STARTED, offer=self.result is None)
-        # The clock starts when the turn is told (the journal's time is never charged) and
-        # moves on when the mover's stream sends it (turn_sent).
-        clock.start(trio.current_time())
+        self._open_turn()
+        await self._clock_turn()
+
+    def _open_turn(self) -> None:
+        """The turn was told: the mover's clock starts (the journal's time is never
+        charged) and moves on when the mover's stream sends it (turn_sent)."""
+        self.clocks[self.position.turn].start(trio.current_time())
         self.open_turn = self.result is None
+
+    async def _clock_turn(self) -> None:
+        """Run the open turn's clock until its play is made, or forfeit the game if it
+        runs out. The play's commit may already have opened the next turn (_apply)."""
+        turn_id, mover = self.turn_id, self.position.turn
+        clock = self.clocks[mover]
         with trio.CancelScope(deadline=clock.deadline) as self._turn_scope:
-            while self._awaiting_play():
+            while self._awaiting_play(turn_id):
                 self._wake = trio.Event()
                 await self._wake.wait()
         deadline = clock.deadline
         # A play that arrived in time may still be on its way to the core, or to the
         # journal: judge it first.
         arrivals = self.match.host.arrivals
-        while self._awaiting_play():
+        while self._awaiting_play(turn_id):
             if (pending := self._committing) is not None:
                 await pending.wait()
             elif arrivals.pending(self.id, before=deadline):
@@ -463,9 +496,11 @@ class GameSession:
             else:
                 break
         arrivals.done_waiting(self.id)
+        if self.turn_id != turn_id:
+            return  # played (its clock charged); its commit opened the next turn
         clock.stop()  # stopped already if a play was charged
         self.open_turn = False
-        if self._awaiting_play():
+        if self._awaiting_play(turn_id):
             late = trio.current_time() - deadline
             self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
@@ -473,6 +508,9 @@ class GameSession:
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
+            # The loss is decided; writing the game's end waits until every other clock
+            # that ran out with this one has decided too (none is late for this one's work).
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
     def turn_sent(self, turn_id: int, at: float) -> None:
         """The mover's stream handed turn ``turn_id`` to the transport at ``at`` (on the
@@ -481,10 +519,15 @@ class GameSession:
         if turn_id == self.turn_id and clock.running and self._awaiting_play():
             self._turn_scope.deadline = clock.sent(at, MAX_SEND_DELAY_S)
 
-    def _awaiting_play(self) -> bool:
-        """No result yet, and no play accepted (or one is accepted but not yet stored)."""
-        return self.result is None and (
-            self.turn_id not in self.accepted or self._committing is not None
+    def _awaiting_play(self, turn_id: int | None = None) -> bool:
+        """No result yet, the turn (``turn_id``: the current one) still current, and no
+        play accepted (or one is accepted but not yet stored)."""
+        if turn_id is None:
+            turn_id = self.turn_id
+        return (
+            self.result is None
+            and self.turn_id == turn_id
+            and (turn_id not in self.accepted or self._committing is not None)
         )
 
     def arrival_settled(self) -> None:
@@ -505,7 +548,15 @@ class GameSession:
         self.dice = ()
         self.open_turn = False
         self.result = mine = self.variant.result(self.position, self.options.rules)
-        event, commit = self._record(EventType.PLAY_MADE, play=record)
+        event = self._next_event(EventType.PLAY_MADE, play=record)
+        ahead = self._roll_ahead()
+        if ahead is None:
+            commit = self.match.host.journal(self, event)
+        else:
+            offer = Event(
+                event.seq + 1, EventType.TURN_STARTED, event.time, self.snapshot(ahead=ahead)
+            )
+            commit = self.match.host.journal(self, event, offer)
         done = self._committing = trio.Event()
         try:
             with trio.CancelScope(shield=True):
@@ -515,6 +566,8 @@ class GameSession:
             self.position, self.legal, self.dice, self.open_turn = before
             if self.result is mine:  # (a resignation meanwhile stands)
                 self.result = result
+            if ahead is not None:
+                self.roller.rolled -= 2
             raise
         finally:
             self._committing = None
@@ -525,7 +578,36 @@ class GameSession:
         if not automatic:
             metrics.turn_latency.observe(used_ms / 1000)
         self._retire_announcement()
+        if ahead is not None:
+            self._open_ahead(ahead, offer)
         return answer
+
+    def _roll_ahead(self) -> Ahead | None:
+        """The next turn, thrown as a play is made so that one commit stores the play and
+        offers the next turn, when nothing must be waited for before its dice (the other
+        game of a duplicate pair, a transport running late: see _play_on) and it awaits a
+        play."""
+        pace, pair = self.match.host.pace, self.match.pair
+        if self.result is not None or self.match.stopping or (pace.limit and pace.lag > pace.limit):
+            return None
+        if pair is not None and not pair.reached_by_all(self, self.roller.rolled):
+            return None  # the other game of the pair is behind: the turn loop waits for it
+        dice = self.roller.roll()
+        plays = self.variant.legal_plays(self.position, dice)
+        if not plays or (len(plays) == 1 and self.match.auto_play_forced):
+            self.roller.rolled -= 2  # a pass or a forced play: the turn loop throws them again
+            return None
+        return Ahead(self.turn_id + 1, dice, tuple(plays))
+
+    def _open_ahead(self, ahead: Ahead, event: Event) -> None:
+        """The play's commit made the next turn durable too: tell it and open it now."""
+        self.turn_id = ahead.turn_id
+        if self.result is None and not self.match.stopping:
+            self.dice, self.legal = ahead.dice, ahead.legal
+            self._tell(event)
+            self._open_turn()
+        else:  # resigned or called off meanwhile: the turn is told, never offered
+            self._tell(replace(event, snapshot=replace(event.snapshot, legal=())))
 
     def _retire_announcement(self) -> None:
         """The turn is over: its TURN_STARTED event stops carrying the legal plays, so that
@@ -779,6 +861,11 @@ class MatchSession:
     @property
     def current(self) -> GameSession:
         return self.games[-1]
+
+    @property
+    def stopping(self) -> bool:
+        """Called off, or taken over by another instance: no new turn may open."""
+        return bool(self.called_off) or self._halted
 
     def fresh_clock(self) -> Clock:
         """A side's clock at the start of a game (and of a turn resumed after a restart)."""

@@ -88,11 +88,49 @@ def _personalise(state: pb.GameState, snap: Snapshot, audience: Color | None) ->
     """Mark the seat's colour and, on its turn, add the legal plays."""
     state.your_color = wire.color_pb(audience)
     if audience is not None and snap.legal and snap.position.turn is audience:
-        state.legal_plays.extend(wire.legal_pb(p) for p in snap.legal)
+        state.MergeFromString(b"".join(map(legal_play_field, snap.legal)))
 
 
-def event_pb(card: GameCard, event: Event, seat: int | None) -> pb.GameEvent:
-    """The event as ``seat`` (or a spectator, None) sees it; built once per audience."""
+# -- GameState.legal_plays, encoded by hand ------------------------------------------------
+# The 20-odd LegalPlay messages of a turn are the costliest part of its events when built
+# as messages (../shared/notes/turn-cost.md); their protobuf encoding is written here
+# directly and merged into the state, which upb then serializes canonically: the bytes on
+# the wire are those of wire.legal_pb (tests/server/test_views.py compares them).
+LEGAL_PLAYS = b"\x8a\x01"  # GameState field 17 (legal_plays), length-delimited
+_STEPS: dict[tuple[int, int, int], bytes] = {}  # Step (field 3 of LegalPlay) by its values
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _step_field(step) -> bytes:
+    key = (step.src, step.dst, step.die)
+    field = _STEPS.get(key)
+    if field is None:  # proto3: a zero value is not written
+        tagged = ((b"\x08", step.src), (b"\x10", step.dst), (b"\x18", step.die))
+        body = b"".join(tag + _varint(v) for tag, v in tagged if v)
+        field = _STEPS[key] = b"\x1a" + _varint(len(body)) + body
+    return field
+
+
+def legal_play_field(play) -> bytes:
+    """``play`` as one entry of GameState.legal_plays, serialized."""
+    notation, end = play.notation().encode(), play.end.text().encode()
+    body = b"".join(
+        (b"\x0a", _varint(len(notation)), notation, b"\x12", _varint(len(end)), end)
+    ) + b"".join(map(_step_field, play.steps))
+    return LEGAL_PLAYS + _varint(len(body)) + body
+
+
+def event_pb(card: GameCard, event: Event, seat: int | None, keep: bool = True) -> pb.GameEvent:
+    """The event as ``seat`` (or a spectator, None) sees it; built once per audience
+    (``keep``: cached with the event; the spectators' view always is)."""
     audience = card.color_of(seat, event.snapshot.white_seat)
     views = event.views
     msg = views.get(audience)
@@ -126,7 +164,8 @@ def event_pb(card: GameCard, event: Event, seat: int | None) -> pb.GameEvent:
     msg = pb.GameEvent()
     msg.CopyFrom(base)
     _personalise(msg.state, event.snapshot, audience)
-    views[audience] = msg
+    if keep:
+        views[audience] = msg
     return msg
 
 
@@ -137,7 +176,7 @@ def event_wire(card: GameCard, event: Event, seat: int | None) -> tuple[bytes, b
     key = ("wire", audience)
     wire_form = event.views.get(key)
     if wire_form is None:
-        msg = event_pb(card, event, seat)
+        msg = event_pb(card, event, seat, keep=False)  # only its bytes are kept
         offers = event.type is EventType.TURN_STARTED and len(msg.state.legal_plays) > 0
         wire_form = event.views[key] = (msg.SerializeToString(), offers)
     return wire_form

@@ -15,8 +15,10 @@ import trio
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
+from server.journal import EventType
 from server.store import SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLiteStore, StoreError
 from tests.server.conftest import execute
+from tests.server.test_journal import journal_rows
 
 
 def read_only(srv: EmbeddedServer, on: bool):
@@ -146,6 +148,18 @@ async def test_a_play_that_cannot_be_stored_is_refused_and_nothing_changes(db):
                 await trio.to_thread.run_sync(read_only(srv, False))
                 resp = await mover.submit(r.game_id, st.turn_id, end_position=play.end_position)
                 assert not resp.duplicate and resp.end_position == play.end_position
+                # The refused commit also held the next turn (thrown ahead, see
+                # GameSession._roll_ahead): its dice were thrown back, not skipped.
+                turns = (pb.EVENT_TYPE_TURN_STARTED, pb.EVENT_TYPE_TURN_PASSED)
+                async for ev in mover.events(r.game_id, from_start=True):
+                    if ev.type in turns and ev.state.turn_id > st.turn_id:
+                        break
+                rolled = {
+                    e["turn"]: e["rolled"]
+                    for _, kind, e in journal_rows(db, r.game_id)
+                    if kind in (EventType.TURN_STARTED, EventType.TURN_PASSED)
+                }
+                assert rolled[st.turn_id + 1] == rolled[st.turn_id] + 2
                 nursery.cancel_scope.cancel()
 
 
