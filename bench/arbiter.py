@@ -6,7 +6,9 @@
    concurrent games): memory per idle game, and how late the timeouts fire, from the
    games' event times and from the server's own ``nardy_clock_lateness_seconds``.
 
-Turn round trip and throughput against the raw transport (P2, P3): ``bench/turns.py``.
+``python -m bench arbiter [--quick]``; ``python -m bench.arbiter --idle-only`` runs only
+P4's idle games on an otherwise idle server. Turn round trip and throughput against the raw
+transport (P2, P3): ``bench/turns.py``.
 """
 
 from __future__ import annotations
@@ -243,7 +245,7 @@ async def p4(address: str, pid: int, games: int, turn_ms: int, load_games: int, 
         out["seen"] = seen
 
 
-def timeout_lateness(quick: bool) -> None:
+def timeout_lateness(quick: bool, idle_only: bool = False) -> None:
     """P4: 1,000 concurrent games, 100 of them flat out; the other 900 idle until their
     clocks run out (target: p99 <= 50 ms late; memory <= 100 KB per idle game)."""
     from bench.clock import ADMIN_ENV
@@ -252,7 +254,8 @@ def timeout_lateness(quick: bool) -> None:
     busy = 20 if quick else 100
     games = 200 if quick else 900
     turn_ms = 20_000 if quick else 60_000  # longer than creating them all takes
-    for label, load in (("idle server", 0), ("under play load", busy)):
+    cases = (("idle server", 0), ("under play load", busy))
+    for label, load in cases[:1] if idle_only else cases:
         http = free_port()
         with arbiter("--http-port", str(http)) as (address, proc):
             out: dict = {}
@@ -281,11 +284,14 @@ def timeout_lateness(quick: bool) -> None:
         )
 
 
-def main(quick: bool = False) -> None:
+def main(quick: bool = False, idle_only: bool = False) -> None:
     print(f"  load average: {os.getloadavg()[0]:.1f}")
-    idle_subscriptions(quick)
-    timeout_lateness(quick)
+    if not idle_only:
+        idle_subscriptions(quick)
+    timeout_lateness(quick, idle_only)
+    print(f"  load average: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    # --idle-only: P4's 900 idle games on an otherwise idle server, nothing else
+    main("--quick" in sys.argv, "--idle-only" in sys.argv)

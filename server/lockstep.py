@@ -51,6 +51,12 @@ class Lockstep:
             await moved.wait()
         await trio.lowlevel.checkpoint()
 
+    def reached_by_all(self, game: PairGame, k: int) -> bool:
+        """``game`` has reached die ``k``: may it throw it now, without waiting (``at``)?"""
+        self.reached[game.id] = k
+        self._wake()
+        return len(self.games) >= self.size and min(self.reached.values()) >= k
+
     def ended(self, game: PairGame) -> None:
         self.reached[game.id] = math.inf
         self._wake()

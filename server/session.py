@@ -6,8 +6,10 @@ arrived at the transport, not by when the core gets to it. Every event is journa
 through the Host and told to subscribers only once durable: a play is answered after its
 commit, and a turn's clock starts when the turn is told, so a slow journal delays a game
 but never charges a player. Plays and resignations come from the transport bridge as tasks
-of their own that wait for their commit; a game has at most one event on its way to the
-journal at a time.
+of their own that wait for their commit; a game has at most one group of events on its way
+to the journal at a time. A play and the turn after it are one group (one commit per turn):
+the next dice are thrown while the play is judged, and the turn is opened by the play's
+commit (see GameSession._roll_ahead).
 """
 
 from __future__ import annotations
@@ -582,13 +584,14 @@ class GameSession:
 
     def _roll_ahead(self) -> Ahead | None:
         """The next turn, thrown as a play is made so that one commit stores the play and
-        offers the next turn, when nothing must be waited for before its dice (a duplicate
-        pair's lockstep, a transport running late: see _play_on) and it awaits a play."""
-        pace = self.match.host.pace
-        if self.result is not None or self.match.pair is not None or self.match.stopping:
+        offers the next turn, when nothing must be waited for before its dice (the other
+        game of a duplicate pair, a transport running late: see _play_on) and it awaits a
+        play."""
+        pace, pair = self.match.host.pace, self.match.pair
+        if self.result is not None or self.match.stopping or (pace.limit and pace.lag > pace.limit):
             return None
-        if pace.limit and pace.lag > pace.limit:
-            return None
+        if pair is not None and not pair.reached_by_all(self, self.roller.rolled):
+            return None  # the other game of the pair is behind: the turn loop waits for it
         dice = self.roller.roll()
         plays = self.variant.legal_plays(self.position, dice)
         if not plays or (len(plays) == 1 and self.match.auto_play_forced):

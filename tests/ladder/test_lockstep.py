@@ -9,6 +9,8 @@ by throw number the fast game is never ahead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import grpc
 import trio
 import trio.testing
@@ -19,6 +21,7 @@ from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server.app import EmbeddedServer
+from server.lockstep import Lockstep
 
 STALL_S = 0.03
 
@@ -195,9 +198,6 @@ async def test_a_pair_killed_mid_way_resumes_in_lockstep_with_the_same_dice(tmp_
 async def test_the_first_game_of_a_pair_throws_only_once_its_partner_has_joined():
     """A pair is created one game at a time (and a restart reads it back one at a time):
     the first game must not throw die 0 before its partner exists to throw it too."""
-    from dataclasses import dataclass, field
-
-    from server.lockstep import Lockstep
 
     @dataclass(eq=False)
     class Game:
@@ -220,3 +220,26 @@ async def test_the_first_game_of_a_pair_throws_only_once_its_partner_has_joined(
         pair.add(second)
         nursery.start_soon(pair.at, second, 0)
         await thrown.wait()
+
+
+def test_a_game_throws_ahead_only_once_its_partner_has_reached_the_die():
+    """``reached_by_all`` (a game throwing its next turn while its play is stored) says yes
+    only when the other game of the pair has reached the same die, and counts the asking
+    game as having reached it (a partner waiting in ``at`` goes on)."""
+
+    @dataclass(eq=False)
+    class Game:
+        id: str
+        client_seeds: list[str] = field(default_factory=lambda: ["", ""])
+
+    pair = Lockstep("p", size=2)
+    a, b = Game("a"), Game("b")
+    pair.add(a)
+    assert not pair.reached_by_all(a, 4)  # b has not joined
+    pair.add(b)
+    assert not pair.reached_by_all(a, 4)  # b has not reached die 4
+    assert pair.reached["a"] == 4
+    assert pair.reached_by_all(b, 4)  # both at die 4
+    assert not pair.reached_by_all(b, 6)  # b may not run ahead of a
+    pair.ended(a)
+    assert pair.reached_by_all(b, 6)  # an ended partner holds nobody up

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from contextlib import contextmanager
 
 import trio
 
@@ -113,16 +114,21 @@ class Gate:
         await self.inner.close()
 
 
-async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
-    gate: Gate | None = None
+@contextmanager
+def gated(db: str):
+    """A real server on ``db`` whose store is a :class:`Gate`: yields (server, gate)."""
+    gates: list[Gate] = []
 
     def factory(path: str) -> Gate:
-        nonlocal gate
-        gate = Gate(path)
-        return gate
+        gates.append(Gate(path))
+        return gates[-1]
 
     with EmbeddedServer(db=db, store_factory=factory) as srv:
-        assert gate is not None
+        yield srv, gates[0]
+
+
+async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
+    with gated(db) as (srv, gate):
         async with Client(srv.address) as client:
             # games A and B: their movers are about to play
             ra, seats_a = await create(client, seed=6)
@@ -195,15 +201,7 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
 async def test_a_turn_on_its_way_to_the_journal_is_offered_to_nobody(db):
     """Until its TURN_STARTED is durable, no snapshot shows the turn's legal plays (a play
     sent for it would be refused): the turn is offered once, by its TURN_STARTED."""
-    gate: Gate | None = None
-
-    def factory(path: str) -> Gate:
-        nonlocal gate
-        gate = Gate(path)
-        return gate
-
-    with EmbeddedServer(db=db, store_factory=factory) as srv:
-        assert gate is not None
+    with gated(db) as (srv, gate):
         try:
             await offered_once(srv, gate)
         finally:
@@ -244,15 +242,7 @@ async def test_a_play_and_the_turn_after_it_are_one_commit(db):
     """One journal commit per turn: a play's PLAY_MADE and the next turn's TURN_STARTED
     (thrown while the play is judged) go to the store in one transaction, and the turn
     is offered once that transaction is durable."""
-    gate: Gate | None = None
-
-    def factory(path: str) -> Gate:
-        nonlocal gate
-        gate = Gate(path)
-        return gate
-
-    with EmbeddedServer(db=db, store_factory=factory) as srv:
-        assert gate is not None
+    with gated(db) as (srv, gate):
         async with Client(srv.address) as client:
             r, seats = await create(client, seed=77)
             turn = 0
