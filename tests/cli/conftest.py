@@ -40,7 +40,7 @@ atexit.register(shutil.rmtree, RECORDS, True)
 
 
 def spawn(
-    *args: str, timeout: float = 20, env: dict | None = None, size: tuple[int, int] = (100, 30)
+    *args: str, timeout: float = 60, env: dict | None = None, size: tuple[int, int] = (100, 30)
 ) -> fdpexpect.fdspawn:
     """``nardy ARGS`` in a pseudo-terminal of ``size`` (columns, rows), without colour.
 

@@ -28,7 +28,6 @@ def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
         "--start", HOME4,
         "--name", "tester",
         "--turn-time-ms", "5000",  # see below: a resignation between turns can wait for the clock
-        timeout=30,
     )  # fmt: skip
     child.expect("Game 1 started: you play white, random plays black")
     child.expect("Your turn: 3-1")
@@ -186,7 +185,6 @@ def test_short_nardy_enter_from_the_bar_step_by_step():
         "--start", ENTER5,
         "--name", "tester",
         "--turn-time-ms", "30000",
-        timeout=30,
     )  # fmt: skip
     child.expect("Your turn: 6-1")
     child.expect("bar 1")

@@ -22,7 +22,6 @@ def test_opponent_play_in_your_numbering_marked_and_the_game_saved(tmp_path):
     child = spawn(
         "play", *START_ARGS, "--dice", "3,1,6,6", "--records", str(records),
         "--turn-time-ms", "30000",
-        timeout=30,
     )  # fmt: skip
     child.expect(r"Your roll 3-1 has one legal play: 24/21 21/20 \(played for you\)")
     # the last play is marked beside the point numbers, without colour too: black landed on 6;
@@ -55,7 +54,7 @@ def test_opponent_play_in_your_numbering_marked_and_the_game_saved(tmp_path):
 
 
 def test_ctrl_c_says_what_became_of_the_game():
-    child = spawn("play", *START_ARGS, "--dice", "3,1", timeout=30)
+    child = spawn("play", *START_ARGS, "--dice", "3,1")
     child.expect("random to play")
     child.proc.send_signal(signal.SIGINT)  # Ctrl-C (the test's pty is not a controlling tty)
     child.expect("nardy play: interrupted. The game is played on this computer's own arbiter")
@@ -65,7 +64,7 @@ def test_ctrl_c_says_what_became_of_the_game():
 
 
 def test_a_narrow_terminal_gets_the_compact_board():
-    child = spawn("play", *START_ARGS, "--dice", "3,1", size=(70, 30), timeout=30)
+    child = spawn("play", *START_ARGS, "--dice", "3,1", size=(70, 30))
     child.expect("random to play")
     # the side panel moves under the board: a player's name, pips and clock on one line
     child.expect(r"O" + B + r" tester" + B + r" \(you, white\)" + B + r"  pips \d+  off  0")
@@ -75,7 +74,7 @@ def test_a_narrow_terminal_gets_the_compact_board():
 
 
 def test_a_terminal_too_small_for_the_board_says_so():
-    child = spawn("play", *START_ARGS, "--dice", "3,1", size=(50, 16), timeout=30)
+    child = spawn("play", *START_ARGS, "--dice", "3,1", size=(50, 16))
     child.expect(r"The terminal is 50x16: the board needs at least")
     child.expect(r"58x20")  # (wrapped to the terminal's width)
     child.sendline("quit")
