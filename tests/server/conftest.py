@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -55,3 +58,23 @@ def execute(db: str, sql: str):
             return cur.fetchall() if cur.description else []
     with sqlite3.connect(db) as conn:
         return conn.execute(sql).fetchall()
+
+
+@contextmanager
+def held_core(srv: EmbeddedServer) -> Iterator[None]:
+    """The arbiter's trio thread blocked while the block runs (a core running far behind):
+    what still answers, and what the clocks charge, without the core."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # runs in the trio thread and blocks it
+        held.set()
+        release.wait(120)
+
+    holder = threading.Thread(target=srv.call, args=(hold,))
+    holder.start()
+    assert held.wait(60)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join()

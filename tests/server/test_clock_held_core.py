@@ -6,6 +6,7 @@ is refused for time and each side is charged up to its arrival, not to the judgi
 from __future__ import annotations
 
 import threading
+import time
 
 import grpc
 
@@ -13,6 +14,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
+from tests.server.conftest import held_core
 
 GAMES = 8
 TURN_MS = 2000  # long enough for the set-up of all games on a busy machine
@@ -70,16 +72,7 @@ def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_th
             return arrival
 
         arrivals.stamp = counting_stamp
-        held, release = threading.Event(), threading.Event()
-
-        def hold_the_core() -> None:  # runs in the trio thread and blocks it
-            held.set()
-            release.wait(120)
-
-        holder = threading.Thread(target=srv.call, args=(hold_the_core,))
-        holder.start()
-        assert held.wait(60)
-        try:
+        with held_core(srv):
             answers = [
                 stub.SubmitPlay.future(
                     api.SubmitPlayRequest(
@@ -97,10 +90,7 @@ def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_th
             # from when it was sent, before its play was stamped)
             last = max(a.time for a in stamped)
             while arrivals.now() < last + TURN_MS / 1000:
-                release.wait(last + TURN_MS / 1000 - arrivals.now())
-        finally:
-            release.set()
-            holder.join()
+                time.sleep(last + TURN_MS / 1000 - arrivals.now())  # time passes, held
         used = [a.result().used_ms for a in answers]  # none refused for time
         assert all(0 <= ms < TURN_MS for ms in used)
         for _, _, _, streams in turns:  # and no game was lost on time

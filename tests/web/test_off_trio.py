@@ -5,7 +5,6 @@ catalogue and the games' told events."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 
 import grpc
@@ -14,6 +13,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
+from tests.server.conftest import held_core
 
 RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
 
@@ -72,24 +72,12 @@ def test_the_front_page_and_list_games_answer_while_the_core_is_held_up():
             if stub.ListGames(ended, timeout=30).games:
                 break
 
-        held, release = threading.Event(), threading.Event()
-
-        def hold_the_core() -> None:  # runs in the trio thread and blocks it
-            held.set()
-            release.wait(120)
-
-        holder = threading.Thread(target=srv.call, args=(hold_the_core,))
-        holder.start()
-        assert held.wait(60)
-        try:
+        with held_core(srv):
             with urllib.request.urlopen(srv.http_url + "/api/games", timeout=30) as r:
                 index = json.load(r)
             with urllib.request.urlopen(srv.http_url + "/", timeout=30) as r:
                 page = r.read().decode()
             listed = stub.ListGames(api.ListGamesRequest(limit=10), timeout=30)
-        finally:
-            release.set()
-            holder.join()
         assert [g["gameId"] for g in index["in_progress"]] == [live.game_id]
         assert index["in_progress"][0]["status"] == "GAME_STATUS_IN_PROGRESS"
         assert [g["gameId"] for g in index["finished"]] == [finished.game_id]
