@@ -9,8 +9,11 @@ whole when it ends (the *offline* lambda-return form of TD(lambda)): for the pos
 
 (``flip`` turns the values round to the other side to move) and one gradient step on
 ``sum_t |G_t - V(s_t)|^2 / 2`` follows, with step ``alpha / sqrt(1 + i / alpha_half)``
-for game ``i`` (large steps early, smaller ones as the play settles). A game stops at
-the first position with both sides all home: from there the exact bear-off tables
+for game ``i`` (large steps early, smaller ones as the play settles; a run resumed with
+another ``--alpha`` or ``--alpha-half`` goes on with the new step from the checkpoint's
+game on, ``meta["steps"]`` lists ``[first game, alpha, alpha_half]`` of each stretch;
+``--hidden`` on a resumed run grows the network, :func:`grow`). A game stops at the
+first position with both sides all home: from there the exact bear-off tables
 (engines/bearoff.py) are the outcome, and the network is never asked about such positions
 (``meta["bearoff_from"]``: the first game trained so; earlier games were played out).
 
@@ -100,6 +103,23 @@ def learn(net: Network, x: np.ndarray, g: np.ndarray, alpha: float) -> float:
     return float((err**2).mean())
 
 
+def grow(net: Network, hidden: int, seed: int) -> Network:
+    """``net`` with ``hidden`` hidden units: the new units get small random input weights
+    (from ``seed`` and the game count, so a resumed run is reproducible) and zero output
+    weights, so the grown network plays exactly like ``net`` until training moves them.
+    ``meta["grown"]`` lists ``[game, units before, units after]`` for each growth."""
+    games = int(net.meta["games"])
+    rng = np.random.default_rng([seed, games, hidden])
+    extra = hidden - net.hidden
+    w1 = np.hstack(
+        [net.w1, rng.normal(0.0, 1.0 / np.sqrt(net.w1.shape[0]), (net.w1.shape[0], extra))]
+    )
+    w2 = np.vstack([net.w2, np.zeros((extra, net.w2.shape[1]))])
+    meta = dict(net.meta, hidden=hidden)
+    meta["grown"] = [*net.meta.get("grown", []), [games, net.hidden, hidden]]
+    return Network(w1, np.concatenate([net.b1, np.zeros(extra)]), w2, net.b2.copy(), meta=meta)
+
+
 def game_rng(seed: int, game: int) -> random.Random:
     return random.Random(f"nardy-train:{seed}:{game}")
 
@@ -132,7 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--games", type=int, default=20_000, help="train until this many games in all")
     ap.add_argument("--seed", type=int, default=1, help="seed of the weights and the dice")
-    ap.add_argument("--hidden", type=int, default=80, help="hidden units (new runs only)")
+    ap.add_argument(
+        "--hidden",
+        type=int,
+        default=None,
+        help="hidden units (default 80); resuming with more grows the checkpoint's network",
+    )
     ap.add_argument("--alpha", type=float, default=0.1, help="step size at the start")
     ap.add_argument(
         "--alpha-half", type=float, default=10_000, help="games until the step is alpha/sqrt(2)"
@@ -171,11 +196,27 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         net.meta.setdefault("workers", [[0, 1]])  # checkpoints from before --workers
         print(f"resuming {ckpt} at game {done}", file=sys.stderr)
+        if args.hidden is not None and args.hidden != net.hidden:
+            if args.hidden < net.hidden or net.meta.get("average"):
+                print(
+                    f"{ckpt}: {net.hidden} hidden units can only grow (and not while averaging)",
+                    file=sys.stderr,
+                )
+                return 2
+            net = grow(net, args.hidden, args.seed)
     else:
-        net = Network.random(args.hidden, seed=args.seed)
-        net.meta = {"seed": args.seed, "games": 0, "hidden": args.hidden, "seconds": 0.0}
+        hidden = args.hidden or 80
+        net = Network.random(hidden, seed=args.seed)
+        net.meta = {"seed": args.seed, "games": 0, "hidden": hidden, "seconds": 0.0}
         done = 0
     net.meta.setdefault("bearoff_from", done)  # games from here on stop at the tables
+    # [first game, alpha, alpha_half] of each stretch (checkpoints from before: one stretch)
+    steps = net.meta.setdefault(
+        "steps",
+        [[0, net.meta.get("alpha", args.alpha), net.meta.get("alpha_half", args.alpha_half)]],
+    )
+    if steps[-1][1:] != [args.alpha, args.alpha_half]:
+        steps.append([done, args.alpha, args.alpha_half])
     net.meta.update(
         alpha=args.alpha,
         alpha_half=args.alpha_half,

@@ -315,6 +315,36 @@ def test_training_exports_the_mean_of_the_checkpoints_from_a_game_on(tmp_path):
     assert train.main(["--games", "8", *plain]) == 2
 
 
+def test_a_grown_network_plays_like_the_one_it_grew_from():
+    net = nw.Network.random(8, seed=2)
+    net.meta = {"games": 10}
+    wide = train.grow(net, 12, seed=1)
+    assert wide.hidden == 12 and wide.meta["grown"] == [[10, 8, 12]]
+    x = nw.encode(game_positions(6, 30))
+    assert np.allclose(wide.forward(x)[1], net.forward(x)[1])
+    assert np.array_equal(wide.w1[:, :8], net.w1) and wide.w1[:, 8:].std() > 0
+
+
+def test_training_grows_and_changes_step_reproducibly_on_resume(tmp_path):
+    common = ["--seed", "5", "--eval-every", "0", "--checkpoint-every", "2"]
+    runs = []
+    for name in ("a", "b"):
+        ckpt = str(tmp_path / f"{name}.npz")
+        assert train.main(["--games", "2", "--hidden", "8", "--checkpoint", ckpt, *common]) == 0
+        more = ["--hidden", "12", "--alpha", "0.03", "--checkpoint", ckpt, *common]
+        assert train.main(["--games", "4", *more]) == 0
+        runs.append(nw.Network.load(ckpt))
+    a, b = runs
+    assert a.hidden == 12 and a.meta["grown"] == [[2, 8, 12]]
+    assert a.meta["steps"] == [[0, 0.1, 10_000], [2, 0.03, 10_000]]
+    for k in ("w1", "b1", "w2", "b2"):
+        assert np.array_equal(getattr(a, k), getattr(b, k))
+    assert np.abs(a.w2[8:]).max() > 0  # the new units learned
+    # a network never shrinks
+    shrink = ["--games", "6", "--hidden", "8", "--checkpoint", str(tmp_path / "a.npz")]
+    assert train.main([*shrink, *common]) == 2
+
+
 def test_training_refuses_another_seeds_checkpoint(tmp_path):
     ckpt = tmp_path / "c.npz"
     common = ["--hidden", "8", "--eval-every", "0", "--checkpoint", str(ckpt)]
