@@ -1,5 +1,6 @@
 """The compiled accelerators, built at install: the long-nardy move generator
-(nardy/long/_movegen.c) and the engines' evaluation (engines/_evaluate.c).
+(nardy/long/_movegen.c), the engines' evaluation (engines/_evaluate.c) and the value
+network's inputs (engines/_network.c).
 
 Optional: without a C compiler (or if the build fails for any reason) the package still
 installs, and nardy.long.movegen / engines.evaluate use their pure-Python code (the
@@ -39,6 +40,12 @@ setup(
             "engines._evaluate",
             ["engines/_evaluate.c"],
             # no fused multiply-add: the equities must be bit-identical to the Python ones
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        ),
+        Extension(
+            "engines._network",
+            ["engines/_network.c"],
             extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,
         ),

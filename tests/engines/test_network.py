@@ -90,7 +90,17 @@ def test_encoding_matches_the_documented_reference():
     x = nw.encode(positions)
     assert x.shape == (len(positions), nw.FEATURES)
     want = np.array([reference(p) for p in positions])
-    assert np.allclose(x, want)
+    assert np.array_equal(x, want)  # every input is one correctly rounded division
+
+
+@pytest.mark.skipif(nw._COMPILED is None, reason="engines._network was not built")
+def test_compiled_encoding_is_the_numpy_one_bit_for_bit():
+    positions = game_positions(3, 2000) + [START, MIDDLE, RACE, BEAR_OFF]
+    x, c = nw._encode(positions)
+    c0 = nw.counts(*nw._boards(positions))
+    assert np.array_equal(c, c0) and np.array_equal(x, nw.features(c0))
+    with pytest.raises(ValueError):
+        nw._COMPILED.encode(positions, np.empty((1, nw.FEATURES)), c)
 
 
 def mirrored(pos: Position) -> Position:

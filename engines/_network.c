@@ -1,0 +1,163 @@
+/* Compiled network inputs: the same encoding as the numpy reference in engines/network.py
+ * (counts, features, blocks, race), position by position in C, for the lookahead's
+ * hundreds to thousands of positions per call, where numpy's per-call overhead and the
+ * Position -> array conversion dominated. Bit-identical to the reference (every input is
+ * one correctly rounded operation on integers); tests/engines/test_network.py compares.
+ *
+ * Built by setuptools as engines._network (optional, like engines._evaluate).
+ *
+ * Python API:
+ *   encode(positions, x, c) -> None
+ *     positions: a list of nardy.Position (turn, board), board 24 signed counts by
+ *     absolute index (white positive), turn 0 white / 1 black;
+ *     x: a writable C-contiguous float64 buffer of len(positions) * 215 (the inputs);
+ *     c: a writable C-contiguous int64 buffer of len(positions) * 48 (the counts of the
+ *     side to move on its points 1..24, then of its opponent on its own points 1..24).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define POINTS 24
+#define UNITS 4
+#define BLOCK 7
+#define SIDE (POINTS * UNITS + 4 + BLOCK)
+#define FEATURES (2 * SIDE + 1)
+#define CHECKERS 15
+
+/* absolute index of color's own point p (1..24), RULES.md section 1 */
+static int idx_of(int color, int p) { return color == 0 ? POINTS - p : (36 - p) % POINTS; }
+
+/* progress of a side's point p along the other side's path */
+static int prog_other(int p) { return p <= 12 ? 12 - p : 36 - p; }
+
+static int popcount6(unsigned w) { return __builtin_popcount(w & 63u); }
+
+static void encode_one(const long board[POINTS], int turn, double *x, int64_t *c) {
+    int color[2] = {turn, 1 - turn};
+    for (int s = 0; s < 2; s++) {
+        int sign = color[s] == 0 ? 1 : -1;
+        for (int p = 1; p <= POINTS; p++) {
+            long n = sign * board[idx_of(color[s], p)];
+            c[s * POINTS + p - 1] = n > 0 ? n : 0;
+        }
+    }
+    memset(x, 0, sizeof(double) * FEATURES);
+    uint32_t mask[2] = {0, 0};
+    int rear[2] = {99, 99}, front[2] = {-1, -1};
+    for (int s = 0; s < 2; s++) {
+        const int64_t *cs = c + s * POINTS;
+        double *xs = x + s * SIDE;
+        int64_t on = 0, pips = 0, home = 0;
+        for (int p = 1; p <= POINTS; p++) {
+            int64_t n = cs[p - 1];
+            double *u = xs + (p - 1) * UNITS;
+            u[0] = n >= 1;
+            u[1] = n >= 2;
+            u[2] = n >= 3;
+            u[3] = n > 3 ? (double)(n - 3) / 4 : 0.0;
+            on += n;
+            pips += n * p;
+            if (p <= 6) home += n;
+            if (n > 0) {
+                mask[s] |= 1u << prog_other(p);
+                if (POINTS - p < rear[s]) rear[s] = POINTS - p;
+                if (prog_other(p) > front[s]) front[s] = prog_other(p);
+            }
+        }
+        xs[POINTS * UNITS + 0] = (double)(CHECKERS - on) / CHECKERS;
+        xs[POINTS * UNITS + 1] = (double)pips / 150;
+        xs[POINTS * UNITS + 2] = (double)cs[POINTS - 1] / CHECKERS;
+        xs[POINTS * UNITS + 3] = (double)home / CHECKERS;
+    }
+    for (int s = 0; s < 2; s++) {
+        /* side s's blocks against the other side o: the other's checkers by their
+         * progress j along their own path, and the held points in the six in front */
+        const int64_t *co = c + (1 - s) * POINTS;
+        double *b = x + s * SIDE + POINTS * UNITS + 4;
+        double hist[7] = {0};
+        for (int j = 0; j < POINTS; j++) {
+            int64_t n = co[POINTS - 1 - j];
+            if (n) hist[popcount6(mask[s] >> (j + 1))] += (double)n;
+        }
+        for (int h = 1; h <= 6; h++) b[h - 1] = hist[h] / CHECKERS;
+        uint32_t m = mask[s];
+        int longest = 0;
+        for (int k = 0; k < 6; k++) {
+            longest += m != 0;
+            m &= m >> 1;
+        }
+        b[6] = longest / 6.0;
+    }
+    x[FEATURES - 1] = (rear[0] > front[1]) && (rear[1] > front[0]);
+}
+
+static PyObject *encode(PyObject *self, PyObject *args) {
+    PyObject *positions, *xobj, *cobj;
+    if (!PyArg_ParseTuple(args, "OOO", &positions, &xobj, &cobj)) return NULL;
+    PyObject *seq = PySequence_Fast(positions, "positions must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_buffer xb, cb;
+    if (PyObject_GetBuffer(xobj, &xb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(cobj, &cb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&xb);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (xb.len != (Py_ssize_t)(n * FEATURES * sizeof(double)) ||
+        cb.len != (Py_ssize_t)(n * 2 * POINTS * sizeof(int64_t))) {
+        PyErr_SetString(PyExc_ValueError, "buffers of the wrong size");
+        goto done;
+    }
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pos = items[i];
+        if (!PyTuple_Check(pos) || PyTuple_GET_SIZE(pos) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a position is a (turn, board) tuple");
+            goto done;
+        }
+        long turn = PyLong_AsLong(PyTuple_GET_ITEM(pos, 0));
+        PyObject *bt = PyTuple_GET_ITEM(pos, 1);
+        if ((turn != 0 && turn != 1) || !PyTuple_Check(bt) || PyTuple_GET_SIZE(bt) != POINTS) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad position");
+            goto done;
+        }
+        long board[POINTS];
+        for (int a = 0; a < POINTS; a++) {
+            board[a] = PyLong_AsLong(PyTuple_GET_ITEM(bt, a));
+            if (board[a] == -1 && PyErr_Occurred()) goto done;
+        }
+        encode_one(board, (int)turn, (double *)xb.buf + i * FEATURES,
+                   (int64_t *)cb.buf + i * 2 * POINTS);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&xb);
+    PyBuffer_Release(&cb);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"encode", encode, METH_VARARGS, "encode(positions, x, c): the network inputs and counts"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_network",
+                                    "Compiled network inputs (see engines/network.py).", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__network(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "FEATURES", FEATURES) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
