@@ -7,6 +7,7 @@
  * Built by setuptools as engines._network (optional, like engines._evaluate).
  *
  * Python API:
+ *   hidden(positions, w1, b1, h, c) -> None: see the function
  *   encode(positions, x, c) -> None
  *     positions: a list of nardy.Position (turn, board), board 24 signed counts by
  *     absolute index (white positive), turn 0 white / 1 black;
@@ -93,6 +94,26 @@ static void encode_one(const long board[POINTS], int turn, double *x, int64_t *c
     x[FEATURES - 1] = (rear[0] > front[1]) && (rear[1] > front[0]);
 }
 
+/* a Position (turn, board) -> 24 counts and the side to move; -1 with an exception */
+static int read_position(PyObject *pos, long board[POINTS], int *turn) {
+    if (!PyTuple_Check(pos) || PyTuple_GET_SIZE(pos) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a position is a (turn, board) tuple");
+        return -1;
+    }
+    long t = PyLong_AsLong(PyTuple_GET_ITEM(pos, 0));
+    PyObject *bt = PyTuple_GET_ITEM(pos, 1);
+    if ((t != 0 && t != 1) || !PyTuple_Check(bt) || PyTuple_GET_SIZE(bt) != POINTS) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad position");
+        return -1;
+    }
+    for (int a = 0; a < POINTS; a++) {
+        board[a] = PyLong_AsLong(PyTuple_GET_ITEM(bt, a));
+        if (board[a] == -1 && PyErr_Occurred()) return -1;
+    }
+    *turn = (int)t;
+    return 0;
+}
+
 static PyObject *encode(PyObject *self, PyObject *args) {
     PyObject *positions, *xobj, *cobj;
     if (!PyArg_ParseTuple(args, "OOO", &positions, &xobj, &cobj)) return NULL;
@@ -117,23 +138,10 @@ static PyObject *encode(PyObject *self, PyObject *args) {
     }
     PyObject **items = PySequence_Fast_ITEMS(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pos = items[i];
-        if (!PyTuple_Check(pos) || PyTuple_GET_SIZE(pos) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a position is a (turn, board) tuple");
-            goto done;
-        }
-        long turn = PyLong_AsLong(PyTuple_GET_ITEM(pos, 0));
-        PyObject *bt = PyTuple_GET_ITEM(pos, 1);
-        if ((turn != 0 && turn != 1) || !PyTuple_Check(bt) || PyTuple_GET_SIZE(bt) != POINTS) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad position");
-            goto done;
-        }
         long board[POINTS];
-        for (int a = 0; a < POINTS; a++) {
-            board[a] = PyLong_AsLong(PyTuple_GET_ITEM(bt, a));
-            if (board[a] == -1 && PyErr_Occurred()) goto done;
-        }
-        encode_one(board, (int)turn, (double *)xb.buf + i * FEATURES,
+        int turn;
+        if (read_position(items[i], board, &turn) < 0) goto done;
+        encode_one(board, turn, (double *)xb.buf + i * FEATURES,
                    (int64_t *)cb.buf + i * 2 * POINTS);
     }
     result = Py_None;
@@ -145,7 +153,63 @@ done:
     return result;
 }
 
+/* h = b1 + the rows of w1 weighted by the nonzero inputs x */
+static void add_rows(float *restrict h, const float *restrict b1, const float *restrict w1,
+                     const double *x, Py_ssize_t nh) {
+    memcpy(h, b1, nh * sizeof(float));
+    for (int f = 0; f < FEATURES; f++) {
+        if (x[f] == 0.0) continue;
+        const float xf = (float)x[f];
+        const float *restrict w = w1 + f * nh;
+        for (Py_ssize_t j = 0; j < nh; j++) h[j] += xf * w[j];
+    }
+}
+
+/* hidden(positions, w1, b1, h, c): the hidden layer's inputs x @ w1 + b1 (float32, the
+ * sum over the nonzero inputs only: most of the 215 are zero) into h (n * hidden
+ * float32), and the counts into c as in encode(); w1: float32 FEATURES * hidden. */
+static PyObject *hidden(PyObject *self, PyObject *args) {
+    PyObject *positions, *wobj, *bobj, *hobj, *cobj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &positions, &wobj, &bobj, &hobj, &cobj)) return NULL;
+    PyObject *seq = PySequence_Fast(positions, "positions must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_buffer wb = {0}, bb = {0}, hb = {0}, cb = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(wobj, &wb, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(bobj, &bb, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(hobj, &hb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(cobj, &cb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    Py_ssize_t nh = bb.len / (Py_ssize_t)sizeof(float);
+    if (wb.len != (Py_ssize_t)(FEATURES * nh * sizeof(float)) ||
+        hb.len != (Py_ssize_t)(n * nh * sizeof(float)) ||
+        cb.len != (Py_ssize_t)(n * 2 * POINTS * sizeof(int64_t))) {
+        PyErr_SetString(PyExc_ValueError, "buffers of the wrong size");
+        goto done;
+    }
+    const float *w1 = wb.buf, *b1 = bb.buf;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    double x[FEATURES];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long board[POINTS];
+        int turn;
+        if (read_position(items[i], board, &turn) < 0) goto done;
+        encode_one(board, turn, x, (int64_t *)cb.buf + i * 2 * POINTS);
+        add_rows((float *)hb.buf + i * nh, b1, w1, x, nh);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (wb.obj) PyBuffer_Release(&wb);
+    if (bb.obj) PyBuffer_Release(&bb);
+    if (hb.obj) PyBuffer_Release(&hb);
+    if (cb.obj) PyBuffer_Release(&cb);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"hidden", hidden, METH_VARARGS, "hidden(positions, w1, b1, h, c): x @ w1 + b1 and counts"},
     {"encode", encode, METH_VARARGS, "encode(positions, x, c): the network inputs and counts"},
     {NULL, NULL, 0, NULL}};
 

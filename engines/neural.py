@@ -37,16 +37,18 @@ class Level:
     ply: int  # 0: the network alone; 1: one roll of lookahead
     k: int  # candidates searched at 1 ply
     margin: float  # ... within this many points of the 0-ply best
+    k2: int  # 1-ply candidates then searched at 2 ply (0: none) ...
+    margin2: float  # ... within this many points of the 1-ply best
     noise: float  # standard deviation (points) of the noise added to each play's equity
     slip: float  # chance of taking the 2nd or 3rd choice ...
     slip_margin: float  # ... when it is within this many points of the best
 
 
 LEVELS: dict[int, Level] = {
-    0: Level(ply=0, k=1, margin=0.0, noise=0.30, slip=0.30, slip_margin=0.40),
-    1: Level(ply=0, k=1, margin=0.0, noise=0.10, slip=0.12, slip_margin=0.15),
-    2: Level(ply=0, k=1, margin=0.0, noise=0.0, slip=0.0, slip_margin=0.0),
-    3: Level(ply=1, k=5, margin=0.25, noise=0.0, slip=0.0, slip_margin=0.0),
+    0: Level(0, 1, 0.0, 0, 0.0, noise=0.30, slip=0.30, slip_margin=0.40),
+    1: Level(0, 1, 0.0, 0, 0.0, noise=0.10, slip=0.12, slip_margin=0.15),
+    2: Level(0, 1, 0.0, 0, 0.0, noise=0.0, slip=0.0, slip_margin=0.0),
+    3: Level(1, 5, 0.25, 3, 0.05, noise=0.0, slip=0.0, slip_margin=0.0),
 }
 FULL = 3
 #: The level ``nardy play`` offers a newcomer: it slips often enough to be beaten.
@@ -77,6 +79,7 @@ class NetworkEngine(Engine):
         self.max_seconds = max_seconds
         self.rng = random.Random(seed)
         self.timeouts = 0  # searches cut short by the clock
+        self.deepened = 0  # choices made at 2 ply
 
     def pick(
         self,
@@ -109,8 +112,27 @@ class NetworkEngine(Engine):
                         break
                     deep[i] = float(equity(v, values))
                 if len(deep) >= 2:
-                    scores = deep
+                    scores = self._deepen(plays, deep, deadline, values)
         return plays[self._choose(scores)]
+
+    def _deepen(self, plays: list[Play], deep: dict[int, float], deadline, values) -> dict:
+        """The 2-ply values of the best 1-ply candidates within ``margin2`` of the best
+        (at most ``k2``, searched in 1-ply order while time lasts), or ``deep`` unchanged
+        when fewer than two of them could be searched."""
+        p = self.params
+        ranked = sorted(deep, key=lambda i: -deep[i])
+        close = [i for i in ranked[: p.k2] if deep[i] >= deep[ranked[0]] - p.margin2]
+        if len(close) < 2:
+            return deep
+        deeper: dict[int, float] = {}
+        for i in close:
+            v = lookahead(self.net, plays[i].end, deadline, depth=2)
+            if v is None:
+                self.timeouts += 1
+                break
+            deeper[i] = float(equity(v, values))
+        self.deepened += len(deeper) >= 2
+        return deeper if len(deeper) >= 2 else deep
 
     def _choose(self, scores: dict[int, float]) -> int:
         p = self.params

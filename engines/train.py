@@ -100,6 +100,7 @@ def learn(net: Network, x: np.ndarray, g: np.ndarray, alpha: float) -> float:
     net.b2 -= alpha * dy.sum(0)
     net.w1 -= alpha * (x.T @ dh)
     net.b1 -= alpha * dh.sum(0)
+    net.changed()
     return float((err**2).mean())
 
 

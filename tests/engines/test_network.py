@@ -20,6 +20,7 @@ from nardy import CHECKERS, Color, Position, legal_plays, result
 START = Position.start()
 MIDDLE = Position.parse("w/8,0,0,1,1,1,2,0,0,1,0,0,-7,0,0,0,-1,-1,-1,1,-2,-1,0,-2")
 RACE = Position.parse("b/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,2,3,3,3,2,1")
+EARLY = Position.parse("b/14,0,0,0,0,0,0,0,0,0,0,0,-14,0,0,0,1,0,0,0,0,-1,0,0")
 BEAR_OFF = Position.parse("w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,1,0,14,0,0")
 
 
@@ -173,7 +174,7 @@ def test_flip_and_equity():
     assert np.isclose(nw.equity(v, last), nw.equity(np.array([0.7, 0.0, 0.05]), last))
 
 
-@pytest.mark.parametrize("ply", [0, 1])
+@pytest.mark.parametrize("ply", [0, 1, 2])
 @pytest.mark.parametrize(
     "pos,dice", [(START, (3, 1)), (MIDDLE, (5, 2)), (MIDDLE, (2, 2)), (RACE, (6, 4))]
 )
@@ -218,16 +219,45 @@ def test_levels_play_legal_moves(level):
         assert any(play is p for p in plays)
 
 
-def test_full_level_is_the_one_ply_choice_among_pruned_candidates(net):
+def two_ply(net: nw.Network, end: Position) -> np.ndarray:
+    """2-ply by hand: each opponent roll's best 0-ply reply, judged at 1 ply by us."""
+    total = np.zeros(3)
+    for roll, weight in nw.ROLLS:
+        replies = [p.end for p in legal_plays(end, roll)] or [end.passed()]
+        v = net.values(replies)  # for us, to move again
+        best = int(np.argmin(nw.equity(v)))
+        done = replies[best].winner is not None
+        total += weight * (v[best] if done else nw.flip(nw.lookahead(net, replies[best])))
+    return total
+
+
+def test_two_ply_lookahead_looks_two_rolls_ahead(net):
+    for pos, dice in [(MIDDLE, (5, 2)), (START, (6, 5))]:
+        for play in legal_plays(pos, dice)[:2]:
+            got = nw.lookahead(net, play.end, depth=2)
+            assert np.allclose(got, two_ply(net, play.end))
+            assert not np.allclose(got, nw.lookahead(net, play.end))
+
+
+def test_full_level_is_the_deepest_choice_among_pruned_candidates(net):
     level = LEVELS[3]
-    for pos, dice in [(MIDDLE, (5, 2)), (MIDDLE, (6, 3)), (START, (3, 1))]:
+    deepened = 0
+    for pos, dice in [(MIDDLE, (5, 2)), (MIDDLE, (6, 3)), (START, (3, 1)), (EARLY, (5, 2))]:
         plays = legal_plays(pos, dice)
         ranked = nw.best_plays(pos, dice)
         cands = [r for r in ranked[: level.k] if r.equity >= ranked[0].equity - level.margin]
-        deep = [float(nw.equity(nw.lookahead(net, r.play.end))) for r in cands]
-        want = cands[int(np.argmax(deep))].play.end
+        one = [float(nw.equity(nw.lookahead(net, r.play.end))) for r in cands]
+        want = cands[int(np.argmax(one))].play.end
+        order = sorted(range(len(cands)), key=lambda i: -one[i])[: level.k2]
+        close = [i for i in order if one[i] >= max(one) - level.margin2]
+        if len(close) >= 2:  # the close ones are searched again at 2 ply
+            two = [float(nw.equity(two_ply(net, cands[i].play.end))) for i in close]
+            want = cands[close[int(np.argmax(two))]].play.end
+            deepened += 1
         engine = NetworkEngine(level=3, max_seconds=None)
         assert engine.choose(pos, dice, plays).end == want
+        assert engine.deepened == (len(close) >= 2)
+    assert deepened  # the cases include a close call
 
 
 def test_full_level_answers_within_the_budget_and_falls_back():
@@ -261,6 +291,16 @@ def test_td_targets():
     g1 = train.td_targets(v, outcome, lam=1.0)  # Monte Carlo: the outcome, turned round
     assert np.allclose(g1[2], [1, 1, 0]) and np.allclose(g1[1], [0, 0, 1])
     assert np.allclose(g1[0], [1, 1, 0])
+
+
+def test_float32_outputs_follow_the_weights_as_they_learn():
+    net = nw.Network.random(16, seed=6)
+    x = nw.encode(game_positions(7, 50))
+    assert np.allclose(net.outputs(x), net.forward(x)[1], atol=1e-5)
+    before = net.outputs(x)
+    train.learn(net, x, np.full((50, 3), [1.0, 0.0, 0.0]), alpha=0.05)
+    after = net.outputs(x)  # not the float32 copies of the weights before the step
+    assert np.allclose(after, net.forward(x)[1], atol=1e-5) and not np.allclose(after, before)
 
 
 def test_learning_moves_values_toward_targets():
