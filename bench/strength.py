@@ -317,7 +317,9 @@ def move_times(quick: bool, turn_ms: int = 1000) -> None:
             pos = play.end
     print(f"Network engine time per move, given a {turn_ms} ms turn (level 3 budgets a third):")
     for level in wall:
-        print(f"  level {level} ({'0-ply' if level == 2 else '1-ply, full'}):")
+        print(
+            f"  level {level} ({'0-ply' if level == 2 else 'full: 1-ply, 2-ply on close calls'}):"
+        )
         for label, ts in (("wall", wall[level]), ("CPU", cpu[level])):
             ts = sorted(ts)
             over = sum(t > turn_ms / 1000 for t in ts)
@@ -326,6 +328,11 @@ def move_times(quick: bool, turn_ms: int = 1000) -> None:
                 f"{1000 * ts[int(0.95 * len(ts))]:7.2f} ms, max {1000 * ts[-1]:7.2f} ms, "
                 f"{over} over the turn, of {len(ts)} moves"
             )
+    full = engines[3]
+    print(
+        f"  level 3 searched {full.deepened} choices at 2 ply; {full.timeouts} searches were "
+        "cut short by the budget (then the last complete depth decides)"
+    )
     print(f"  (load average {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
 
 

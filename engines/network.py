@@ -391,11 +391,14 @@ def lookahead(
     replies, v = got  # v: for the side that played ``end``, to move again in ``replies``
     if depth >= 2:
         open_ = [i for i, r in enumerate(replies) if r.winner is None]
-        deeper = _replies(net, [replies[i] for i in open_], deadline)
+        unique = list(dict.fromkeys(replies[i] for i in open_))  # rolls with the same reply
+        deeper = _replies(net, unique, deadline)
         if deeper is None:
             return None
-        v2 = flip(deeper[1]).reshape(len(open_), len(ROLLS), OUTPUTS)  # back to that side
-        v[open_] = np.einsum("r,irk->ik", _WEIGHTS, v2)
+        v2 = flip(deeper[1]).reshape(len(unique), len(ROLLS), OUTPUTS)  # back to that side
+        one = np.einsum("r,irk->ik", _WEIGHTS, v2)
+        where = {r: j for j, r in enumerate(unique)}
+        v[open_] = one[[where[replies[i]] for i in open_]]
     return _WEIGHTS @ v
 
 

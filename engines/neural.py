@@ -7,6 +7,11 @@
   Candidates are searched in 0-ply order; when the time budget (a third of the turn's time
   left, at most ``max_seconds``) runs out, the best of the fully searched candidates is
   played (when at least two were), else the 0-ply choice.
+* **2-ply on close calls** (full strength): the best ``k2`` 1-ply candidates within
+  ``margin2`` points of the 1-ply best are searched again two rolls deep
+  (``lookahead(..., depth=2)``: each opponent roll's best reply, then the average over our
+  21 rolls of our best answer), in 1-ply order while the budget lasts; the best of them at
+  2 ply is played when at least two were searched, else the 1-ply choice.
 * **Match play**: with the match score, plays are judged by match winning chances (the
   outcome values of :func:`engines.evaluate.match_values`: a mars is worth no more than an
   oin when one point wins the match), else by points.
@@ -48,7 +53,7 @@ LEVELS: dict[int, Level] = {
     0: Level(0, 1, 0.0, 0, 0.0, noise=0.30, slip=0.30, slip_margin=0.40),
     1: Level(0, 1, 0.0, 0, 0.0, noise=0.10, slip=0.12, slip_margin=0.15),
     2: Level(0, 1, 0.0, 0, 0.0, noise=0.0, slip=0.0, slip_margin=0.0),
-    3: Level(1, 5, 0.25, 3, 0.05, noise=0.0, slip=0.0, slip_margin=0.0),
+    3: Level(1, 5, 0.25, 2, 0.02, noise=0.0, slip=0.0, slip_margin=0.0),
 }
 FULL = 3
 #: The level ``nardy play`` offers a newcomer: it slips often enough to be beaten.

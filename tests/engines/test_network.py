@@ -20,7 +20,7 @@ from nardy import CHECKERS, Color, Position, legal_plays, result
 START = Position.start()
 MIDDLE = Position.parse("w/8,0,0,1,1,1,2,0,0,1,0,0,-7,0,0,0,-1,-1,-1,1,-2,-1,0,-2")
 RACE = Position.parse("b/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,2,3,3,3,2,1")
-EARLY = Position.parse("b/14,0,0,0,0,0,0,0,0,0,0,0,-14,0,0,0,1,0,0,0,0,-1,0,0")
+EARLY = Position.parse("w/14,0,-1,0,0,0,0,0,0,0,0,0,-13,0,0,0,1,0,-1,0,0,0,0,0")
 BEAR_OFF = Position.parse("w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,1,0,14,0,0")
 
 
@@ -242,7 +242,7 @@ def test_two_ply_lookahead_looks_two_rolls_ahead(net):
 def test_full_level_is_the_deepest_choice_among_pruned_candidates(net):
     level = LEVELS[3]
     deepened = 0
-    for pos, dice in [(MIDDLE, (5, 2)), (MIDDLE, (6, 3)), (START, (3, 1)), (EARLY, (5, 2))]:
+    for pos, dice in [(MIDDLE, (5, 2)), (MIDDLE, (6, 3)), (START, (3, 1)), (EARLY, (4, 1))]:
         plays = legal_plays(pos, dice)
         ranked = nw.best_plays(pos, dice)
         cands = [r for r in ranked[: level.k] if r.equity >= ranked[0].equity - level.margin]
