@@ -1169,16 +1169,20 @@ class Arbiter:
                     ladder.members[player_id] = Member(
                         player_id, self.players[player_id].name, bool(ready)
                     )
-        for match_id, seat, digest in await read.seat_tokens():
-            self._add_seat_token(match_id, seat, digest)
         pairs: dict[str, Lockstep] = {}
         leased = set()  # cluster: unfinished matches, run by whoever holds their lease
         if self.cluster is not None:
             leased = {row[0] for row in await self.store.query("SELECT match_id FROM leases")}
         over: list[MatchSession] = []
         rows = await read.matches()
+        replay = await self._replayed(rows, leased, counted)
+        for match_id, seat, digest in await read.seat_tokens():
+            if match_id in replay:  # the others are looked up in the store when asked for
+                self._add_seat_token(match_id, seat, digest)
         sizes = Counter(row["options"].get("pair_id", "") for row in rows)
         for row in rows:
+            if row["id"] not in replay:
+                continue
             match = await self._read_match(row, pairs, sizes)
             if row["id"] in leased:
                 for game in match.games:  # ListGames shows it; its owner runs it
@@ -1188,6 +1192,29 @@ class Arbiter:
                 over.append(match)
         for match in over:  # once every pair is whole: an ended game's partner may run on
             self._match_over(match)
+
+    async def _replayed(self, rows: list[dict], leased: set[str], counted: set[str]) -> set[str]:
+        """The matches (of ``rows``) a restart rebuilds from their journals: the newest ones,
+        which ListGames lists (catalogue window), any with a game not over, any with a ladder
+        game not yet in the books (``counted``), and the whole duplicate pair of each. The
+        others stay in the store (read back when asked for), so that a restart costs the same
+        after a year of games as after a day. Their games count for /metrics."""
+        replay = {row["id"] for row in rows[-self.catalogue.window :]} | leased
+        ladder = {row["id"] for row in rows if row["options"].get("ladder") in self.ladders}
+        ended: list[tuple[str, int]] = []
+        for match_id, game_id, status in await self.reader.game_statuses():
+            if status in (Status.WAITING, Status.IN_PROGRESS) or (
+                match_id in ladder and game_id not in counted
+            ):
+                replay.add(match_id)
+            else:
+                ended.append((match_id, status))
+        pairs = {row["options"].get("pair_id") for row in rows if row["id"] in replay}
+        replay |= {row["id"] for row in rows if row["options"].get("pair_id") in pairs - {None, ""}}
+        self.ended_counts.update(
+            Status(status) for match_id, status in ended if match_id not in replay
+        )
+        return replay
 
     async def _read_match(
         self, row: dict, pairs: dict[str, Lockstep], sizes: Counter | None = None

@@ -210,6 +210,10 @@ class Reader:
             "SELECT player_id, ready FROM ladder_members WHERE ladder=?", (ladder,)
         )
 
+    async def game_statuses(self) -> list[tuple[str, str, int]]:
+        """(match id, game id, status) of every stored game."""
+        return await self.store.query("SELECT match_id, id, status FROM games")
+
     async def seat_tokens(self) -> list[tuple[str, int, str]]:
         return await self.store.query("SELECT match_id, seat, token_hash FROM seat_tokens")
 
