@@ -191,6 +191,16 @@ def new_id() -> str:
 
 
 @dataclass(frozen=True)
+class _NewMatch:
+    """A checked, built match not yet stored: its seat tokens (open seats) and writes."""
+
+    match: MatchSession
+    seat_tokens: list[str]
+    writes: list
+    challenged: str | None
+
+
+@dataclass(frozen=True)
 class Policy:
     """What strangers may do on this server (``nardy serve`` options)."""
 
@@ -390,7 +400,7 @@ class Arbiter:
     ) -> tuple[MatchSession, str, str]:
         """Check who may create this match, then create it (nothing is written on refusal).
 
-        ``caller`` None is the server itself (a ladder pairing its bots).
+        ``caller`` None is the server itself.
 
         The operator may seat anyone and set the dice, the seed, the start or the first
         colour. Anyone may open a casual game between two open seats, set up as they like.
@@ -398,6 +408,20 @@ class Arbiter:
         makes a challenge that player must accept (see accept_challenge).
         """
         caller = caller or AS_OPERATOR
+        new = await self._new_match(caller, spec)
+        await self._store_new(caller, [new])
+        return self._open(new)
+
+    async def create_pair(self, specs: list[MatchSpec]) -> list[MatchSession]:
+        """The server's own matches of a ladder's duplicate pair, stored in one transaction:
+        a crash or a refused commit leaves both or neither, never a game waiting for a
+        partner that does not exist."""
+        news = [await self._new_match(AS_OPERATOR, spec) for spec in specs]
+        await self._store_new(AS_OPERATOR, news)
+        return [self._open(new)[0] for new in news]
+
+    async def _new_match(self, caller: Caller, spec: MatchSpec) -> _NewMatch:
+        """Check a match and build it, with what is to be stored; nothing written yet."""
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         try:
@@ -470,34 +494,46 @@ class Arbiter:
                 writes.append(store.add_seat_token(match.id, seat.index, digest))
         if self.cluster is not None:  # run here: the lease is written with the match
             writes.append(self.cluster.lease(match.id, spec.pair_id or match.id))
-        if not caller.admin:  # counted while it is being stored
-            self.waiting.setdefault(caller.key, set()).add(match.id)
-        self._creating.add(match.id)  # not to be adopted by a heartbeat meanwhile
+        writes.append(store.add_game(match.current))
+        return _NewMatch(match, seat_tokens, writes, challenged)
+
+    async def _store_new(self, caller: Caller, news: list[_NewMatch]) -> None:
+        """Store new matches in one transaction (refused: nothing of them is kept)."""
+        ids = {new.match.id for new in news}
+        if not caller.admin:  # counted while they are being stored
+            self.waiting.setdefault(caller.key, set()).update(ids)
+        self._creating |= ids  # not to be adopted by a heartbeat meanwhile
         try:
-            await self.writer.commit(*writes, store.add_game(match.current))
+            await self.writer.commit(*(w for new in news for w in new.writes))
         except ArbiterError:
-            self.waiting.get(caller.key, set()).discard(match.id)
+            self.waiting.get(caller.key, set()).difference_update(ids)
             raise
         finally:
-            self._creating.discard(match.id)
+            self._creating -= ids
+
+    def _open(self, new: _NewMatch) -> tuple[MatchSession, str, str]:
+        """Run a stored new match: its seat tokens, its listing, its challenge."""
+        match, seat_tokens = new.match, new.seat_tokens
         if self.cluster is not None:
             self.leases[match.id] = 1
-        for seat in seats:
-            if seat_tokens[seat.index]:
-                self._add_seat_token(match.id, seat.index, token_hash(seat_tokens[seat.index]))
+        for index, token in enumerate(seat_tokens):
+            if token:
+                self._add_seat_token(match.id, index, token_hash(token))
         self.matches[match.id] = match
         self._game_added(match.current)
-        if challenged is not None:
-            seat = next(s.index for s in seats if s.player_id == challenged)
-            self._notify_player(challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat))
+        if new.challenged is not None:
+            seat = next(s.index for s in match.seats if s.player_id == new.challenged)
+            self._notify_player(
+                new.challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat)
+            )
         assert self.nursery is not None
         self.nursery.start_soon(self._run_match, match)
         log.info(
             "match created id=%s target=%d seats=%s,%s",
             match.id,
-            spec.target,
-            seats[0].name,
-            seats[1].name,
+            match.match.target,
+            match.seats[0].name,
+            match.seats[1].name,
         )
         return match, seat_tokens[0], seat_tokens[1]
 
