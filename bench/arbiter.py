@@ -44,6 +44,9 @@ asyncio.run(main())
 """
 
 
+CREATORS = 4  # idle games created at a time (P4)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -220,22 +223,29 @@ async def p4(address: str, pid: int, games: int, turn_ms: int, load_games: int, 
             load.append(asyncio.create_task(busy_game(i)))
             await asyncio.sleep(0.01)
         out["before"] = proc_status(pid)["VmRSS"]
-        # Streams are opened one after another: thousands at once overrun grpc.aio's
-        # pending request limits (notes/grpc-trio.md, pitfall 7).
+        # A few creators at a time, each opening its streams one after another: thousands
+        # at once overrun grpc.aio's pending request limits (notes/grpc-trio.md, pitfall 7),
+        # one at a time takes many minutes under the play load.
         waiters = []
         t0 = time.perf_counter()
-        for _ in range(games):
-            r = await stub.CreateMatch(
-                api.CreateMatchRequest(
-                    options=pb.GameOptions(turn_time_ms=turn_ms), start_timeout_ms=600_000
-                ),
-                metadata=admin,
-            )
-            for token, record in ((r.first_seat_token, True), (r.second_seat_token, False)):
-                md = _md(token)
-                call = stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md)
-                await call.read()  # the snapshot: the subscription is live
-                waiters.append(asyncio.create_task(idle_seat(call, record)))
+        count = iter(range(games))
+
+        async def creator() -> None:
+            for _ in count:
+                r = await stub.CreateMatch(
+                    api.CreateMatchRequest(
+                        options=pb.GameOptions(turn_time_ms=turn_ms), start_timeout_ms=600_000
+                    ),
+                    metadata=admin,
+                )
+                for token, record in ((r.first_seat_token, True), (r.second_seat_token, False)):
+                    md = _md(token)
+                    request = api.SubscribeGameRequest(game_id=r.game_id)
+                    call = stub.SubscribeGame(request, metadata=md)
+                    await call.read()  # the snapshot: the subscription is live
+                    waiters.append(asyncio.create_task(idle_seat(call, record)))
+
+        await asyncio.gather(*(creator() for _ in range(CREATORS)))
         out["created_s"] = time.perf_counter() - t0
         out["after"] = proc_status(pid)["VmRSS"]
         await asyncio.gather(*waiters)

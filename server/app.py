@@ -29,9 +29,10 @@ from nardy.v1 import (
     ladder_pb2_grpc,
 )
 from server.arbiter import Arbiter, Policy, new_token, token_hash
-from server.bridge import AcceptAhead, Bridge, PassEncoded, Registry, Transport, watch_lag
+from server.bridge import AcceptAhead, Bridge, Registry, Transport, pass_encoded, watch_lag
 from server.cluster import DEFAULT_LEASE_S, Cluster
-from server.intercept import RefuseUnparsable
+from server.collector import FrozenGenerations
+from server.intercept import refuse_unparsable
 from server.limits import RateLimiter
 from server.pgstore import PostgresStore
 from server.reflection import enable_reflection
@@ -58,6 +59,7 @@ class ServerConfig:
     rate_per_s: float = 1000.0  # requests per second per token (or connection), on average
     rate_burst: float = 2000.0
     switch_interval_s: float = 0.0005
+    freeze_gc: bool = True  # full collections skip long-lived objects (server/collector.py)
     http_port: int | None = None  # the read-only web view and /metrics (None: off; 0: any)
     http_host: str | None = None  # default: the gRPC host
     admin_token: str | None = None  # None: the one stored (hashed), else a new one printed once
@@ -159,7 +161,6 @@ async def serve(
         parts: dict = {}
 
         async def setup(loop) -> int:
-            interceptors = (RefuseUnparsable(), PassEncoded())
             server = grpc.aio.server(
                 options=[
                     ("grpc.max_receive_message_length", config.max_message_bytes),
@@ -170,19 +171,20 @@ async def serve(
                     ("grpc.so_reuseport", 0),
                 ],
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
-                interceptors=interceptors,
             )
             limiter = RateLimiter(config.rate_per_s, config.rate_burst)
-            registry = Registry(server)
+            # the nardy services' handlers, wrapped once (not interceptors: those run per call)
+            registry = Registry(server, lambda handler: pass_encoded(refuse_unparsable(handler)))
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
                 ArbiterService(arbiter, bridge, limiter, config.heartbeat_s), registry
             )
             ladder_pb2_grpc.add_LadderServiceServicer_to_server(
-                LadderService(arbiter, bridge, limiter), server
+                LadderService(arbiter, bridge, limiter), registry
             )
             admin_pb2_grpc.add_AdminServiceServicer_to_server(
-                AdminService(arbiter, bridge, limiter), server
+                AdminService(arbiter, bridge, limiter), registry
             )
+            registry.close()
             checker = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(checker, server)
             enable_reflection([SERVICE, LADDER_SERVICE, ADMIN_SERVICE, health.SERVICE_NAME], server)
@@ -193,9 +195,7 @@ async def serve(
                 port = server.add_secure_port(address, creds)
             await server.start()
             play = f"/{SERVICE}/SubmitPlay"
-            ahead = AcceptAhead(
-                server, play, registry.handlers[play], interceptors, config.max_concurrent_rpcs
-            )
+            ahead = AcceptAhead(server, play, registry.handlers[play], config.max_concurrent_rpcs)
             ahead.start(config.accept_ahead)
             parts["accept"] = ahead
             if config.pace_s:
@@ -257,6 +257,8 @@ def run_forever(config: ServerConfig) -> None:
         # Two busy threads share the GIL: hand it over sooner than the default 5 ms, so
         # that clocks and replies are not held up behind the other thread's work.
         sys.setswitchinterval(config.switch_interval_s)
+    if config.freeze_gc:
+        FrozenGenerations().install()
 
     async def main() -> None:
         stop = trio.Event()

@@ -191,6 +191,16 @@ def new_id() -> str:
 
 
 @dataclass(frozen=True)
+class _NewMatch:
+    """A checked, built match not yet stored: its seat tokens (open seats) and writes."""
+
+    match: MatchSession
+    seat_tokens: list[str]
+    writes: list
+    challenged: str | None
+
+
+@dataclass(frozen=True)
 class Policy:
     """What strangers may do on this server (``nardy serve`` options)."""
 
@@ -390,7 +400,7 @@ class Arbiter:
     ) -> tuple[MatchSession, str, str]:
         """Check who may create this match, then create it (nothing is written on refusal).
 
-        ``caller`` None is the server itself (a ladder pairing its bots).
+        ``caller`` None is the server itself.
 
         The operator may seat anyone and set the dice, the seed, the start or the first
         colour. Anyone may open a casual game between two open seats, set up as they like.
@@ -398,6 +408,20 @@ class Arbiter:
         makes a challenge that player must accept (see accept_challenge).
         """
         caller = caller or AS_OPERATOR
+        new = await self._new_match(caller, spec)
+        await self._store_new(caller, [new])
+        return self._open(new)
+
+    async def create_pair(self, specs: list[MatchSpec]) -> list[MatchSession]:
+        """The server's own matches of a ladder's duplicate pair, stored in one transaction:
+        a crash or a refused commit leaves both or neither, never a game waiting for a
+        partner that does not exist."""
+        news = [await self._new_match(AS_OPERATOR, spec) for spec in specs]
+        await self._store_new(AS_OPERATOR, news)
+        return [self._open(new)[0] for new in news]
+
+    async def _new_match(self, caller: Caller, spec: MatchSpec) -> _NewMatch:
+        """Check a match and build it, with what is to be stored; nothing written yet."""
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         try:
@@ -470,34 +494,46 @@ class Arbiter:
                 writes.append(store.add_seat_token(match.id, seat.index, digest))
         if self.cluster is not None:  # run here: the lease is written with the match
             writes.append(self.cluster.lease(match.id, spec.pair_id or match.id))
-        if not caller.admin:  # counted while it is being stored
-            self.waiting.setdefault(caller.key, set()).add(match.id)
-        self._creating.add(match.id)  # not to be adopted by a heartbeat meanwhile
+        writes.append(store.add_game(match.current))
+        return _NewMatch(match, seat_tokens, writes, challenged)
+
+    async def _store_new(self, caller: Caller, news: list[_NewMatch]) -> None:
+        """Store new matches in one transaction (refused: nothing of them is kept)."""
+        ids = {new.match.id for new in news}
+        if not caller.admin:  # counted while they are being stored
+            self.waiting.setdefault(caller.key, set()).update(ids)
+        self._creating |= ids  # not to be adopted by a heartbeat meanwhile
         try:
-            await self.writer.commit(*writes, store.add_game(match.current))
+            await self.writer.commit(*(w for new in news for w in new.writes))
         except ArbiterError:
-            self.waiting.get(caller.key, set()).discard(match.id)
+            self.waiting.get(caller.key, set()).difference_update(ids)
             raise
         finally:
-            self._creating.discard(match.id)
+            self._creating -= ids
+
+    def _open(self, new: _NewMatch) -> tuple[MatchSession, str, str]:
+        """Run a stored new match: its seat tokens, its listing, its challenge."""
+        match, seat_tokens = new.match, new.seat_tokens
         if self.cluster is not None:
             self.leases[match.id] = 1
-        for seat in seats:
-            if seat_tokens[seat.index]:
-                self._add_seat_token(match.id, seat.index, token_hash(seat_tokens[seat.index]))
+        for index, token in enumerate(seat_tokens):
+            if token:
+                self._add_seat_token(match.id, index, token_hash(token))
         self.matches[match.id] = match
         self._game_added(match.current)
-        if challenged is not None:
-            seat = next(s.index for s in seats if s.player_id == challenged)
-            self._notify_player(challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat))
+        if new.challenged is not None:
+            seat = next(s.index for s in match.seats if s.player_id == new.challenged)
+            self._notify_player(
+                new.challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat)
+            )
         assert self.nursery is not None
         self.nursery.start_soon(self._run_match, match)
         log.info(
             "match created id=%s target=%d seats=%s,%s",
             match.id,
-            spec.target,
-            seats[0].name,
-            seats[1].name,
+            match.match.target,
+            match.seats[0].name,
+            match.seats[1].name,
         )
         return match, seat_tokens[0], seat_tokens[1]
 
@@ -1133,16 +1169,20 @@ class Arbiter:
                     ladder.members[player_id] = Member(
                         player_id, self.players[player_id].name, bool(ready)
                     )
-        for match_id, seat, digest in await read.seat_tokens():
-            self._add_seat_token(match_id, seat, digest)
         pairs: dict[str, Lockstep] = {}
         leased = set()  # cluster: unfinished matches, run by whoever holds their lease
         if self.cluster is not None:
             leased = {row[0] for row in await self.store.query("SELECT match_id FROM leases")}
         over: list[MatchSession] = []
         rows = await read.matches()
+        replay = await self._replayed(rows, leased, counted)
+        for match_id, seat, digest in await read.seat_tokens():
+            if match_id in replay:  # the others are looked up in the store when asked for
+                self._add_seat_token(match_id, seat, digest)
         sizes = Counter(row["options"].get("pair_id", "") for row in rows)
         for row in rows:
+            if row["id"] not in replay:
+                continue
             match = await self._read_match(row, pairs, sizes)
             if row["id"] in leased:
                 for game in match.games:  # ListGames shows it; its owner runs it
@@ -1152,6 +1192,29 @@ class Arbiter:
                 over.append(match)
         for match in over:  # once every pair is whole: an ended game's partner may run on
             self._match_over(match)
+
+    async def _replayed(self, rows: list[dict], leased: set[str], counted: set[str]) -> set[str]:
+        """The matches (of ``rows``) a restart rebuilds from their journals: the newest ones,
+        which ListGames lists (catalogue window), any with a game not over, any with a ladder
+        game not yet in the books (``counted``), and the whole duplicate pair of each. The
+        others stay in the store (read back when asked for), so that a restart costs the same
+        after a year of games as after a day. Their games count for /metrics."""
+        replay = {row["id"] for row in rows[-self.catalogue.window :]} | leased
+        ladder = {row["id"] for row in rows if row["options"].get("ladder") in self.ladders}
+        ended: list[tuple[str, int]] = []
+        for match_id, game_id, status in await self.reader.game_statuses():
+            if status in (Status.WAITING, Status.IN_PROGRESS) or (
+                match_id in ladder and game_id not in counted
+            ):
+                replay.add(match_id)
+            else:
+                ended.append((match_id, status))
+        pairs = {row["options"].get("pair_id") for row in rows if row["id"] in replay}
+        replay |= {row["id"] for row in rows if row["options"].get("pair_id") in pairs - {None, ""}}
+        self.ended_counts.update(
+            Status(status) for match_id, status in ended if match_id not in replay
+        )
+        return replay
 
     async def _read_match(
         self, row: dict, pairs: dict[str, Lockstep], sizes: Counter | None = None

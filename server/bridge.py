@@ -8,10 +8,11 @@ section). Crossing is by callbacks only:
 * asyncio -> trio: :meth:`Bridge.call` schedules a core function with
   ``TrioToken.run_sync_soon`` (a coroutine function runs as a task of its own in the
   bridge's nursery, e.g. a play waiting for its commit) and awaits an asyncio future that
-  the trio thread resolves with ``loop.call_soon_threadsafe``;
-* trio -> asyncio: a :class:`QueueSink` puts events on its stream's ``asyncio.Queue`` with
-  ``loop.call_soon_threadsafe``, encoded for the wire in the trio thread when the stream
-  gave it an encoder (an :class:`Encoded` message: the transport's thread only writes it).
+  the trio thread resolves (see below);
+* trio -> asyncio: a :class:`QueueSink` puts events on its stream's ``asyncio.Queue``,
+  encoded for the wire in the trio thread when the stream gave it an encoder (an
+  :class:`Encoded` message: the transport's thread only writes it). Replies and events
+  cross in batches, one ``loop.call_soon_threadsafe`` per trio batch (:class:`Handover`).
 
 Neither side ever blocks waiting for the other. The transport's thread is where plays are
 stamped on arrival (server.clock), so work is kept out of it: whatever it is late with is
@@ -43,11 +44,37 @@ CLOSE = object()  # queue sentinel: the stream is over
 SHUTTING_DOWN = "the server is shutting down"
 
 
-def _resolve(
-    loop: asyncio.AbstractEventLoop, fut: asyncio.Future, result: Any, error: BaseException | None
-) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-        loop.call_soon_threadsafe(_settle, fut, result, error)
+class Handover:
+    """Callbacks for the transport's loop, queued in the trio thread and handed over in
+    one ``call_soon_threadsafe`` per trio batch: the transport's thread is woken once,
+    after the core's work on a turn (its reply and the four events it tells), instead of
+    once per message, and does not take the GIL from the core in between."""
+
+    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+        self.token = token
+        self._pending: dict[asyncio.AbstractEventLoop, list] = {}
+
+    def call(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+        """Run ``fn(*args)`` on ``loop`` soon (call in the trio thread only)."""
+        batch = self._pending.get(loop)
+        if batch is None:
+            batch = self._pending[loop] = []
+            self.token.run_sync_soon(self._flush)
+        batch.append((fn, args))
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for loop, batch in pending.items():
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(_run_batch, batch)
+
+
+def _run_batch(batch: list) -> None:
+    for fn, args in batch:
+        try:
+            fn(*args)
+        except Exception:  # one failed delivery must not lose the others
+            log.exception("delivering %s failed", getattr(fn, "__name__", fn))
 
 
 def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
@@ -67,6 +94,11 @@ class Bridge:
     def __init__(self, token: trio.lowlevel.TrioToken, nursery: trio.Nursery) -> None:
         self.token = token
         self.nursery = nursery  # where coroutine calls run
+        self.handover = Handover(token)
+
+    def sink(self, queue: asyncio.Queue) -> QueueSink:
+        """A subscription's sink onto ``queue`` (of the running loop: the transport's)."""
+        return QueueSink(self.handover, asyncio.get_running_loop(), queue)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` in the trio thread and return (or raise) its outcome; a
@@ -78,32 +110,37 @@ class Bridge:
             try:
                 result = await fn(*args)
             except trio.Cancelled:
-                _resolve(loop, fut, None, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
+                self._resolve(loop, fut, None, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
                 raise
             except BaseException as e:  # handed to the caller, never lost
-                _resolve(loop, fut, None, e)
+                self._resolve(loop, fut, None, e)
             else:
-                _resolve(loop, fut, result, None)
+                self._resolve(loop, fut, result, None)
 
         def run() -> None:
             try:
                 result = fn(*args)
             except BaseException as e:  # handed to the caller, never lost
-                _resolve(loop, fut, None, e)
+                self._resolve(loop, fut, None, e)
             else:
-                _resolve(loop, fut, result, None)
+                self._resolve(loop, fut, result, None)
 
         def spawn() -> None:
             try:
                 self.nursery.start_soon(task)
             except RuntimeError:  # the nursery is closing
-                _resolve(loop, fut, None, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
+                self._resolve(loop, fut, None, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
 
         if inspect.iscoroutinefunction(fn):
             self._schedule(spawn)
         else:
             self._schedule(run)
         return await fut
+
+    def _resolve(
+        self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future, result: Any, error: Any
+    ) -> None:
+        self.handover.call(loop, _settle, fut, result, error)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` in the trio thread without waiting (cleanup after a stream)."""
@@ -119,7 +156,7 @@ class Bridge:
 
 class Encoded:
     """A response message already serialized (in the trio thread), for a method whose
-    serializer :class:`PassEncoded` wraps. ``sent`` (if set) is called as its bytes are
+    serializer :func:`pass_encoded` wraps. ``sent`` (if set) is called as its bytes are
     handed to the transport: in the serializer, just before grpc starts the write."""
 
     __slots__ = ("data", "seq", "turn", "sent")
@@ -142,21 +179,21 @@ def _passing(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
     return serializer
 
 
-class PassEncoded(grpc.aio.ServerInterceptor):
-    """Lets every method answer with :class:`Encoded` messages as well as protobufs."""
-
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        if handler is None or handler.response_serializer is None:
-            return handler
-        return handler._replace(response_serializer=_passing(handler.response_serializer))
+def pass_encoded(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """``handler`` answering with :class:`Encoded` messages as well as protobufs."""
+    if handler.response_serializer is None:
+        return handler
+    return handler._replace(response_serializer=_passing(handler.response_serializer))
 
 
 class QueueSink:
     """A subscription seen from the core: events go to an asyncio queue across threads,
     through ``encode`` (called in the trio thread) once the stream has set one."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> None:
+    def __init__(
+        self, handover: Handover, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue
+    ) -> None:
+        self.handover = handover
         self.loop = loop
         self.queue = queue
         self.closed = False
@@ -172,10 +209,7 @@ class QueueSink:
             self._put(CLOSE)
 
     def _put(self, item: Any) -> None:
-        try:
-            self.loop.call_soon_threadsafe(_deliver, self.queue, item)
-        except RuntimeError:
-            self.closed = True  # the loop is closed: the transport is gone
+        self.handover.call(self.loop, _deliver, self.queue, item)
 
 
 def _deliver(queue: asyncio.Queue, item: Any) -> None:
@@ -248,20 +282,42 @@ class Transport:
 
 
 class Registry:
-    """Stands in for the grpc.aio server while the services are added, to keep their
-    registered method handlers (for :class:`AcceptAhead`); passes everything on."""
+    """Stands in for the grpc.aio server while services are added: their method handlers
+    are wrapped (``wrap``) once, as they are registered, and kept (for
+    :class:`AcceptAhead`). A service's generic handler (which grpc's generated code adds
+    first, from the same unwrapped handlers) is replaced by one of the wrapped handlers;
+    :meth:`close` passes on those of services that registered none."""
 
-    def __init__(self, server: grpc.aio.Server) -> None:
+    def __init__(
+        self,
+        server: grpc.aio.Server,
+        wrap: Callable[[grpc.RpcMethodHandler], grpc.RpcMethodHandler],
+    ) -> None:
         self.server = server
+        self.wrap = wrap
         self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+        self._generic: list = []
 
     def add_generic_rpc_handlers(self, handlers) -> None:
-        self.server.add_generic_rpc_handlers(handlers)
+        self._generic.extend(handlers)
 
     def add_registered_method_handlers(self, service: str, handlers: dict) -> None:
-        self.server.add_registered_method_handlers(service, handlers)
-        for name, handler in handlers.items():
+        wrapped = {name: self.wrap(handler) for name, handler in handlers.items()}
+        self._generic = [
+            h
+            for h in self._generic
+            if not (isinstance(h, grpc.ServiceRpcHandler) and h.service_name() == service)
+        ]
+        self.server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, wrapped),)
+        )
+        self.server.add_registered_method_handlers(service, wrapped)
+        for name, handler in wrapped.items():
             self.handlers[f"/{service}/{name}"] = handler
+
+    def close(self) -> None:
+        self.server.add_generic_rpc_handlers(tuple(self._generic))
+        self._generic = []
 
 
 class _Resolver:
@@ -308,13 +364,10 @@ class AcceptAhead:
     grpcio 1.85); if they are not there it does nothing and says so in the log.
     """
 
-    def __init__(
-        self, server: grpc.aio.Server, method: str, handler, interceptors, most: int
-    ) -> None:
+    def __init__(self, server: grpc.aio.Server, method: str, handler, most: int) -> None:
         self.server = server
         self.method = method
         self.handler = handler
-        self.interceptors = tuple(interceptors)
         self.room = asyncio.Semaphore(most)
         self.tasks: list[asyncio.Task] = []
         self.calls: set[asyncio.Task] = set()  # asyncio holds tasks only weakly
@@ -340,7 +393,7 @@ class AcceptAhead:
             except Exception:  # the server is shutting down
                 self.room.release()
                 return
-            rpc = cygrpc._handle_rpc(self.method, resolver, self.interceptors, state, loop, False)
+            rpc = cygrpc._handle_rpc(self.method, resolver, (), state, loop, False)
             call = loop.create_task(cygrpc._schedule_rpc_coro(rpc, state, loop, self.method))
             self.calls.add(call)
             call.add_done_callback(self._done)

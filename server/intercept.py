@@ -1,8 +1,9 @@
 """Requests that are not protobuf at all: refused as INVALID_ARGUMENT, not as UNKNOWN.
 
-grpcio turns a request it cannot parse into a bare UNKNOWN status. This server interceptor
-wraps every unary-request method of the nardy services: a failed parse becomes a marker
-the handler answers with INVALID_ARGUMENT, so that a client learns what it did wrong.
+grpcio turns a request it cannot parse into a bare UNKNOWN status. Every unary-request
+method of the nardy services is wrapped when it is registered: a failed parse becomes a
+marker the handler answers with INVALID_ARGUMENT, so that a client learns what it did wrong.
+(Wrapped once, not by a server interceptor: grpc.aio runs interceptors on every call.)
 """
 
 from __future__ import annotations
@@ -48,25 +49,17 @@ def _stream(behaviour):
     return handle
 
 
-class RefuseUnparsable(grpc.aio.ServerInterceptor):
-    def __init__(self, prefix: str = "/nardy.") -> None:
-        self.prefix = prefix
-
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        if (
-            handler is None
-            or not details.method.startswith(self.prefix)
-            or handler.request_streaming
-            or handler.request_deserializer is None
-        ):
-            return handler
-        if handler.response_streaming:
-            return handler._replace(
-                request_deserializer=_deserializer(handler.request_deserializer),
-                unary_stream=_stream(handler.unary_stream),
-            )
+def refuse_unparsable(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """``handler`` (of a unary-request method) answering an unparsable request with
+    INVALID_ARGUMENT; wrapped once, when the method is registered (server.bridge.Registry)."""
+    if handler.request_streaming or handler.request_deserializer is None:
+        return handler
+    if handler.response_streaming:
         return handler._replace(
             request_deserializer=_deserializer(handler.request_deserializer),
-            unary_unary=_unary(handler.unary_unary),
+            unary_stream=_stream(handler.unary_stream),
         )
+    return handler._replace(
+        request_deserializer=_deserializer(handler.request_deserializer),
+        unary_unary=_unary(handler.unary_unary),
+    )

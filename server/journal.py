@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from nardy.game import Color, GameResult, Termination
 from nardy.variant import GamePlay, GamePosition, Variant
@@ -46,9 +46,9 @@ class PlayRecord:
     used_ms: int
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a GameState message shows, frozen at one moment."""
+class Snapshot(NamedTuple):
+    """Everything a GameState message shows, frozen at one moment (a tuple: built for
+    every event, and held by every event a live game keeps)."""
 
     status: Status
     position: GamePosition
@@ -66,7 +66,7 @@ class Snapshot:
     server_seed: str = ""  # hex, once revealed (the game, and its pair, has ended)
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """One journal entry of a game; ``views`` caches the encoded message per audience."""
 

@@ -183,9 +183,8 @@ class Ladder:
         pair_id = secrets.token_hex(4)
         server_seed = secrets.token_bytes(32)  # one secret seed: the same dice in both games
         lockstep = Lockstep(pair_id, size=2)  # the first game waits for its partner
-        games, matches = [], []
-        for first, second in ((a, b), (b, a)):
-            spec = MatchSpec(
+        specs = [
+            MatchSpec(
                 options=GameOptions.of(self.options.variant),
                 target=1,
                 first=(first.name, ""),
@@ -202,14 +201,15 @@ class Ladder:
                 ladder=self.name,
                 pair_id=pair_id,
             )
-            match, _, _ = await self.arbiter.create_match(None, spec)
-            matches.append(match.id)
-            games.append(match.current.id)
-            self.in_progress.add(match.current.id)
+            for first, second in ((a, b), (b, a))
+        ]
+        pair = await self.arbiter.create_pair(specs)
+        games = [match.current.id for match in pair]
+        self.in_progress.update(games)
         a.playing += 2
         b.playing += 2
         self.met[frozenset((a.name, b.name))] += 1
-        await self.arbiter.place_pair(pair_id, matches)
+        await self.arbiter.place_pair(pair_id, [match.id for match in pair])
         log.info(
             "ladder=%s pair=%s %s vs %s games=%s",
             self.name,

@@ -160,3 +160,4 @@ class PostgresStore(SQLStore):
 
     async def close(self) -> None:
         await self._run(self.db.close)
+        self._worker.stop()

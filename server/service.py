@@ -23,7 +23,7 @@ from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
-from server.bridge import CLOSE, Bridge, Encoded, QueueSink
+from server.bridge import CLOSE, Bridge, Encoded
 from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
@@ -281,7 +281,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
         queue: asyncio.Queue = asyncio.Queue()
-        sink = QueueSink(asyncio.get_running_loop(), queue)
+        sink = self.bridge.sink(queue)
 
         async def subscribe(*args):  # in the trio thread
             game, seat, backlog, live = await self.arbiter.subscribe_game(*args)
@@ -309,6 +309,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         try:
             for event in backlog:
                 yield encoded_event(card, seat, event)
+            backlog = event = None  # not held for the stream's life (an idle game's memory)
             idle.sent()
             while live:
                 item = await queue.get()
@@ -336,10 +337,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         self.bridge.call_soon(self.arbiter.turn_sent, game_id, turn, self.arbiter.arrivals.now())
 
     async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:
-        loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         token = bearer(context)
-        sink = QueueSink(loop, queue)
+        sink = self.bridge.sink(queue)
         backlog = await self._call(context, request, self.arbiter.subscribe_player, token, sink)
         streams = self.arbiter.metrics.streams.labels("player")
         streams.inc()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -142,6 +142,8 @@ class GameCard:
     dice_commitment: str  # hex SHA-256 of the game's server seed (provably fair dice)
     public_seed: bool = False  # the dice come from a seed the creator chose
     scripted_dice: int = 0  # the game's first dice were chosen by its creator
+    # server.views' cache of the encoded fields that never change (not part of the card)
+    views: dict = field(default_factory=dict, compare=False, repr=False)
 
     def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
         """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
@@ -303,7 +305,7 @@ class GameSession:
         rolled ahead, will offer it."""
         if ahead is not None:
             snap = self.snapshot()
-            return replace(snap, dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal)
+            return snap._replace(dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal)
         now = trio.current_time()
         clocks = [self.clocks[color].reading(now) for color in Color]
         scores = self.match.scores_by_colour(self)
@@ -607,7 +609,7 @@ class GameSession:
             self._tell(event)
             self._open_turn()
         else:  # resigned or called off meanwhile: the turn is told, never offered
-            self._tell(replace(event, snapshot=replace(event.snapshot, legal=())))
+            self._tell(replace(event, snapshot=event.snapshot._replace(legal=()), views={}))
 
     def _retire_announcement(self) -> None:
         """The turn is over: its TURN_STARTED event stops carrying the legal plays, so that
@@ -616,7 +618,7 @@ class GameSession:
             event = self.events[i]
             if event.type is EventType.TURN_STARTED:
                 if event.snapshot.legal:
-                    snap = replace(event.snapshot, legal=())
+                    snap = event.snapshot._replace(legal=())
                     self.events[i] = replace(event, snapshot=snap, views={})
                 return
 

@@ -2,9 +2,9 @@
 
 The core never waits on a database in its own thread. It hands :class:`Write` groups to the
 journal writer (``server/writer.py``), which commits them in one transaction per batch
-through :meth:`Store.write`; each store runs its connection in a dedicated worker thread
-(``trio.to_thread`` with a limit of one), so a slow disk or a remote database delays
-acknowledgements, never the clocks. :class:`SQLiteStore` (WAL) is the embedded default;
+through :meth:`Store.write`; each store runs its connection in a thread of its own
+(:class:`Worker`), so a slow disk or a remote database delays acknowledgements, never the
+clocks. :class:`SQLiteStore` (WAL) is the embedded default;
 ``server/pgstore.py`` holds the PostgreSQL store. Both speak the statements below, written
 once in the dialect both understand (``?`` parameters, ``ON CONFLICT`` upserts), and both
 create and migrate their schema, refusing a database whose schema is newer than the server.
@@ -12,13 +12,17 @@ create and migrate their schema, refusing a database whose schema is newer than 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import queue
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import outcome
 import trio
 
 from server import journal
@@ -210,6 +214,10 @@ class Reader:
             "SELECT player_id, ready FROM ladder_members WHERE ladder=?", (ladder,)
         )
 
+    async def game_statuses(self) -> list[tuple[str, str, int]]:
+        """(match id, game id, status) of every stored game."""
+        return await self.store.query("SELECT match_id, id, status FROM games")
+
     async def seat_tokens(self) -> list[tuple[str, int, str]]:
         return await self.store.query("SELECT match_id, seat, token_hash FROM seat_tokens")
 
@@ -275,8 +283,43 @@ class Reader:
 
 
 # -- the stores ---------------------------------------------------------------------------
+class Worker:
+    """A store's own thread: it runs the store's calls one at a time, in the order they
+    were made, and wakes each caller's trio task with the outcome. Lighter than a
+    ``trio.to_thread`` call per statement (a thread cache hand-over, a limiter and a
+    context copy each): a turn's commit crosses threads twice either way. A call, once
+    made, is seen through (not abandoned when its caller is cancelled)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._thread is None:  # started at the first call (a store may fail to open)
+            self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
+            self._thread.start()
+        job = (fn, args, trio.lowlevel.current_trio_token(), trio.lowlevel.current_task())
+        self._jobs.put(job)
+        return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+
+    def _main(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, args, token, task = job
+            result = outcome.capture(fn, *args)
+            with contextlib.suppress(trio.RunFinishedError):  # the caller's run is over
+                token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+
+    def stop(self) -> None:
+        """End the thread after the calls made so far."""
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread = None
+
+
 class SQLStore:
-    """A store over one DB-API connection, used from one worker thread at a time.
+    """A store over one DB-API connection, used from its own thread (:class:`Worker`).
 
     Subclasses connect, run a batch in a transaction (``_write_sync``) and a query
     (``_query_sync``); the version bookkeeping and migrations are shared.
@@ -288,12 +331,12 @@ class SQLStore:
     MIGRATIONS: dict[int, str | list[str]] = {}
 
     def __init__(self) -> None:
-        self._limiter = trio.CapacityLimiter(1)  # one statement at a time on the connection
+        self._worker = Worker("store")  # one statement at a time on the connection
         self.transactions = 0  # committed batches (group commit: far fewer than writes)
         self.writes = 0
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        return await self._worker.run(fn, *args)
 
     async def write(self, batch: Sequence[Write]) -> None:
         await self._run(self._write_sync, batch)
@@ -438,6 +481,7 @@ class SQLiteStore(SQLStore):
 
     async def close(self) -> None:
         await self._run(self.db.close)
+        self._worker.stop()
         self._unlock()
 
     def _unlock(self) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from nardy import wire
 from nardy.game import Color
 from nardy.v1 import arbiter_pb2 as api
@@ -17,9 +15,9 @@ def player_pb(seat: Seat | None) -> pb.Player | None:
     return None if seat is None else pb.Player(name=seat.name, bot=seat.bot, owner=seat.owner)
 
 
-def players_pb(card: GameCard, snap: Snapshot) -> tuple[pb.Player | None, pb.Player | None]:
-    """White's and black's players (None while the opening throw has yet to decide)."""
-    white = snap.white_seat
+def players_pb(card: GameCard, white: int | None) -> tuple[pb.Player | None, pb.Player | None]:
+    """White's and black's players when ``white`` plays white (None while the opening
+    throw has yet to decide)."""
     if white is None:
         return None, None
     return player_pb(card.seats[white]), player_pb(card.seats[1 - white])
@@ -48,40 +46,60 @@ def finished_result(snap: Snapshot) -> pb.GameResult | None:
 
 def state_pb(card: GameCard, snap: Snapshot, audience: Color | None) -> pb.GameState:
     """The GameState of ``snap`` as ``audience`` (a seat's colour, or None) sees it."""
-    pos = snap.position
-    white, black = players_pb(card, snap)
-    state = pb.GameState(
-        game_id=card.game_id,
-        match_id=card.match_id,
-        game_number=card.number,
-        status=int(snap.status),
-        options=wire.options_pb(card.options, card.terms),
-        white=white,
-        black=black,
-        position=pos.text(),
-        board=wire.board_pb(variant(card.options.variant).board(pos)),
-        side_to_move=wire.color_pb(pos.turn) if snap.status is Status.IN_PROGRESS else 0,
-        dice=snap.dice,
-        turn_id=snap.turn_id,
-        white_clock=pb.Clock(remaining_ms=snap.clocks[0][0], bank_ms=snap.clocks[0][1]),
-        black_clock=pb.Clock(remaining_ms=snap.clocks[1][0], bank_ms=snap.clocks[1][1]),
-        match=match_score_pb(card, snap),
-        result=finished_result(snap),
-        seeded=card.seeded,
-        rated=card.rated,
-        dice_commitment=card.dice_commitment,
-        public_seed=card.public_seed,
-        scripted_dice=card.scripted_dice,
-        client_seeds=snap.client_seeds,
-        server_seed=snap.server_seed,
-        next_game_id=snap.next_game_id,
-        white_refused=snap.refused[0],
-        black_refused=snap.refused[1],
-        ladder=card.ladder,
-        **seats_pb(card),
-    )
+    state = pb.GameState()
+    _fill_state(state, card, snap)
     _personalise(state, snap, audience)
     return state
+
+
+def _fill_state(state: pb.GameState, card: GameCard, snap: Snapshot) -> None:
+    """Set the fields of ``state`` (empty) as everybody sees ``snap``."""
+    pos = snap.position
+    state.MergeFromString(_fixed_state(card, snap.white_seat))
+    state.MergeFrom(
+        pb.GameState(
+            status=int(snap.status),
+            position=pos.text(),
+            board=wire.board_pb(variant(card.options.variant).board(pos)),
+            side_to_move=wire.color_pb(pos.turn) if snap.status is Status.IN_PROGRESS else 0,
+            dice=snap.dice,
+            turn_id=snap.turn_id,
+            white_clock=pb.Clock(remaining_ms=snap.clocks[0][0], bank_ms=snap.clocks[0][1]),
+            black_clock=pb.Clock(remaining_ms=snap.clocks[1][0], bank_ms=snap.clocks[1][1]),
+            match=match_score_pb(card, snap),
+            result=finished_result(snap),
+            client_seeds=snap.client_seeds,
+            server_seed=snap.server_seed,
+            next_game_id=snap.next_game_id,
+            white_refused=snap.refused[0],
+            black_refused=snap.refused[1],
+        )
+    )
+
+
+def _fixed_state(card: GameCard, white_seat: int | None) -> bytes:
+    """The fields of a game's GameState that never change once its colours are known
+    (ids, options, players, dice commitment), serialized once (cached with the card)."""
+    key = ("state", white_seat)
+    data = card.views.get(key)
+    if data is None:
+        white, black = players_pb(card, white_seat)
+        data = card.views[key] = pb.GameState(
+            game_id=card.game_id,
+            match_id=card.match_id,
+            game_number=card.number,
+            options=wire.options_pb(card.options, card.terms),
+            white=white,
+            black=black,
+            seeded=card.seeded,
+            rated=card.rated,
+            dice_commitment=card.dice_commitment,
+            public_seed=card.public_seed,
+            scripted_dice=card.scripted_dice,
+            ladder=card.ladder,
+            **seats_pb(card),
+        ).SerializeToString()
+    return data
 
 
 def _personalise(state: pb.GameState, snap: Snapshot, audience: Color | None) -> None:
@@ -97,7 +115,7 @@ def _personalise(state: pb.GameState, snap: Snapshot, audience: Color | None) ->
 # directly and merged into the state, which upb then serializes canonically: the bytes on
 # the wire are those of wire.legal_pb (tests/server/test_views.py compares them).
 LEGAL_PLAYS = b"\x8a\x01"  # GameState field 17 (legal_plays), length-delimited
-_STEPS: dict[tuple[int, int, int], bytes] = {}  # Step (field 3 of LegalPlay) by its values
+_STEPS: dict[tuple[int, ...], bytes] = {}  # Step (field 3 of LegalPlay) by its values
 
 
 def _varint(n: int) -> bytes:
@@ -109,13 +127,19 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_SHORT = tuple(bytes((n,)) for n in range(0x80))  # the varints of one byte
+
+
+def _length(n: int) -> bytes:
+    return _SHORT[n] if n < 0x80 else _varint(n)
+
+
 def _step_field(step) -> bytes:
-    key = (step.src, step.dst, step.die)
-    field = _STEPS.get(key)
+    field = _STEPS.get(step)  # a step is a (src, dst, die) tuple
     if field is None:  # proto3: a zero value is not written
         tagged = ((b"\x08", step.src), (b"\x10", step.dst), (b"\x18", step.die))
         body = b"".join(tag + _varint(v) for tag, v in tagged if v)
-        field = _STEPS[key] = b"\x1a" + _varint(len(body)) + body
+        field = _STEPS[tuple(step)] = b"\x1a" + _length(len(body)) + body
     return field
 
 
@@ -123,9 +147,17 @@ def legal_play_field(play) -> bytes:
     """``play`` as one entry of GameState.legal_plays, serialized."""
     notation, end = play.notation().encode(), play.end.text().encode()
     body = b"".join(
-        (b"\x0a", _varint(len(notation)), notation, b"\x12", _varint(len(end)), end)
-    ) + b"".join(map(_step_field, play.steps))
-    return LEGAL_PLAYS + _varint(len(body)) + body
+        (
+            b"\x0a",
+            _length(len(notation)),
+            notation,
+            b"\x12",
+            _length(len(end)),
+            end,
+            *map(_step_field, play.steps),
+        )
+    )
+    return b"".join((LEGAL_PLAYS, _length(len(body)), body))
 
 
 def event_pb(card: GameCard, event: Event, seat: int | None, keep: bool = True) -> pb.GameEvent:
@@ -138,14 +170,12 @@ def event_pb(card: GameCard, event: Event, seat: int | None, keep: bool = True) 
         return msg
     base = views.get(None)
     if base is None:
-        ts = Timestamp()
-        ts.FromNanoseconds(int(event.time * 1e9))
-        base = pb.GameEvent(
-            seq=event.seq, type=int(event.type), state=state_pb(card, event.snapshot, None), time=ts
-        )
+        base = pb.GameEvent(seq=event.seq, type=int(event.type))
+        _fill_state(base.state, card, event.snapshot)
+        base.time.FromNanoseconds(int(event.time * 1e9))
         if event.play is not None:
             p = event.play
-            base.play.CopyFrom(
+            base.play.MergeFrom(
                 pb.PlayRecord(
                     side=wire.color_pb(p.side),
                     dice=p.dice,
@@ -183,7 +213,7 @@ def event_wire(card: GameCard, event: Event, seat: int | None) -> tuple[bytes, b
 
 
 def summary_pb(card: GameCard, snap: Snapshot) -> api.GameSummary:
-    white, black = players_pb(card, snap)
+    white, black = players_pb(card, snap.white_seat)
     return api.GameSummary(
         game_id=card.game_id,
         match_id=card.match_id,

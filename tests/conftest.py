@@ -7,6 +7,14 @@ _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
+# A suite started in the background by a non-interactive shell (`make test &`, a CI script)
+# inherits SIGINT ignored, and every process it starts would inherit that too: the tests
+# that press Ctrl-C need children that take it as a terminal's user's would.
+import signal  # noqa: E402
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # -- databases: every store test runs on SQLite and on PostgreSQL ----------------------------
 import os  # noqa: E402

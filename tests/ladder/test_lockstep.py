@@ -243,3 +243,29 @@ def test_a_game_throws_ahead_only_once_its_partner_has_reached_the_die():
     assert not pair.reached_by_all(b, 6)  # b may not run ahead of a
     pair.ended(a)
     assert pair.reached_by_all(b, 6)  # an ended partner holds nobody up
+
+
+async def test_the_two_matches_of_a_pair_are_stored_in_one_transaction(tmp_path):
+    """Both matches of a duplicate pair or neither (RULES.md §7 gives both games the same
+    dice): a server stopped between two commits would leave a game whose duplicate never
+    comes, and it would count alone in the ladder's standings."""
+    from tests.server.test_journal import gated
+
+    with gated(str(tmp_path / "p.db")) as (srv, gate):
+        async with Client(srv.address, srv.admin_token) as op:
+            await op.create_ladder("pairs", turn_time_ms=30_000, max_games=2)
+            register = [api.RegisterPlayerRequest(name=n) for n in ("left", "right")]
+            tokens = [(await op.call("RegisterPlayer", r)).token for r in register]
+        players = [Client(srv.address, t) for t in tokens]
+        with trio.fail_after(60):
+            for player in players:
+                await player.join_ladder("pairs")
+            games = await games_of(players[0])
+        for player in players:
+            player.close()
+    inserts = [
+        [params for sql, params in batch if sql.startswith("INSERT INTO matches")]
+        for batch in gate.batches
+    ]
+    pair = [batch for batch in inserts if batch]
+    assert len(games) == 2 and len(pair) == 1 and len(pair[0]) == 2, inserts
