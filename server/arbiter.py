@@ -196,7 +196,7 @@ class _NewMatch:
 
     match: MatchSession
     seat_tokens: list[str]
-    writes: list
+    writes: list[Write]
     challenged: str | None
 
 
