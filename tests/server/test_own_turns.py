@@ -60,6 +60,12 @@ async def test_a_filtered_seat_receives_exactly_its_own_turns(client):
     turns = [e for e in got if e.type == pb.EVENT_TYPE_TURN_STARTED]
     assert len(turns) > 10 and all(e.state.legal_plays for e in turns)
     assert not any(e.type == pb.EVENT_TYPE_PLAY_MADE for e in got)
+    # what the opponent did shows in the next TURN_STARTED: the position after its play
+    by_seq = {e.seq: e for e in full}
+    for e in turns[1:]:
+        before = by_seq[e.seq - 1]
+        assert before.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
+        assert e.state.position == before.state.position
     assert got[-1].type == pb.EVENT_TYPE_GAME_FINISHED and got[-1].state.server_seed
     assert got[-1].state.position == full[-1].state.position
     # the same filter on a replay of the ended game: the same events, no legal plays
