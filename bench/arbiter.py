@@ -3,12 +3,14 @@
 1. 5,000 idle subscriptions: server memory per subscription and its thread count.
 2. P4: 900 idle games (both seats subscribed, nobody plays) whose clocks all run out, with
    the server otherwise idle and then while 100 more games are played flat out (1,000
-   concurrent games): memory per idle game, and how late the timeouts fire, from the
+   concurrent games) by instant bots whose streams are filtered to their own turns (as
+   the SDK's bots do): memory per idle game, and how late the timeouts fire, from the
    games' event times and from the server's own ``nardy_clock_lateness_seconds``.
 
 ``python -m bench arbiter [--quick]``; ``python -m bench.arbiter --idle-only`` runs only
-P4's idle games on an otherwise idle server. Turn round trip and throughput against the raw
-transport (P2, P3): ``bench/turns.py``.
+P4's idle games on an otherwise idle server; ``--load-only`` only the case under play
+load, ``--every-event`` with the load's bots following every event (no filter). Turn
+round trip and throughput against the raw transport (P2, P3): ``bench/turns.py``.
 """
 
 from __future__ import annotations
@@ -179,10 +181,13 @@ def scrape(url: str) -> dict[str, float]:
     return out
 
 
-async def p4(address: str, pid: int, games: int, turn_ms: int, load_games: int, out: dict):
+async def p4(
+    address: str, pid: int, games: int, turn_ms: int, load_games: int, own: bool, out: dict
+):
     """``games`` idle games (both seats subscribed, nobody plays) whose clocks all run out,
-    while ``load_games`` games are played flat out; RSS per idle game and, per timeout,
-    its lateness (s) from the server's own event times."""
+    while ``load_games`` games are played flat out (``own``: by bots following their own
+    turns only); RSS per idle game and, per timeout, its lateness (s) from the server's own
+    event times."""
     from bench.clock import ADMIN_ENV, _md, instant_seat  # (bench.clock imports this module)
 
     admin = _md(os.environ[ADMIN_ENV])
@@ -213,8 +218,8 @@ async def p4(address: str, pid: int, games: int, turn_ms: int, load_games: int, 
                     metadata=admin,
                 )
                 await asyncio.gather(
-                    instant_seat(stub, r.game_id, r.first_seat_token),
-                    instant_seat(stub, r.game_id, r.second_seat_token),
+                    instant_seat(stub, r.game_id, r.first_seat_token, own),
+                    instant_seat(stub, r.game_id, r.second_seat_token, own),
                 )
                 seed += load_games
 
@@ -255,21 +260,23 @@ async def p4(address: str, pid: int, games: int, turn_ms: int, load_games: int, 
         out["seen"] = seen
 
 
-def timeout_lateness(quick: bool, idle_only: bool = False) -> None:
+def timeout_lateness(quick: bool, cases: str = "both", own: bool = True) -> None:
     """P4: 1,000 concurrent games, 100 of them flat out; the other 900 idle until their
-    clocks run out (target: p99 <= 50 ms late; memory <= 100 KB per idle game)."""
+    clocks run out (target: p99 <= 50 ms late; memory <= 100 KB per idle game). ``cases``:
+    "both", "idle" or "load"; ``own``: the load's bots follow their own turns only."""
     from bench.clock import ADMIN_ENV
 
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     busy = 20 if quick else 100
     games = 200 if quick else 900
     turn_ms = 20_000 if quick else 60_000  # longer than creating them all takes
-    cases = (("idle server", 0), ("under play load", busy))
-    for label, load in cases[:1] if idle_only else cases:
+    runs = {"idle": [("idle server", 0)], "load": [("under play load", busy)]}
+    runs["both"] = runs["idle"] + runs["load"]
+    for label, load in runs[cases]:
         http = free_port()
         with arbiter("--http-port", str(http)) as (address, proc):
             out: dict = {}
-            asyncio.run(p4(address, proc.pid, games, turn_ms, load, out))
+            asyncio.run(p4(address, proc.pid, games, turn_ms, load, own, out))
             hist = scrape(f"http://127.0.0.1:{http}/metrics")
         ms = [x * 1e3 for x in out["lateness"]]
         seen = [x * 1e3 for x in out["seen"]]
@@ -278,7 +285,7 @@ def timeout_lateness(quick: bool, idle_only: bool = False) -> None:
         per_game = (out["after"] - out["before"]) / games
         print(
             f"  {games} idle games ({label}"
-            + (f", {load} games flat out" if load else "")
+            + (f", {load} games flat out, {'own turns' if own else 'every event'}" if load else "")
             + f"): RSS {out['before'] / 1024:.0f} -> {out['after'] / 1024:.0f} MiB, "
             f"{per_game:.1f} KiB per idle game (2 streams each; target <= 100 KB); "
             f"created in {out['created_s']:.0f} s"
@@ -294,14 +301,15 @@ def timeout_lateness(quick: bool, idle_only: bool = False) -> None:
         )
 
 
-def main(quick: bool = False, idle_only: bool = False) -> None:
+def main(quick: bool = False, cases: str = "both", own: bool = True) -> None:
     print(f"  load average: {os.getloadavg()[0]:.1f}")
-    if not idle_only:
+    if cases == "both":
         idle_subscriptions(quick)
-    timeout_lateness(quick, idle_only)
+    timeout_lateness(quick, cases, own)
     print(f"  load average: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
-    # --idle-only: P4's 900 idle games on an otherwise idle server, nothing else
-    main("--quick" in sys.argv, "--idle-only" in sys.argv)
+    # --idle-only / --load-only: one of P4's two cases, nothing else
+    only = "idle" if "--idle-only" in sys.argv else "load" if "--load-only" in sys.argv else "both"
+    main("--quick" in sys.argv, only, "--every-event" not in sys.argv)

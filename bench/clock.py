@@ -92,10 +92,12 @@ def _md(token: str):
     return (("authorization", f"Bearer {token}"),)
 
 
-async def instant_seat(stub, game_id: str, token: str) -> None:
-    """A bot that plays the first legal play at once, until the game ends."""
+async def instant_seat(stub, game_id: str, token: str, own_turns: bool = False) -> None:
+    """A bot that plays the first legal play at once, until the game ends (``own_turns``:
+    its stream filtered to its own turns, EVENT_FILTER_OWN_TURNS)."""
+    which = api.EVENT_FILTER_OWN_TURNS if own_turns else api.EVENT_FILTER_UNSPECIFIED
     async for ev in stub.SubscribeGame(
-        api.SubscribeGameRequest(game_id=game_id), metadata=_md(token)
+        api.SubscribeGameRequest(game_id=game_id, filter=which), metadata=_md(token)
     ):
         st = ev.state
         if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):

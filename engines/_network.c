@@ -8,6 +8,7 @@
  *
  * Python API:
  *   hidden(positions, w1, b1, h, c) -> None: see the function
+ *   hidden_boards(boards, turn, w1, b1, h, c) -> None: the same of packed boards
  *   encode(positions, x, c) -> None
  *     positions: a list of nardy.Position (turn, board), board 24 signed counts by
  *     absolute index (white positive), turn 0 white / 1 black;
@@ -33,7 +34,15 @@ static int idx_of(int color, int p) { return color == 0 ? POINTS - p : (36 - p) 
 /* progress of a side's point p along the other side's path */
 static int prog_other(int p) { return p <= 12 ? 12 - p : 36 - p; }
 
-static int popcount6(unsigned w) { return __builtin_popcount(w & 63u); }
+/* held points in a six-bit window (a table: __builtin_popcount is a libgcc call unless
+ * the build targets a CPU with popcnt) */
+static const uint8_t HELD[64] = {
+#define B2(n) n, n + 1, n + 1, n + 2
+#define B4(n) B2(n), B2(n + 1), B2(n + 1), B2(n + 2)
+    B4(0), B4(1), B4(1), B4(2)};
+#undef B2
+#undef B4
+static int popcount6(unsigned w) { return HELD[w & 63u]; }
 
 static void encode_one(const long board[POINTS], int turn, double *x, int64_t *c) {
     int color[2] = {turn, 1 - turn};
@@ -153,7 +162,11 @@ done:
     return result;
 }
 
-/* h = b1 + the rows of w1 weighted by the nonzero inputs x */
+/* h = b1 + the rows of w1 weighted by the nonzero inputs x (compiled for AVX2 too where
+ * the machine has it: the same additions in the same order, so the same floats) */
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 static void add_rows(float *restrict h, const float *restrict b1, const float *restrict w1,
                      const double *x, Py_ssize_t nh) {
     memcpy(h, b1, nh * sizeof(float));
@@ -165,15 +178,23 @@ static void add_rows(float *restrict h, const float *restrict b1, const float *r
     }
 }
 
-/* hidden(positions, w1, b1, h, c): the hidden layer's inputs x @ w1 + b1 (float32, the
- * sum over the nonzero inputs only: most of the 215 are zero) into h (n * hidden
- * float32), and the counts into c as in encode(); w1: float32 FEATURES * hidden. */
-static PyObject *hidden(PyObject *self, PyObject *args) {
-    PyObject *positions, *wobj, *bobj, *hobj, *cobj;
-    if (!PyArg_ParseTuple(args, "OOOOO", &positions, &wobj, &bobj, &hobj, &cobj)) return NULL;
-    PyObject *seq = PySequence_Fast(positions, "positions must be a sequence");
-    if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+/* where hidden() reads its positions: a list of Positions, or packed boards of one side */
+typedef struct {
+    PyObject **items;      /* Positions, or NULL */
+    const int8_t *boards;  /* else n * 24 signed counts, ``turn`` to move in each */
+    int turn;
+} Source;
+
+static int source_read(const Source *src, Py_ssize_t i, long board[POINTS], int *turn) {
+    if (src->items) return read_position(src->items[i], board, turn);
+    for (int a = 0; a < POINTS; a++) board[a] = src->boards[i * POINTS + a];
+    *turn = src->turn;
+    return 0;
+}
+
+/* x @ w1 + b1 of n positions into h (n * hidden float32), their counts into c */
+static PyObject *hidden_of(const Source *src, Py_ssize_t n, PyObject *wobj, PyObject *bobj,
+                           PyObject *hobj, PyObject *cobj) {
     Py_buffer wb = {0}, bb = {0}, hb = {0}, cb = {0};
     PyObject *result = NULL;
     if (PyObject_GetBuffer(wobj, &wb, PyBUF_C_CONTIGUOUS) < 0) goto done;
@@ -188,12 +209,11 @@ static PyObject *hidden(PyObject *self, PyObject *args) {
         goto done;
     }
     const float *w1 = wb.buf, *b1 = bb.buf;
-    PyObject **items = PySequence_Fast_ITEMS(seq);
     double x[FEATURES];
     for (Py_ssize_t i = 0; i < n; i++) {
         long board[POINTS];
         int turn;
-        if (read_position(items[i], board, &turn) < 0) goto done;
+        if (source_read(src, i, board, &turn) < 0) goto done;
         encode_one(board, turn, x, (int64_t *)cb.buf + i * 2 * POINTS);
         add_rows((float *)hb.buf + i * nh, b1, w1, x, nh);
     }
@@ -204,12 +224,46 @@ done:
     if (bb.obj) PyBuffer_Release(&bb);
     if (hb.obj) PyBuffer_Release(&hb);
     if (cb.obj) PyBuffer_Release(&cb);
+    return result;
+}
+
+/* hidden(positions, w1, b1, h, c): the hidden layer's inputs x @ w1 + b1 (float32, the
+ * sum over the nonzero inputs only: most of the 215 are zero) into h (n * hidden
+ * float32), and the counts into c as in encode(); w1: float32 FEATURES * hidden. */
+static PyObject *hidden(PyObject *self, PyObject *args) {
+    PyObject *positions, *wobj, *bobj, *hobj, *cobj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &positions, &wobj, &bobj, &hobj, &cobj)) return NULL;
+    PyObject *seq = PySequence_Fast(positions, "positions must be a sequence");
+    if (!seq) return NULL;
+    Source src = {PySequence_Fast_ITEMS(seq), NULL, 0};
+    PyObject *result = hidden_of(&src, PySequence_Fast_GET_SIZE(seq), wobj, bobj, hobj, cobj);
     Py_DECREF(seq);
+    return result;
+}
+
+/* hidden_boards(boards, turn, w1, b1, h, c): hidden() of boards packed as by
+ * nardy.end_boards (24 signed bytes each), with side ``turn`` to move in every one. */
+static PyObject *hidden_boards(PyObject *self, PyObject *args) {
+    Py_buffer boards;
+    int turn;
+    PyObject *wobj, *bobj, *hobj, *cobj;
+    if (!PyArg_ParseTuple(args, "y*iOOOO", &boards, &turn, &wobj, &bobj, &hobj, &cobj))
+        return NULL;
+    PyObject *result = NULL;
+    if (boards.len % POINTS || (turn != 0 && turn != 1)) {
+        PyErr_SetString(PyExc_ValueError, "boards of 24 bytes each, turn 0 or 1");
+    } else {
+        Source src = {NULL, boards.buf, turn};
+        result = hidden_of(&src, boards.len / POINTS, wobj, bobj, hobj, cobj);
+    }
+    PyBuffer_Release(&boards);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"hidden", hidden, METH_VARARGS, "hidden(positions, w1, b1, h, c): x @ w1 + b1 and counts"},
+    {"hidden_boards", hidden_boards, METH_VARARGS,
+     "hidden_boards(boards, turn, w1, b1, h, c): hidden() of packed boards"},
     {"encode", encode, METH_VARARGS, "encode(positions, x, c): the network inputs and counts"},
     {NULL, NULL, 0, NULL}};
 

@@ -33,6 +33,10 @@ Positions that are already decided (a side has borne off all 15) are not asked o
 network: their value is exact; nor are races with both sides all home: the exact bear-off
 tables value them (engines/bearoff.py; ``Network.bearoff = False`` turns that off).
 
+The lookahead reads the replies' end boards packed as bytes (:func:`nardy.end_boards`,
+:meth:`Network.board_values`): no Play or Position objects for the thousands of boards of
+a 2-ply search, only for the best reply to each roll.
+
 ``best_plays(position, dice)`` ranks the legal plays of a turn by the network
 (``ply=0``) or by a 1-ply lookahead over the opponent's 21 rolls (``ply=1``; ``ply=2``
 looks two rolls ahead); it is the call behind the terminal client's ``hint``.
@@ -51,7 +55,7 @@ import numpy as np
 
 from engines import bearoff
 from engines.bearoff import HOME
-from nardy import CHECKERS, Play, Position, legal_plays
+from nardy import CHECKERS, Color, Play, Position, end_boards, legal_plays
 from nardy.compiled import load
 
 WEIGHTS = Path(__file__).with_name("weights") / "long.npz"
@@ -300,14 +304,33 @@ class Network:
             return np.zeros((0, OUTPUTS))
         if _COMPILED is None:
             x, c = _encode(positions)
-            out = self.outputs(x)
-        else:  # the first layer summed over the nonzero inputs only, in C
-            w1, b1, w2, b2 = self._float32()
-            n = len(positions)
-            h = np.empty((n, len(b1)), dtype=np.float32)
-            c = np.empty((n, 2, POINTS), dtype=np.int64)
-            _COMPILED.hidden(positions, w1, b1, h, c)
-            out = _outputs(h, w2, b2)
+            return self._exact(self.outputs(x), c)
+        return self._compiled(_COMPILED.hidden, positions, n=len(positions))
+
+    def board_values(self, boards: bytes, turn: Color) -> np.ndarray:
+        """:meth:`values` of boards packed as by :func:`nardy.end_boards` (24 signed bytes
+        each), with ``turn`` to move in every one: the lookahead's path, with no Positions."""
+        n = len(boards) // POINTS
+        if not n:
+            return np.zeros((0, OUTPUTS))
+        if _COMPILED is None:
+            b = np.frombuffer(boards, np.int8).reshape(n, POINTS).astype(np.int64)
+            c = counts(b, np.full(n, turn.value, dtype=np.intp))
+            return self._exact(self.outputs(features(c)), c)
+        return self._compiled(_COMPILED.hidden_boards, boards, turn.value, n=n)
+
+    def _compiled(self, hidden, *source, n: int) -> np.ndarray:
+        """Values by the compiled first layer (summed over the nonzero inputs only)."""
+        w1, b1, w2, b2 = self._float32()
+        h = np.empty((n, len(b1)), dtype=np.float32)
+        c = np.empty((n, 2, POINTS), dtype=np.int64)
+        hidden(*source, w1, b1, h, c)
+        return self._exact(_outputs(h, w2, b2), c)
+
+    def _exact(self, out: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """The network's outputs ``out`` of positions with counts ``c`` (:func:`counts`),
+        with the exact values put in for decided positions and, with :attr:`bearoff`,
+        races both sides all home."""
         on = c.sum(2)
         done = on[:, 1] == 0  # the opponent has borne off all 15: the side to move lost
         if done.any():
@@ -389,8 +412,8 @@ def lookahead(
     if got is None:
         return None
     replies, v = got  # v: for the side that played ``end``, to move again in ``replies``
-    if depth >= 2:
-        open_ = [i for i, r in enumerate(replies) if r.winner is None]
+    open_ = [i for i, r in enumerate(replies) if r.winner is None]
+    if depth >= 2 and open_:
         unique = list(dict.fromkeys(replies[i] for i in open_))  # rolls with the same reply
         deeper = _replies(net, unique, deadline)
         if deeper is None:
@@ -408,26 +431,31 @@ _WEIGHTS = np.array([w for _, w in ROLLS])
 def _replies(
     net: Network, ends: list[Position], deadline: float | None
 ) -> tuple[list[Position], np.ndarray] | None:
-    """For each end position (game not over) and each of the 21 rolls in :data:`ROLLS`
-    order, the side to move's best reply by the network: the positions after the replies
-    (``len(ends) * 21``) and their values for the side that played each end, to move in
-    them (None past ``deadline``)."""
-    replies: list[Position] = []
-    spans: list[tuple[int, int]] = []
+    """For each end position (game not over, one side to move in all) and each of the 21
+    rolls in :data:`ROLLS` order, the side to move's best reply by the network: the
+    positions after the replies (``len(ends) * 21``) and their values for the side that
+    played each end, to move in them (None past ``deadline``)."""
+    chunks: list[bytes] = []
+    starts: list[int] = []
+    n = 0
     for end in ends:
+        stay = np.array(end.board, np.int8).tobytes()  # no play: the turn passes
         for roll, _ in ROLLS:
             if deadline is not None and time.perf_counter() > deadline:
                 return None
-            ps = legal_plays(end, roll)
-            start = len(replies)
-            replies.extend(p.end for p in ps) if ps else replies.append(end.passed())
-            spans.append((start, len(replies)))
-    v = net.values(replies)
+            boards = end_boards(end, roll) or stay
+            starts.append(n)
+            n += len(boards) // POINTS
+            chunks.append(boards)
+    turn = ends[0].turn.opponent
+    packed = b"".join(chunks)
+    v = net.board_values(packed, turn)
     if deadline is not None and time.perf_counter() > deadline:
         return None
-    eq = equity(v)
-    best = [start + int(np.argmin(eq[start:stop])) for start, stop in spans]
-    return [replies[i] for i in best], v[best]
+    rolls = np.repeat(np.arange(len(starts)), np.diff(starts + [n]))
+    best = np.lexsort((equity(v), rolls))[starts]  # per roll the first least for the replier
+    boards = np.frombuffer(packed, np.int8).reshape(n, POINTS)[best].tolist()
+    return [Position(turn, tuple(b)) for b in boards], v[best]
 
 
 class RankedPlay(NamedTuple):

@@ -20,7 +20,7 @@ from nardy.game import (
     ResultKind,
     Termination,
 )
-from nardy.long.movegen import OFF, Play, Step, legal_plays
+from nardy.long.movegen import OFF, Play, Step, end_boards, legal_plays
 from nardy.long.notation import parse_moves
 from nardy.long.position import CHECKERS, HEAD, Position
 from nardy.long.scoring import Kind, forfeit, result
@@ -52,6 +52,7 @@ __all__ = [
     "TurnBuilder",
     "Variant",
     "available",
+    "end_boards",
     "forfeit",
     "legal_plays",
     "match_play",

@@ -543,14 +543,18 @@ class Client:
         resume: bool = True,
         reconnect: Reconnect | None = None,
         client_seed: str = "",
+        own_turns: bool = False,
     ) -> AsyncIterator[pb.GameEvent]:
         """A game's events, resuming after drops from the last seq; ends with the game.
 
         Heartbeats are passed on too (their seq does not advance). After a drop on this
         seat's waiting turn the arbiter announces the turn again (a SNAPSHOT). A seat may
-        add ``client_seed`` to the game's dice (provably fair dice; before the start).
+        add ``client_seed`` to the game's dice (provably fair dice; before the start), and
+        ask for ``own_turns`` only (EVENT_FILTER_OWN_TURNS: no plays, no passes, no
+        opponent's turns; what an engine needs).
         """
         last = after_seq
+        which = api.EVENT_FILTER_OWN_TURNS if own_turns else api.EVENT_FILTER_UNSPECIFIED
 
         def request() -> api.SubscribeGameRequest:
             return api.SubscribeGameRequest(
@@ -558,6 +562,7 @@ class Client:
                 after_seq=last,
                 from_start=from_start and last == 0,
                 client_seed=client_seed,
+                filter=which,
             )
 
         async for ev in self._resuming(
@@ -607,13 +612,14 @@ async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameStat
     the process; an engine that raises is logged and the first legal play is made instead.
     If a play cannot reach the arbiter, the game is followed again from a fresh snapshot,
     which shows whether the turn is still waiting for it. The seat adds a random client
-    seed of its own to the game's dice (see GameState.dice_commitment).
+    seed of its own to the game's dice (see GameState.dice_commitment) and follows its own
+    turns only (EVENT_FILTER_OWN_TURNS): one stream message per turn of its own.
     """
     state = None
     played = 0  # the last turn this seat has answered
     seed = secrets.token_hex(8)
     while True:
-        async for ev in client.events(game_id, client_seed=seed):
+        async for ev in client.events(game_id, client_seed=seed, own_turns=True):
             state = ev.state
             if ev.type in END_TYPES:
                 return state

@@ -839,21 +839,27 @@ class Arbiter:
         from_start: bool,
         sink: Sink,
         client_seed: str = "",
+        own_turns: bool = False,
     ) -> tuple[GameSession, int | None, list, bool]:
         """Subscribe ``sink``: (game, seat or None, events to send first, whether live).
 
-        A seat may add its ``client_seed`` to the game's dice until the game starts.
+        A seat may add its ``client_seed`` to the game's dice until the game starts, and
+        ask for its ``own_turns`` only (EVENT_FILTER_OWN_TURNS).
         """
         try:
             check_client_seed(client_seed)
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         game, seat = await self.viewer(token, game_id)
+        if own_turns and seat is None:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "EVENT_FILTER_OWN_TURNS is for a seat's stream (its token)"
+            )
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if seat is not None:
             game.offer_client_seed(seat, client_seed)
-        backlog, live = await game.subscribe(sink, seat, after_seq, from_start)
+        backlog, live = await game.subscribe(sink, seat, after_seq, from_start, own_turns)
         return game, seat, backlog, live
 
     def unsubscribe_game(self, game_id: str, sink: Sink, seat: int | None) -> None:

@@ -300,6 +300,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             request.from_start,
             sink,
             request.client_seed,
+            request.filter == api.EVENT_FILTER_OWN_TURNS,
         )
         card = game.card
         seq = backlog[-1].seq if backlog else request.after_seq

@@ -206,7 +206,7 @@ class GameSession:
         self._committing: trio.Event | None = None  # set when the pending play's commit ends
         self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
         self.end_error: ArbiterError | None = None
-        self.sinks: set[Sink] = set()
+        self.sinks: dict[Sink, int | None] = {}  # -> the seat of an own-turns stream
         self.present: set[int] = set()  # seats that have subscribed at least once
         self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
         self.all_present = trio.Event()
@@ -259,14 +259,20 @@ class GameSession:
         return list(self.events)
 
     async def subscribe(
-        self, sink: Sink, seat: int | None, after_seq: int, from_start: bool
+        self,
+        sink: Sink,
+        seat: int | None,
+        after_seq: int,
+        from_start: bool,
+        own_turns: bool = False,
     ) -> tuple[list[Event], bool]:
         """Register ``sink``; return the events to send first (no gap) and whether it is live.
 
         A seat that resumes after the TURN_STARTED of a turn still waiting for its play gets
         a SNAPSHOT (with the legal plays) at the end of the backlog, so the pending turn is
         always announced again. A finished game keeps no subscribers: its stream ends after
-        the backlog.
+        the backlog. ``own_turns`` (a seat's only): the stream is sent only the events
+        that seat needs to play (:meth:`concerns`), the backlog too.
         """
         if after_seq > self.last_seq:
             raise ArbiterError(
@@ -281,9 +287,12 @@ class GameSession:
                 backlog.append(self._event(EventType.SNAPSHOT))
         else:
             backlog = [self._event(EventType.SNAPSHOT)]
+        own = seat if own_turns else None
+        if own is not None:
+            backlog = [event for event in backlog if self.concerns(event, own)]
         if self.status in (Status.FINISHED, Status.ABORTED):
             return backlog, False
-        self.sinks.add(sink)
+        self.sinks[sink] = own
         if seat is not None:
             self.connected[seat] += 1
             self.present.add(seat)
@@ -293,9 +302,20 @@ class GameSession:
 
     def unsubscribe(self, sink: Sink, seat: int | None) -> None:
         if sink in self.sinks:
-            self.sinks.discard(sink)
+            del self.sinks[sink]
             if seat is not None:
                 self.connected[seat] -= 1
+
+    def concerns(self, event: Event, seat: int) -> bool:
+        """Whether ``seat`` needs ``event`` to play (EVENT_FILTER_OWN_TURNS): everything
+        but the plays, the passes and the opponent's TURN_STARTED (the next event's state
+        shows what they did)."""
+        kind = event.type
+        if kind is EventType.TURN_STARTED:
+            return event.snapshot.position.turn is self.card.color_of(
+                seat, event.snapshot.white_seat
+            )
+        return kind is not EventType.PLAY_MADE and kind is not EventType.TURN_PASSED
 
     # -- events -------------------------------------------------------------------------
     def snapshot(self, *, offer: bool = False, ahead: Ahead | None = None) -> Snapshot:
@@ -341,8 +361,9 @@ class GameSession:
 
     def _tell(self, event: Event) -> None:
         self.events.append(event)
-        for sink in list(self.sinks):
-            sink.send(event)
+        for sink, own in list(self.sinks.items()):
+            if own is None or self.concerns(event, own):
+                sink.send(event)
 
     async def emit(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
         """Journal an event and, once it is durable, tell every subscriber. The wait is

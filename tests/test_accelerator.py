@@ -49,6 +49,7 @@ def differences(cases) -> list[str]:
         want = legal_plays_py(pos, dice)
         got = compiled.legal_plays(pos.turn, pos.board, *dice)
         texts = compiled.end_texts(pos.turn, pos.board, *dice)
+        boards = compiled.end_boards(pos.turn, pos.board, *dice)
         same = got == want and all(
             type(p) is Play
             and type(p.end) is Position
@@ -58,6 +59,8 @@ def differences(cases) -> list[str]:
         )
         notations = [compiled.notation(p.steps) for p in got]
         if notations != [" ".join(map(str, p.steps)) or "-" for p in want]:
+            same = False
+        if boards != b"".join(bytes(c & 0xFF for c in p.end.board) for p in want):
             same = False
         if not same or texts != sorted(p.end.text() for p in want):
             bad.append(

@@ -12,9 +12,11 @@
 // repository's proto/), NARDY_SEED (makes the engine's choices repeatable).
 //
 // The life of the bot (docs/PROTOCOL.md):
-//   SubscribePlayer -> GAME_ASSIGNED -> SubscribeGame(game_id) with the token -> on every
-//   event whose state carries legal plays (our turn, waiting), answer that turn_id once
-//   with SubmitPlay(end_position) -> until GAME_FINISHED / GAME_ABORTED.
+//   SubscribePlayer -> GAME_ASSIGNED -> SubscribeGame(game_id) with the token and
+//   filter EVENT_FILTER_OWN_TURNS (only the events a seat needs to play: one message per
+//   turn of ours, none for the opponent's) -> on every event whose state carries legal
+//   plays (our turn, waiting), answer that turn_id once with SubmitPlay(end_position) ->
+//   until GAME_FINISHED / GAME_ABORTED.
 //   A dropped stream or SERVER_SHUTDOWN: subscribe again after a pause with after_seq =
 //   the largest seq seen; the arbiter announces a waiting turn again.
 "use strict";
@@ -146,7 +148,12 @@ async function playGame(gameId) {
   for (;;) {
     const outcome = await new Promise((resolve) => {
       const stream = arbiter.SubscribeGame(
-        { game_id: gameId, after_seq: lastSeq, client_seed: clientSeed },
+        {
+          game_id: gameId,
+          after_seq: lastSeq, // seqs have gaps on a filtered stream: resume still works
+          client_seed: clientSeed,
+          filter: "EVENT_FILTER_OWN_TURNS",
+        },
         metadata(),
       );
       let ended = false;

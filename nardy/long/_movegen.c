@@ -14,6 +14,8 @@
  *   setup(Step, Play, Position, white, black)   the Python types and the two Colors
  *   legal_plays(turn, board, d1, d2) -> list[Play]
  *   end_texts(turn, board, d1, d2) -> list[str]  sorted end-position texts ([] = pass)
+ *   end_boards(turn, board, d1, d2) -> bytes     the plays' end boards, 24 signed bytes
+ *                                                each, in legal_plays order (b"" = pass)
  *   text(turn, board) -> str                    the position text (RULES.md §1)
  *   notation(steps) -> str                      "24/18 18/13", "6/off", "-" for none
  */
@@ -555,6 +557,23 @@ done:
     return list;
 }
 
+static PyObject *py_end_boards(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    Run r;
+    if (run_search(args, nargs, &r) < 0) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)r.s.nout * POINTS);
+    if (out) {
+        int8_t *buf = (int8_t *)PyBytes_AS_STRING(out);
+        for (int i = 0; i < r.s.nout; i++) {
+            int board[POINTS];
+            end_board(&r.t, &r.s.out[i]->b, board);
+            for (int a = 0; a < POINTS; a++) buf[i * POINTS + a] = (int8_t)board[a];
+        }
+    }
+    search_free(&r.s);
+    return out;
+}
+
 static PyObject *py_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 2) {
@@ -671,6 +690,8 @@ static PyMethodDef methods[] = {
      "legal_plays(turn, board, d1, d2) -> list[Play], in the reference generator's order."},
     {"end_texts", (PyCFunction)(void (*)(void))py_end_texts, METH_FASTCALL,
      "end_texts(turn, board, d1, d2) -> sorted end-position texts of the legal plays."},
+    {"end_boards", (PyCFunction)(void (*)(void))py_end_boards, METH_FASTCALL,
+     "end_boards(turn, board, d1, d2) -> the end boards of the legal plays, 24 int8 each."},
     {"text", (PyCFunction)(void (*)(void))py_text, METH_FASTCALL,
      "text(turn, board) -> the position text."},
     {"notation", py_notation, METH_O, "notation(steps) -> the play's notation ('-' for none)."},

@@ -221,6 +221,15 @@ def end_texts(position: Position, dice: tuple[int, int]) -> list[str]:
     return sorted(p.end.text() for p in legal_plays_py(position, dice))
 
 
+def end_boards(position: Position, dice: tuple[int, int]) -> bytes:
+    """The end boards of the legal plays, in :func:`legal_plays` order, 24 signed bytes
+    each (``b""`` when the turn passes): for engines that judge thousands of boards and
+    need no plays, built without Python objects when the compiled generator is there."""
+    if _compiled is not None:
+        return _compiled.end_boards(position.turn, position.board, dice[0], dice[1])
+    return b"".join(bytes(c & 0xFF for c in p.end.board) for p in legal_plays_py(position, dice))
+
+
 def legal_plays_py(position: Position, dice: tuple[int, int]) -> list[Play]:
     """:func:`legal_plays` in pure Python: the reference for the compiled generator."""
     turn = Turn(position, dice)

@@ -8,6 +8,11 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class EventFilter(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVENT_FILTER_UNSPECIFIED: _ClassVar[EventFilter]
+    EVENT_FILTER_OWN_TURNS: _ClassVar[EventFilter]
+
 class PlayerEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PLAYER_EVENT_TYPE_UNSPECIFIED: _ClassVar[PlayerEventType]
@@ -16,6 +21,8 @@ class PlayerEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PLAYER_EVENT_TYPE_HEARTBEAT: _ClassVar[PlayerEventType]
     PLAYER_EVENT_TYPE_SERVER_SHUTDOWN: _ClassVar[PlayerEventType]
     PLAYER_EVENT_TYPE_CHALLENGE: _ClassVar[PlayerEventType]
+EVENT_FILTER_UNSPECIFIED: EventFilter
+EVENT_FILTER_OWN_TURNS: EventFilter
 PLAYER_EVENT_TYPE_UNSPECIFIED: PlayerEventType
 PLAYER_EVENT_TYPE_GAME_ASSIGNED: PlayerEventType
 PLAYER_EVENT_TYPE_GAME_OVER: PlayerEventType
@@ -198,16 +205,18 @@ class ListGamesResponse(_message.Message):
     def __init__(self, games: _Optional[_Iterable[_Union[GameSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SubscribeGameRequest(_message.Message):
-    __slots__ = ("game_id", "after_seq", "from_start", "client_seed")
+    __slots__ = ("game_id", "after_seq", "from_start", "client_seed", "filter")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     FROM_START_FIELD_NUMBER: _ClassVar[int]
     CLIENT_SEED_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     after_seq: int
     from_start: bool
     client_seed: str
-    def __init__(self, game_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., from_start: _Optional[bool] = ..., client_seed: _Optional[str] = ...) -> None: ...
+    filter: EventFilter
+    def __init__(self, game_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., from_start: _Optional[bool] = ..., client_seed: _Optional[str] = ..., filter: _Optional[_Union[EventFilter, str]] = ...) -> None: ...
 
 class PlayerEvent(_message.Message):
     __slots__ = ("type", "game_id", "match_id", "color", "opponent")

@@ -231,6 +231,16 @@ def two_ply(net: nw.Network, end: Position) -> np.ndarray:
     return total
 
 
+def test_packed_boards_are_valued_like_their_positions(net):
+    """The lookahead's path (nardy.end_boards -> Network.board_values) judges a board as
+    Network.values judges its Position, decided and bear-off positions included."""
+    positions = [p for p in game_positions(5, 3000) if p.turn is Color.BLACK]
+    positions += [Position(Color.BLACK, BEAR_OFF.board), Position(Color.BLACK, RACE.board)]
+    packed = b"".join(bytes(c & 0xFF for c in p.board) for p in positions)
+    assert np.array_equal(net.board_values(packed, Color.BLACK), net.values(positions))
+    assert net.board_values(b"", Color.WHITE).shape == (0, 3)
+
+
 def test_two_ply_lookahead_looks_two_rolls_ahead(net):
     for pos, dice in [(MIDDLE, (5, 2)), (START, (6, 5))]:
         for play in legal_plays(pos, dice)[:2]:
