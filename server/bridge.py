@@ -50,26 +50,31 @@ SHUTTING_DOWN = "the server is shutting down"
 class Handover:
     """Callbacks for the transport's loop, queued in the trio thread and handed over in
     one ``call_soon_threadsafe`` per trio batch: the transport's thread is woken once,
-    after the core's work on a turn (its reply and the four events it tells), instead of
-    once per message, and does not take the GIL from the core in between."""
+    after the core's work on a turn (its reply and the events it tells), instead of once
+    per message, and does not take the GIL from the core in between. The hand-over is
+    :meth:`run`, a task woken within the trio thread (no wake-up socket, unlike
+    ``run_sync_soon``), so it runs in the batch after the one that queued the calls."""
 
-    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
-        self.token = token
+    def __init__(self) -> None:
         self._pending: dict[asyncio.AbstractEventLoop, list] = {}
+        self._due = trio.Event()
 
     def call(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
         """Run ``fn(*args)`` on ``loop`` soon (call in the trio thread only)."""
         batch = self._pending.get(loop)
         if batch is None:
             batch = self._pending[loop] = []
-            self.token.run_sync_soon(self._flush)
+            self._due.set()
         batch.append((fn, args))
 
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, {}
-        for loop, batch in pending.items():
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(_run_batch, batch)
+    async def run(self) -> None:
+        while True:
+            await self._due.wait()
+            self._due = trio.Event()
+            pending, self._pending = self._pending, {}
+            for loop, batch in pending.items():
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                    loop.call_soon_threadsafe(_run_batch, batch)
 
 
 def _run_batch(batch: list) -> None:
@@ -96,8 +101,9 @@ class Bridge:
 
     def __init__(self, token: trio.lowlevel.TrioToken, nursery: trio.Nursery) -> None:
         self.token = token
-        self.nursery = nursery  # where coroutine calls run
-        self.handover = Handover(token)
+        self.nursery = nursery  # where coroutine calls run, and the hand-over
+        self.handover = Handover()
+        nursery.start_soon(self.handover.run)
 
     def sink(self, queue: asyncio.Queue) -> QueueSink:
         """A subscription's sink onto ``queue`` (of the running loop: the transport's)."""

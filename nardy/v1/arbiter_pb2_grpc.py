@@ -181,7 +181,8 @@ class ArbiterServiceServicer:
         """Follow a game. With a token that holds a seat the stream is that seat's (your turn
         carries the legal plays), and subscribing is how a seat arrives: the game starts when
         both seats have subscribed. Without a token it is a spectator's. A token that holds no
-        seat in the game: PERMISSION_DENIED. Every event carries the full state. The stream
+        seat in the game: PERMISSION_DENIED. Every event carries the full state; a seat may
+        ask for only what it needs to play (SubscribeGameRequest.filter). The stream
         ends after GAME_FINISHED / GAME_ABORTED (a finished game's stream is its backlog
         only), or with SERVER_SHUTDOWN.
         """
