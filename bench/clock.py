@@ -25,11 +25,13 @@ is a play charged more than the 150 ms margin beyond its thinking: the p99 "coun
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
 Three servers take the same load in rounds of their own (:data:`KINDS`): one with
-``--accept-ahead 0`` (grpc.aio accepts one SubmitPlay at a time, as before), one with the
-defaults (8 accepted at once: server.bridge.AcceptAhead) and one with ``--pace-ms 2`` as
-well (new turns are held back while the transport's loop runs more than 2 ms late:
+``--transport-first-ms 0`` (the trio core and the transport share the GIL evenly, as before:
+under saturation plays wait in the transport's loop before they are stamped), one with the
+defaults (the core gives way to a busy transport: server.bridge.TransportFirst; 8 plays
+accepted at once: server.bridge.AcceptAhead) and one with ``--pace-ms 2`` as well (new
+turns are held back while the transport's loop runs more than 2 ms late:
 server.clock.Pace). The load's own rate (plays/s) is printed with each loaded round: what
-pacing costs the games that play flat out.
+each costs the games that play flat out.
 
 Second part: the issue's ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in
 its own process) against another player's ``SubmitPlay`` round trip, alternating rounds
@@ -68,16 +70,16 @@ LIST_RATE = 30.0  # ListGames calls per second
 LIST_LIMIT = 10_000  # as in the issue (the server answers at most a page of 500)
 PACE_MS = 2  # --pace-ms of the paced server
 # Servers, each run with these options, and the rounds that alternate over them (label,
-# server, loaded): the transport as before (grpc.aio accepting one play at a time), as it
-# is by default now (8 plays accepted at once), and the default with pacing.
+# server, loaded): the core and the transport sharing the GIL evenly (as before), the
+# default (the core gives way to a busy transport), and the default with pacing.
 SERVERS = {
-    "one at a time": ("--accept-ahead", "0"),
+    "even": ("--transport-first-ms", "0"),
     "default": (),
     "paced": ("--pace-ms", str(PACE_MS)),
 }
 KINDS = (
     ("idle", "default", False),
-    ("loaded, --accept-ahead 0", "one at a time", True),
+    ("loaded, --transport-first-ms 0", "even", True),
     ("loaded, default", "default", True),
     (f"loaded, --pace-ms {PACE_MS}", "paced", True),
 )

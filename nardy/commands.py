@@ -65,6 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "grpc.aio's own)",
     )
     p.add_argument(
+        "--transport-first-ms",
+        type=float,
+        default=2.0,
+        metavar="MS",
+        help="the core waits (at most MS at a time) while the transport has work ready, so "
+        "that under saturation plays are stamped on arrival rather than after other games' "
+        "messages (default 2; 0: off, the two threads share the GIL evenly)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
@@ -271,6 +280,7 @@ def _serve(args: argparse.Namespace) -> int:
                 commit_window_s=args.commit_window_ms / 1000,
                 pace_s=args.pace_ms / 1000,
                 accept_ahead=args.accept_ahead,
+                transport_first_s=args.transport_first_ms / 1000,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,

@@ -29,7 +29,15 @@ from nardy.v1 import (
     ladder_pb2_grpc,
 )
 from server.arbiter import Arbiter, Policy, new_token, token_hash
-from server.bridge import AcceptAhead, Bridge, Registry, Transport, pass_encoded, watch_lag
+from server.bridge import (
+    AcceptAhead,
+    Bridge,
+    Registry,
+    Transport,
+    TransportFirst,
+    pass_encoded,
+    watch_lag,
+)
 from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.collector import FrozenGenerations
 from server.intercept import refuse_unparsable
@@ -71,6 +79,7 @@ class ServerConfig:
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
     pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
     accept_ahead: int = 8  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's one
+    transport_first_s: float = 0.002  # the core waits this long at most for a busy transport
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
@@ -220,8 +229,11 @@ async def serve(
             await parts["server"].stop(grace)
             parts["accept"].stop()
 
-        transport = Transport(setup, shutdown)
+        first = TransportFirst(config.transport_first_s) if config.transport_first_s else None
+        transport = Transport(setup, shutdown, first.idle if first else None)
         port = await trio.to_thread.run_sync(transport.start)
+        if first is not None:
+            trio.lowlevel.add_instrument(first)
         if cluster is not None:
             cluster.address = config.advertise or f"{config.host}:{port}"
             await nursery.start(arbiter.run_cluster)
@@ -244,6 +256,8 @@ async def serve(
             with trio.CancelScope(shield=True):
                 log.info("shutting down")
                 await trio.to_thread.run_sync(transport.stop, config.grace_s)
+                if first is not None:
+                    trio.lowlevel.remove_instrument(first)
                 await arbiter.writer.close()  # what was accepted is committed first
                 if cluster is not None:
                     await cluster.close()  # the others take our games over at once

@@ -17,8 +17,9 @@ section). Crossing is by callbacks only:
 Neither side ever blocks waiting for the other. The transport's thread is where plays are
 stamped on arrival (server.clock), so work is kept out of it: whatever it is late with is
 charged to somebody's clock, whatever the trio thread is late with is not. For the same
-reason plays are accepted several at a time (:class:`AcceptAhead`), and the transport's
-lateness is measured for pacing new turns (:func:`watch_lag`).
+reason plays are accepted several at a time (:class:`AcceptAhead`), the core gives way to
+a busy transport (:class:`TransportFirst`), and the transport's lateness is measured for
+pacing new turns (:func:`watch_lag`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import selectors
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -237,16 +240,63 @@ async def watch_lag(pace, bridge: Bridge, every: float = 0.005) -> None:
             bridge.call_soon(pace.tick, lag)
 
 
+class TransportFirst(trio.abc.Instrument):
+    """The trio thread gives way to a busy transport (``nardy serve --transport-first-ms``).
+
+    Both threads share one GIL, and under saturation each gets about half of it: the
+    transport's loop falls behind, and a play waits in it, unstamped, behind the messages
+    of other games, charged to its side. With this instrument the core waits (GIL released)
+    before each task step while the transport's loop has work ready, until the loop waits
+    for I/O again (:class:`IdleSelector` tells): the backlog forms in the core, where a play
+    is already stamped, instead of in the transport. It waits at most ``most`` seconds at a
+    time; after a wait that ran out, the core runs ``most`` seconds without waiting, so a
+    transport that never idles (a flood of calls) still leaves the core its share.
+    """
+
+    def __init__(self, most: float) -> None:
+        self.most = most
+        self.idle = threading.Event()  # set by the transport's thread while it waits for I/O
+        self.idle.set()  # (no loop yet: nothing to give way to)
+        self._free_until = 0.0
+
+    def before_task_step(self, task) -> None:
+        if self.idle.is_set() or time.perf_counter() < self._free_until:
+            return
+        if not self.idle.wait(self.most):
+            self._free_until = time.perf_counter() + self.most
+
+
+class IdleSelector(selectors.DefaultSelector):
+    """The transport loop's selector: ``idle`` is set while the loop blocks waiting for I/O
+    (nothing ready to run), clear while it runs callbacks."""
+
+    def __init__(self, idle: threading.Event) -> None:
+        super().__init__()
+        self._idle = idle
+
+    def select(self, timeout: float | None = None):
+        if timeout is not None and timeout <= 0:  # callbacks are ready: the loop is busy
+            return super().select(timeout)
+        self._idle.set()
+        try:
+            return super().select(timeout)
+        finally:
+            self._idle.clear()
+
+
 class Transport:
-    """The grpc.aio server on an asyncio loop in its own thread."""
+    """The grpc.aio server on an asyncio loop in its own thread (with ``idle``: the loop
+    reports it while it waits for I/O, see :class:`TransportFirst`)."""
 
     def __init__(
         self,
         setup: Callable[[asyncio.AbstractEventLoop], Awaitable[int]],
         shutdown: Callable[[float], Awaitable[None]],
+        idle: threading.Event | None = None,
     ) -> None:
         self._setup = setup
         self._shutdown = shutdown
+        self._idle = idle
         self._ready = threading.Event()
         self._port = 0
         self._error: BaseException | None = None
@@ -271,7 +321,14 @@ class Transport:
         self._thread.join()
 
     def _main(self) -> None:
-        asyncio.run(self._serve())
+        idle = self._idle
+        factory = None if idle is None else lambda: asyncio.SelectorEventLoop(IdleSelector(idle))
+        try:
+            with asyncio.Runner(loop_factory=factory) as runner:
+                runner.run(self._serve())
+        finally:
+            if idle is not None:
+                idle.set()  # no loop any more: nothing to give way to
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()

@@ -86,6 +86,8 @@ class JournalWriter:
             self._wake = trio.Event()
             if self.window_s:
                 await trio.sleep(self.window_s)
+            else:
+                await trio.lowlevel.checkpoint()  # let tasks woken with us queue theirs
             batch, self._pending = self._pending, []
             with trio.CancelScope(shield=True):  # a started transaction is seen through
                 await self._commit(batch)
