@@ -106,38 +106,40 @@ class NetworkEngine(Engine):
         order = np.argsort(-eq0, kind="stable")
         scores = {int(i): float(eq0[i]) for i in order}
         if p.ply >= 1:
-            best = eq0[order[0]]
-            cands = [int(i) for i in order[: p.k] if eq0[i] >= best - p.margin]
-            if len(cands) > 1:
-                deep: dict[int, float] = {}
-                for i in cands:
-                    v = lookahead(self.net, plays[i].end, deadline)
-                    if v is None:
-                        self.timeouts += 1
-                        break
-                    deep[i] = float(equity(v, values))
-                if len(deep) >= 2:
-                    scores = self._deepen(plays, deep, deadline, values)
+            deep = self._search(plays, scores, p.k, p.margin, 1, deadline, values)
+            if deep is not None:
+                scores = deep
+                deeper = self._search(plays, deep, p.k2, p.margin2, 2, deadline, values)
+                if deeper is not None:
+                    self.deepened += 1
+                    scores = deeper
         return plays[self._choose(scores)]
 
-    def _deepen(self, plays: list[Play], deep: dict[int, float], deadline, values) -> dict:
-        """The 2-ply values of the best 1-ply candidates within ``margin2`` of the best
-        (at most ``k2``, searched in 1-ply order while time lasts), or ``deep`` unchanged
-        when fewer than two of them could be searched."""
-        p = self.params
-        ranked = sorted(deep, key=lambda i: -deep[i])
-        close = [i for i in ranked[: p.k2] if deep[i] >= deep[ranked[0]] - p.margin2]
+    def _search(
+        self,
+        plays: list[Play],
+        scores: dict[int, float],
+        k: int,
+        margin: float,
+        depth: int,
+        deadline: float | None,
+        values,
+    ) -> dict[int, float] | None:
+        """The ``depth``-ply values of the best ``k`` plays by ``scores`` within ``margin``
+        points of the best, searched best first while time lasts; None when fewer than two
+        of them are close enough or could be searched."""
+        ranked = sorted(scores, key=lambda i: -scores[i])
+        close = [i for i in ranked[:k] if scores[i] >= scores[ranked[0]] - margin]
         if len(close) < 2:
-            return deep
-        deeper: dict[int, float] = {}
+            return None
+        out: dict[int, float] = {}
         for i in close:
-            v = lookahead(self.net, plays[i].end, deadline, depth=2)
+            v = lookahead(self.net, plays[i].end, deadline, depth=depth)
             if v is None:
                 self.timeouts += 1
                 break
-            deeper[i] = float(equity(v, values))
-        self.deepened += len(deeper) >= 2
-        return deeper if len(deeper) >= 2 else deep
+            out[i] = float(equity(v, values))
+        return out if len(out) >= 2 else None
 
     def _choose(self, scores: dict[int, float]) -> int:
         p = self.params
