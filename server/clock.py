@@ -8,7 +8,8 @@ clock runs from then, see :meth:`nardy.clock.Clock.sent`), and the gRPC thread s
 SubmitPlay as it arrives (:meth:`Arrivals.stamp`, on the trio run's own
 clock, which is safe to read from any thread) and the core settles the stamp when it has
 judged the play. A turn whose deadline has passed waits for every play of its game that
-was stamped before the deadline (:meth:`Arrivals.pending`) before it declares a timeout:
+was stamped before the deadline (:meth:`Arrivals.pending`, and behind a front process the
+plays stamped there and still on their way: ``Arrivals.upstream``) before it declares a timeout:
 enforcement may lag behind a busy core, what a side is charged never does.
 
 The per-side arithmetic (turn time, bank, deadline, charge) is :class:`nardy.clock.Clock`.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import trio
@@ -47,11 +48,15 @@ class Arrivals:
         self._ids = itertools.count(1)
         self._pending: dict[str, dict[int, float]] = {}
         self._waiting: set[str] = set()  # games whose turn waits for a stamped play
+        # Behind a front: waits until no play of a game stamped there before a time is on
+        # its way to this process; True if one was (server.fronted.Front.in_flight).
+        self.upstream: Callable[[str, float], Awaitable[bool]] | None = None
 
-    def stamp(self, game_id: str) -> Arrival:
-        """Stamp a play that has just arrived (call from the transport's thread)."""
+    def stamp(self, game_id: str, at: float | None = None) -> Arrival:
+        """Stamp a play that has just arrived (call from the transport's thread), or that
+        arrived ``at`` (on the core's clock) at a front process (server.front)."""
         with self._lock:
-            arrival = Arrival(game_id, next(self._ids), self._now())
+            arrival = Arrival(game_id, next(self._ids), self._now() if at is None else at)
             self._pending.setdefault(game_id, {})[arrival.id] = arrival.time
         return arrival
 

@@ -507,8 +507,8 @@ class GameSession:
                 self._wake = trio.Event()
                 await self._wake.wait()
         deadline = clock.deadline
-        # A play that arrived in time may still be on its way to the core, or to the
-        # journal: judge it first.
+        # A play that arrived in time may still be on its way to the core (from the
+        # transport's thread, or from a front process), or to the journal: judge it first.
         arrivals = self.match.host.arrivals
         while self._awaiting_play(turn_id):
             if (pending := self._committing) is not None:
@@ -516,8 +516,8 @@ class GameSession:
             elif arrivals.pending(self.id, before=deadline):
                 self._wake = trio.Event()
                 await self._wake.wait()
-            else:
-                break
+            elif arrivals.upstream is None or not await arrivals.upstream(self.id, deadline):
+                break  # (else a play stamped at the front in time was answered: judged)
         arrivals.done_waiting(self.id)
         if self.turn_id != turn_id:
             return  # played (its clock charged); its commit opened the next turn
