@@ -81,6 +81,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "socket: a busy core no longer delays the stamps (default: one process)",
     )
     p.add_argument(
+        "--front-nice",
+        type=int,
+        default=5,
+        metavar="N",
+        help="with --front: the core runs N steps nicer than the front, so that on a busy "
+        "machine the front's stamps go first (default 5; 0: same priority)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
@@ -290,6 +298,7 @@ def _serve(args: argparse.Namespace) -> int:
                 accept_ahead=args.accept_ahead,
                 transport_first_s=args.transport_first_ms / 1000,
                 front=args.front,
+                front_nice=args.front_nice,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,

@@ -85,6 +85,7 @@ class ServerConfig:
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
     front: bool = False  # the public port in a front process of its own (server.front)
+    front_nice: int = 0  # behind a front, the core runs this much nicer (Front.give_way)
 
     @property
     def policy(self) -> Policy:
@@ -259,6 +260,8 @@ async def serve(
                     await trio.to_thread.run_sync(transport.stop, 0)
                 raise
             nursery.start_soon(front.watch, stop)
+            if config.front_nice:
+                front.give_way(config.front_nice)
         if cluster is not None:
             cluster.address = config.advertise or f"{config.host}:{port}"
             await nursery.start(arbiter.run_cluster)

@@ -37,6 +37,7 @@ class Arrival:
     game_id: str
     id: int
     time: float  # on the core's clock
+    sent: float | None = None  # when a front process sent the turn (server.front), if told
 
 
 class Arrivals:
@@ -48,15 +49,20 @@ class Arrivals:
         self._ids = itertools.count(1)
         self._pending: dict[str, dict[int, float]] = {}
         self._waiting: set[str] = set()  # games whose turn waits for a stamped play
-        # Behind a front: waits until no play of a game stamped there before a time is on
-        # its way to this process; True if one was (server.fronted.Front.in_flight).
-        self.upstream: Callable[[str, float], Awaitable[bool]] | None = None
+        # Behind a front: (game, turn, time) -> waits until no play of the game stamped
+        # there before the time is on its way to this process; (True if one was, when the
+        # front sent the turn) (server.fronted.Front.in_flight).
+        self.upstream: Callable[[str, int, float], Awaitable[tuple[bool, float | None]]] | None = (
+            None
+        )
 
-    def stamp(self, game_id: str, at: float | None = None) -> Arrival:
+    def stamp(self, game_id: str, at: float | None = None, sent: float | None = None) -> Arrival:
         """Stamp a play that has just arrived (call from the transport's thread), or that
-        arrived ``at`` (on the core's clock) at a front process (server.front)."""
+        arrived ``at`` at a front process (server.front), which sent its turn at ``sent``
+        (both on the core's clock)."""
         with self._lock:
-            arrival = Arrival(game_id, next(self._ids), self._now() if at is None else at)
+            now = self._now() if at is None else at
+            arrival = Arrival(game_id, next(self._ids), now, sent)
             self._pending.setdefault(game_id, {})[arrival.id] = arrival.time
         return arrival
 

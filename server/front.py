@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
 import signal
 import struct
@@ -39,7 +40,9 @@ PREFIX = "nardy-front-"  # metadata only the front sets (dropped when a client s
 KEY = PREFIX + "key"
 PEER = PREFIX + "peer"
 ARRIVAL = PREFIX + "arrival"  # SubmitPlay's arrival, CLOCK_MONOTONIC seconds (repr)
+SENT = PREFIX + "sent"  # when the front sent the play's turn to its seat (same clock)
 PLAY = "/nardy.v1.ArbiterService/SubmitPlay"
+EVENTS = "/nardy.v1.ArbiterService/SubscribeGame"
 FENCE = "/nardy.front.Front/Fence"
 STOP_GRACE_S = 1.0
 
@@ -61,19 +64,69 @@ def methods() -> dict[str, tuple[bool, bool]]:
     return out
 
 
-def fence_request(game_id: str, before: float) -> bytes:
-    """The fence's request: ``before`` (CLOCK_MONOTONIC seconds) and the game."""
-    return struct.pack("<d", before) + game_id.encode()
+_FENCE = struct.Struct("<dQ")  # request: before (CLOCK_MONOTONIC seconds), turn; the game
+_FENCED = struct.Struct("<?d")  # answer: a play was in flight, the turn's send (nan: none)
 
 
-def game_of_play(request: bytes) -> str | None:
-    """The game a SubmitPlay is for (None if the request does not parse)."""
+def fence_request(game_id: str, turn_id: int, before: float) -> bytes:
+    return _FENCE.pack(before, turn_id) + game_id.encode()
+
+
+def fence_answer(answer: bytes) -> tuple[bool, float | None]:
+    waited, sent = _FENCED.unpack(answer)
+    return waited, None if math.isnan(sent) else sent
+
+
+def turn_of_play(request: bytes) -> tuple[str, int] | None:
+    """The game and turn a SubmitPlay is for (None if the request does not parse)."""
     from nardy.v1 import arbiter_pb2
 
     try:
-        return arbiter_pb2.SubmitPlayRequest.FromString(request).game_id
+        play = arbiter_pb2.SubmitPlayRequest.FromString(request)
     except Exception:  # unparsable: the core refuses it
         return None
+    return play.game_id, play.turn_id
+
+
+def event_type(message: bytes) -> int:
+    """A GameEvent's type read from its first bytes (the core writes ``seq`` (1) and
+    ``type`` (2) first, as protobuf serializes fields in number order); 0 if not there."""
+    i = 1 if message[:1] == b"\x08" else 0
+    if i:
+        while i < len(message) and message[i] & 0x80:
+            i += 1
+        i += 1
+    if message[i : i + 1] == b"\x10" and i + 1 < len(message):
+        return message[i + 1]  # (the event types are all < 128: one byte)
+    return 0
+
+
+class Sends:
+    """When this front first sent each game's current turn to the seat that must play it
+    (a TURN_STARTED with legal plays), on CLOCK_MONOTONIC: the side's clock runs from then."""
+
+    def __init__(self) -> None:
+        from nardy.v1 import game_pb2
+
+        self._event = game_pb2.GameEvent
+        self._turn = game_pb2.EVENT_TYPE_TURN_STARTED
+        self._over = (game_pb2.EVENT_TYPE_GAME_FINISHED, game_pb2.EVENT_TYPE_GAME_ABORTED)
+        self.turns: dict[str, tuple[int, float]] = {}  # game -> (turn, sent)
+
+    def sending(self, message: bytes) -> None:
+        """``message`` (a GameEvent) is about to be written to its stream."""
+        kind = event_type(message)
+        if kind == self._turn:
+            st = self._event.FromString(message).state
+            mine = st.legal_plays and st.side_to_move == st.your_color
+            if mine and self.turns.get(st.game_id, (None,))[0] != st.turn_id:
+                self.turns[st.game_id] = (st.turn_id, time.perf_counter())
+        elif kind in self._over:
+            self.turns.pop(self._event.FromString(message).state.game_id, None)
+
+    def sent(self, game_id: str, turn_id: int) -> float | None:
+        turn, at = self.turns.get(game_id, (None, None))
+        return at if turn == turn_id else None
 
 
 class InFlight:
@@ -112,16 +165,21 @@ class InFlight:
 class Forwarder(grpc.GenericRpcHandler):
     """Every known method, forwarded as bytes to the core over ``channel``."""
 
-    def __init__(self, channel: grpc.aio.Channel, key: str, inflight: InFlight) -> None:
+    def __init__(
+        self, channel: grpc.aio.Channel, key: str, inflight: InFlight, sends: Sends
+    ) -> None:
         self.channel = channel
         self.key = key
         self.inflight = inflight
+        self.sends = sends
         self.handlers = {path: self._handler(path, *kind) for path, kind in methods().items()}
 
     def service(self, handler_call_details):
         return self.handlers.get(handler_call_details.method)
 
-    def _metadata(self, context, arrival: float | None) -> list[tuple[str, str | bytes]]:
+    def _metadata(
+        self, context, arrival: float | None = None, sent: float | None = None
+    ) -> list[tuple[str, str | bytes]]:
         md = [
             (k, v)
             for k, v in context.invocation_metadata() or ()
@@ -130,6 +188,8 @@ class Forwarder(grpc.GenericRpcHandler):
         md += [(KEY, self.key), (PEER, context.peer() or "")]
         if arrival is not None:
             md.append((ARRIVAL, repr(arrival)))
+        if sent is not None:
+            md.append((SENT, repr(sent)))
         return md
 
     def _handler(self, path: str, streaming_in: bool, streaming_out: bool):
@@ -139,9 +199,9 @@ class Forwarder(grpc.GenericRpcHandler):
                 return grpc.unary_unary_rpc_method_handler(self._play(call))
             return grpc.unary_unary_rpc_method_handler(self._unary(call))
         if not streaming_in:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream(self.channel.unary_stream(path))
-            )
+            multi = self.channel.unary_stream(path)
+            watch = self.sends.sending if path == EVENTS else None
+            return grpc.unary_stream_rpc_method_handler(self._stream(multi, watch))
         if not streaming_out:
             return grpc.stream_unary_rpc_method_handler(
                 self._unary(self.channel.stream_unary(path))
@@ -150,28 +210,28 @@ class Forwarder(grpc.GenericRpcHandler):
 
     def _unary(self, multi):
         async def handler(request, context):
-            return await self._answer(multi, request, context, None)
+            return await self._answer(multi, request, context, self._metadata(context))
 
         return handler
 
     def _play(self, multi):
         async def handler(request: bytes, context):
             arrival = time.perf_counter()  # first: the side is charged up to here
-            game_id = game_of_play(request)
-            if game_id is None:
-                return await self._answer(multi, request, context, None)
+            turn = turn_of_play(request)
+            if turn is None:
+                return await self._answer(multi, request, context, self._metadata(context))
+            game_id, turn_id = turn
             play = self.inflight.add(game_id, arrival)
+            md = self._metadata(context, arrival, self.sends.sent(game_id, turn_id))
             try:
-                return await self._answer(multi, request, context, arrival)
+                return await self._answer(multi, request, context, md)
             finally:
                 self.inflight.remove(game_id, play)
 
         return handler
 
-    async def _answer(self, multi, request, context, arrival: float | None):
-        call = multi(
-            request, metadata=self._metadata(context, arrival), timeout=context.time_remaining()
-        )
+    async def _answer(self, multi, request, context, metadata):
+        call = multi(request, metadata=metadata, timeout=context.time_remaining())
         try:
             response = await call
         except grpc.aio.AioRpcError as e:
@@ -183,13 +243,17 @@ class Forwarder(grpc.GenericRpcHandler):
             context.set_trailing_metadata(tuple(trailing))
         return response
 
-    def _stream(self, multi):
+    def _stream(self, multi, watch=None):
+        """``watch`` (if given) sees each message just before it is written."""
+
         async def handler(request, context):
             call = multi(
-                request, metadata=self._metadata(context, None), timeout=context.time_remaining()
+                request, metadata=self._metadata(context), timeout=context.time_remaining()
             )
             try:
                 async for message in call:
+                    if watch is not None:
+                        watch(message)
                     yield message
                 trailing = await call.trailing_metadata()
             except grpc.aio.AioRpcError as e:
@@ -202,12 +266,15 @@ class Forwarder(grpc.GenericRpcHandler):
         return handler
 
 
-def fence_handler(inflight: InFlight, key: str):
+def fence_handler(inflight: InFlight, sends: Sends, key: str):
     async def fence(request: bytes, context) -> bytes:
         if dict(context.invocation_metadata() or ()).get(KEY) != key:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "not the core")
-        (before,) = struct.unpack_from("<d", request)
-        return b"\x01" if await inflight.wait(request[8:].decode(), before) else b"\x00"
+        before, turn_id = _FENCE.unpack_from(request)
+        game_id = request[_FENCE.size :].decode()
+        waited = await inflight.wait(game_id, before)
+        sent = sends.sent(game_id, turn_id)
+        return _FENCED.pack(waited, math.nan if sent is None else sent)
 
     return grpc.unary_unary_rpc_method_handler(fence)
 
@@ -228,7 +295,7 @@ async def serve(config: dict) -> None:
     channel = grpc.aio.insecure_channel(
         f"unix:{config['core']}", options=[("grpc.max_receive_message_length", -1)]
     )
-    inflight = InFlight()
+    inflight, sends = InFlight(), Sends()
     public = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", config["max_message_bytes"]),
@@ -240,7 +307,7 @@ async def serve(config: dict) -> None:
         ],
         maximum_concurrent_rpcs=config["max_concurrent_rpcs"],
     )
-    public.add_generic_rpc_handlers((Forwarder(channel, key, inflight),))
+    public.add_generic_rpc_handlers((Forwarder(channel, key, inflight, sends),))
     address = f"{config['host']}:{config['port']}"
     if config.get("tls_cert"):
         with open(config["tls_key"], "rb") as k, open(config["tls_cert"], "rb") as c:
@@ -252,7 +319,7 @@ async def serve(config: dict) -> None:
     private.add_generic_rpc_handlers(
         (
             grpc.method_handlers_generic_handler(
-                FENCE.split("/")[1], {"Fence": fence_handler(inflight, key)}
+                FENCE.split("/")[1], {"Fence": fence_handler(inflight, sends, key)}
             ),
         )
     )

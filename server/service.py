@@ -329,7 +329,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 if item is CLOSE:
                     return
                 seq = item.seq
-                if item.turn is not None:  # this seat's turn: its clock runs from the send
+                if item.turn is not None and self.front is None:  # (else the front tells)
+                    # this seat's turn: its clock runs from the send
                     item.sent = partial(self._turn_sent, game.id, item.turn)
                 yield item
                 idle.sent()
@@ -382,8 +383,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             )
         # Stamped on arrival (here, or at the front): the side is charged up to then,
         # however long the core takes.
-        at = None if self.front is None else self.front.arrival(context)
-        arrival = self.arbiter.arrivals.stamp(request.game_id, at)
+        at, sent = (None, None) if self.front is None else self.front.arrival(context)
+        arrival = self.arbiter.arrivals.stamp(request.game_id, at, sent)
         try:
             answer = await self._call(
                 context,

@@ -24,7 +24,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.front import ARRIVAL, KEY, PEER
+from server.front import ARRIVAL, KEY, PEER, Sends
 from tests.server.conftest import random_engine
 from tests.server.test_tls import RACE, self_signed
 
@@ -152,15 +152,15 @@ def test_a_play_stamped_in_time_and_held_up_before_the_core_is_not_refused():
         stamp, fence = arrivals.stamp, arrivals.upstream
         reached, fenced, release = threading.Event(), threading.Event(), threading.Event()
 
-        def held_stamp(game_id, at=None):  # in the core's transport thread: hold it there
+        def held_stamp(game_id, at=None, sent=None):  # in the core's transport thread
             if at is not None:
                 reached.set()
-                assert release.wait(60)
-            return stamp(game_id, at)
+                assert release.wait(60)  # held there
+            return stamp(game_id, at, sent)
 
-        async def watched_fence(game_id, before):  # the core asks: is a play in flight?
+        async def watched_fence(game_id, turn_id, before):  # the core asks: a play in flight?
             fenced.set()
-            return await fence(game_id, before)
+            return await fence(game_id, turn_id, before)
 
         with grpc.insecure_channel(srv.address) as ch:
             stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
@@ -247,3 +247,42 @@ def test_the_front_stops_when_the_core_dies_and_the_core_when_the_front_dies(tmp
         assert core.wait(30) == 2  # the core stops too, and says it failed
     finally:
         core.kill()
+
+
+def test_the_front_reads_a_seats_turn_from_the_events_first_bytes():
+    sends = Sends()
+    legal = [pb.LegalPlay(notation="6-5: 24/18 24/19")]
+    mine = pb.GameState(
+        game_id="g", turn_id=3, side_to_move=pb.COLOR_WHITE, your_color=pb.COLOR_WHITE
+    )
+    mine.legal_plays.extend(legal)
+    theirs = pb.GameState(game_id="g", turn_id=3, side_to_move=pb.COLOR_WHITE)
+    for seq, state in ((300, theirs), (0, theirs), (301, mine)):  # (seq 0: not on the wire)
+        event = pb.GameEvent(seq=seq, type=pb.EVENT_TYPE_TURN_STARTED, state=state)
+        sends.sending(event.SerializeToString())
+        assert (sends.sent("g", 3) is None) == (state is theirs)
+    first = sends.sent("g", 3)
+    sends.sending(
+        pb.GameEvent(seq=302, type=pb.EVENT_TYPE_TURN_STARTED, state=mine).SerializeToString()
+    )
+    assert sends.sent("g", 3) == first and sends.sent("g", 4) is None  # the first send counts
+    over = pb.GameEvent(seq=303, type=pb.EVENT_TYPE_GAME_FINISHED, state=pb.GameState(game_id="g"))
+    sends.sending(over.SerializeToString())
+    assert sends.turns == {}
+
+
+def test_a_bot_that_does_not_play_behind_the_front_loses_on_time():
+    with EmbeddedServer(front=True) as srv, grpc.insecure_channel(srv.address) as ch:
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        game = stub.CreateMatch(
+            api.CreateMatchRequest(seed=3, options=pb.GameOptions(turn_time_ms=300)),
+            metadata=_md(srv.admin_token),
+            timeout=30,
+        )
+        token, st, streams = _first_turn(stub, game)
+        ev = next(streams[0])
+        while ev.type != pb.EVENT_TYPE_GAME_FINISHED:
+            ev = next(streams[0])
+        assert ev.state.result.termination == pb.TERMINATION_TIMEOUT
+        for stream in streams:
+            stream.cancel()
