@@ -252,6 +252,7 @@ async def serve(
                         tls_key=config.tls_key,
                         max_message_bytes=config.max_message_bytes,
                         max_concurrent_rpcs=config.max_concurrent_rpcs,
+                        accept_ahead=config.accept_ahead,
                     )
                 )
             except BaseException:

@@ -11,10 +11,17 @@ on a command line or in a log). Metadata of that name from clients is dropped.
 
 Forwarding is generic (raw bytes, every cardinality, so health and reflection pass
 through); status, details and trailing metadata come back as the core sent them; deadlines
-and cancellation go on to the core. The core reaches the front on a unix socket of its own
-for one call, the *fence* (:class:`InFlight`): before the core declares a timeout it asks
-whether a play of that game stamped before the deadline is still on its way, and the front
-answers once none is (a play stays in flight until the core has answered it).
+and cancellation go on to the core. Every method is registered (accepted by a loop of its
+own) and plays are accepted several at a time (server.bridge.AcceptAhead, ``--accept-ahead``),
+which cut the p99 of the charge beyond thinking in ``bench clock`` (61-76 -> 40-58 ms).
+The front also stamps when it sends a seat the TURN_STARTED of its turn (:class:`Sends`):
+the side's clock runs from then, not from when the core handed it to the front.
+
+The core reaches the front on a unix socket of its own for one call, the *fence*
+(:class:`InFlight`): before the core declares a timeout it asks whether a play of that game
+stamped before the deadline is still on its way, and the front answers once none is (a
+play stays in flight until the core has answered it), with when it sent the turn (which
+may move the deadline later: the core then waits again).
 
 Run by the core as ``python -m server.front`` with a JSON config line on stdin; it prints
 its port on stdout once serving, and stops when its stdin closes (the core stopped or died).
@@ -33,6 +40,8 @@ import sys
 import time
 
 import grpc
+
+from server.bridge import AcceptAhead
 
 log = logging.getLogger("nardy.front")
 
@@ -307,7 +316,14 @@ async def serve(config: dict) -> None:
         ],
         maximum_concurrent_rpcs=config["max_concurrent_rpcs"],
     )
-    public.add_generic_rpc_handlers((Forwarder(channel, key, inflight, sends),))
+    forwarder = Forwarder(channel, key, inflight, sends)
+    public.add_generic_rpc_handlers((forwarder,))
+    services: dict[str, dict] = {}
+    for path, handler in forwarder.handlers.items():
+        service, name = path[1:].split("/")
+        services.setdefault(service, {})[name] = handler
+    for service, handlers in services.items():  # each method accepted by a loop of its own
+        public.add_registered_method_handlers(service, handlers)
     address = f"{config['host']}:{config['port']}"
     if config.get("tls_cert"):
         with open(config["tls_key"], "rb") as k, open(config["tls_cert"], "rb") as c:
@@ -326,9 +342,13 @@ async def serve(config: dict) -> None:
     private.add_insecure_port(f"unix:{config['fence']}")
     await private.start()
     await public.start()
+    # plays accepted several at a time, as in the core's transport (measured: bench clock)
+    ahead = AcceptAhead(public, PLAY, forwarder.handlers[PLAY], config["max_concurrent_rpcs"])
+    ahead.start(config["accept_ahead"])
     print(port, flush=True)
     await stop.wait()
     await public.stop(STOP_GRACE_S)
+    ahead.stop()
     await private.stop(0)
     await channel.close()
 
