@@ -32,8 +32,8 @@ encoder (engines/_network.c) the first layer is summed over the nonzero inputs o
 Positions that are already decided (a side has borne off all 15) are not asked of the
 network: their value is exact; nor are races with both sides all home: the exact bear-off
 tables value them (engines/bearoff.py; ``Network.bearoff = False`` turns that off); nor,
-at play, the other races: the tables' race model values them, about 2.4 times closer to
-rollouts than the network (``Network.races = False`` turns that off, as training does).
+at play, the other races: the tables' race model values them, about 2.4 times closer
+to rollouts than the network (``Network.races = False`` turns that off, as training does).
 
 The lookahead reads the replies' end boards packed as bytes (:func:`nardy.end_boards`,
 :meth:`Network.board_values`): no Play or Position objects for the thousands of boards of
