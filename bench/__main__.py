@@ -17,6 +17,7 @@ ALL = [
     "memory",
     "ladder",
     "strength",
+    "race",
     "store",
     "cluster",
 ]

@@ -211,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         net.meta = {"seed": args.seed, "games": 0, "hidden": hidden, "seconds": 0.0}
         done = 0
     net.meta.setdefault("bearoff_from", done)  # games from here on stop at the tables
+    net.races = False  # self-play judges races before all home as the shipped run did
     # [first game, alpha, alpha_half] of each stretch (checkpoints from before: one stretch)
     steps = net.meta.setdefault(
         "steps",
@@ -374,7 +375,10 @@ def _interrupt(signum, frame) -> None:
 def _play_game(job: tuple, net: Network | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Self-play game ``i`` with the given weights: its encoded positions and outcome."""
     weights, seed, i = job
-    states, outcome = self_play(net or Network(*weights), game_rng(seed, i))
+    if net is None:
+        net = Network(*weights)
+        net.races = False  # as in main()
+    states, outcome = self_play(net, game_rng(seed, i))
     return encode(states), outcome
 
 
