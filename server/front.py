@@ -354,11 +354,11 @@ async def serve(config: dict) -> None:
 
 
 def main() -> None:
+    config = json.loads(sys.stdin.readline())
     logging.basicConfig(
-        level=os.environ.get("NARDY_FRONT_LOG", "WARNING"),
+        level=config.get("log_level", logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    config = json.loads(sys.stdin.readline())
     asyncio.run(serve(config))
 
 

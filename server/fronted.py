@@ -62,7 +62,13 @@ class Front:
             [sys.executable, "-m", "server.front"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         self._fence = grpc.insecure_channel(f"unix:{self.fence_socket}")
-        config = dict(settings, key=self.key, core=self.core_socket, fence=self.fence_socket)
+        config = dict(
+            settings,
+            key=self.key,
+            core=self.core_socket,
+            fence=self.fence_socket,
+            log_level=log.getEffectiveLevel(),  # as the core's (`nardy serve --log-level`)
+        )
         await self.process.stdin.send_all(json.dumps(config).encode() + b"\n")
         line = b""
         while not line.endswith(b"\n"):
