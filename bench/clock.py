@@ -32,8 +32,7 @@ accepted at once: server.bridge.AcceptAhead), one with ``--pace-ms 2`` as well (
 turns are held back while the transport's loop runs more than 2 ms late:
 server.clock.Pace) and one with ``--front`` (a front process stamps plays and forwards
 every call to the core: server.front). The load's own rate (plays/s) is printed with each
-loaded round: what
-each costs the games that play flat out.
+loaded round: what each costs the games that play flat out.
 
 Second part: the issue's ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in
 its own process) against another player's ``SubmitPlay`` round trip, alternating rounds
