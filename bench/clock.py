@@ -24,13 +24,15 @@ loaded in one run, and the machine's load average is printed with each. A turn l
 is a play charged more than the 150 ms margin beyond its thinking: the p99 "counting
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
-Three servers take the same load in rounds of their own (:data:`KINDS`): one with
+Four servers take the same load in rounds of their own (:data:`KINDS`): one with
 ``--transport-first-ms 0`` (the trio core and the transport share the GIL evenly, as before:
 under saturation plays wait in the transport's loop before they are stamped), one with the
 defaults (the core gives way to a busy transport: server.bridge.TransportFirst; 8 plays
-accepted at once: server.bridge.AcceptAhead) and one with ``--pace-ms 2`` as well (new
+accepted at once: server.bridge.AcceptAhead), one with ``--pace-ms 2`` as well (new
 turns are held back while the transport's loop runs more than 2 ms late:
-server.clock.Pace). The load's own rate (plays/s) is printed with each loaded round: what
+server.clock.Pace) and one with ``--front`` (a front process stamps plays and forwards
+every call to the core: server.front). The load's own rate (plays/s) is printed with each
+loaded round: what
 each costs the games that play flat out.
 
 Second part: the issue's ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in
@@ -71,17 +73,20 @@ LIST_LIMIT = 10_000  # as in the issue (the server answers at most a page of 500
 PACE_MS = 2  # --pace-ms of the paced server
 # Servers, each run with these options, and the rounds that alternate over them (label,
 # server, loaded): the core and the transport sharing the GIL evenly (as before), the
-# default (the core gives way to a busy transport), and the default with pacing.
+# default (the core gives way to a busy transport), the default with pacing, and the
+# default behind a front process (server.front: plays stamped in a process of their own).
 SERVERS = {
     "even": ("--transport-first-ms", "0"),
     "default": (),
     "paced": ("--pace-ms", str(PACE_MS)),
+    "front": ("--front",),
 }
 KINDS = (
     ("idle", "default", False),
     ("loaded, --transport-first-ms 0", "even", True),
     ("loaded, default", "default", True),
     (f"loaded, --pace-ms {PACE_MS}", "paced", True),
+    ("loaded, --front", "front", True),
 )
 
 
@@ -273,7 +278,8 @@ def raised_priority(nice: int) -> bool:
 
 
 def schedstat(pid: int) -> tuple[float, float]:
-    """(CPU seconds, run-queue wait seconds) summed over the process's threads."""
+    """(CPU seconds, run-queue wait seconds) summed over the threads of the process and of
+    its children (a front process)."""
     cpu = wait = 0.0
     with contextlib.suppress(OSError):
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -281,6 +287,10 @@ def schedstat(pid: int) -> tuple[float, float]:
                 run, queued, _ = f.read().split()
                 cpu += int(run) / 1e9
                 wait += int(queued) / 1e9
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                for child in map(int, f.read().split()):
+                    more = schedstat(child)
+                    cpu, wait = cpu + more[0], wait + more[1]
     return cpu, wait
 
 

@@ -74,6 +74,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "messages (default 2; 0: off, the two threads share the GIL evenly)",
     )
     p.add_argument(
+        "--front",
+        action="store_true",
+        help="serve the public port (and TLS) from a front process of its own that stamps "
+        "plays as they arrive and forwards every call to the core over a private unix "
+        "socket: a busy core no longer delays the stamps (default: one process)",
+    )
+    p.add_argument(
+        "--front-nice",
+        type=int,
+        default=5,
+        metavar="N",
+        help="with --front: the core runs N steps nicer than the front, so that on a busy "
+        "machine the front's stamps go first (default 5; 0: same priority)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
@@ -261,6 +276,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from server.app import ServerConfig, run_forever, unwrap
+    from server.fronted import FrontDied
     from server.store import StoreError
 
     logging.basicConfig(
@@ -281,6 +297,8 @@ def _serve(args: argparse.Namespace) -> int:
                 pace_s=args.pace_ms / 1000,
                 accept_ahead=args.accept_ahead,
                 transport_first_s=args.transport_first_ms / 1000,
+                front=args.front,
+                front_nice=args.front_nice,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 http_port=args.http_port,
@@ -295,6 +313,9 @@ def _serve(args: argparse.Namespace) -> int:
         )
     except BaseException as e:
         error = unwrap(e)
+        if isinstance(error, FrontDied):
+            print(f"nardy serve: {error}", file=sys.stderr)
+            return 2
         if not isinstance(error, StoreError):
             raise
         print(f"nardy serve: {error.message}", file=sys.stderr)

@@ -40,6 +40,7 @@ from server.bridge import (
 )
 from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.collector import FrozenGenerations
+from server.fronted import Front
 from server.intercept import refuse_unparsable
 from server.limits import RateLimiter
 from server.pgstore import PostgresStore
@@ -83,6 +84,8 @@ class ServerConfig:
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
+    front: bool = False  # the public port in a front process of its own (server.front)
+    front_nice: int = 0  # behind a front, the core runs this much nicer (Front.give_way)
 
     @property
     def policy(self) -> Policy:
@@ -158,6 +161,9 @@ async def serve(
             cluster=cluster,
         )
         creds = credentials(config)
+        front = Front() if config.front else None
+        if front is not None:
+            arbiter.arrivals.upstream = front.in_flight
     except BaseException:
         with trio.CancelScope(shield=True):
             if cluster is not None:
@@ -185,20 +191,22 @@ async def serve(
             # the nardy services' handlers, wrapped once (not interceptors: those run per call)
             registry = Registry(server, lambda handler: pass_encoded(refuse_unparsable(handler)))
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
-                ArbiterService(arbiter, bridge, limiter, config.heartbeat_s), registry
+                ArbiterService(arbiter, bridge, limiter, config.heartbeat_s, front), registry
             )
             ladder_pb2_grpc.add_LadderServiceServicer_to_server(
-                LadderService(arbiter, bridge, limiter), registry
+                LadderService(arbiter, bridge, limiter, front), registry
             )
             admin_pb2_grpc.add_AdminServiceServicer_to_server(
-                AdminService(arbiter, bridge, limiter), registry
+                AdminService(arbiter, bridge, limiter, front), registry
             )
             registry.close()
             checker = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(checker, server)
             enable_reflection([SERVICE, LADDER_SERVICE, ADMIN_SERVICE, health.SERVICE_NAME], server)
             address = f"{config.host}:{config.port}"
-            if creds is None:
+            if front is not None:  # TLS, if asked for, is the front's
+                port = server.add_insecure_port(f"unix:{front.core_socket}")
+            elif creds is None:
                 port = server.add_insecure_port(address)
             else:
                 port = server.add_secure_port(address, creds)
@@ -234,17 +242,39 @@ async def serve(
         port = await trio.to_thread.run_sync(transport.start)
         if first is not None:
             trio.lowlevel.add_instrument(first)
+        if front is not None:
+            try:
+                port = await front.start(
+                    dict(
+                        host=config.host,
+                        port=config.port,
+                        tls_cert=config.tls_cert,
+                        tls_key=config.tls_key,
+                        max_message_bytes=config.max_message_bytes,
+                        max_concurrent_rpcs=config.max_concurrent_rpcs,
+                        accept_ahead=config.accept_ahead,
+                    )
+                )
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await front.stop()
+                    await trio.to_thread.run_sync(transport.stop, 0)
+                raise
+            nursery.start_soon(front.watch, stop)
+            if config.front_nice:
+                front.give_way(config.front_nice)
         if cluster is not None:
             cluster.address = config.advertise or f"{config.host}:{port}"
             await nursery.start(arbiter.run_cluster)
         log.info(
-            "serving nardy.v1 on %s:%d db=%s tls=%s registration=%s%s",
+            "serving nardy.v1 on %s:%d db=%s tls=%s registration=%s%s%s",
             config.host,
             port,
             store.name,
             "on" if creds else "off",
             "open" if config.registration_open else "closed",
             f" instance={cluster.id} lease={cluster.lease_s:g}s" if cluster else "",
+            " front=process" if front else "",
         )
         http_port = parts.get("http_port")
         if http_port is not None:
@@ -256,6 +286,8 @@ async def serve(
             with trio.CancelScope(shield=True):
                 log.info("shutting down")
                 await trio.to_thread.run_sync(transport.stop, config.grace_s)
+                if front is not None:
+                    await front.stop()
                 if first is not None:
                     trio.lowlevel.remove_instrument(first)
                 await arbiter.writer.close()  # what was accepted is committed first
@@ -263,6 +295,8 @@ async def serve(
                     await cluster.close()  # the others take our games over at once
                 await store.close()
             nursery.cancel_scope.cancel()
+    if front is not None and front.died is not None:
+        raise front.died
 
 
 def run_forever(config: ServerConfig) -> None:

@@ -8,7 +8,8 @@ clock runs from then, see :meth:`nardy.clock.Clock.sent`), and the gRPC thread s
 SubmitPlay as it arrives (:meth:`Arrivals.stamp`, on the trio run's own
 clock, which is safe to read from any thread) and the core settles the stamp when it has
 judged the play. A turn whose deadline has passed waits for every play of its game that
-was stamped before the deadline (:meth:`Arrivals.pending`) before it declares a timeout:
+was stamped before the deadline (:meth:`Arrivals.pending`, and behind a front process the
+plays stamped there and still on their way: ``Arrivals.upstream``) before it declares a timeout:
 enforcement may lag behind a busy core, what a side is charged never does.
 
 The per-side arithmetic (turn time, bank, deadline, charge) is :class:`nardy.clock.Clock`.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import trio
@@ -36,6 +37,7 @@ class Arrival:
     game_id: str
     id: int
     time: float  # on the core's clock
+    sent: float | None = None  # when a front process sent the turn (server.front), if told
 
 
 class Arrivals:
@@ -47,11 +49,20 @@ class Arrivals:
         self._ids = itertools.count(1)
         self._pending: dict[str, dict[int, float]] = {}
         self._waiting: set[str] = set()  # games whose turn waits for a stamped play
+        # Behind a front: (game, turn, time) -> waits until no play of the game stamped
+        # there before the time is on its way to this process; (True if one was, when the
+        # front sent the turn) (server.fronted.Front.in_flight).
+        self.upstream: Callable[[str, int, float], Awaitable[tuple[bool, float | None]]] | None = (
+            None
+        )
 
-    def stamp(self, game_id: str) -> Arrival:
-        """Stamp a play that has just arrived (call from the transport's thread)."""
+    def stamp(self, game_id: str, at: float | None = None, sent: float | None = None) -> Arrival:
+        """Stamp a play that has just arrived (call from the transport's thread), or that
+        arrived ``at`` at a front process (server.front), which sent its turn at ``sent``
+        (both on the core's clock)."""
         with self._lock:
-            arrival = Arrival(game_id, next(self._ids), self._now())
+            now = self._now() if at is None else at
+            arrival = Arrival(game_id, next(self._ids), now, sent)
             self._pending.setdefault(game_id, {})[arrival.id] = arrival.time
         return arrival
 

@@ -25,6 +25,7 @@ from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, Encoded
 from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
+from server.fronted import Front
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
 from server.limits import RateLimiter
@@ -43,9 +44,10 @@ PLAYER_EVENT = {
 }
 
 
-def peer_address(context: grpc.aio.ServicerContext) -> str:
-    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4")."""
-    peer = unquote(context.peer() or "")
+def peer_address(context: grpc.aio.ServicerContext, front: Front | None = None) -> str:
+    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"); behind a
+    ``front``, the peer it vouches for (server.fronted)."""
+    peer = unquote((context.peer() if front is None else front.peer(context)) or "")
     kind, _, rest = peer.partition(":")
     if kind in ("ipv4", "ipv6"):
         return rest.rpartition(":")[0].strip("[]")
@@ -131,14 +133,17 @@ class Limited:
     rate limit of the verified identity (or of the peer address, for calls without a valid
     token) is charged, then every enum field of the request must hold a defined value."""
 
-    def __init__(self, arbiter: Arbiter, bridge: Bridge, limiter: RateLimiter) -> None:
+    def __init__(
+        self, arbiter: Arbiter, bridge: Bridge, limiter: RateLimiter, front: Front | None = None
+    ) -> None:
         self.arbiter = arbiter
         self.bridge = bridge
         self.limiter = limiter
+        self.front = front  # the core is behind a front process: trust only what it vouches
 
     async def _caller(self, context, request: Message) -> Caller:
         token = bearer(context)
-        caller = Caller(self.arbiter.principal(token), peer_address(context))
+        caller = Caller(self.arbiter.principal(token), peer_address(context, self.front))
         if not self.limiter.allow(caller.key):
             await refuse(
                 context,
@@ -189,8 +194,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         bridge: Bridge,
         limiter: RateLimiter,
         heartbeat_s: float = HEARTBEAT_S,
+        front: Front | None = None,
     ) -> None:
-        super().__init__(arbiter, bridge, limiter)
+        super().__init__(arbiter, bridge, limiter, front)
         self.heartbeat_s = heartbeat_s
 
     async def RegisterPlayer(self, request, context):
@@ -323,7 +329,8 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 if item is CLOSE:
                     return
                 seq = item.seq
-                if item.turn is not None:  # this seat's turn: its clock runs from the send
+                if item.turn is not None and self.front is None:  # (else the front tells)
+                    # this seat's turn: its clock runs from the send
                     item.sent = partial(self._turn_sent, game.id, item.turn)
                 yield item
                 idle.sent()
@@ -374,8 +381,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "give the play as notation or end_position (at most 200 chars)",
             )
-        # Stamped on arrival: the side is charged up to now, however long the core takes.
-        arrival = self.arbiter.arrivals.stamp(request.game_id)
+        # Stamped on arrival (here, or at the front): the side is charged up to then,
+        # however long the core takes.
+        at, sent = (None, None) if self.front is None else self.front.arrival(context)
+        arrival = self.arbiter.arrivals.stamp(request.game_id, at, sent)
         try:
             answer = await self._call(
                 context,

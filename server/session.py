@@ -15,6 +15,7 @@ commit (see GameSession._roll_ahead).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -502,23 +503,32 @@ class GameSession:
         runs out. The play's commit may already have opened the next turn (_apply)."""
         turn_id, mover = self.turn_id, self.position.turn
         clock = self.clocks[mover]
-        with trio.CancelScope(deadline=clock.deadline) as self._turn_scope:
-            while self._awaiting_play(turn_id):
-                self._wake = trio.Event()
-                await self._wake.wait()
-        deadline = clock.deadline
-        # A play that arrived in time may still be on its way to the core, or to the
-        # journal: judge it first.
         arrivals = self.match.host.arrivals
-        while self._awaiting_play(turn_id):
-            if (pending := self._committing) is not None:
-                await pending.wait()
-            elif arrivals.pending(self.id, before=deadline):
-                self._wake = trio.Event()
-                await self._wake.wait()
-            else:
-                break
-        arrivals.done_waiting(self.id)
+        deadline = -math.inf
+        while self._awaiting_play(turn_id) and clock.deadline > deadline:
+            with trio.CancelScope(deadline=clock.deadline) as self._turn_scope:
+                while self._awaiting_play(turn_id):
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+            deadline = clock.deadline
+            # A play that arrived in time may still be on its way to the core (from the
+            # transport's thread, or from a front process), or to the journal: judge it
+            # first. A front also tells when it sent the turn: that may move the deadline.
+            while self._awaiting_play(turn_id):
+                if (pending := self._committing) is not None:
+                    await pending.wait()
+                elif arrivals.pending(self.id, before=deadline):
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                elif arrivals.upstream is None:
+                    break
+                else:
+                    waited, sent = await arrivals.upstream(self.id, turn_id, deadline)
+                    if sent is not None:
+                        self.turn_sent(turn_id, sent)
+                    if not waited:
+                        break  # (else a play stamped at the front in time was judged)
+            arrivals.done_waiting(self.id)
         if self.turn_id != turn_id:
             return  # played (its clock charged); its commit opened the next turn
         clock.stop()  # stopped already if a play was charged
@@ -680,6 +690,8 @@ class GameSession:
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
             )
         clock = self.clocks[mover]
+        if arrival is not None and arrival.sent is not None:  # told by a front (server.front)
+            self.turn_sent(turn_id, arrival.sent)
         arrived = trio.current_time() if arrival is None else arrival.time
         if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")

@@ -64,8 +64,8 @@ def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_th
         arrivals = srv.arbiter.arrivals
         stamp, stamped, all_stamped = arrivals.stamp, [], threading.Event()
 
-        def counting_stamp(game_id):  # the transport's stamp, seen by the test
-            arrival = stamp(game_id)
+        def counting_stamp(game_id, *args):  # the transport's stamp, seen by the test
+            arrival = stamp(game_id, *args)
             stamped.append(arrival)
             if len(stamped) == GAMES:
                 all_stamped.set()
