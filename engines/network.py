@@ -87,10 +87,11 @@ _EXTRA[:, 1] = np.arange(1, 25)
 _EXTRA[23, 2] = 1
 _EXTRA[:6, 3] = 1
 _EXTRA_SCALE = np.array([CHECKERS, 150, CHECKERS, CHECKERS], dtype=float)
-# Progress along a side's own path of its point p (0 at the head, 23 at point 1) and along
-# the *other* side's path (the other's point q is this side's q+12 or q-12).
-_PROG_OWN = np.arange(23, -1, -1)
+# Progress along the *other* side's path of a side's point p (the other's point q is this
+# side's q+12 or q-12).
 _PROG_OTHER = np.array([12 - q if q <= 12 else 36 - q for q in range(1, 25)])
+_FRONT_ORDER = np.argsort(-_PROG_OTHER)  # a side's points, farthest along the other's path first
+_FRONT = _PROG_OTHER[_FRONT_ORDER]
 # A side's held points as a bit mask along the other's path: bit k is the other's progress k.
 _HELD_BIT = 1 << _PROG_OTHER.astype(np.int64)
 _AHEAD = np.arange(1, POINTS + 1, dtype=np.int64)
@@ -123,8 +124,11 @@ def race(c: np.ndarray) -> np.ndarray:
     """True where neither side can block the other any more: every checker of each side
     has passed every checker of the other along its path."""
     occ = c > 0
-    rear = np.where(occ, _PROG_OWN, 99).min(2)  # each side's last checker, own path
-    front = np.where(occ, _PROG_OTHER, -1).max(2)  # its first checker on the other's path
+    some = occ.any(2)
+    # each side's last checker along its own path: its highest point, first from the top
+    rear = np.where(some, np.argmax(occ[..., ::-1], axis=2), 99)
+    # its first checker along the other's path: the first held point in _FRONT_ORDER
+    front = np.where(some, _FRONT[np.argmax(occ[..., _FRONT_ORDER], axis=2)], -1)
     return (rear[:, 0] > front[:, 1]) & (rear[:, 1] > front[:, 0])
 
 
