@@ -78,3 +78,14 @@ def held_core(srv: EmbeddedServer) -> Iterator[None]:
     finally:
         release.set()
         holder.join()
+
+
+def the_play_is_made(streams) -> None:
+    """Read each of a game's event streams to its PLAY_MADE (the game not lost on the way:
+    no GAME_FINISHED first), then end it."""
+    for stream in streams:
+        ev = next(stream)
+        while ev.type != pb.EVENT_TYPE_PLAY_MADE:
+            assert ev.type != pb.EVENT_TYPE_GAME_FINISHED
+            ev = next(stream)
+        stream.cancel()

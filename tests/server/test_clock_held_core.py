@@ -14,7 +14,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from tests.server.conftest import held_core
+from tests.server.conftest import held_core, the_play_is_made
 
 GAMES = 8
 TURN_MS = 2000  # long enough for the set-up of all games on a busy machine
@@ -94,12 +94,7 @@ def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_th
         used = [a.result().used_ms for a in answers]  # none refused for time
         assert all(0 <= ms < TURN_MS for ms in used)
         for _, _, _, streams in turns:  # and no game was lost on time
-            for stream in streams:
-                ev = next(stream)
-                while ev.type != pb.EVENT_TYPE_PLAY_MADE:
-                    assert ev.type != pb.EVENT_TYPE_GAME_FINISHED
-                    ev = next(stream)
-                stream.cancel()
+            the_play_is_made(streams)
         ch.close()
 
 

@@ -15,18 +15,17 @@ import time
 
 import grpc
 import pytest
-import trio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from nardy.client import Client, play_game
+from nardy.client import Client
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.front import ARRIVAL, KEY, PEER, Sends
-from tests.server.conftest import random_engine
-from tests.server.test_tls import RACE, self_signed
+from tests.server.conftest import the_play_is_made
+from tests.server.test_tls import play_a_race, self_signed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TURN_MS = 1500
@@ -49,24 +48,11 @@ async def test_a_tls_client_plays_a_game_through_the_front(tmp_path):
         front = front_of(srv).process
         roots = cert.read_bytes()
         async with Client(srv.address, tls=True, root_certificates=roots) as client:
-            r = await client.create_match(
-                start_position=RACE, options=pb.GameOptions(auto_play_forced=True)
-            )
-            seats = [client.with_token(t) for t in (r.first_seat_token, r.second_seat_token)]
-            finals = []
-
-            async def seat(i: int) -> None:
-                finals.append(await play_game(seats[i], r.game_id, random_engine(i)))
-
-            with trio.fail_after(60):
-                async with trio.open_nursery() as n:
-                    n.start_soon(seat, 0)
-                    n.start_soon(seat, 1)
-            assert [s.status for s in finals] == [pb.GAME_STATUS_FINISHED] * 2
+            seats, game_id = await play_a_race(client)
             # a refusal comes back with its status and details
             with pytest.raises(grpc.RpcError) as info:
                 await seats[0].call(
-                    "SubmitPlay", api.SubmitPlayRequest(game_id=r.game_id, notation="x")
+                    "SubmitPlay", api.SubmitPlayRequest(game_id=game_id, notation="x")
                 )
             assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
@@ -182,12 +168,7 @@ def test_a_play_stamped_in_time_and_held_up_before_the_core_is_not_refused():
                 release.set()
             used = answer.result().used_ms  # accepted, not refused for time
             assert used < TURN_MS
-            for stream in streams:
-                ev = next(stream)
-                while ev.type != pb.EVENT_TYPE_PLAY_MADE:
-                    assert ev.type != pb.EVENT_TYPE_GAME_FINISHED
-                    ev = next(stream)
-                stream.cancel()
+            the_play_is_made(streams)
 
 
 def _serve(tmp_path, *extra: str) -> tuple[subprocess.Popen, int]:

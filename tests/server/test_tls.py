@@ -65,6 +65,26 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
+async def play_a_race(client: Client) -> tuple[list[Client], str]:
+    """Two open seats of one match over ``client`` play its game (from RACE) to the end;
+    the seats' clients and the game's id."""
+    r = await client.create_match(
+        start_position=RACE, options=pb.GameOptions(auto_play_forced=True)
+    )
+    seats = [client.with_token(t) for t in (r.first_seat_token, r.second_seat_token)]
+    finals = []
+
+    async def seat(i: int) -> None:
+        finals.append(await play_game(seats[i], r.game_id, random_engine(i)))
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as n:
+            n.start_soon(seat, 0)
+            n.start_soon(seat, 1)
+    assert [s.status for s in finals] == [pb.GAME_STATUS_FINISHED] * 2
+    return seats, r.game_id
+
+
 @pytest.fixture
 def tls_server(tmp_path):
     cert, key = self_signed(tmp_path)
@@ -76,26 +96,13 @@ async def test_a_tls_client_plays_a_game_and_plaintext_is_refused(tls_server):
     srv, cert = tls_server
     roots = cert.read_bytes()
     async with Client(srv.address, tls=True, root_certificates=roots) as client:
-        r = await client.create_match(
-            start_position=RACE, options=pb.GameOptions(auto_play_forced=True)
-        )
-        seats = [client.with_token(t) for t in (r.first_seat_token, r.second_seat_token)]
-        finals = []
-
-        async def seat(i: int) -> None:
-            finals.append(await play_game(seats[i], r.game_id, random_engine(i)))
-
-        with trio.fail_after(60):
-            async with trio.open_nursery() as n:
-                n.start_soon(seat, 0)
-                n.start_soon(seat, 1)
-        assert [s.status for s in finals] == [pb.GAME_STATUS_FINISHED] * 2
+        _, game_id = await play_a_race(client)
 
     plain = grpc.insecure_channel(srv.address)
     try:
         with pytest.raises(grpc.RpcError) as info:
             arbiter_pb2_grpc.ArbiterServiceStub(plain).GetGame(
-                api.GetGameRequest(game_id=r.game_id), timeout=5
+                api.GetGameRequest(game_id=game_id), timeout=5
             )
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
@@ -103,7 +110,7 @@ async def test_a_tls_client_plays_a_game_and_plaintext_is_refused(tls_server):
     # a TLS client that does not trust the certificate is refused too
     async with Client(srv.address, tls=True) as untrusting:
         with pytest.raises(grpc.RpcError) as info:
-            await untrusting.call("GetGame", api.GetGameRequest(game_id=r.game_id), timeout=5)
+            await untrusting.call("GetGame", api.GetGameRequest(game_id=game_id), timeout=5)
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
