@@ -31,7 +31,6 @@ log = logging.getLogger("nardy.server")
 
 FENCE_TIMEOUT_S = 30.0  # a fence that takes longer is asked again
 STOP_S = 5.0  # the front's time to stop once told, before it is killed
-CORE_NICE = 5  # the core runs this much nicer than its front (Front.give_way)
 
 
 class FrontDied(RuntimeError):
@@ -54,7 +53,7 @@ class Front:
 
     async def start(self, settings: dict) -> int:
         """Spawn the front (``settings``: host, port, tls_cert, tls_key, max_message_bytes,
-        max_concurrent_rpcs); return its public port once it serves."""
+        max_concurrent_rpcs, accept_ahead); return its public port once it serves."""
         before = time.perf_counter()
         now = trio.current_time()
         self.offset = now - (before + time.perf_counter()) / 2
@@ -78,7 +77,7 @@ class Front:
             line += chunk
         return int(line)
 
-    def give_way(self, nice: int = CORE_NICE) -> None:
+    def give_way(self, nice: int) -> None:
         """Run this process's threads ``nice`` steps nicer than the front (threads started
         later inherit it): on a machine short of CPU the front, whose lateness would be
         charged to clocks, goes first; the core's lateness only delays enforcement."""
