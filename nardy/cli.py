@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from nardy.commands import apply_tls_args
+    from nardy.cliargs import apply_tls_args
 
     apply_tls_args(args)
     try:

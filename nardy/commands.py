@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
-import os
 import sys
-from collections.abc import Callable
 
-
-def runs(module: str, function: str = "main") -> Callable[[argparse.Namespace], int]:
-    """A subcommand's entry point, ``module.function(args)``: the module is imported only
-    when the subcommand runs, so that ``nardy legal`` stays light to start."""
-
-    def run(args: argparse.Namespace) -> int:
-        return getattr(importlib.import_module(module), function)(args)
-
-    return run
+from nardy.cliargs import (
+    add_server_args,
+    add_tls_args,
+    add_turn_time_arg,
+    read_admin_token,
+    runs,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -321,100 +316,6 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"nardy serve: {error.message}", file=sys.stderr)
         return 2
     return 0
-
-
-ENV_ADMIN_TOKEN = "NARDY_ADMIN_TOKEN"
-
-
-def read_admin_token(path: str | None) -> str | None:
-    """The operator token: the first line of ``path``, else ``$NARDY_ADMIN_TOKEN``."""
-    if path:
-        with open(path, encoding="utf-8") as f:
-            token = f.readline().strip()
-        if not token:
-            raise OSError(f"{path}: no token in the file")
-        return token
-    return os.environ.get(ENV_ADMIN_TOKEN) or None
-
-
-class _OldSpelling(argparse.Action):
-    """A deprecated spelling of an option, hidden from --help: it still works (converted
-    to the new option's unit) and says on stderr what to write instead."""
-
-    def __init__(self, option_strings, dest, *, new: str, scale: float = 1, **kw) -> None:
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kw)
-        self.new, self.scale = new, scale
-
-    def __call__(self, parser, namespace, value, option_string=None) -> None:
-        converted = round(value * self.scale)
-        how = f" {converted}" if self.scale != 1 else ""
-        print(
-            f"{parser.prog}: {option_string} is deprecated, use {self.new}{how}",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, converted)
-
-
-def add_turn_time_arg(
-    p: argparse.ArgumentParser,
-    default: int,
-    *,
-    old: tuple[str, ...] = (),
-    old_seconds: tuple[str, ...] = (),
-) -> None:
-    """``--turn-time-ms MS``: the time per turn in milliseconds, the name and unit of the
-    protocol's ``turn_time_ms``, for every command (``args.turn_time_ms``). ``old`` are
-    earlier spellings in milliseconds, ``old_seconds`` in seconds: hidden, deprecated,
-    still accepted."""
-    p.add_argument(
-        "--turn-time-ms",
-        type=int,
-        default=default,
-        metavar="MS",
-        help=f"time per turn in milliseconds (default {default})",
-    )
-    for flag in old:
-        p.add_argument(flag, dest="turn_time_ms", type=int, action=_OldSpelling,
-                       new="--turn-time-ms")  # fmt: skip
-    for flag in old_seconds:
-        p.add_argument(flag, dest="turn_time_ms", type=float, action=_OldSpelling,
-                       new="--turn-time-ms", scale=1000)  # fmt: skip
-
-
-def add_tls_args(p: argparse.ArgumentParser) -> None:
-    """``--tls`` / ``--tls-ca`` for a command that talks to an arbiter (see nardy.client)."""
-    p.add_argument(
-        "--tls",
-        action="store_true",
-        default=None,
-        help="connect with TLS, trusting the system's roots (default $NARDY_TLS)",
-    )
-    p.add_argument(
-        "--tls-ca",
-        metavar="PEM",
-        default=None,
-        help="connect with TLS, trusting these roots, e.g. a self-signed server's "
-        "certificate (default $NARDY_TLS_CA)",
-    )
-
-
-def add_server_args(p: argparse.ArgumentParser) -> None:
-    """``--server`` (default ``$NARDY_SERVER``) and the TLS options of a client command."""
-    add_tls_args(p)
-    p.add_argument(
-        "--server",
-        default=os.environ.get("NARDY_SERVER") or "127.0.0.1:50051",
-        help="arbiter host:port (default $NARDY_SERVER or 127.0.0.1:50051)",
-    )
-
-
-def apply_tls_args(args: argparse.Namespace) -> None:
-    """Hand ``--tls`` / ``--tls-ca`` to the SDK (and to engines started from here) through
-    the environment, where every client connection looks."""
-    if getattr(args, "tls_ca", None):
-        os.environ["NARDY_TLS_CA"] = os.path.abspath(args.tls_ca)
-    if getattr(args, "tls", None):
-        os.environ["NARDY_TLS"] = "1"
 
 
 def register_operator(sub: argparse._SubParsersAction) -> None:

@@ -32,14 +32,6 @@ class GameOptions:
     opening: Opening = Opening.FRESH_ROLL
     colours: Colours = Colours.ALTERNATE
 
-    @classmethod
-    def of(cls, variant_name: str) -> GameOptions:
-        """A variant's options with its own defaults (short nardy: the opening dice are
-        white's first roll, RULES.md §8)."""
-        from nardy.variant import variant
-
-        return cls(variant=variant_name, opening=variant(variant_name).default_opening)
-
 
 def opening_throw(roll: Callable[[], int]) -> list[tuple[int, int]]:
     """Each player throws one die until they differ; returns every throw ``(a, b)``.

@@ -47,12 +47,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from nardy.game import Color, GameResult, IllegalPlay, Termination
-
-if TYPE_CHECKING:
-    from nardy.match import GameOptions, Opening
+from nardy.match import GameOptions, Opening
 
 OFF = 0  # a step's destination when the checker is borne off
 BAR = 25  # a step's source when the checker enters from the bar
@@ -109,9 +107,12 @@ class Variant(ABC):
 
     @property
     def default_opening(self) -> Opening:
-        from nardy.match import Opening
-
         return Opening.FRESH_ROLL
+
+    def options(self) -> GameOptions:
+        """This variant's game options with its own defaults (short nardy: the opening dice
+        are white's first roll, RULES.md §8)."""
+        return GameOptions(variant=self.name, opening=self.default_opening)
 
     # -- positions ----------------------------------------------------------------------
     @abstractmethod

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 import trio
 
 from nardy import Termination
-from nardy.match import GameOptions
 from nardy.stats import SkillTable, elo_pairs
+from nardy.variant import variant
 from nardy.wire import Terms
 from server.clock import DEFAULT_TURN_TIME_MS
 from server.journal import Status
@@ -185,7 +185,7 @@ class Ladder:
         lockstep = Lockstep(pair_id, size=2)  # the first game waits for its partner
         specs = [
             MatchSpec(
-                options=GameOptions.of(self.options.variant),
+                options=variant(self.options.variant).options(),
                 target=1,
                 first=(first.name, ""),
                 second=(second.name, ""),
