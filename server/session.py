@@ -754,8 +754,9 @@ class GameSession:
         if play is not None:
             return play
         try:
-            if end is None:
-                return self.variant.match_play(self.position, self.dice, notation or "")
+            if end is None:  # recorded as the legal play it matches: its canonical notation
+                written = self.variant.match_play(self.position, self.dice, notation or "")
+                return by_end.get(written.end.text(), written)
             target = self.variant.parse(end)
             for play in self.legal:
                 if play.end == target:
