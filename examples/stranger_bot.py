@@ -39,10 +39,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import grpc
 
@@ -65,9 +66,17 @@ def load_stubs(proto_dir: Path) -> None:
     from grpc_tools import protoc
 
     out = Path(tempfile.mkdtemp(prefix="stranger-stubs-"))
-    protos = sorted(str(p.relative_to(proto_dir)) for p in (proto_dir / "nardy" / "v1").glob("*.proto"))
+    protos = sorted(
+        str(p.relative_to(proto_dir)) for p in (proto_dir / "nardy" / "v1").glob("*.proto")
+    )
     include = str(Path(protoc.__file__).parent / "_proto")  # google/protobuf/timestamp.proto
-    args = ["protoc", f"-I{proto_dir}", f"-I{include}", f"--python_out={out}", f"--grpc_python_out={out}"]
+    args = [
+        "protoc",
+        f"-I{proto_dir}",
+        f"-I{include}",
+        f"--python_out={out}",
+        f"--grpc_python_out={out}",
+    ]
     if protoc.main(args + protos) != 0:
         sys.exit(f"protoc failed on {proto_dir}")
     # Regular packages, so that another `nardy` package installed elsewhere cannot shadow them.
@@ -159,10 +168,8 @@ def six_point_ok(mine: Side, opp: Side) -> bool:
         return True
     held = [mine.pts[p] > 0 for p in OPPONENT_PATH]
     opp_at = [opp.pts[p] > 0 for p in OPPONENT_PATH]
-    for i in range(0, 24 - 5):
-        if all(held[i : i + 6]) and not any(opp_at[i + 6 :]):
-            return False
-    return True
+    runs = (i for i in range(24 - 5) if all(held[i : i + 6]))
+    return all(any(opp_at[i + 6 :]) for i in runs)
 
 
 def step(variant: str, mine: Side, opp: Side, p: int, d: int) -> tuple[Side, Side, str] | None:
@@ -216,7 +223,14 @@ def legal_plays(text: str, dice: list[int], variant: str) -> dict[str, MyPlay]:
     leaves: dict[str, tuple[int, MyPlay]] = {}
     seen: set[Any] = set()
 
-    def dfs(mine: Side, opp: Side, rest: tuple[int, ...], used: tuple[int, ...], heads: int, steps: list[str]) -> None:
+    def dfs(
+        mine: Side,
+        opp: Side,
+        rest: tuple[int, ...],
+        used: tuple[int, ...],
+        heads: int,
+        steps: list[str],
+    ) -> None:
         key = (mine, opp, rest, heads)
         if key in seen:
             return
@@ -235,9 +249,18 @@ def legal_plays(text: str, dice: list[int], variant: str) -> dict[str, MyPlay]:
             if moved is None:
                 continue
             m2, o2, note = moved
-            if variant == "long" and p - d >= 1 and not six_point_ok(m2, o2):  # bearing off never makes a run
+            if (
+                variant == "long" and p - d >= 1 and not six_point_ok(m2, o2)
+            ):  # bearing off never makes a run
                 continue
-            dfs(m2, o2, rest[1:], used + (d,), heads + (p == 24 and variant == "long"), steps + [note])
+            dfs(
+                m2,
+                o2,
+                rest[1:],
+                used + (d,),
+                heads + (p == 24 and variant == "long"),
+                steps + [note],
+            )
 
     for order in orders:
         dfs(mine0, opp0, order, (), 0, [])
@@ -263,7 +286,9 @@ def fair_dice(server_seed_hex: str, client_seeds: list[str]) -> Iterator[int]:
     while True:
         j = 0
         while True:
-            d = hmac.new(key, prefix + k.to_bytes(8, "big") + j.to_bytes(4, "big"), hashlib.sha256).digest()
+            d = hmac.new(
+                key, prefix + k.to_bytes(8, "big") + j.to_bytes(4, "big"), hashlib.sha256
+            ).digest()
             good = [b for b in d if b < 252]
             if good:
                 yield 1 + good[0] % 6
@@ -274,7 +299,9 @@ def fair_dice(server_seed_hex: str, client_seeds: list[str]) -> Iterator[int]:
 
 def seeded_server_seed(seed: int, game_number: int) -> str:
     """CreateMatchRequest.seed: the server seed of game n is derived from the public seed."""
-    return hashlib.sha256(b"nardy-seed" + seed.to_bytes(8, "big") + game_number.to_bytes(4, "big")).hexdigest()
+    return hashlib.sha256(
+        b"nardy-seed" + seed.to_bytes(8, "big") + game_number.to_bytes(4, "big")
+    ).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------
@@ -321,7 +348,10 @@ def with_retry(call: Callable[[], Any], attempts: int = 8) -> Any:
         try:
             return call()
         except grpc.RpcError as e:
-            if e.code() not in TRANSIENT | {grpc.StatusCode.RESOURCE_EXHAUSTED} or i == attempts - 1:
+            if (
+                e.code() not in TRANSIENT | {grpc.StatusCode.RESOURCE_EXHAUSTED}
+                or i == attempts - 1
+            ):
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 2.0)
@@ -339,7 +369,10 @@ class Tricks:
     refusals: bool = False  # an illegal play, a wrong turn_id, a resend, a different play
     drop: bool = False  # drop the stream on a waiting turn, resume with after_seq
     resign_from_game: int = 0  # resign game n >= this on its first own turn (0: never)
+    timeout_from_game: int = 0  # let the clock run out in game n >= this (0: never)
     by_notation: bool = True  # every other play submitted in its own notation
+    think_ms: int = 0  # "think" this long on every turn
+    own_turns: bool = True  # EVENT_FILTER_OWN_TURNS (else every event, as a spectator gets)
 
 
 class Seat:
@@ -361,7 +394,9 @@ class Seat:
     def follow_player_stream(self) -> None:
         while not self.stop.is_set():
             try:
-                for ev in self.stub.SubscribePlayer(pb.arbiter.SubscribePlayerRequest(), metadata=self.md):
+                for ev in self.stub.SubscribePlayer(
+                    pb.arbiter.SubscribePlayerRequest(), metadata=self.md
+                ):
                     if ev.type == pb.arbiter.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
                         self.games.put(ev.game_id)
                     elif ev.type == pb.arbiter.PLAYER_EVENT_TYPE_CHALLENGE:
@@ -385,18 +420,25 @@ class Seat:
             self.started.add(gid)
             final = self.play_game(gid)
             finals.append(final)
-            if until_match_over and (final.match.over or final.status == pb.game.GAME_STATUS_ABORTED):
+            if until_match_over and (
+                final.match.over or final.status == pb.game.GAME_STATUS_ABORTED
+            ):
                 return finals
 
     def play_game(self, game_id: str) -> Any:
         """One game, from the seat's arrival to GAME_FINISHED / GAME_ABORTED."""
         r = self.report
         last_seq, answered, dropped = 0, set(), False
+        let_run: dict[int, str] = {}  # turns left to run out: a play to send too late
         waiting_turn: int | None = None  # a turn we dropped the stream on
         while True:
             req = pb.arbiter.SubscribeGameRequest(
-                game_id=game_id, after_seq=last_seq, client_seed=self.client_seed,
-                filter=pb.arbiter.EVENT_FILTER_OWN_TURNS,
+                game_id=game_id,
+                after_seq=last_seq,
+                client_seed=self.client_seed,
+                filter=pb.arbiter.EVENT_FILTER_OWN_TURNS
+                if self.tricks.own_turns
+                else pb.arbiter.EVENT_FILTER_UNSPECIFIED,
             )
             call = self.stub.SubscribeGame(req, metadata=self.md)
             resumed_at = last_seq
@@ -404,34 +446,84 @@ class Seat:
                 for ev in call:
                     arrived = time.monotonic()
                     st = ev.state
-                    recorded = ev.type not in (pb.game.EVENT_TYPE_SNAPSHOT, pb.game.EVENT_TYPE_HEARTBEAT, pb.game.EVENT_TYPE_SERVER_SHUTDOWN)
-                    if recorded:
-                        r.ok("recorded seqs increase", ev.seq > last_seq, f"{ev.seq} after {last_seq}")
+                    recorded = ev.type not in (
+                        pb.game.EVENT_TYPE_SNAPSHOT,
+                        pb.game.EVENT_TYPE_HEARTBEAT,
+                        pb.game.EVENT_TYPE_SERVER_SHUTDOWN,
+                    )
+                    if recorded and self.tricks.own_turns:
+                        r.ok(
+                            "recorded seqs increase",
+                            ev.seq > last_seq,
+                            f"{ev.seq} after {last_seq}",
+                        )
+                    elif recorded:
+                        r.ok(
+                            "an unfiltered seat stream has no gaps",
+                            ev.seq == last_seq + 1,
+                            f"{ev.seq} after {last_seq}",
+                        )
                     else:
-                        r.ok("unrecorded events repeat a seen seq", ev.seq >= resumed_at, f"{ev.seq} < {resumed_at}")
+                        r.ok(
+                            "unrecorded events repeat a seen seq",
+                            ev.seq >= resumed_at,
+                            f"{ev.seq} < {resumed_at}",
+                        )
                     last_seq = max(last_seq, ev.seq)
                     if waiting_turn is not None:
-                        r.ok("resume on a waiting turn announces it again", bool(st.legal_plays) and st.turn_id == waiting_turn,
-                             f"{pb.game.EventType.Name(ev.type)} turn {st.turn_id}")
-                        r.ok("the re-announcement is a SNAPSHOT with the same seq", ev.type == pb.game.EVENT_TYPE_SNAPSHOT and ev.seq == resumed_at,
-                             f"{pb.game.EventType.Name(ev.type)} seq {ev.seq}")
+                        r.ok(
+                            "resume on a waiting turn announces it again",
+                            bool(st.legal_plays) and st.turn_id == waiting_turn,
+                            f"{pb.game.EventType.Name(ev.type)} turn {st.turn_id}",
+                        )
+                        r.ok(
+                            "the re-announcement is a SNAPSHOT with the same seq",
+                            ev.type == pb.game.EVENT_TYPE_SNAPSHOT and ev.seq == resumed_at,
+                            f"{pb.game.EventType.Name(ev.type)} seq {ev.seq}",
+                        )
                         waiting_turn = None
                     if ev.type == pb.game.EVENT_TYPE_SERVER_SHUTDOWN:
                         break
-                    if ev.type in (pb.game.EVENT_TYPE_PLAY_MADE, pb.game.EVENT_TYPE_TURN_PASSED):
-                        raise ContractError("OWN_TURNS stream sent a PLAY_MADE / TURN_PASSED")
-                    if ev.type == pb.game.EVENT_TYPE_TURN_STARTED:
-                        r.ok("own-turns stream sends only my TURN_STARTED", st.side_to_move == st.your_color)
-                    if ev.type in (pb.game.EVENT_TYPE_GAME_FINISHED, pb.game.EVENT_TYPE_GAME_ABORTED):
+                    if self.tricks.own_turns:
+                        r.ok(
+                            "own-turns stream sends no PLAY_MADE / TURN_PASSED",
+                            ev.type
+                            not in (pb.game.EVENT_TYPE_PLAY_MADE, pb.game.EVENT_TYPE_TURN_PASSED),
+                        )
+                        if ev.type == pb.game.EVENT_TYPE_TURN_STARTED:
+                            r.ok(
+                                "own-turns stream sends only my TURN_STARTED",
+                                st.side_to_move == st.your_color,
+                            )
+                    elif ev.type == pb.game.EVENT_TYPE_TURN_STARTED:
+                        r.ok(
+                            "legal plays only on my own turns",
+                            bool(st.legal_plays) == (st.side_to_move == st.your_color),
+                        )
+                    if ev.type in (
+                        pb.game.EVENT_TYPE_GAME_FINISHED,
+                        pb.game.EVENT_TYPE_GAME_ABORTED,
+                    ):
                         self.check_end(ev)
+                        for turn, end in let_run.items():
+                            self.check_timeout(game_id, st, turn, end)
                         return st
                     if st.legal_plays and st.turn_id not in answered:
                         if self.tricks.drop and not dropped and self.turns >= 3:
                             dropped, waiting_turn = True, st.turn_id
-                            r.log(f"{self.name}: dropping the stream on turn {st.turn_id} (seq {ev.seq})")
+                            r.log(f"{self.name}: dropping the stream on turn {st.turn_id}")
                             break
-                        if self.tricks.resign_from_game and st.game_number >= self.tricks.resign_from_game:
+                        if (
+                            self.tricks.resign_from_game
+                            and st.game_number >= self.tricks.resign_from_game
+                        ):
                             self.resign(game_id, st)
+                            continue
+                        if (
+                            self.tricks.timeout_from_game
+                            and st.game_number >= self.tricks.timeout_from_game
+                        ):
+                            let_run.setdefault(st.turn_id, st.legal_plays[0].end_position)
                             continue
                         self.play_turn(game_id, ev, arrived)
                         answered.add(st.turn_id)
@@ -446,9 +538,38 @@ class Seat:
                 time.sleep(0.2)  # a server going down: resubscribe after a pause
 
     def resign(self, game_id: str, st: Any) -> None:
-        res = with_retry(lambda: self.stub.Resign(pb.arbiter.ResignRequest(game_id=game_id), metadata=self.md))
-        self.report.ok("Resign answers a resignation result",
-                       res.result.termination == pb.game.TERMINATION_RESIGNATION and res.result.winner != st.your_color, str(res))
+        res = with_retry(
+            lambda: self.stub.Resign(pb.arbiter.ResignRequest(game_id=game_id), metadata=self.md)
+        )
+        self.report.ok(
+            "Resign answers a resignation result",
+            res.result.termination == pb.game.TERMINATION_RESIGNATION
+            and res.result.winner != st.your_color,
+            str(res),
+        )
+
+    def check_timeout(self, game_id: str, st: Any, turn: int, end: str) -> None:
+        """The turn we let run out: lost on time, the bank shown spent, a late play refused."""
+        r = self.report
+        r.ok(
+            "a clock run out loses on time",
+            st.result.termination == pb.game.TERMINATION_TIMEOUT
+            and st.result.winner != st.your_color,
+            str(st.result),
+        )
+        mine = st.white_clock if st.your_color == pb.game.COLOR_WHITE else st.black_clock
+        r.ok("the loser on time has no bank left", mine.bank_ms == 0, str(mine))
+        code = code_of(
+            lambda: self.stub.SubmitPlay(
+                pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=turn, end_position=end),
+                metadata=self.md,
+            )
+        )
+        r.ok(
+            "a play after the clock ran out is FAILED_PRECONDITION",
+            code == grpc.StatusCode.FAILED_PRECONDITION,
+            str(code),
+        )
 
     def play_turn(self, game_id: str, ev: Any, arrived: float) -> None:
         r, st = self.report, ev.state
@@ -457,27 +578,52 @@ class Seat:
         # The clock: remaining_ms was measured when the event was made.
         mine = st.white_clock if st.your_color == pb.game.COLOR_WHITE else st.black_clock
         budget = (st.options.turn_time_ms or 120000) + st.options.time_bank_ms
-        r.ok("my clock is at most turn time plus bank", 0 < mine.remaining_ms <= budget, f"{mine.remaining_ms} > {budget}")
-        deadline = arrived + mine.remaining_ms / 1000
+        r.ok(
+            "my clock is at most turn time plus bank",
+            0 < mine.remaining_ms <= budget,
+            f"{mine.remaining_ms} > {budget}",
+        )
+        # (A replayed TURN_STARTED keeps its first reading: count from the event's time.)
+        received_wall = time.time() - (time.monotonic() - arrived)
+        age = (
+            max(0.0, received_wall - ev.time.ToMilliseconds() / 1000)
+            if ev.HasField("time")
+            else 0.0
+        )
+        deadline = arrived - age + mine.remaining_ms / 1000
         # My own reading of the rules against the server's list.
         theirs = {lp.end_position: lp for lp in st.legal_plays}
         ours = legal_plays(st.position, list(st.dice), variant)
-        r.ok(f"my legal plays = the server's ({variant})", set(ours) == set(theirs),
-             f"{st.position} dice {list(st.dice)}: only mine {sorted(set(ours) - set(theirs))[:3]},"
-             f" only the server's {[theirs[e].notation for e in sorted(set(theirs) - set(ours))[:3]]}")
+        r.ok(
+            f"my legal plays = the server's ({variant})",
+            set(ours) == set(theirs),
+            f"{st.position} dice {list(st.dice)}: only mine {sorted(set(ours) - set(theirs))},"
+            f" only the server's {[theirs[e].notation for e in set(theirs) - set(ours)]}",
+        )
         for lp in st.legal_plays:
             self.check_steps(st, lp)
         end = random.choice(sorted(theirs))
+        time.sleep(self.tricks.think_ms / 1000)
         if self.tricks.refusals and self.turns == 2:
             self.try_refusals(game_id, st, end)
         if self.tricks.by_notation and self.turns % 2 == 0:
-            sent = pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id, notation=ours[end].notation)
+            sent = pb.arbiter.SubmitPlayRequest(
+                game_id=game_id, turn_id=st.turn_id, notation=ours[end].notation
+            )
         else:
-            sent = pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id, end_position=end)
+            sent = pb.arbiter.SubmitPlayRequest(
+                game_id=game_id, turn_id=st.turn_id, end_position=end
+            )
         resp = with_retry(lambda: self.stub.SubmitPlay(sent, metadata=self.md))
-        r.ok("SubmitPlay records the play sent", resp.end_position == end, f"sent {sent}, got {resp}")
-        r.ok("SubmitPlay answers the canonical notation", resp.notation == theirs[end].notation,
-             f"sent {sent.notation or sent.end_position!r}, got {resp.notation!r}, legal play {theirs[end].notation!r}")
+        r.ok(
+            "SubmitPlay records the play sent", resp.end_position == end, f"sent {sent}, got {resp}"
+        )
+        r.ok(
+            "SubmitPlay answers the canonical notation",
+            resp.notation == theirs[end].notation,
+            f"sent {sent.notation or sent.end_position!r}, got {resp.notation!r},"
+            f" legal play {theirs[end].notation!r}",
+        )
         r.ok("played before my deadline", time.monotonic() < deadline)
         r.ok("used_ms within the turn's budget", resp.used_ms <= budget)
         if self.tricks.refusals and self.turns == 2:
@@ -485,9 +631,19 @@ class Seat:
             r.ok("a resent play is a duplicate", again.duplicate and again.end_position == end)
             other = [e for e in theirs if e != end]
             if other:
-                code = code_of(lambda: self.stub.SubmitPlay(pb.arbiter.SubmitPlayRequest(
-                    game_id=game_id, turn_id=st.turn_id, end_position=other[0]), metadata=self.md))
-                r.ok("a different play for a played turn is FAILED_PRECONDITION", code == grpc.StatusCode.FAILED_PRECONDITION, str(code))
+                code = code_of(
+                    lambda: self.stub.SubmitPlay(
+                        pb.arbiter.SubmitPlayRequest(
+                            game_id=game_id, turn_id=st.turn_id, end_position=other[0]
+                        ),
+                        metadata=self.md,
+                    )
+                )
+                r.ok(
+                    "a different play for a played turn is FAILED_PRECONDITION",
+                    code == grpc.StatusCode.FAILED_PRECONDITION,
+                    str(code),
+                )
 
     def check_steps(self, st: Any, lp: Any) -> None:
         """LegalPlay.steps and notation say the same thing (Step: from/to in the mover's
@@ -498,10 +654,18 @@ class Seat:
             dst = "off" if s.to == 0 else str(s.to)
             words.append((src, dst))
             if s.to:
-                self.report.ok("a step moves by its die", getattr(s, "from") - s.to == s.die, str(s))
+                self.report.ok(
+                    "a step moves by its die", getattr(s, "from") - s.to == s.die, str(s)
+                )
             self.report.ok("a step uses one of the dice", s.die in st.dice, str(s))
-        notes = [w.rstrip("*").split("/") for w in lp.notation.split()] if lp.notation != "-" else []
-        self.report.ok("LegalPlay.steps match its notation", [tuple(n) for n in notes] == words, f"{lp.notation} vs {words}")
+        notes = (
+            [w.rstrip("*").split("/") for w in lp.notation.split()] if lp.notation != "-" else []
+        )
+        self.report.ok(
+            "LegalPlay.steps match its notation",
+            [tuple(n) for n in notes] == words,
+            f"{lp.notation} vs {words}",
+        )
 
     def try_refusals(self, game_id: str, st: Any, end: str) -> None:
         r = self.report
@@ -512,22 +676,55 @@ class Seat:
             return g.white_refused if st.your_color == pb.game.COLOR_WHITE else g.black_refused
 
         before = refused_count()
-        code = code_of(lambda: self.stub.SubmitPlay(pb.arbiter.SubmitPlayRequest(
-            game_id=game_id, turn_id=st.turn_id + 1, end_position=end), metadata=md))
-        r.ok("a wrong turn_id is FAILED_PRECONDITION", code == grpc.StatusCode.FAILED_PRECONDITION, str(code))
-        code = code_of(lambda: self.stub.SubmitPlay(pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id), metadata=md))
-        r.ok("no play at all is INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
+        code = code_of(
+            lambda: self.stub.SubmitPlay(
+                pb.arbiter.SubmitPlayRequest(
+                    game_id=game_id, turn_id=st.turn_id + 1, end_position=end
+                ),
+                metadata=md,
+            )
+        )
+        r.ok(
+            "a wrong turn_id is FAILED_PRECONDITION",
+            code == grpc.StatusCode.FAILED_PRECONDITION,
+            str(code),
+        )
+        code = code_of(
+            lambda: self.stub.SubmitPlay(
+                pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id), metadata=md
+            )
+        )
+        r.ok(
+            "no play at all is INVALID_ARGUMENT",
+            code == grpc.StatusCode.INVALID_ARGUMENT,
+            str(code),
+        )
         r.ok("those two are not counted as illegal plays", refused_count() == before)
+        # A step from a point where I have no checker.
+        _, mine, _ = mover_view(st.position, st.options.variant or "long")
+        d = st.dice[0]
+        empty = next(p for p in range(24, d, -1) if mine.pts[p] == 0)
+        bad = f"{empty}/{empty - d}"
         try:
-            self.stub.SubmitPlay(pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id, notation="1/off"), metadata=md)
+            self.stub.SubmitPlay(
+                pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id, notation=bad),
+                metadata=md,
+            )
             raise ContractError("an illegal play was accepted")
         except grpc.RpcError as e:
-            r.ok("an illegal play is INVALID_ARGUMENT", e.code() == grpc.StatusCode.INVALID_ARGUMENT, str(e.code()))
-            r.ok("the refusal says why in words", "1/off" in (e.details() or "") or "move" in (e.details() or ""), e.details() or "")
+            r.ok(
+                "an illegal play is INVALID_ARGUMENT",
+                e.code() == grpc.StatusCode.INVALID_ARGUMENT,
+                str(e.code()),
+            )
+            r.ok("the refusal names the step", bad in (e.details() or ""), e.details() or "")
         r.ok("an illegal play is counted", refused_count() == before + 1)
         # GetGame with the seat's token shows the waiting turn (the unary way).
         g = self.stub.GetGame(pb.arbiter.GetGameRequest(game_id=game_id), metadata=md)
-        r.ok("GetGame with my token shows my waiting turn", g.state.turn_id == st.turn_id and len(g.state.legal_plays) == len(st.legal_plays))
+        r.ok(
+            "GetGame with my token shows my waiting turn",
+            g.state.turn_id == st.turn_id and len(g.state.legal_plays) == len(st.legal_plays),
+        )
 
     def check_end(self, ev: Any) -> None:
         st, r = ev.state, self.report
@@ -535,13 +732,25 @@ class Seat:
             r.ok("an aborted game has no result", not st.HasField("result"))
             return
         res = st.result
-        r.ok("GAME_FINISHED carries a result", st.status == pb.game.GAME_STATUS_FINISHED and st.HasField("result"))
+        r.ok(
+            "GAME_FINISHED carries a result",
+            st.status == pb.game.GAME_STATUS_FINISHED and st.HasField("result"),
+        )
         r.ok("the result's points follow its kind", res.points == KIND_POINTS[res.kind], str(res))
         long_kinds = {pb.game.RESULT_KIND_OIN, pb.game.RESULT_KIND_MARS, pb.game.RESULT_KIND_KOKS}
-        r.ok("the result kind is of the variant", (res.kind in long_kinds) == ((st.options.variant or "long") == "long"), str(res))
-        r.ok("the server seed is revealed at the end", bool(st.server_seed) and
-             hashlib.sha256(bytes.fromhex(st.server_seed)).hexdigest() == st.dice_commitment)
-        r.ok("the match goes on in next_game_id, or is over", st.match.over != bool(st.next_game_id))
+        r.ok(
+            "the result kind is of the variant",
+            (res.kind in long_kinds) == ((st.options.variant or "long") == "long"),
+            str(res),
+        )
+        r.ok(
+            "the server seed is revealed at the end",
+            bool(st.server_seed)
+            and hashlib.sha256(bytes.fromhex(st.server_seed)).hexdigest() == st.dice_commitment,
+        )
+        r.ok(
+            "the match goes on in next_game_id, or is over", st.match.over != bool(st.next_game_id)
+        )
         if st.next_game_id:
             self.games.put(st.next_game_id)
 
@@ -555,59 +764,148 @@ KIND_POINTS: dict[int, int] = {}
 
 def watch(server: str, game_id: str, report: Report, public_seed: int | None = None) -> Any:
     stub = pb.arbiter_grpc.ArbiterServiceStub(grpc.insecure_channel(server))
-    code = code_of(lambda: next(iter(stub.SubscribeGame(pb.arbiter.SubscribeGameRequest(
-        game_id=game_id, filter=pb.arbiter.EVENT_FILTER_OWN_TURNS)))))
-    report.ok("a spectator cannot ask for own turns", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
+    code = code_of(
+        lambda: next(
+            iter(
+                stub.SubscribeGame(
+                    pb.arbiter.SubscribeGameRequest(
+                        game_id=game_id, filter=pb.arbiter.EVENT_FILTER_OWN_TURNS
+                    )
+                )
+            )
+        )
+    )
+    report.ok(
+        "a spectator cannot ask for own turns", code == grpc.StatusCode.INVALID_ARGUMENT, str(code)
+    )
     last, dice_by_turn, opening, st = 0, {}, [], None
-    for ev in stub.SubscribeGame(pb.arbiter.SubscribeGameRequest(game_id=game_id, from_start=True)):
-        st = ev.state
-        report.ok("a spectator sees no legal plays and no colour", not st.legal_plays and st.your_color == pb.game.COLOR_UNSPECIFIED)
-        if ev.type in (pb.game.EVENT_TYPE_SNAPSHOT, pb.game.EVENT_TYPE_HEARTBEAT):
-            report.ok("an unrecorded event repeats the latest seq", ev.seq == last, f"{ev.seq} vs {last}")
-            continue
-        report.ok("a spectator's seqs have no gaps", ev.seq == last + 1, f"{ev.seq} after {last}")
-        last = ev.seq
-        if ev.type == pb.game.EVENT_TYPE_GAME_STARTED:
-            opening = [(t.first_player_die, t.second_player_die) for t in ev.opening_throws]
-            report.ok("colours are known at GAME_STARTED", st.HasField("white") and st.HasField("black"))
-        if ev.type == pb.game.EVENT_TYPE_TURN_STARTED:
-            dice_by_turn[st.turn_id] = list(st.dice)
-        if ev.type in (pb.game.EVENT_TYPE_PLAY_MADE, pb.game.EVENT_TYPE_TURN_PASSED):
-            report.ok("a play's dice are the turn's", dice_by_turn.setdefault(ev.play.turn_id, list(ev.play.dice)) == list(ev.play.dice))
-            if ev.type == pb.game.EVENT_TYPE_TURN_PASSED:
-                report.ok("a passed turn is '-' and automatic", ev.play.notation == "-" and ev.play.automatic and ev.play.used_ms == 0)
-        if ev.type == pb.game.EVENT_TYPE_PLAY_MADE:
-            report.ok("the last play before the end has no result", not st.HasField("result"))
+    while st is None or st.status not in (
+        pb.game.GAME_STATUS_FINISHED,
+        pb.game.GAME_STATUS_ABORTED,
+    ):
+        # From the start the first time, then resumed after the last seq seen.
+        req = pb.arbiter.SubscribeGameRequest(game_id=game_id, after_seq=last, from_start=last == 0)
+        try:
+            for ev in stub.SubscribeGame(req):
+                st = ev.state
+                report.ok(
+                    "a spectator sees no legal plays and no colour",
+                    not st.legal_plays and st.your_color == pb.game.COLOR_UNSPECIFIED,
+                )
+                if ev.type == pb.game.EVENT_TYPE_SERVER_SHUTDOWN:
+                    report.ok(
+                        "SERVER_SHUTDOWN repeats the latest seq",
+                        ev.seq == last,
+                        f"{ev.seq} vs {last}",
+                    )
+                    break
+                if ev.type in (pb.game.EVENT_TYPE_SNAPSHOT, pb.game.EVENT_TYPE_HEARTBEAT):
+                    report.ok(
+                        "an unrecorded event repeats the latest seq",
+                        ev.seq == last,
+                        f"{ev.seq} vs {last}",
+                    )
+                    continue
+                report.ok(
+                    "a spectator's seqs have no gaps", ev.seq == last + 1, f"{ev.seq} after {last}"
+                )
+                last = ev.seq
+                if ev.type == pb.game.EVENT_TYPE_GAME_STARTED:
+                    opening = [(t.first_player_die, t.second_player_die) for t in ev.opening_throws]
+                    report.ok(
+                        "colours are known at GAME_STARTED",
+                        st.HasField("white") and st.HasField("black"),
+                    )
+                if ev.type == pb.game.EVENT_TYPE_TURN_STARTED:
+                    seen = dice_by_turn.setdefault(st.turn_id, list(st.dice))
+                    report.ok(
+                        "a turn announced again has the same dice",
+                        seen == list(st.dice),
+                        f"turn {st.turn_id}",
+                    )
+                if ev.type in (pb.game.EVENT_TYPE_PLAY_MADE, pb.game.EVENT_TYPE_TURN_PASSED):
+                    seen = dice_by_turn.setdefault(ev.play.turn_id, list(ev.play.dice))
+                    report.ok(
+                        "a play's dice are the turn's",
+                        seen == list(ev.play.dice),
+                        f"turn {ev.play.turn_id}",
+                    )
+                    if ev.type == pb.game.EVENT_TYPE_TURN_PASSED:
+                        report.ok(
+                            "a passed turn is '-' and automatic",
+                            ev.play.notation == "-" and ev.play.automatic and ev.play.used_ms == 0,
+                        )
+                if ev.type == pb.game.EVENT_TYPE_PLAY_MADE:
+                    report.ok(
+                        "the last play before the end has no result", not st.HasField("result")
+                    )
+        except grpc.RpcError as e:
+            if e.code() not in TRANSIENT:
+                raise
+        if st is None or st.status not in (
+            pb.game.GAME_STATUS_FINISHED,
+            pb.game.GAME_STATUS_ABORTED,
+        ):
+            report.log(f"spectator: stream ended, resuming after seq {last}")
+            time.sleep(0.3)
     assert st is not None
-    report.ok("the spectator stream ends with the game", st.status in (pb.game.GAME_STATUS_FINISHED, pb.game.GAME_STATUS_ABORTED))
+    report.ok(
+        "the spectator stream ends with the game",
+        st.status in (pb.game.GAME_STATUS_FINISHED, pb.game.GAME_STATUS_ABORTED),
+    )
     if st.status == pb.game.GAME_STATUS_FINISHED:
         check_dice(st, opening, dice_by_turn, report, public_seed)
     # A replay from the start is the same history.
-    replay = list(stub.SubscribeGame(pb.arbiter.SubscribeGameRequest(game_id=game_id, from_start=True)))
-    report.ok("a replay from the start has every event", [e.seq for e in replay] == list(range(1, last + 1)))
+    replay = list(
+        stub.SubscribeGame(pb.arbiter.SubscribeGameRequest(game_id=game_id, from_start=True))
+    )
+    report.ok(
+        "a replay from the start has every event",
+        [e.seq for e in replay] == list(range(1, last + 1)),
+    )
     return st
 
 
-def check_dice(st: Any, opening: list[tuple[int, int]], dice_by_turn: dict[int, list[int]], report: Report, public_seed: int | None) -> None:
+def check_dice(
+    st: Any,
+    opening: list[tuple[int, int]],
+    dice_by_turn: dict[int, list[int]],
+    report: Report,
+    public_seed: int | None,
+) -> None:
     """Recompute every die from the revealed server seed (game.proto, dice_commitment)."""
     if public_seed is not None:
-        report.ok("a seeded game's server seed is derived from the public seed",
-                  st.server_seed == seeded_server_seed(public_seed, st.game_number))
+        report.ok(
+            "a seeded game's server seed is derived from the public seed",
+            st.server_seed == seeded_server_seed(public_seed, st.game_number),
+        )
     seeds = [] if st.public_seed else list(st.client_seeds)
     gen = fair_dice(st.server_seed, seeds)
     thrown = [d for t in opening for d in t]
     expect = [next(gen) for _ in thrown]
-    report.ok("the opening throws follow the fair-dice generator", thrown == expect, f"{thrown} vs {expect}")
+    report.ok(
+        "the opening throws follow the fair-dice generator",
+        thrown == expect,
+        f"{thrown} vs {expect}",
+    )
     use_opening = st.options.opening == pb.game.OPENING_RULE_USE_OPENING_DICE or (
-        st.options.opening == pb.game.OPENING_RULE_UNSPECIFIED and st.options.variant == "short")
+        st.options.opening == pb.game.OPENING_RULE_UNSPECIFIED and st.options.variant == "short"
+    )
     for turn in sorted(dice_by_turn):
         if turn == 1 and use_opening and opening:
             w = opening[-1]
-            report.ok("white's first roll is the opening dice", sorted(dice_by_turn[1]) == sorted(w), f"{dice_by_turn[1]} vs {w}")
+            report.ok(
+                "white's first roll is the opening dice, white's first",
+                dice_by_turn[1] == sorted(w, reverse=True),
+                f"{dice_by_turn[1]} vs {w}",
+            )
             continue
         pair = [next(gen), next(gen)]
-        report.ok("every turn's dice follow the fair-dice generator", dice_by_turn[turn] == pair,
-                  f"turn {turn}: {dice_by_turn[turn]} vs {pair}")
+        report.ok(
+            "every turn's dice follow the fair-dice generator",
+            dice_by_turn[turn] == pair,
+            f"turn {turn}: {dice_by_turn[turn]} vs {pair}",
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -624,38 +922,115 @@ def run_engine(server: str, token: str, report: Report) -> None:
             threading.Thread(target=seat.play_game, args=(gid,), daemon=True).start()
 
 
+def check_abort(stub: Any, options: Any, report: Report) -> None:
+    """A seat that never arrives aborts the game; a token must come as `Bearer <token>`."""
+    created = stub.CreateMatch(pb.arbiter.CreateMatchRequest(options=options, start_timeout_ms=300))
+    seat = (("authorization", f"Bearer {created.first_seat_token}"),)
+    bare = (("authorization", created.first_seat_token),)
+    code = code_of(
+        lambda: stub.GetGame(pb.arbiter.GetGameRequest(game_id=created.game_id), metadata=bare)
+    )
+    report.ok(
+        "a token without 'Bearer ' is UNAUTHENTICATED",
+        code == grpc.StatusCode.UNAUTHENTICATED,
+        str(code),
+    )
+    seen = [
+        (ev.seq, ev.type, ev.state)
+        for ev in stub.SubscribeGame(
+            pb.arbiter.SubscribeGameRequest(
+                game_id=created.game_id, filter=pb.arbiter.EVENT_FILTER_OWN_TURNS
+            ),
+            metadata=seat,
+        )
+    ]
+    report.ok(
+        "a game waits for its seats, then aborts",
+        [(s, t) for s, t, _ in seen]
+        == [(0, pb.game.EVENT_TYPE_SNAPSHOT), (1, pb.game.EVENT_TYPE_GAME_ABORTED)],
+        str(seen),
+    )
+    report.ok(
+        "an aborted game has no result",
+        seen[-1][2].status == pb.game.GAME_STATUS_ABORTED and not seen[-1][2].HasField("result"),
+    )
+    code = code_of(
+        lambda: stub.Resign(pb.arbiter.ResignRequest(game_id=created.game_id), metadata=seat)
+    )
+    report.ok(
+        "resigning an aborted game is FAILED_PRECONDITION",
+        code == grpc.StatusCode.FAILED_PRECONDITION,
+        str(code),
+    )
+
+
 def run_match(args: argparse.Namespace, report: Report) -> int:
     server = args.server
     stub = pb.arbiter_grpc.ArbiterServiceStub(grpc.insecure_channel(server))
-    options = pb.game.GameOptions(variant=args.variant, turn_time_ms=args.turn_time_ms, illegal_play_limit=5)
+    options = pb.game.GameOptions(
+        variant=args.variant, turn_time_ms=args.turn_time_ms, illegal_play_limit=5
+    )
     req = pb.arbiter.CreateMatchRequest(options=options, target_points=args.points)
     if args.seed is not None:
         req.seed = args.seed
+    if args.start_position:
+        req.start_position = args.start_position
+    check_abort(stub, options, report)
     tokens: list[str]
     if args.registered:
         names = [f"stranger-{secrets.token_hex(4)}" for _ in range(2)]
-        tokens = [stub.RegisterPlayer(pb.arbiter.RegisterPlayerRequest(name=n, bot=True, owner="a stranger")).token for n in names]
+        tokens = [
+            stub.RegisterPlayer(
+                pb.arbiter.RegisterPlayerRequest(name=n, bot=True, owner="a stranger")
+            ).token
+            for n in names
+        ]
         req.first.player_name, req.second.player_name = names
     seats = [
-        Seat(server, tok, f"seat{i + 1}", report, Tricks(refusals=i == 0, drop=i == 1, resign_from_game=args.resign_from_game if i == 0 else 0))
+        Seat(
+            server,
+            tok,
+            f"seat{i + 1}",
+            report,
+            Tricks(
+                refusals=i == 0,
+                drop=i == 1,
+                own_turns=i == 0,
+                think_ms=args.think_ms,
+                resign_from_game=args.resign_from_game if i == 0 else 0,
+                timeout_from_game=args.timeout_from_game if i == 0 else 0,
+            ),
+        )
         for i, tok in enumerate(tokens if args.registered else ["", ""])
     ]
     if args.registered:
         for s in seats:
             threading.Thread(target=s.follow_player_stream, daemon=True).start()
-        time.sleep(0.0)
         created = stub.CreateMatch(req, metadata=seats[0].md)  # a challenge to the second
         report.ok("a match with another registered player is a challenge", created.challenge)
         ch = seats[1].challenges.get(timeout=10)
-        report.ok("the challenge is announced on the player stream", ch.match_id == created.match_id)
-        listed = seats[1].stub.ListChallenges(pb.arbiter.ListChallengesRequest(), metadata=seats[1].md).challenges
+        report.ok(
+            "the challenge is announced on the player stream", ch.match_id == created.match_id
+        )
+        listed = (
+            seats[1]
+            .stub.ListChallenges(pb.arbiter.ListChallengesRequest(), metadata=seats[1].md)
+            .challenges
+        )
         report.ok("ListChallenges lists it", [c.match_id for c in listed] == [created.match_id])
-        acc = seats[1].stub.AcceptChallenge(pb.arbiter.AcceptChallengeRequest(match_id=created.match_id), metadata=seats[1].md)
+        acc = seats[1].stub.AcceptChallenge(
+            pb.arbiter.AcceptChallengeRequest(match_id=created.match_id), metadata=seats[1].md
+        )
         report.ok("AcceptChallenge names the first game", acc.game_id == created.game_id)
     else:
         created = stub.CreateMatch(req)
-        report.ok("open seats get seat tokens", bool(created.first_seat_token and created.second_seat_token))
-        for s, tok in zip(seats, (created.first_seat_token, created.second_seat_token)):
+        report.ok(
+            "open seats get seat tokens",
+            bool(created.first_seat_token and created.second_seat_token),
+        )
+        for s, tok in zip(
+            seats, (created.first_seat_token, created.second_seat_token), strict=True
+        ):
             s.md = (("authorization", f"Bearer {tok}"),)
             threading.Thread(target=s.follow_player_stream, daemon=True).start()
     report.log(f"match {created.match_id}, first game {created.game_id}")
@@ -677,8 +1052,12 @@ def run_match(args: argparse.Namespace, report: Report) -> int:
             gid = st.next_game_id
         return finals
 
-    threads = [threading.Thread(target=guard, args=(f"seat{i}", lambda s=s: s.play_assigned(True)), daemon=True)
-               for i, s in enumerate(seats)]
+    threads = [
+        threading.Thread(
+            target=guard, args=(f"seat{i}", lambda s=s: s.play_assigned(True)), daemon=True
+        )
+        for i, s in enumerate(seats)
+    ]
     threads.append(threading.Thread(target=guard, args=("spectator", spectate), daemon=True))
     for t in threads:
         t.start()
@@ -692,39 +1071,82 @@ def run_match(args: argparse.Namespace, report: Report) -> int:
         print(f"FAILED: the match did not end within {args.timeout} s", file=sys.stderr)
         return 1
     finals = results["spectator"]
-    report.ok("both seats and the spectator saw the same games", [f.game_id for f in finals]
-              == [f.game_id for f in results["seat0"]] == [f.game_id for f in results["seat1"]])
+    report.ok(
+        "both seats and the spectator saw the same games",
+        [f.game_id for f in finals]
+        == [f.game_id for f in results["seat0"]]
+        == [f.game_id for f in results["seat1"]],
+    )
     report.ok("the match is over at the end", finals[-1].match.over)
     colours = [f.your_color for f in results["seat0"]]
-    report.ok("the seats alternate colours game by game", all(a != b for a, b in zip(colours, colours[1:])))
+    report.ok(
+        "the seats alternate colours game by game",
+        all(a != b for a, b in zip(colours, colours[1:], strict=False)),
+    )
     for f in finals:
-        res = f.result
-        print(f"game {f.game_number} ({f.options.variant or 'long'}): {pb.game.Color.Name(res.winner)} wins "
-              f"{pb.game.ResultKind.Name(res.kind)} by {pb.game.Termination.Name(res.termination)}, "
-              f"{res.points} point(s); match {f.match.white_points}-{f.match.black_points} of {f.match.target}")
+        res, score = f.result, f.match
+        print(
+            f"game {f.game_number} ({f.options.variant}): {pb.game.Color.Name(res.winner)} wins"
+            f" {pb.game.ResultKind.Name(res.kind)} by {pb.game.Termination.Name(res.termination)},"
+            f" {res.points} point(s); match {score.white_points}-{score.black_points}"
+            f" of {score.target}"
+        )
     for what, n in sorted(report.checks.items()):
         print(f"  ok {n:5d}  {what}")
     return 0
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("mode", nargs="?", default="engine", choices=["engine", "match"])
     ap.add_argument("--server", default=os.environ.get("NARDY_SERVER", "127.0.0.1:50051"))
-    ap.add_argument("--proto", type=Path, default=DEFAULT_PROTO_DIR, help="the directory holding nardy/v1/*.proto")
+    ap.add_argument(
+        "--proto",
+        type=Path,
+        default=DEFAULT_PROTO_DIR,
+        help="the directory holding nardy/v1/*.proto",
+    )
     ap.add_argument("--variant", default="long", choices=["long", "short"])
     ap.add_argument("--points", type=int, default=1, help="match length")
-    ap.add_argument("--resign-from-game", type=int, default=0, help="the first seat resigns game N and later")
-    ap.add_argument("--registered", action="store_true", help="two registered players (a challenge), not open seats")
+    ap.add_argument(
+        "--resign-from-game", type=int, default=0, help="the first seat resigns game N and later"
+    )
+    ap.add_argument(
+        "--timeout-from-game",
+        type=int,
+        default=0,
+        help="the first seat lets its clock run out in game N and later",
+    )
+    ap.add_argument(
+        "--start-position", help="the first game's start position (position text; open seats only)"
+    )
+    ap.add_argument(
+        "--registered",
+        action="store_true",
+        help="two registered players (a challenge), not open seats",
+    )
     ap.add_argument("--seed", type=int, help="public dice seed")
     ap.add_argument("--turn-time-ms", type=int, default=10000)
-    ap.add_argument("--timeout", type=float, default=120, help="give up the match after this many seconds")
+    ap.add_argument("--think-ms", type=int, default=0, help="think this long on every turn")
+    ap.add_argument(
+        "--timeout", type=float, default=120, help="give up the match after this many seconds"
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     load_stubs(args.proto)
     g = pb.game
-    KIND_POINTS.update({g.RESULT_KIND_OIN: 1, g.RESULT_KIND_MARS: 2, g.RESULT_KIND_KOKS: 3,
-                        g.RESULT_KIND_SINGLE: 1, g.RESULT_KIND_GAMMON: 2, g.RESULT_KIND_BACKGAMMON: 3})
+    KIND_POINTS.update(
+        {
+            g.RESULT_KIND_OIN: 1,
+            g.RESULT_KIND_MARS: 2,
+            g.RESULT_KIND_KOKS: 3,
+            g.RESULT_KIND_SINGLE: 1,
+            g.RESULT_KIND_GAMMON: 2,
+            g.RESULT_KIND_BACKGAMMON: 3,
+        }
+    )
     report = Report(verbose=args.verbose, strict=args.mode == "match")
     if args.mode == "engine":
         token = os.environ.get("NARDY_TOKEN")

@@ -539,6 +539,7 @@ class GameSession:
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
+            clock.bank_ms = 0  # used up: the final state shows no bank left
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
             # The loss is decided; writing the game's end waits until every other clock
