@@ -341,21 +341,20 @@ def code_of(call: Callable[[], Any]) -> grpc.StatusCode | None:
     return None
 
 
-def with_retry(call: Callable[[], Any], attempts: int = 8) -> Any:
-    """Retry the transient codes with backoff, as PROTOCOL.md says (plays are idempotent)."""
+def with_retry(call: Callable[[], Any], until: float | None = None) -> Any:
+    """Retry the transient codes with backoff, as PROTOCOL.md says (plays are idempotent),
+    until the monotonic time `until` (default: 10 s from now); then raise the last error."""
+    until = time.monotonic() + 10 if until is None else until
     delay = 0.1
-    for i in range(attempts):
+    while True:
         try:
             return call()
         except grpc.RpcError as e:
-            if (
-                e.code() not in TRANSIENT | {grpc.StatusCode.RESOURCE_EXHAUSTED}
-                or i == attempts - 1
-            ):
+            retry = e.code() in TRANSIENT | {grpc.StatusCode.RESOURCE_EXHAUSTED}
+            if not retry or time.monotonic() + delay > until:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 2.0)
-    raise AssertionError("unreachable")
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,6 +428,7 @@ class Seat:
         """One game, from the seat's arrival to GAME_FINISHED / GAME_ABORTED."""
         r = self.report
         last_seq, answered, dropped = 0, set(), False
+        tried: set[int] = set()  # turns a play was sent for (answered: acknowledged)
         let_run: dict[int, str] = {}  # turns left to run out: a play to send too late
         waiting_turn: int | None = None  # a turn we dropped the stream on
         while True:
@@ -498,7 +498,16 @@ class Seat:
                     elif ev.type == pb.game.EVENT_TYPE_TURN_STARTED:
                         r.ok(
                             "legal plays only on my own turns",
-                            bool(st.legal_plays) == (st.side_to_move == st.your_color),
+                            not st.legal_plays or st.side_to_move == st.your_color,
+                        )
+                        # A replayed TURN_STARTED (a resume's backlog) of a turn that is
+                        # over carries none: one I answered before the drop.
+                        r.ok(
+                            "my own turn comes without legal plays only once answered",
+                            bool(st.legal_plays)
+                            or st.side_to_move != st.your_color
+                            or st.turn_id in tried,
+                            f"seq {ev.seq} turn {st.turn_id} resumed after {resumed_at}",
                         )
                     if ev.type in (
                         pb.game.EVENT_TYPE_GAME_FINISHED,
@@ -525,8 +534,9 @@ class Seat:
                         ):
                             let_run.setdefault(st.turn_id, st.legal_plays[0].end_position)
                             continue
-                        self.play_turn(game_id, ev, arrived)
-                        answered.add(st.turn_id)
+                        tried.add(st.turn_id)
+                        if self.play_turn(game_id, ev, arrived):
+                            answered.add(st.turn_id)
             except grpc.RpcError as e:
                 if e.code() not in TRANSIENT:
                     raise
@@ -571,7 +581,9 @@ class Seat:
             str(code),
         )
 
-    def play_turn(self, game_id: str, ev: Any, arrived: float) -> None:
+    def play_turn(self, game_id: str, ev: Any, arrived: float) -> bool:
+        """Choose and submit a play; False if the server could not be reached before the
+        deadline (the turn is then announced again once it is back)."""
         r, st = self.report, ev.state
         variant = st.options.variant or "long"
         self.turns += 1
@@ -614,7 +626,13 @@ class Seat:
             sent = pb.arbiter.SubmitPlayRequest(
                 game_id=game_id, turn_id=st.turn_id, end_position=end
             )
-        resp = with_retry(lambda: self.stub.SubmitPlay(sent, metadata=self.md))
+        try:
+            resp = with_retry(lambda: self.stub.SubmitPlay(sent, metadata=self.md), deadline)
+        except grpc.RpcError as e:
+            if e.code() not in TRANSIENT | {grpc.StatusCode.RESOURCE_EXHAUSTED}:
+                raise
+            r.log(f"{self.name}: no answer for turn {st.turn_id} in time ({e.code().name})")
+            return False
         r.ok(
             "SubmitPlay records the play sent", resp.end_position == end, f"sent {sent}, got {resp}"
         )
@@ -624,7 +642,6 @@ class Seat:
             f"sent {sent.notation or sent.end_position!r}, got {resp.notation!r},"
             f" legal play {theirs[end].notation!r}",
         )
-        r.ok("played before my deadline", time.monotonic() < deadline)
         r.ok("used_ms within the turn's budget", resp.used_ms <= budget)
         if self.tricks.refusals and self.turns == 2:
             again = self.stub.SubmitPlay(sent, metadata=self.md)
@@ -644,6 +661,7 @@ class Seat:
                     code == grpc.StatusCode.FAILED_PRECONDITION,
                     str(code),
                 )
+        return True
 
     def check_steps(self, st: Any, lp: Any) -> None:
         """LegalPlay.steps and notation say the same thing (Step: from/to in the mover's
@@ -1033,7 +1051,7 @@ def run_match(args: argparse.Namespace, report: Report) -> int:
         ):
             s.md = (("authorization", f"Bearer {tok}"),)
             threading.Thread(target=s.follow_player_stream, daemon=True).start()
-    report.log(f"match {created.match_id}, first game {created.game_id}")
+    print(f"match {created.match_id}, first game {created.game_id}", flush=True)
 
     results: dict[str, Any] = {}
     errors: list[BaseException] = []
