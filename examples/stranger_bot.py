@@ -328,6 +328,11 @@ class Report:
         with self.lock:
             self.checks[what] = self.checks.get(what, 0) + 1
 
+    def refused(self, what: str, expected: grpc.StatusCode, call: Callable[[], Any]) -> None:
+        """`call` is refused with the status code `expected`."""
+        code = code_of(call)
+        self.ok(what, code == expected, str(code))
+
     def log(self, msg: str) -> None:
         if self.verbose:
             print(msg, file=sys.stderr, flush=True)
@@ -569,23 +574,20 @@ class Seat:
         )
         mine = st.white_clock if st.your_color == pb.game.COLOR_WHITE else st.black_clock
         r.ok("the loser on time has no bank left", mine.bank_ms == 0, str(mine))
-        code = code_of(
+        r.refused(
+            "a play after the clock ran out is FAILED_PRECONDITION",
+            grpc.StatusCode.FAILED_PRECONDITION,
             lambda: self.stub.SubmitPlay(
                 pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=turn, end_position=end),
                 metadata=self.md,
-            )
-        )
-        r.ok(
-            "a play after the clock ran out is FAILED_PRECONDITION",
-            code == grpc.StatusCode.FAILED_PRECONDITION,
-            str(code),
+            ),
         )
 
     def play_turn(self, game_id: str, ev: Any, arrived: float) -> bool:
         """Choose and submit a play; False if the server could not be reached before the
         deadline (the turn is then announced again once it is back)."""
         r, st = self.report, ev.state
-        variant = st.options.variant or "long"
+        variant = st.options.variant  # the options in force: never empty
         self.turns += 1
         # The clock: remaining_ms was measured when the event was made.
         mine = st.white_clock if st.your_color == pb.game.COLOR_WHITE else st.black_clock
@@ -648,18 +650,15 @@ class Seat:
             r.ok("a resent play is a duplicate", again.duplicate and again.end_position == end)
             other = [e for e in theirs if e != end]
             if other:
-                code = code_of(
+                r.refused(
+                    "a different play for a played turn is FAILED_PRECONDITION",
+                    grpc.StatusCode.FAILED_PRECONDITION,
                     lambda: self.stub.SubmitPlay(
                         pb.arbiter.SubmitPlayRequest(
                             game_id=game_id, turn_id=st.turn_id, end_position=other[0]
                         ),
                         metadata=self.md,
-                    )
-                )
-                r.ok(
-                    "a different play for a played turn is FAILED_PRECONDITION",
-                    code == grpc.StatusCode.FAILED_PRECONDITION,
-                    str(code),
+                    ),
                 )
         return True
 
@@ -694,32 +693,26 @@ class Seat:
             return g.white_refused if st.your_color == pb.game.COLOR_WHITE else g.black_refused
 
         before = refused_count()
-        code = code_of(
+        r.refused(
+            "a wrong turn_id is FAILED_PRECONDITION",
+            grpc.StatusCode.FAILED_PRECONDITION,
             lambda: self.stub.SubmitPlay(
                 pb.arbiter.SubmitPlayRequest(
                     game_id=game_id, turn_id=st.turn_id + 1, end_position=end
                 ),
                 metadata=md,
-            )
+            ),
         )
-        r.ok(
-            "a wrong turn_id is FAILED_PRECONDITION",
-            code == grpc.StatusCode.FAILED_PRECONDITION,
-            str(code),
-        )
-        code = code_of(
+        r.refused(
+            "no play at all is INVALID_ARGUMENT",
+            grpc.StatusCode.INVALID_ARGUMENT,
             lambda: self.stub.SubmitPlay(
                 pb.arbiter.SubmitPlayRequest(game_id=game_id, turn_id=st.turn_id), metadata=md
-            )
-        )
-        r.ok(
-            "no play at all is INVALID_ARGUMENT",
-            code == grpc.StatusCode.INVALID_ARGUMENT,
-            str(code),
+            ),
         )
         r.ok("those two are not counted as illegal plays", refused_count() == before)
         # A step from a point where I have no checker.
-        _, mine, _ = mover_view(st.position, st.options.variant or "long")
+        _, mine, _ = mover_view(st.position, st.options.variant)
         d = st.dice[0]
         empty = next(p for p in range(24, d, -1) if mine.pts[p] == 0)
         bad = f"{empty}/{empty - d}"
@@ -758,7 +751,7 @@ class Seat:
         long_kinds = {pb.game.RESULT_KIND_OIN, pb.game.RESULT_KIND_MARS, pb.game.RESULT_KIND_KOKS}
         r.ok(
             "the result kind is of the variant",
-            (res.kind in long_kinds) == ((st.options.variant or "long") == "long"),
+            (res.kind in long_kinds) == (st.options.variant == "long"),
             str(res),
         )
         r.ok(
@@ -782,7 +775,9 @@ KIND_POINTS: dict[int, int] = {}
 
 def watch(server: str, game_id: str, report: Report, public_seed: int | None = None) -> Any:
     stub = pb.arbiter_grpc.ArbiterServiceStub(grpc.insecure_channel(server))
-    code = code_of(
+    report.refused(
+        "a spectator cannot ask for own turns",
+        grpc.StatusCode.INVALID_ARGUMENT,
         lambda: next(
             iter(
                 stub.SubscribeGame(
@@ -791,10 +786,7 @@ def watch(server: str, game_id: str, report: Report, public_seed: int | None = N
                     )
                 )
             )
-        )
-    )
-    report.ok(
-        "a spectator cannot ask for own turns", code == grpc.StatusCode.INVALID_ARGUMENT, str(code)
+        ),
     )
     last, dice_by_turn, opening, st = 0, {}, [], None
     while st is None or st.status not in (
@@ -906,9 +898,7 @@ def check_dice(
         thrown == expect,
         f"{thrown} vs {expect}",
     )
-    use_opening = st.options.opening == pb.game.OPENING_RULE_USE_OPENING_DICE or (
-        st.options.opening == pb.game.OPENING_RULE_UNSPECIFIED and st.options.variant == "short"
-    )
+    use_opening = st.options.opening == pb.game.OPENING_RULE_USE_OPENING_DICE
     for turn in sorted(dice_by_turn):
         if turn == 1 and use_opening and opening:
             w = opening[-1]
@@ -945,13 +935,10 @@ def check_abort(stub: Any, options: Any, report: Report) -> None:
     created = stub.CreateMatch(pb.arbiter.CreateMatchRequest(options=options, start_timeout_ms=300))
     seat = (("authorization", f"Bearer {created.first_seat_token}"),)
     bare = (("authorization", created.first_seat_token),)
-    code = code_of(
-        lambda: stub.GetGame(pb.arbiter.GetGameRequest(game_id=created.game_id), metadata=bare)
-    )
-    report.ok(
+    report.refused(
         "a token without 'Bearer ' is UNAUTHENTICATED",
-        code == grpc.StatusCode.UNAUTHENTICATED,
-        str(code),
+        grpc.StatusCode.UNAUTHENTICATED,
+        lambda: stub.GetGame(pb.arbiter.GetGameRequest(game_id=created.game_id), metadata=bare),
     )
     seen = [
         (ev.seq, ev.type, ev.state)
@@ -972,13 +959,10 @@ def check_abort(stub: Any, options: Any, report: Report) -> None:
         "an aborted game has no result",
         seen[-1][2].status == pb.game.GAME_STATUS_ABORTED and not seen[-1][2].HasField("result"),
     )
-    code = code_of(
-        lambda: stub.Resign(pb.arbiter.ResignRequest(game_id=created.game_id), metadata=seat)
-    )
-    report.ok(
+    report.refused(
         "resigning an aborted game is FAILED_PRECONDITION",
-        code == grpc.StatusCode.FAILED_PRECONDITION,
-        str(code),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        lambda: stub.Resign(pb.arbiter.ResignRequest(game_id=created.game_id), metadata=seat),
     )
 
 
@@ -1096,6 +1080,25 @@ def run_match(args: argparse.Namespace, report: Report) -> int:
         == [f.game_id for f in results["seat1"]],
     )
     report.ok("the match is over at the end", finals[-1].match.over)
+    report.ok(
+        "the first game's dice commitment is the one CreateMatch gave",
+        finals[0].dice_commitment == created.dice_commitment,
+    )
+    set_up = args.seed is not None or bool(args.start_position)
+    report.ok(
+        "a game is rated when two registered players agreed and nothing was set up",
+        all(f.rated == (args.registered and not set_up) and f.seeded == set_up for f in finals),
+        str([(f.rated, f.seeded) for f in finals]),
+    )
+    report.ok(
+        "the options in force are shown with the defaults filled in",
+        all(
+            f.options.variant == args.variant
+            and f.options.opening != pb.game.OPENING_RULE_UNSPECIFIED
+            and f.options.colours != pb.game.COLOUR_RULE_UNSPECIFIED
+            for f in finals
+        ),
+    )
     colours = [f.your_color for f in results["seat0"]]
     report.ok(
         "the seats alternate colours game by game",
