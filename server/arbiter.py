@@ -431,8 +431,10 @@ class Arbiter:
         if not 1 <= spec.target <= MAX_TARGET:
             raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
         terms = spec.terms
-        if not 0 < terms.turn_time_ms <= MAX_TURN_TIME_MS or terms.time_bank_ms > MAX_TURN_TIME_MS:
+        if not 0 < terms.turn_time_ms <= MAX_TURN_TIME_MS:
             raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
+        if terms.time_bank_ms > MAX_TURN_TIME_MS:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "time_bank_ms must be at most 24 h")
         cap = MAX_TURN_TIME_MS if caller.admin else self.policy.max_start_timeout_ms
         if not 0 < spec.start_timeout_ms <= cap:
             raise ArbiterError(

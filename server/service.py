@@ -81,6 +81,13 @@ def bearer(context: grpc.aio.ServicerContext) -> str | None:
     return None
 
 
+def malformed_authorization(context: grpc.aio.ServicerContext) -> bool:
+    """True when ``authorization`` metadata is sent but is not ``Bearer <token>`` (a bare
+    token, another scheme): refused, never served as an anonymous caller's call."""
+    sent = any(key == "authorization" for key, _ in context.invocation_metadata() or ())
+    return sent and bearer(context) is None
+
+
 async def _abort(context: grpc.aio.ServicerContext, error: ArbiterError) -> None:
     """End the call with the refusal's status; a game run by another instance also gets
     that instance's address in the ``nardy-instance`` trailing metadata."""
@@ -143,6 +150,13 @@ class Limited:
 
     async def _caller(self, context, request: Message) -> Caller:
         token = bearer(context)
+        if token is None and malformed_authorization(context):
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.UNAUTHENTICATED,
+                "the authorization metadata must be 'Bearer <token>'",
+            )
         caller = Caller(self.arbiter.principal(token), peer_address(context, self.front))
         if not self.limiter.allow(caller.key):
             await refuse(

@@ -539,6 +539,7 @@ class GameSession:
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
+            clock.bank_ms = 0  # used up: the final state shows no bank left
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)
             # The loss is decided; writing the game's end waits until every other clock
@@ -754,8 +755,9 @@ class GameSession:
         if play is not None:
             return play
         try:
-            if end is None:
-                return self.variant.match_play(self.position, self.dice, notation or "")
+            if end is None:  # recorded as the legal play it matches: its canonical notation
+                written = self.variant.match_play(self.position, self.dice, notation or "")
+                return by_end.get(written.end.text(), written)
             target = self.variant.parse(end)
             for play in self.legal:
                 if play.end == target:

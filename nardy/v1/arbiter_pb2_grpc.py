@@ -209,8 +209,8 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Resign(self, request, context):
-        """Resign the game (not the match): it is lost as mars if you have borne off nothing,
-        else as oin. Allowed at any moment while the game is IN_PROGRESS, on the opponent's
+        """Resign the game (not the match): it is lost by 2 points (mars; gammon in short nardy)
+        if you have borne off nothing, else by 1 (oin; single), never more. Allowed at any moment while the game is IN_PROGRESS, on the opponent's
         turn too; FAILED_PRECONDITION before the start or after the end.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

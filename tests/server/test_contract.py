@@ -180,9 +180,11 @@ async def test_the_result_comes_with_game_finished_not_with_the_last_play(client
         n.cancel_scope.cancel()
 
 
-async def test_what_counts_as_a_refused_play_and_the_canonical_answer(client):
+@pytest.mark.parametrize("written", ["24/13", "24/19 19/13"], ids=["shorthand", "other-order"])
+async def test_what_counts_as_a_refused_play_and_the_canonical_answer(client, written):
     """Issue 12 items 7 and 8: an empty request is not counted, an illegal play is; a
-    shorthand comes back as canonical single-die steps."""
+    shorthand, or full steps in another legal order, comes back (and is recorded) as the
+    legal play's canonical notation."""
     async with trio.open_nursery() as n:
         r, white, black, w, b, turn = await started(n, client)
         gid, tid = r.game_id, turn.state.turn_id
@@ -194,9 +196,9 @@ async def test_what_counts_as_a_refused_play_and_the_canonical_answer(client):
             await white.submit(gid, tid, notation="24/12")
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert (await white.get_game(gid)).state.white_refused == 1
-        answer = await white.submit(gid, tid, notation="24/13")  # 6-5 with one checker
+        answer = await white.submit(gid, tid, notation=written)  # 6-5 with one checker
         canonical = {p.end_position: p.notation for p in turn.state.legal_plays}
-        assert answer.notation == canonical[answer.end_position] != "24/13"
+        assert answer.notation == canonical[answer.end_position] != written
         made = await w.next(pb.EVENT_TYPE_PLAY_MADE)
         assert made.play.notation == answer.notation
         n.cancel_scope.cancel()
@@ -301,7 +303,8 @@ async def test_a_pass_has_no_turn_started(client):
 
 async def test_an_unknown_token_is_refused_even_where_none_is_needed(client):
     """Issue 12 item 11: tokens are checked before anything else; a wrong one is never
-    served as an anonymous caller."""
+    served as an anonymous caller, nor is a token sent without `Bearer ` (a seat would
+    otherwise follow its game as a spectator and never arrive)."""
     forged = client.with_token("not-a-token")
     for call in (
         forged.call("RegisterPlayer", api.RegisterPlayerRequest(name="someone")),
@@ -311,3 +314,11 @@ async def test_an_unknown_token_is_refused_even_where_none_is_needed(client):
         with pytest.raises(grpc.RpcError) as info:
             await call
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    r, _ = await create(client)
+    for value in (r.first_seat_token, f"Basic {r.first_seat_token}", ""):
+        with pytest.raises(grpc.RpcError) as info:
+            await client.stub.GetGame(
+                api.GetGameRequest(game_id=r.game_id), metadata=(("authorization", value),)
+            )
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert "Bearer <token>" in info.value.details()

@@ -57,3 +57,12 @@ async def test_options_come_back_as_asked(client):
         True,
     )
     assert o.illegal_play_limit == 0  # no limit unless asked
+
+
+@pytest.mark.parametrize("field", ["turn_time_ms", "time_bank_ms"])
+async def test_a_clock_option_out_of_range_is_refused_by_its_own_name(client, field):
+    """Both are at most 24 h (docs/PROTOCOL.md, Limits); the refusal names the field sent."""
+    with pytest.raises(grpc.RpcError) as info:
+        await create(client, options={field: 24 * 3600 * 1000 + 1})
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details().startswith(field)
