@@ -196,8 +196,8 @@ def stuck_position(rng: random.Random) -> Position:
 
 
 def last_checkers_position(rng: random.Random) -> Position:
-    """One to three checkers left at home against blots there: the last checkers can hit
-    on the way off (§3.6 with §4.6)."""
+    """One to three checkers left at home, the opponent's blots and points scattered: a
+    last checker can hit on its way off (§3.6 with §4.6)."""
     mine: Counter[int] = Counter(rng.choice(range(1, 7)) for _ in range(rng.randint(1, 3)))
     return _made(rng, dict(mine), rng.randint(1, 4), rng.randint(0, 4))
 
