@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser node pg pg-stop
+.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop
 
 install: $(STAMP)
 
@@ -27,6 +27,15 @@ browser:
 			chromium chromium-driver >/dev/null || echo "could not install chromium"; \
 	fi
 
+# GNU Backgammon (Debian's package): the independent oracle for short nardy's legal plays
+# (tools/short_oracle.py; tests/short/test_gnubg_oracle.py asks it live when installed).
+gnubg:
+	@if [ ! -x /usr/games/gnubg ]; then \
+		echo "installing gnubg (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			gnubg >/dev/null || echo "could not install gnubg"; \
+	fi
+
 # The Node.js example engine's packages, exactly as its lock file says (npm ci).
 NODE_DIR := examples/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
@@ -38,7 +47,7 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 
 # The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
 # Debian's package via apt-get when missing, loopback only), stopped again afterwards.
-test: $(STAMP) proto browser node
+test: $(STAMP) proto browser gnubg node
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 

@@ -254,7 +254,7 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
                         nhits = hits
                         key = n | hkey
                         if n == _OFF_ALL:  # the game ends; unplayed dice lapse (§4.6)
-                            if key not in finished:
+                            if len(finished.get(key, ())) < depth:  # the most dice played
                                 finished[key] = (*steps, (src, OFF, die, False))
                             continue
                     if last:  # the last die: a complete play, nothing to expand
@@ -278,16 +278,22 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
         if not nxt:
             break
         level = nxt
-    if complete or finished:  # every die played, or the game over (counts as all, §4.6)
-        for key, steps in complete.items():
-            finished.setdefault(key, steps)
-        return list(finished.items())
-    if depth == 1:
-        return []  # nothing can be played: the turn passes (§3.6)
-    # Not every die can be played: the plays that use the most dice (§3.6) ...
-    states = [(m | h << HITS, steps) for m, _, h, _, steps, _ in level.values()]
-    if len(dice) == 2 and len(states[0][1]) == 1:
-        # ... and if either die can be played alone but not both, the larger (§3.6).
+    # The plays that use the most dice (§3.6): every die, or the states of the last level
+    # (none when no die can be played: the turn passes) ...
+    if complete:
+        most, states = len(dice), list(complete.items())
+    else:
+        most = depth - 1
+        states = [(m | h << HITS, steps) for m, _, h, _, steps, _ in level.values()] if most else []
+    # ... where a play that ends the game counts the dice it really played (§3.6; the rest
+    # lapse, §4.6): bearing off the last checker with one die is not legal when another
+    # play uses both, e.g. hitting a blot on the way off (gnubg agrees; README, Rules notes).
+    longest = max(map(len, finished.values()), default=0)
+    if longest > most:
+        most, states = longest, []
+    states = [s for s in finished.items() if len(s[1]) == most] + states
+    if len(dice) == 2 and most == 1:
+        # If either die can be played alone but not both, the larger (§3.6).
         larger = [s for s in states if s[1][0][2] == dice[0]]
         states = larger or states
     plays: dict[int, Path] = {}

@@ -57,11 +57,13 @@ class TurnBuilder(BaseTurnBuilder):
 
     # -- internals ----------------------------------------------------------------------
     def _is_end(self, state: tuple[Board, int], used: int) -> bool:
-        """Is board ``m`` (blots ``hits`` hit) after ``used`` dice one of the legal plays?"""
+        """Is board ``m`` (blots ``hits`` hit) after ``used`` dice one of the legal plays?
+        A game over ends the play whatever dice are left (§4.6), and is legal if it ends as
+        a legal play does (§3.7): ``5/off`` with 6-1 is the play ``5/4 4/off``."""
         m, hits = state
-        if m[OFF] == CHECKERS:
-            return True
-        return used == self.most and self.turn.end_position(m, hits) in self._ends
+        if m[OFF] != CHECKERS and used != self.most:
+            return False
+        return self.turn.end_position(m, hits) in self._ends
 
     def _dice_for(self, src: int, dst: int) -> list[tuple[int, ...]]:
         """Readings of a move as a die sequence for one checker, the most natural first."""
@@ -108,7 +110,7 @@ class TurnBuilder(BaseTurnBuilder):
             raise IllegalPlay(f"{text}: no legal play exists with these dice (the turn passes)")
         step, n, nhits = next(t for t in self.turn.steps_from(m, hits, die) if t[0].src == src)
         left = without(self.remaining, die)
-        if n[OFF] != CHECKERS and not self._completable(n, nhits, left):
+        if not self._completable(n, nhits, left):
             raise IllegalPlay(f"{text}: {self._dead_end_reason()}")
         self.steps.append(step)
         self._states.append((n, nhits))

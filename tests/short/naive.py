@@ -92,9 +92,9 @@ def naive_plays(pos: Position, dice: tuple[int, int]) -> set[str]:
 
     def dfs(board, bar, remaining: list[int], used: tuple[int, ...]) -> None:
         finished = off(board, bar, color) == CHECKERS
-        # §4.6: the game ends when the 15th checker is off; the other dice lapse, so a
-        # finished game counts as having played every die.
-        nodes.add((_text(board, bar, color.opponent), n if finished else len(used), used))
+        # §4.6: the game ends when the 15th checker is off and the other dice lapse; it
+        # counts the dice really played (§3.6), so another play using more dice wins.
+        nodes.add((_text(board, bar, color.opponent), len(used), used))
         if finished:
             return
         for i, die in enumerate(remaining):

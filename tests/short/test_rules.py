@@ -282,12 +282,31 @@ def test_bear_off_becomes_possible_mid_turn():
 
 
 def test_bearing_off_the_last_checker_ends_the_game_and_the_other_dice_lapse():
-    """§4.6: the 15th checker off ends the turn and the game."""
+    """§4.6: the 15th checker off ends the turn and the game; the dice left lapse."""
     p = pos(W, {2: 1}, {1: 15})
     [play] = legal_plays(p, (6, 6))
     assert play.notation() == "2/off" and play.end.winner is W
-    [play] = legal_plays(pos(W, {5: 1}, {1: 15}), (6, 1))
-    assert play.end.winner is W and len(play.steps) == 1
+    # §3.6: both dice can be played (5/4 4/off), so the play counts both; 5/off with the
+    # 6 alone ends in the same position, so it is the same play (§3.7)
+    p = pos(W, {5: 1}, {1: 15})
+    [play] = legal_plays(p, (6, 1))
+    assert play.notation() == "5/4 4/off" and play.end.winner is W
+    assert moved(p, (6, 1), "5/off") == play.end
+
+
+def test_the_last_checker_hits_on_the_way_off_when_both_dice_can_be_played():
+    """§3.6 with §4.6 and §8: a game ended with one die counts one die, so when another
+    play uses both (5/1* 1/off) the last checker must hit on its way off; bearing it off
+    with the 6 alone is not legal. Found against GNU Backgammon (tools/short_oracle.py)."""
+    p = pos(W, {5: 1}, {24: 1, 6: 14})  # a black blot on white's 1 point
+    [play] = legal_plays(p, (6, 4))
+    assert play.notation() == "5/1* 1/off"
+    assert play.end.winner is W and play.end.on_bar(B) == 1
+    assert moved(p, (6, 4), "5/1*/off") == play.end
+    builder = TurnBuilder(p, (6, 4))
+    assert builder.legal_steps() == [Step(5, 1, 4, True)]  # not 5/off with the 6
+    # so a written 5/off can only be read as the checker using both dice, hitting
+    assert builder.step(5, OFF) == list(play.steps) and builder.play() == play
 
 
 def test_a_double_bears_off_from_the_highest_point_each_time():
