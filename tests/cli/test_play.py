@@ -46,7 +46,7 @@ def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
     child.sendline("5/2")
     child.expect("Moved 5/2. The play is complete")
     child.sendline("done")
-    child.expect("You played 3-1: 6/5 5/2")
+    child.expect("You played 3-1: 6/3 3/2")  # the recorded play, in canonical steps
     child.expect("random played 2-1")
     child.expect("Your turn: 5-4")
     child.sendline("hint")
