@@ -217,6 +217,7 @@ class GameSession:
         self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
+        self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
         self._offer: tuple = ((), {}, {})  # see _offered
         self.throws: tuple[tuple[int, int], ...] = ()
 
@@ -665,9 +666,8 @@ class GameSession:
         """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
         transport (now, if not given); answered once it is durable; idempotent for the
         same play (in an ended game too: its answers are read back from the journal)."""
-        pending = self._committing
-        if pending is not None and turn_id == self.turn_id:
-            await pending.wait()  # the same turn is being stored: answer after its fate
+        while (pending := self._committing) is not None and turn_id == self.turn_id:
+            await pending.wait()  # the same turn is being sealed or stored: its fate first
         answer = self.accepted.get(turn_id) or await self._journaled_answer(turn_id)
         if answer is not None:
             requested = await self._requested_end(turn_id, notation, end)
@@ -699,6 +699,7 @@ class GameSession:
         before = (clock.bank_ms, clock.started)
         used = clock.charge(arrived)
         try:
+            await self._seal()
             answer = await self._apply(play, mover, automatic=False, used_ms=used)
         except ArbiterError:  # not stored: the clock runs on as if the play never arrived
             clock.bank_ms, clock.started = before
@@ -708,6 +709,31 @@ class GameSession:
         self.used_ms[mover] += used
         self.plays_made[mover] += 1
         return answer
+
+    async def _seal(self) -> None:
+        """A duplicate pair's games are mirrors (the same dice, the seats swapped): a play
+        is made only once every other game of the pair has played the same throw (or
+        ended), so that nobody sees it while the mirrored turn is still open (a bot would
+        copy its opponent's play). Meanwhile the mover's clock is stopped and the play is
+        neither told nor shown; the game's end (resignation, void) unseals it."""
+        pair = self.match.pair
+        if pair is None:
+            return
+        sealed = self._committing = trio.Event()
+        try:
+            with trio.CancelScope() as self._seal_scope:
+                await pair.at(self, self.roller.rolled)
+        finally:
+            self._committing = None
+            sealed.set()
+        if self.result is not None:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "the game is over")
+        if self.match.stopping:
+            raise ArbiterError(Code.UNAVAILABLE, "the game stopped here; retry")
+
+    def unseal(self) -> None:
+        """The game ends (or stops here): a sealed play waits no more (see _seal)."""
+        self._seal_scope.cancel()
 
     async def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
         if end is not None:
@@ -795,6 +821,7 @@ class GameSession:
     async def _end(self, status: Status, kind: EventType) -> None:
         """Journal the game's last event (after a play still being stored)."""
         self.open_turn = False
+        self.unseal()
         if self._committing is not None:
             await self._committing.wait()
         self.status = status
@@ -942,6 +969,7 @@ class MatchSession:
         """Stop the match's task where it is, writing nothing more: another instance took
         it over (its writes would be refused anyway, see server/cluster.py)."""
         self._halted = True
+        self.current.unseal()
         if self._scope is not None:
             self._scope.cancel()
 

@@ -269,3 +269,55 @@ async def test_the_two_matches_of_a_pair_are_stored_in_one_transaction(tmp_path)
     ]
     pair = [batch for batch in inserts if batch]
     assert len(games) == 2 and len(pair) == 1 and len(pair[0]) == 2, inserts
+
+
+async def test_a_bot_cannot_copy_its_opponents_play_from_the_mirrored_game(tmp_path):
+    """The two games of a pair are mirrors: the same dice, the seats swapped, so each throw
+    is played by one bot in one game and by the other bot in the other, from the same
+    position while the games stay alike. A bot that waits for its opponent's play in the
+    mirrored game and copies it splits every pair whatever its own skill. Each throw's
+    play is sealed: it is made (told, shown, answered) only once the other game has played
+    that throw too (or ended), so the copier learns its opponent's play too late."""
+    with EmbeddedServer(db=str(tmp_path / "m.db")) as srv:
+        async with Client(srv.address, srv.admin_token) as op:
+            await op.create_ladder("mirror", turn_time_ms=400, max_games=2)
+            tokens = {n: await Client(srv.address, srv.admin_token).register(n) for n in "AB"}
+        copier, honest = (Client(srv.address, tokens[n]) for n in "AB")
+        first: dict[str, tuple[Client, pb.GameState]] = {}  # game -> its throw-1 mover, turn
+        both = trio.Event()
+
+        async def seat(client: Client, game_id: str) -> None:
+            async for ev in client.events(game_id):
+                if my_turn(ev) and game_id not in first:  # (forced turns are played for them)
+                    first[game_id] = (client, ev.state)
+                    if len(first) == 2:
+                        both.set()
+                if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+                    return
+
+        with trio.fail_after(60):
+            await copier.join_ladder("mirror")
+            await honest.join_ladder("mirror")
+            games = await games_of(copier)
+            async with trio.open_nursery() as n:
+                for client in (copier, honest):
+                    for game_id in games:
+                        n.start_soon(seat, client, game_id)
+                await both.wait()  # one throw: the copier moves in one game, honest in the other
+                mine, theirs = sorted(games, key=lambda g: first[g][0] is honest)
+                assert first[mine][0] is copier and first[theirs][0] is honest
+                turn = first[theirs][1]
+                assert first[mine][1].turn_id == turn.turn_id
+                await honest.submit(
+                    theirs, turn.turn_id, end_position=turn.legal_plays[0].end_position
+                )
+                # the honest play is made: the copier looks at the mirrored game
+                seen = (await copier.get_game(theirs)).state
+                own = (await copier.get_game(mine)).state
+                n.cancel_scope.cancel()
+        copier.close()
+        honest.close()
+    assert seen.position != turn.position  # answered: the honest play is made, and shows
+    assert own.turn_id > turn.turn_id or own.status != pb.GAME_STATUS_IN_PROGRESS, (
+        "the opponent's play showed while the copier's turn of the same throw was open"
+    )
