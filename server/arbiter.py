@@ -135,6 +135,9 @@ class Principal:
     match_id: str | None = None
     seat: int | None = None
     admin: bool = False
+    # A seat of a match created by anyone but the operator: its creator's key. Anyone
+    # mints seat tokens, so a seat counts as its creator for limits and quotas.
+    creator: str = ""
 
     @property
     def key(self) -> str:
@@ -143,7 +146,7 @@ class Principal:
             return "operator"
         if self.player_id is not None:
             return f"player:{self.player_id}"
-        return f"seat:{self.match_id}/{self.seat}"
+        return self.creator or f"seat:{self.match_id}/{self.seat}"
 
 
 OPERATOR = Principal(admin=True)
@@ -198,6 +201,7 @@ class _NewMatch:
     seat_tokens: list[str]
     writes: list[Write]
     challenged: str | None
+    creator: str  # the limits key its seats count as ("": the operator's, their own)
 
 
 @dataclass(frozen=True)
@@ -366,7 +370,7 @@ class Arbiter:
         row = await self.reader.seat_token(digest)
         if row is None:
             return None
-        principal = Principal(match_id=row[0], seat=row[1])
+        principal = Principal(match_id=row[0], seat=row[1], creator=row[2])
         self._remember_token(digest, principal)
         return principal
 
@@ -486,16 +490,17 @@ class Arbiter:
             challenged=challenged,
         )
         seat_tokens = ["", ""]
+        creator = "" if caller.admin else caller.key
         writes = [store.add_match(match)]
         for seat in seats:
             if seat.player_id is None:
                 seat_tokens[seat.index] = new_token()
                 digest = token_hash(seat_tokens[seat.index])
-                writes.append(store.add_seat_token(match.id, seat.index, digest))
+                writes.append(store.add_seat_token(match.id, seat.index, digest, creator))
         if self.cluster is not None:  # run here: the lease is written with the match
             writes.append(self.cluster.lease(match.id, spec.pair_id or match.id))
         writes.append(store.add_game(match.current))
-        return _NewMatch(match, seat_tokens, writes, challenged)
+        return _NewMatch(match, seat_tokens, writes, challenged, creator)
 
     async def _store_new(self, caller: Caller, news: list[_NewMatch]) -> None:
         """Store new matches in one transaction (refused: nothing of them is kept)."""
@@ -518,7 +523,7 @@ class Arbiter:
             self.leases[match.id] = 1
         for index, token in enumerate(seat_tokens):
             if token:
-                self._add_seat_token(match.id, index, token_hash(token))
+                self._add_seat_token(match.id, index, token_hash(token), new.creator)
         self.matches[match.id] = match
         self._game_added(match.current)
         if new.challenged is not None:
@@ -537,8 +542,8 @@ class Arbiter:
         )
         return match, seat_tokens[0], seat_tokens[1]
 
-    def _add_seat_token(self, match_id: str, seat: int, digest: str) -> None:
-        self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+    def _add_seat_token(self, match_id: str, seat: int, digest: str, creator: str) -> None:
+        self.tokens[digest] = Principal(match_id=match_id, seat=seat, creator=creator)
         self.seat_digests.setdefault(match_id, []).append(digest)
 
     def _seat(self, index: int, player_name: str, display: str) -> Seat:
@@ -1182,9 +1187,9 @@ class Arbiter:
         over: list[MatchSession] = []
         rows = await read.matches()
         replay = await self._replayed(rows, leased, counted)
-        for match_id, seat, digest in await read.seat_tokens():
+        for match_id, seat, digest, creator in await read.seat_tokens():
             if match_id in replay:  # the others are looked up in the store when asked for
-                self._add_seat_token(match_id, seat, digest)
+                self._add_seat_token(match_id, seat, digest, creator)
         sizes = Counter(row["options"].get("pair_id", "") for row in rows)
         for row in rows:
             if row["id"] not in replay:

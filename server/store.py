@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 Write = tuple[str, tuple]  # one statement and its parameters
 
@@ -111,10 +111,10 @@ def set_setting(key: str, value: str) -> Write:
     )
 
 
-def add_seat_token(match_id: str, seat: int, token_hash: str) -> Write:
+def add_seat_token(match_id: str, seat: int, token_hash: str, creator: str) -> Write:
     return (
-        "INSERT INTO seat_tokens (match_id, seat, token_hash) VALUES (?,?,?)",
-        (match_id, seat, token_hash),
+        "INSERT INTO seat_tokens (match_id, seat, token_hash, creator) VALUES (?,?,?,?)",
+        (match_id, seat, token_hash, creator),
     )
 
 
@@ -218,8 +218,8 @@ class Reader:
         """(match id, game id, status) of every stored game."""
         return await self.store.query("SELECT match_id, id, status FROM games")
 
-    async def seat_tokens(self) -> list[tuple[str, int, str]]:
-        return await self.store.query("SELECT match_id, seat, token_hash FROM seat_tokens")
+    async def seat_tokens(self) -> list[tuple[str, int, str, str]]:
+        return await self.store.query("SELECT match_id, seat, token_hash, creator FROM seat_tokens")
 
     async def matches(self) -> list[dict]:
         cols = ", ".join(journal.MATCH_COLUMNS)
@@ -242,12 +242,13 @@ class Reader:
         rows = await self.store.query("SELECT match_id FROM games WHERE id=?", (game_id,))
         return rows[0][0] if rows else None
 
-    async def seat_token(self, digest: str) -> tuple[str, int] | None:
-        """(match id, seat) of a seat token's hash (None: no such token)."""
+    async def seat_token(self, digest: str) -> tuple[str, int, str] | None:
+        """(match id, seat, creator's limits key) of a seat token's hash (None: no such
+        token)."""
         rows = await self.store.query(
-            "SELECT match_id, seat FROM seat_tokens WHERE token_hash=?", (digest,)
+            "SELECT match_id, seat, creator FROM seat_tokens WHERE token_hash=?", (digest,)
         )
-        return (rows[0][0], rows[0][1]) if rows else None
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
     async def unfinished_games(self) -> list[tuple[str, dict]]:
         """(game id, its match row) of every game not yet over, oldest first."""
@@ -404,6 +405,8 @@ CREATE TABLE IF NOT EXISTS events (
     3: "CREATE INDEX IF NOT EXISTS seat_tokens_hash ON seat_tokens (token_hash)",
     # PostgreSQL's instances and leases (server/cluster.py); one SQLite file has one server
     4: "",
+    # a seat counts as its match's creator for limits (server.arbiter.Principal)
+    5: "ALTER TABLE seat_tokens ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
 }
 
 

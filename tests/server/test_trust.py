@@ -212,6 +212,34 @@ async def test_anonymous_callers_cannot_flood_the_server(tmp_path):
             assert db_count(srv, "players") == 6
 
 
+async def test_seat_tokens_count_as_their_creator_for_limits(tmp_path):
+    """Anyone mints seat tokens (a casual match between open seats): were each an identity
+    of its own, every limit would be dodged by chaining (a seat token creates matches whose
+    seat tokens create more). A seat counts as whoever created its match, after a restart
+    too (a stranger's seats share its address's budget)."""
+    db = str(tmp_path / "s.db")
+    limits = dict(waiting_matches=2, rate_per_s=0.01, rate_burst=8)
+    with EmbeddedServer(db=db, **limits) as srv:
+        async with Client(srv.address) as client:
+            first = await client.create_match()
+            await client.create_match()
+            seat = client.with_token(first.first_seat_token)
+            await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, seat.create_match())
+            assert db_count(srv, "matches") == 2
+            admin = srv.admin_token
+    with EmbeddedServer(db=db, admin_token=admin, **limits) as srv:
+        async with Client(srv.address) as client:
+            seat = client.with_token(first.second_seat_token)
+            codes = []
+            for _ in range(8):  # the seat spends a budget of 8: its creator's
+                try:  # no SDK retries: every call counts
+                    seat.stub.GetGame(api.GetGameRequest(game_id="none"), metadata=seat.metadata)
+                except grpc.RpcError as e:
+                    codes.append(e.code())
+            assert codes == [grpc.StatusCode.NOT_FOUND] * 8
+            await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, client.get_game(first.game_id))
+
+
 async def test_closed_registration_is_for_the_operator(tmp_path):
     with EmbeddedServer(db=str(tmp_path / "c.db"), registration_open=False) as srv:
         async with Client(srv.address) as client:
