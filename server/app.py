@@ -42,7 +42,7 @@ from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.collector import FrozenGenerations
 from server.fronted import Front
 from server.intercept import refuse_unparsable
-from server.limits import RateLimiter
+from server.limits import RateLimiter, StreamQuota
 from server.pgstore import PostgresStore
 from server.reflection import enable_reflection
 from server.service import HEARTBEAT_S, AdminService, ArbiterService, LadderService
@@ -67,6 +67,7 @@ class ServerConfig:
     max_concurrent_rpcs: int = 20_000
     rate_per_s: float = 1000.0  # requests per second per token (or connection), on average
     rate_burst: float = 2000.0
+    streams_per_caller: int = 100  # streams one caller (token, or address) may hold open
     switch_interval_s: float = 0.0005
     freeze_gc: bool = True  # full collections skip long-lived objects (server/collector.py)
     http_port: int | None = None  # the read-only web view and /metrics (None: off; 0: any)
@@ -191,7 +192,15 @@ async def serve(
             # the nardy services' handlers, wrapped once (not interceptors: those run per call)
             registry = Registry(server, lambda handler: pass_encoded(refuse_unparsable(handler)))
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
-                ArbiterService(arbiter, bridge, limiter, config.heartbeat_s, front), registry
+                ArbiterService(
+                    arbiter,
+                    bridge,
+                    limiter,
+                    StreamQuota(config.streams_per_caller),
+                    config.heartbeat_s,
+                    front,
+                ),
+                registry,
             )
             ladder_pb2_grpc.add_LadderServiceServicer_to_server(
                 LadderService(arbiter, bridge, limiter, front), registry

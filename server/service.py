@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -28,7 +29,7 @@ from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
 from server.fronted import Front
 from server.journal import Event, EventType
 from server.ladder import LadderOptions
-from server.limits import RateLimiter
+from server.limits import RateLimiter, StreamQuota
 from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
@@ -174,10 +175,13 @@ class Limited:
             )
         return caller
 
-    async def _call(self, context, request: Message, fn, *args, caller: bool = False):
-        """Check the call, then run ``fn(*args)`` in the core (``fn(caller, *args)`` when
-        ``caller``); a refusal becomes the gRPC status it names."""
-        who = await self._caller(context, request)
+    async def _call(
+        self, context, request: Message, fn, *args, caller: bool = False, who: Caller | None = None
+    ):
+        """Check the call (unless ``who`` was checked already), then run ``fn(*args)`` in the
+        core (``fn(caller, *args)`` when ``caller``); a refusal becomes the gRPC status it
+        names."""
+        who = who or await self._caller(context, request)
         if caller and who.principal is None and bearer(context):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown token")
         try:
@@ -193,11 +197,32 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         arbiter: Arbiter,
         bridge: Bridge,
         limiter: RateLimiter,
+        streams: StreamQuota,
         heartbeat_s: float = HEARTBEAT_S,
         front: Front | None = None,
     ) -> None:
         super().__init__(arbiter, bridge, limiter, front)
         self.heartbeat_s = heartbeat_s
+        self.streams = streams
+
+    @contextlib.asynccontextmanager
+    async def _stream(self, context, request: Message) -> AsyncIterator[Caller]:
+        """Check a stream's call and hold its place in its caller's quota while it is open
+        (the operator has none); RESOURCE_EXHAUSTED when the caller holds too many."""
+        who = await self._caller(context, request)
+        counted = not who.admin
+        if counted and not self.streams.take(who.key):
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"at most {self.streams.most} open streams per caller; end some first",
+            )
+        try:
+            yield who
+        finally:
+            if counted:
+                self.streams.give_back(who.key)
 
     async def RegisterPlayer(self, request, context):
         player_id, token = await self._call(
@@ -286,90 +311,95 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
-        queue: asyncio.Queue = asyncio.Queue()
-        sink = self.bridge.sink(queue)
+        async with self._stream(context, request) as who:
+            queue: asyncio.Queue = asyncio.Queue()
+            sink = self.bridge.sink(queue)
 
-        async def subscribe(*args):  # in the trio thread
-            game, seat, backlog, live = await self.arbiter.subscribe_game(*args)
-            # Live events are encoded in the trio thread from here on. None reached the
-            # sink before: the game registers it last, without waiting.
-            sink.encode = partial(encoded_event, game.card, seat)
-            return game, seat, backlog, live
+            async def subscribe(*args):  # in the trio thread
+                game, seat, backlog, live = await self.arbiter.subscribe_game(*args)
+                # Live events are encoded in the trio thread from here on. None reached the
+                # sink before: the game registers it last, without waiting.
+                sink.encode = partial(encoded_event, game.card, seat)
+                return game, seat, backlog, live
 
-        game, seat, backlog, live = await self._call(
-            context,
-            request,
-            subscribe,
-            bearer(context),
-            request.game_id,
-            request.after_seq,
-            request.from_start,
-            sink,
-            request.client_seed,
-            request.filter == api.EVENT_FILTER_OWN_TURNS,
-        )
-        card = game.card
-        seq = backlog[-1].seq if backlog else request.after_seq
-        streams = self.arbiter.metrics.streams.labels("game")
-        streams.inc()
-        idle = Heartbeat(queue, self.heartbeat_s)
-        try:
-            for event in backlog:
-                yield encoded_event(card, seat, event)
-            backlog = event = None  # not held for the stream's life (an idle game's memory)
-            idle.sent()
-            while live:
-                item = await queue.get()
-                if item is BEAT:
-                    snap = await self.bridge.call(game.snapshot)
-                    beat = Event(seq, EventType.HEARTBEAT, time.time(), snap)
-                    yield encoded_event(card, seat, beat)
-                    idle.sent()
-                    continue
-                if item is CLOSE:
-                    return
-                seq = item.seq
-                if item.turn is not None and self.front is None:  # (else the front tells)
-                    # this seat's turn: its clock runs from the send
-                    item.sent = partial(self._turn_sent, game.id, item.turn)
-                yield item
+            game, seat, backlog, live = await self._call(
+                context,
+                request,
+                subscribe,
+                bearer(context),
+                request.game_id,
+                request.after_seq,
+                request.from_start,
+                sink,
+                request.client_seed,
+                request.filter == api.EVENT_FILTER_OWN_TURNS,
+                who=who,
+            )
+            card = game.card
+            seq = backlog[-1].seq if backlog else request.after_seq
+            streams = self.arbiter.metrics.streams.labels("game")
+            streams.inc()
+            idle = Heartbeat(queue, self.heartbeat_s)
+            try:
+                for event in backlog:
+                    yield encoded_event(card, seat, event)
+                backlog = event = None  # not held for the stream's life (an idle game's memory)
                 idle.sent()
-        finally:
-            idle.cancel()
-            streams.dec()
-            if live:
-                self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
+                while live:
+                    item = await queue.get()
+                    if item is BEAT:
+                        snap = await self.bridge.call(game.snapshot)
+                        beat = Event(seq, EventType.HEARTBEAT, time.time(), snap)
+                        yield encoded_event(card, seat, beat)
+                        idle.sent()
+                        continue
+                    if item is CLOSE:
+                        return
+                    seq = item.seq
+                    if item.turn is not None and self.front is None:  # (else the front tells)
+                        # this seat's turn: its clock runs from the send
+                        item.sent = partial(self._turn_sent, game.id, item.turn)
+                    yield item
+                    idle.sent()
+            finally:
+                idle.cancel()
+                streams.dec()
+                if live:
+                    self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
 
     def _turn_sent(self, game_id: str, turn: int) -> None:
         """Called as a TURN_STARTED's bytes are handed to the transport (server.clock)."""
         self.bridge.call_soon(self.arbiter.turn_sent, game_id, turn, self.arbiter.arrivals.now())
 
     async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:
-        queue: asyncio.Queue = asyncio.Queue()
-        token = bearer(context)
-        sink = self.bridge.sink(queue)
-        backlog = await self._call(context, request, self.arbiter.subscribe_player, token, sink)
-        streams = self.arbiter.metrics.streams.labels("player")
-        streams.inc()
-        idle = Heartbeat(queue, self.heartbeat_s)
-        try:
-            for note in backlog:
-                yield player_event(note)
-            idle.sent()
-            while True:
-                item = await queue.get()
-                if item is CLOSE:
-                    return
-                yield (
-                    api.PlayerEvent(type=api.PLAYER_EVENT_TYPE_HEARTBEAT)
-                    if item is BEAT
-                    else player_event(item)
-                )
+        async with self._stream(context, request) as who:
+            queue: asyncio.Queue = asyncio.Queue()
+            token = bearer(context)
+            sink = self.bridge.sink(queue)
+            backlog = await self._call(
+                context, request, self.arbiter.subscribe_player, token, sink, who=who
+            )
+            streams = self.arbiter.metrics.streams.labels("player")
+            streams.inc()
+            idle = Heartbeat(queue, self.heartbeat_s)
+            try:
+                for note in backlog:
+                    yield player_event(note)
                 idle.sent()
-        finally:
-            idle.cancel()
-            streams.dec()
-            self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
+                while True:
+                    item = await queue.get()
+                    if item is CLOSE:
+                        return
+                    yield (
+                        api.PlayerEvent(type=api.PLAYER_EVENT_TYPE_HEARTBEAT)
+                        if item is BEAT
+                        else player_event(item)
+                    )
+                    idle.sent()
+            finally:
+                idle.cancel()
+                streams.dec()
+                self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
 
     async def SubmitPlay(self, request, context):
         which = request.WhichOneof("play")

@@ -6,7 +6,10 @@ import grpc
 import pytest
 
 from nardy.client import Client
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc
 from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.limits import RateLimiter
 
@@ -45,3 +48,45 @@ async def test_oversized_messages_are_refused(tmp_path):
                 await client.call("RegisterPlayer", api.RegisterPlayerRequest(name="x" * 100_000))
             assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             await client.register("fine")  # and the server is still there
+
+
+async def test_one_caller_cannot_hold_every_stream(tmp_path):
+    """grpc refuses every new call, anyone's, once the server holds maximum_concurrent_rpcs:
+    one stranger's idle streams must not fill it. A caller (a token, or an address without
+    one; the seats of the matches it created count as it) holds at most ``--streams``."""
+    with EmbeddedServer(
+        db=str(tmp_path / "s.db"), max_concurrent_rpcs=40, streams_per_caller=8
+    ) as srv:
+        async with Client(srv.address) as stranger:
+            r = await stranger.create_match()
+            watch = api.SubscribeGameRequest(game_id=r.game_id)
+            streams = []
+            for _ in range(8):
+                streams.append(stranger.stub.SubscribeGame(watch))
+                assert next(streams[-1]).type == pb.EVENT_TYPE_SNAPSHOT  # open
+            for token in ("", r.first_seat_token):  # its seats count as the stranger
+                more = stranger.stub.SubscribeGame(watch, metadata=bearer(token))
+                with pytest.raises(grpc.RpcError) as info:
+                    next(more)
+                assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            # the others are served, streams and calls alike
+            player = stranger.with_token(await Client(srv.address).register("someone"))
+            mine = player.stub.SubscribePlayer(
+                api.SubscribePlayerRequest(), metadata=player.metadata
+            )
+            op = stranger.with_token(srv.admin_token)
+            assert (await op.get_game(r.game_id)).state.game_id == r.game_id
+            mine.cancel()
+            # streams that end give their place back
+            void = admin_pb2_grpc.AdminServiceStub(stranger.channel).VoidGame
+            void(admin_pb.VoidGameRequest(game_id=r.game_id), metadata=op.metadata)
+            for stream in streams:
+                assert [ev.type for ev in stream][-1] == pb.EVENT_TYPE_GAME_ABORTED
+            r = await stranger.create_match()
+            again = stranger.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id))
+            assert next(again).type == pb.EVENT_TYPE_SNAPSHOT
+            again.cancel()
+
+
+def bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
