@@ -45,7 +45,13 @@ from server.intercept import refuse_unparsable
 from server.limits import RateLimiter, StreamQuota
 from server.pgstore import PostgresStore
 from server.reflection import enable_reflection
-from server.service import HEARTBEAT_S, AdminService, ArbiterService, LadderService
+from server.service import (
+    HEARTBEAT_S,
+    AdminService,
+    ArbiterService,
+    LadderService,
+    held_streams,
+)
 from server.store import Reader, SQLiteStore, SQLStore, set_setting
 from server.web import WebView
 
@@ -189,6 +195,7 @@ async def serve(
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
             )
             limiter = RateLimiter(config.rate_per_s, config.rate_burst)
+            streams = StreamQuota(config.streams_per_caller)
             # the nardy services' handlers, wrapped once (not interceptors: those run per call)
             registry = Registry(server, lambda handler: pass_encoded(refuse_unparsable(handler)))
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
@@ -196,7 +203,7 @@ async def serve(
                     arbiter,
                     bridge,
                     limiter,
-                    StreamQuota(config.streams_per_caller),
+                    streams,
                     config.heartbeat_s,
                     front,
                 ),
@@ -210,8 +217,13 @@ async def serve(
             )
             registry.close()
             checker = health.aio.HealthServicer()
-            health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-            enable_reflection([SERVICE, LADDER_SERVICE, ADMIN_SERVICE, health.SERVICE_NAME], server)
+            # their streams (Watch, reflection) count in their peer's quota too
+            hold = held_streams(streams, front)
+            others = Registry(server, hold)
+            health_pb2_grpc.add_HealthServicer_to_server(checker, others)
+            others.close()
+            names = [SERVICE, LADDER_SERVICE, ADMIN_SERVICE, health.SERVICE_NAME]
+            enable_reflection(names, server, hold)
             address = f"{config.host}:{config.port}"
             if front is not None:  # TLS, if asked for, is the front's
                 port = server.add_insecure_port(f"unix:{front.core_socket}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -53,6 +54,49 @@ def peer_address(context: grpc.aio.ServicerContext, front: Front | None = None) 
     if kind in ("ipv4", "ipv6"):
         return rest.rpartition(":")[0].strip("[]")
     return peer
+
+
+def held_streams(streams: StreamQuota, front: Front | None = None):
+    """Wraps a handler of another service (health's Watch, reflection) so that each of its
+    streams holds a place in its peer address's quota (the one anonymous calls share)
+    while it is open; grpc refuses everyone once the server holds its limit of calls."""
+
+    def wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        if not handler.response_streaming:
+            return handler
+        kind = "stream_stream" if handler.request_streaming else "unary_stream"
+        behaviour = getattr(handler, kind)
+
+        async def place(context) -> str:
+            key = Caller(None, peer_address(context, front)).key
+            if not streams.take(key):
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"at most {streams.most} open streams per caller; end some first",
+                )
+            return key
+
+        if inspect.isasyncgenfunction(behaviour):
+
+            async def held(request, context):
+                key = await place(context)
+                try:
+                    async for item in behaviour(request, context):
+                        yield item
+                finally:
+                    streams.give_back(key)
+        else:  # it writes with context.write
+
+            async def held(request, context):
+                key = await place(context)
+                try:
+                    return await behaviour(request, context)
+                finally:
+                    streams.give_back(key)
+
+        return handler._replace(**{kind: held})
+
+    return wrap
 
 
 def bad_enum(msg: Message) -> str | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from nardy.client import Client
 from nardy.v1 import admin_pb2 as admin_pb
@@ -53,7 +55,8 @@ async def test_oversized_messages_are_refused(tmp_path):
 async def test_one_caller_cannot_hold_every_stream(tmp_path):
     """grpc refuses every new call, anyone's, once the server holds maximum_concurrent_rpcs:
     one stranger's idle streams must not fill it. A caller (a token, or an address without
-    one; the seats of the matches it created count as it) holds at most ``--streams``."""
+    one; the seats of the matches it created count as it) holds at most ``--streams``, its
+    health Watch and reflection streams included."""
     with EmbeddedServer(
         db=str(tmp_path / "s.db"), max_concurrent_rpcs=40, streams_per_caller=8
     ) as srv:
@@ -64,10 +67,19 @@ async def test_one_caller_cannot_hold_every_stream(tmp_path):
             for _ in range(8):
                 streams.append(stranger.stub.SubscribeGame(watch))
                 assert next(streams[-1]).type == pb.EVENT_TYPE_SNAPSHOT  # open
-            for token in ("", r.first_seat_token):  # its seats count as the stranger
-                more = stranger.stub.SubscribeGame(watch, metadata=bearer(token))
+            health = health_pb2_grpc.HealthStub(stranger.channel)
+            reflection = reflection_pb2_grpc.ServerReflectionStub(stranger.channel)
+            more = [  # its seats count as the stranger, and so do its other streams
+                stranger.stub.SubscribeGame(watch),
+                stranger.stub.SubscribeGame(watch, metadata=bearer(r.first_seat_token)),
+                health.Watch(health_pb2.HealthCheckRequest()),
+                reflection.ServerReflectionInfo(
+                    iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+                ),
+            ]
+            for stream in more:
                 with pytest.raises(grpc.RpcError) as info:
-                    next(more)
+                    next(stream)
                 assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             # the others are served, streams and calls alike
             player = stranger.with_token(await Client(srv.address).register("someone"))
