@@ -744,7 +744,8 @@ class Arbiter:
         row = await self.reader.match(match_id) if match_id is not None else None
         if row is None:
             raise missing
-        games = await self.reader.match_games(match_id)
+        # each game's last entry only: its state (a replay reads its events on demand)
+        games = await self.reader.match_games(match_id, last_only=True)
         found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
         if found is not None:
             return found

@@ -851,7 +851,7 @@ class GameSession:
         """An ended game keeps its events in the journal only: they are read back when
         someone replays the game, so a ladder that runs for weeks does not fill memory.
         So are the answers to its plays (for an idempotent re-send, see submit)."""
-        self.released = len(self.events)
+        self.released = self.events[-1].seq if self.events else 0
         self.events = []
         self.accepted = {}
         self.legal = ()

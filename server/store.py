@@ -260,21 +260,26 @@ class Reader:
         )
         return [(row[0], journal.decode_match(row[1:])) for row in rows]
 
-    async def match_games(self, match_id: str) -> list[tuple]:
+    async def match_games(self, match_id: str, *, last_only: bool = False) -> list[tuple]:
         """Each game of a match with its journal entries and stored status, in order:
-        (id, number, server seed in hex, entries, status) as recovery restores them."""
+        (id, number, server seed in hex, entries, status) as recovery restores them.
+        ``last_only``: each game's last entry only (an ended match, read to be looked at)."""
         rows = await self.store.query(
             "SELECT id, number, server_seed, status FROM games WHERE match_id=? ORDER BY number",
             (match_id,),
         )
         return [
-            (game_id, number, seed, await self.entries(game_id), status)
+            (game_id, number, seed, await self.entries(game_id, last_only=last_only), status)
             for game_id, number, seed, status in rows
         ]
 
-    async def entries(self, game_id: str) -> list[tuple[int, int, float, dict]]:
+    async def entries(
+        self, game_id: str, *, last_only: bool = False
+    ) -> list[tuple[int, int, float, dict]]:
+        order = "seq DESC LIMIT 1" if last_only else "seq"
         rows = await self.store.query(
-            "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq", (game_id,)
+            f"SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY {order}",
+            (game_id,),
         )
         return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
 

@@ -17,6 +17,7 @@ from nardy.v1 import game_pb2 as pb
 from server import arbiter as arbiter_module
 from server import catalogue
 from server.app import EmbeddedServer
+from server.store import SQLiteStore
 from tests.server.conftest import create
 
 # White to move with one checker left on its 1-point: any throw ends the game (§4.6).
@@ -166,3 +167,56 @@ async def test_a_game_never_created_is_not_found_and_a_random_token_is_refused(d
             stranger = Client(server.address, shared=client.channel).with_token("x" * 43)
             with pytest.raises(Exception, match="unknown token"):
                 await stranger.get_game("0123456789ab")
+
+
+async def test_an_evicted_game_is_read_back_without_decoding_its_whole_match(
+    tmp_path, small_caches
+):
+    """Anyone may GetGame (or SubscribeGame) any game by id. An ended game out of the cache
+    was read back by decoding every event of every game of its match, synchronously in the
+    trio thread: one GetGame of a 45-game match froze the core for ~0.4 s, and a stranger
+    may ask again and again. Each game's last journal entry is all its state needs (a
+    replay reads the game's own events, on demand)."""
+    read: list[int] = []  # journal entries read back
+
+    class Counting(SQLiteStore):
+        async def query(self, sql, params=()):
+            rows = await super().query(sql, params)
+            if "FROM events" in sql:
+                read.append(len(rows))
+            return rows
+
+    with EmbeddedServer(db=str(tmp_path / "e.db"), store_factory=Counting) as server:
+        async with Client(server.address) as client:
+            r, seats = await create(client, target_points=5)
+            notes = seats[0].player_events()
+            assert (await anext(notes)).type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED
+            games, game_id = [], r.game_id
+            while game_id:  # the first seat resigns each game at once (mars): 3 games
+                games.append(game_id)
+                streams = [seat.events(game_id) for seat in seats]
+                for stream in streams:
+                    assert (await anext(stream)).type == pb.EVENT_TYPE_SNAPSHOT
+                async for ev in streams[0]:
+                    if ev.type == pb.EVENT_TYPE_GAME_STARTED:
+                        await seats[0].resign(game_id)
+                    if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+                        game_id = ev.state.next_game_id
+                for stream in streams:
+                    await stream.aclose()
+            async for note in notes:  # told once the match has left memory
+                if note.type == api.PLAYER_EVENT_TYPE_GAME_OVER and note.game_id == games[-1]:
+                    break
+            await notes.aclose()
+            assert len(games) == 3 and (await memory(server))["ended"] == 1
+            read.clear()
+            got = await client.get_game(games[0])
+            assert sum(read) == len(games)  # one entry per game of the match
+            replay = [ev async for ev in client.events(games[0], from_start=True)]
+            assert got.state.status == pb.GAME_STATUS_FINISHED and got.state.result.points == 2
+            assert got.last_seq == replay[-1].seq == len(replay)
+            final = replay[-1].state
+            for field in ("position", "result", "white", "black", "server_seed", "client_seeds"):
+                assert getattr(got.state, field) == getattr(final, field), field
+            mine = (await seats[0].get_game(games[0])).state
+            assert mine.your_color == got.state.result.winner ^ 3  # the first seat resigned
