@@ -41,6 +41,13 @@ class RateLimiter:
         bucket.tokens -= 1
         return True
 
+    def charge(self, key: str, cost: float) -> None:
+        """Take ``cost`` more requests' worth from the bucket of ``key`` (just allowed a
+        request), into debt if need be: its next requests wait until it has refilled."""
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.tokens -= cost
+
     def _forget(self, now: float) -> None:
         """Drop the buckets that have refilled: they hold no information."""
         full = [

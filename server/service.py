@@ -379,6 +379,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 request.filter == api.EVENT_FILTER_OWN_TURNS,
                 who=who,
             )
+            # a replay reads, decodes and encodes every event: each message beyond the
+            # first counts as a request
+            self.limiter.charge(who.key, max(0, len(backlog) - 1))
             card = game.card
             seq = backlog[-1].seq if backlog else request.after_seq
             streams = self.arbiter.metrics.streams.labels("game")

@@ -18,7 +18,7 @@ from server import arbiter as arbiter_module
 from server import catalogue
 from server.app import EmbeddedServer
 from server.store import SQLiteStore
-from tests.server.conftest import create
+from tests.server.conftest import create, resigned
 
 # White to move with one checker left on its 1-point: any throw ends the game (§4.6).
 LAST_CHECKER = "w/0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0,1"
@@ -194,16 +194,7 @@ async def test_an_evicted_game_is_read_back_without_decoding_its_whole_match(
             games, game_id = [], r.game_id
             while game_id:  # the first seat resigns each game at once (mars): 3 games
                 games.append(game_id)
-                streams = [seat.events(game_id) for seat in seats]
-                for stream in streams:
-                    assert (await anext(stream)).type == pb.EVENT_TYPE_SNAPSHOT
-                async for ev in streams[0]:
-                    if ev.type == pb.EVENT_TYPE_GAME_STARTED:
-                        await seats[0].resign(game_id)
-                    if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
-                        game_id = ev.state.next_game_id
-                for stream in streams:
-                    await stream.aclose()
+                game_id = await resigned(seats, game_id)
             async for note in notes:  # told once the match has left memory
                 if note.type == api.PLAYER_EVENT_TYPE_GAME_OVER and note.game_id == games[-1]:
                     break
