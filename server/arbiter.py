@@ -731,7 +731,8 @@ class Arbiter:
                     self._elsewhere(place)
                 row = await self.reader.match(place.match_id)
                 if row is not None:
-                    match = await self._read_match(row, {})
+                    alone = await self._read_alone(row)
+                    match = await self._read_match(row, {alone.pair_id: alone} if alone else {})
                     return next(g for g in match.games if g.id == game_id)
         return await self._load_ended(game_id)
 
@@ -749,12 +750,26 @@ class Arbiter:
         found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
         if found is not None:
             return found
-        match = restore_match(self, row, games, new_id)
+        pair = await self._read_alone(row)
+        match = restore_match(self, row, games, new_id, pair)
         if any(g.status not in (Status.FINISHED, Status.ABORTED) for g in match.games):
             raise missing  # not ended, and not run here
-        for g in match.games:
-            self._keep_ended(g)
+        if pair is None or pair.over:  # (else read again once its partner has ended)
+            for g in match.games:
+                self._keep_ended(g)
         return next(g for g in match.games if g.id == game_id)
+
+    async def _read_alone(self, row: dict) -> Lockstep | None:
+        """The pair of a ladder match read back alone, to be looked at (None: no pair).
+        While the pair's other match still plays (run by another instance, or not yet
+        read back here) the pair waits for it and is never over, so its seed stays
+        secret: it would tell every coming throw of the other game."""
+        pair_id = row["options"].get("pair_id", "")
+        if not pair_id:
+            return None
+        unfinished = await self.reader.unfinished_games()
+        playing = any(m["options"].get("pair_id") == pair_id for _, m in unfinished)
+        return Lockstep(pair_id, 2 if playing else 1)
 
     def _keep_ended(self, game: GameSession) -> None:
         self.ended[game.id] = game

@@ -197,3 +197,60 @@ async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair)
         assert standings[0].games_in_progress == 0
         for bot in bots:
             bot.close()
+
+
+async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(pair):
+    """The two games of a ladder pair share one server seed, revealed once both have ended:
+    the first game to end must not show it while its partner plays, on any instance. The
+    instance that does not run the pair read the ended game back from the store without
+    its partner, and showed the seed: every coming throw of the other game with it."""
+    a, b = pair
+    async with Client(a.address, a.admin_token) as op:
+        await op.create_ladder("secret", max_games=2, turn_time_ms=60_000)
+    bots = [Client(a.address), Client(b.address)]
+    for i, bot in enumerate(bots):
+        await bot.register(f"secret{i}")
+    for bot in bots:
+        await bot.join_ladder("secret")
+    games: list[str] = []
+    async for note in bots[0].player_events():
+        if note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and note.game_id not in games:
+            games.append(note.game_id)
+        if len(games) == 2:
+            break
+    first, other = games
+    started = {g: trio.Event() for g in games}
+
+    async def seat(bot: Client, game_id: str) -> None:  # (resubscribes after a hand-over)
+        async for ev in bot.events(game_id):
+            if ev.type == pb.EVENT_TYPE_GAME_STARTED:
+                started[game_id].set()
+
+    async with trio.open_nursery() as nursery:
+        for bot in bots:
+            for g in games:
+                nursery.start_soon(seat, bot, g)
+        with trio.fail_after(60):
+            for g in games:
+                await started[g].wait()
+        # (retried: a pair may be handed to the other instance just after it starts)
+        await bots[0].call("Resign", api.ResignRequest(game_id=first), attempts=10)
+        for server in (a, b):
+            with grpc.insecure_channel(server.address) as ch:
+                stub = api_grpc.ArbiterServiceStub(ch)
+                ended = stub.GetGame(api.GetGameRequest(game_id=first), timeout=30).state
+                playing = stub.GetGame(api.GetGameRequest(game_id=other), timeout=30).state
+            assert ended.status == pb.GAME_STATUS_FINISHED
+            assert playing.status == pb.GAME_STATUS_IN_PROGRESS
+            assert not ended.server_seed, f"the pair's seed shown by {server.address}"
+        await bots[0].call("Resign", api.ResignRequest(game_id=other), attempts=10)
+        nursery.cancel_scope.cancel()
+    seeds = set()  # both ended: shown by every instance, for both games
+    for server in (a, b):
+        with grpc.insecure_channel(server.address) as ch:
+            stub = api_grpc.ArbiterServiceStub(ch)
+            for g in games:
+                seeds.add(stub.GetGame(api.GetGameRequest(game_id=g), timeout=30).state.server_seed)
+    assert len(seeds) == 1 and seeds != {""}, seeds
+    for bot in bots:
+        bot.close()
