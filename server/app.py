@@ -81,7 +81,7 @@ class ServerConfig:
     admin_token: str | None = None  # None: the one stored (hashed), else a new one printed once
     registration_open: bool = True
     players_per_hour: int = Policy.players_per_hour
-    waiting_matches: int = Policy.waiting_matches
+    open_matches: int = Policy.open_matches
     tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
@@ -99,7 +99,7 @@ class ServerConfig:
         return Policy(
             registration_open=self.registration_open,
             players_per_hour=self.players_per_hour,
-            waiting_matches=self.waiting_matches,
+            open_matches=self.open_matches,
         )
 
 

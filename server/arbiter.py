@@ -210,7 +210,7 @@ class Policy:
 
     registration_open: bool = True  # False: only the operator registers players
     players_per_hour: int = 30  # anonymous registrations per peer address per hour
-    waiting_matches: int = 20  # matches not yet started, per caller (operator: no limit)
+    open_matches: int = 20  # matches not yet over, per caller (operator: no limit)
     max_start_timeout_ms: int = 600_000  # how long a created match may wait for its seats
 
 
@@ -257,7 +257,7 @@ class Arbiter:
         self.player_sinks: dict[str, set[Sink]] = {}
         self.ladders: dict[str, Ladder] = {}
         self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
-        self.waiting: dict[str, set[str]] = {}  # caller key -> its matches not yet started
+        self.unfinished: dict[str, set[str]] = {}  # caller key -> its matches not yet over
         self.catalogue = Catalogue()
         self.nursery: trio.Nursery | None = None
         self.closing = False
@@ -453,7 +453,7 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
         challenged = self._consent(spec, seats, caller)
         if not caller.admin:
-            self._waiting_quota(caller.key)
+            self._open_quota(caller.key)
         start = None
         rules = variant(spec.options.variant)
         try:
@@ -506,12 +506,12 @@ class Arbiter:
         """Store new matches in one transaction (refused: nothing of them is kept)."""
         ids = {new.match.id for new in news}
         if not caller.admin:  # counted while they are being stored
-            self.waiting.setdefault(caller.key, set()).update(ids)
+            self.unfinished.setdefault(caller.key, set()).update(ids)
         self._creating |= ids  # not to be adopted by a heartbeat meanwhile
         try:
             await self.writer.commit(*(w for new in news for w in new.writes))
         except ArbiterError:
-            self.waiting.get(caller.key, set()).difference_update(ids)
+            self.unfinished.get(caller.key, set()).difference_update(ids)
             raise
         finally:
             self._creating -= ids
@@ -585,19 +585,20 @@ class Arbiter:
         others = [s.player_id for s in registered if s.player_id != me]
         return others[0] if others else None
 
-    def _waiting_quota(self, key: str) -> None:
-        mine = self.waiting.get(key)
+    def _open_quota(self, key: str) -> None:
+        """Refuse a new match to a caller with too many not yet over (waiting for their
+        seats or in progress: a game in progress lives on the server until it ends)."""
+        mine = self.unfinished.get(key)
         if not mine:
             return
         for match_id in list(mine):
-            match = self.matches.get(match_id)
-            if match is None or match.current.status is not Status.WAITING:
+            if match_id not in self.matches:  # over (or run by another instance)
                 mine.discard(match_id)
-        if len(mine) >= self.policy.waiting_matches:
+        if len(mine) >= self.policy.open_matches:
             raise ArbiterError(
                 Code.RESOURCE_EXHAUSTED,
-                f"you have {len(mine)} matches waiting for their seats; start or let them "
-                "expire before creating more",
+                f"you have {len(mine)} matches not yet over; finish or let them expire "
+                "before creating more",
             )
 
     # -- challenges ---------------------------------------------------------------------

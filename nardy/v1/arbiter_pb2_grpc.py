@@ -29,9 +29,10 @@ if _version_not_supported:
 class ArbiterServiceStub:
     """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
     registered player holds its player token; an open seat holds a seat token; anyone else
-    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
-    their seats) are counted per verified identity, and per peer address for calls without a
-    valid token.
+    is anonymous. Limits (requests per second, registrations per hour, matches not yet over,
+    open streams) are counted per verified identity, and per peer address for calls without
+    a valid token; an open seat counts as whoever created its match (anyone may mint seat
+    tokens). Each message of a SubscribeGame backlog beyond the first counts as a request.
     """
 
     def __init__(self, channel):
@@ -100,9 +101,10 @@ class ArbiterServiceStub:
 class ArbiterServiceServicer:
     """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
     registered player holds its player token; an open seat holds a seat token; anyone else
-    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
-    their seats) are counted per verified identity, and per peer address for calls without a
-    valid token.
+    is anonymous. Limits (requests per second, registrations per hour, matches not yet over,
+    open streams) are counted per verified identity, and per peer address for calls without
+    a valid token; an open seat counts as whoever created its match (anyone may mint seat
+    tokens). Each message of a SubscribeGame backlog beyond the first counts as a request.
     """
 
     def RegisterPlayer(self, request, context):
@@ -286,9 +288,10 @@ def add_ArbiterServiceServicer_to_server(servicer, server):
 class ArbiterService:
     """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
     registered player holds its player token; an open seat holds a seat token; anyone else
-    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
-    their seats) are counted per verified identity, and per peer address for calls without a
-    valid token.
+    is anonymous. Limits (requests per second, registrations per hour, matches not yet over,
+    open streams) are counted per verified identity, and per peer address for calls without
+    a valid token; an open seat counts as whoever created its match (anyone may mint seat
+    tokens). Each message of a SubscribeGame backlog beyond the first counts as a request.
     """
 
     @staticmethod

@@ -23,7 +23,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from server.app import EmbeddedServer
-from tests.server.conftest import execute
+from tests.server.conftest import create, execute
 
 WIN_IN_ONE = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,1"
 
@@ -191,7 +191,7 @@ async def test_made_up_tokens_do_not_dodge_the_rate_limit(tmp_path):
 
 
 async def test_anonymous_callers_cannot_flood_the_server(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "q.db"), players_per_hour=5, waiting_matches=3) as srv:
+    with EmbeddedServer(db=str(tmp_path / "q.db"), players_per_hour=5, open_matches=3) as srv:
         async with Client(srv.address) as client:
             for i in range(5):
                 await register(client, f"p{i}")
@@ -218,7 +218,7 @@ async def test_seat_tokens_count_as_their_creator_for_limits(tmp_path):
     seat tokens create more). A seat counts as whoever created its match, after a restart
     too (a stranger's seats share its address's budget)."""
     db = str(tmp_path / "s.db")
-    limits = dict(waiting_matches=2, rate_per_s=0.01, rate_burst=8)
+    limits = dict(open_matches=2, rate_per_s=0.01, rate_burst=8)
     with EmbeddedServer(db=db, **limits) as srv:
         async with Client(srv.address) as client:
             first = await client.create_match()
@@ -238,6 +238,33 @@ async def test_seat_tokens_count_as_their_creator_for_limits(tmp_path):
                     codes.append(e.code())
             assert codes == [grpc.StatusCode.NOT_FOUND] * 8
             await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, client.get_game(first.game_id))
+
+
+async def test_a_strangers_games_in_progress_count_in_its_quota(tmp_path):
+    """Only matches waiting for their seats were counted: a stranger started each of its
+    casual matches (both its seats subscribe) and created more, without end. Each game in
+    progress lives on the server (~18 KB, a task, a listing, a row replayed at every restart)
+    up to 48 h with a 24 h turn time and bank: memory ran out. Its matches count until
+    they are over."""
+    with EmbeddedServer(db=str(tmp_path / "o.db"), open_matches=2) as srv:
+        async with Client(srv.address) as client:
+            started = []
+            for _ in range(2):
+                r, seats = await create(client)
+                streams = [seat.events(r.game_id) for seat in seats]
+                for stream in streams:
+                    assert (await anext(stream)).type == pb.EVENT_TYPE_SNAPSHOT
+                async for ev in streams[0]:  # both seats are here: it starts
+                    if ev.type == pb.EVENT_TYPE_GAME_STARTED:
+                        break
+                started.append((r, seats, streams))
+            await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, client.create_match())
+            r, seats, streams = started[0]
+            await seats[0].resign(r.game_id)  # one is over: room for another
+            for _, _, streams in started:
+                for stream in streams:
+                    await stream.aclose()
+            assert (await client.create_match()).game_id
 
 
 async def test_closed_registration_is_for_the_operator(tmp_path):
