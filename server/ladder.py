@@ -32,6 +32,7 @@ from server.session import GameSession, MatchSpec
 log = logging.getLogger("nardy.server")
 
 RECENT = 1000  # the latest counted records, to rebuild the books from a store read
+START_TIMEOUT_MS = 30_000  # a pair's seats come within this; one that does not loses
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ class Ladder:
                     auto_play_forced=True,
                     illegal_play_limit=self.options.illegal_play_limit,
                 ),
-                start_timeout_ms=30_000,
+                start_timeout_ms=START_TIMEOUT_MS,
                 ladder=self.name,
                 pair_id=pair_id,
             )

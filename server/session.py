@@ -801,6 +801,17 @@ class GameSession:
             self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
             self._wake.set()
 
+    def absent_loses(self, white_seat: int) -> GameResult:
+        """The seat that never came loses by abandonment, nothing thrown, ``white_seat``
+        playing white (a ladder game whose other seat came; the caller finishes it)."""
+        self.white_seat = white_seat
+        (here,) = self.present
+        absent = self.color_of(1 - here)
+        assert absent is not None
+        self.result = self.variant.forfeit(self.position, absent, Termination.ABANDONMENT)
+        self.log("%s lost: its seat never came", absent.name.lower())
+        return self.result
+
     async def resign(self, seat: int) -> GameResult:
         """Resign for ``seat``: answered once the finished game is journaled."""
         if self.status is not Status.IN_PROGRESS or self.result is not None:
@@ -992,16 +1003,23 @@ class MatchSession:
             else:
                 with trio.move_on_after(self.start_timeout):
                     await game.all_present.wait()
-                if not game.all_present.is_set():
+                if game.all_present.is_set():
+                    game.fix_client_seeds()
+                    await game.throw_gate()
+                    white, throws = game.planned_white, []
+                    if white is None:
+                        opening = partial(opening_throw, game.roller.die)
+                        white, throws = self.match.next_white(opening)
+                    result = await game.run(white, throws)
+                elif self.ladder and len(game.present) == 1:
+                    # a ladder bot learns its opponent before it comes: were a seat that
+                    # does not come let off, a bot would play only the opponents it likes
+                    white = 0 if game.planned_white is None else game.planned_white
+                    result = game.absent_loses(white)
+                else:
                     await game.abort("a seat did not arrive in time")
                     await self.host.game_over(game)
                     return
-                game.fix_client_seeds()
-                await game.throw_gate()
-                white, throws = game.planned_white, []
-                if white is None:
-                    white, throws = self.match.next_white(partial(opening_throw, game.roller.die))
-                result = await game.run(white, throws)
             self.match.record(white, result)
             if not self.match.over:
                 nxt = GameSession(self, self.new_id(), game.number + 1)

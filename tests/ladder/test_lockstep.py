@@ -20,6 +20,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server import ladder as ladder_module
 from server.app import EmbeddedServer
 from server.lockstep import Lockstep
 
@@ -321,3 +322,40 @@ async def test_a_bot_cannot_copy_its_opponents_play_from_the_mirrored_game(tmp_p
     assert own.turn_id > turn.turn_id or own.status != pb.GAME_STATUS_IN_PROGRESS, (
         "the opponent's play showed while the copier's turn of the same throw was open"
     )
+
+
+async def test_a_ladder_bot_cannot_pick_its_opponents_by_not_coming(tmp_path, monkeypatch):
+    """A ladder bot learns its opponent's name (GAME_ASSIGNED) before it takes its seats.
+    A seat that never came voided its games without a loss, so a bot could play only the
+    opponents it likes and dodge the others, and keep them waiting. A seat that does not
+    come loses by abandonment (when the other seat came; neither: void)."""
+    monkeypatch.setattr(ladder_module, "START_TIMEOUT_MS", 300)
+    with EmbeddedServer(db=str(tmp_path / "d.db")) as srv:
+        async with Client(srv.address, srv.admin_token) as op:
+            await op.create_ladder("dodge", turn_time_ms=60_000, max_games=2)
+            tokens = {
+                n: await Client(srv.address, srv.admin_token).register(n)
+                for n in ("strong", "dodger")
+            }
+        strong, dodger = (Client(srv.address, tokens[n]) for n in ("strong", "dodger"))
+        with trio.fail_after(60):
+            await dodger.join_ladder("dodge")
+            await strong.join_ladder("dodge")
+            games = await games_of(strong)
+            ends = []
+
+            async def come(game_id: str) -> None:  # the strong bot comes; the dodger never
+                async for ev in strong.events(game_id):
+                    if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+                        ends.append(ev)
+
+            async with trio.open_nursery() as nursery:
+                for game_id in games:
+                    nursery.start_soon(come, game_id)
+            standings = await strong.standings("dodge")  # (counted as the end is told)
+        strong.close()
+        dodger.close()
+    assert [ev.type for ev in ends] == [pb.EVENT_TYPE_GAME_FINISHED] * 2
+    assert all(ev.state.result.termination == pb.TERMINATION_ABANDONMENT for ev in ends)
+    rows = {r.player.name: r for r in standings.rows}
+    assert (rows["strong"].wins, rows["dodger"].losses, rows["dodger"].disconnects) == (2, 2, 2)
