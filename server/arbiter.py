@@ -59,6 +59,7 @@ log = logging.getLogger("nardy.server")
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 MAX_TARGET = 99
+MAX_SCRIPT = 1000  # scripted dice (stored with the match): more than a game throws
 MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 QUOTE = 100  # characters of a request's text an error message may repeat
@@ -459,6 +460,8 @@ class Arbiter:
         try:
             if any(not 1 <= d <= 6 for d in spec.dice_script):
                 raise ValueError("scripted dice must be 1..6")
+            if len(spec.dice_script) > MAX_SCRIPT:
+                raise ValueError(f"at most {MAX_SCRIPT} scripted dice")
             if spec.start_position:
                 start = rules.parse(spec.start_position)
                 if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
