@@ -750,7 +750,7 @@ class Arbiter:
         if row is None:
             raise missing
         # each game's last entry only: its state (a replay reads its events on demand)
-        games = await self.reader.match_games(match_id, last_only=True)
+        games = await self.reader.match_games(match_id, tail=1)
         found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
         if found is not None:
             return found
@@ -1039,8 +1039,8 @@ class Arbiter:
         writes = [store.append_event(game, event) for event in events]
         return self.writer.submit(*writes, fence=self.fence(game.match))
 
-    async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
-        return await self.reader.events(game_id, rules)
+    async def load_events(self, game_id: str, rules: Variant, tail: int = 0) -> list[Event]:
+        return await self.reader.events(game_id, rules, tail)
 
     async def game_created(self, game: GameSession) -> None:
         await self.writer.commit(store.add_game(game), fence=self.fence(game.match))

@@ -44,6 +44,10 @@ log = logging.getLogger("nardy.server")
 # A turn's time runs from when the mover's stream sent it, at most this long after the core
 # announced it (a slow or stalled reader of its own stream gains no more than this).
 MAX_SEND_DELAY_S = 2.0
+# A resend to an ended game is answered from its journal's last events (read back from the
+# store, for anyone holding a seat token): the last play's TURN_STARTED and PLAY_MADE and
+# what ended the game after it. An earlier turn of an ended game is just over.
+RESEND_TAIL = 4
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,8 @@ class Host(Protocol):
         says when."""
         ...
 
-    async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
-        """The journaled events of a game, in order."""
+    async def load_events(self, game_id: str, rules: Variant, tail: int = 0) -> list[Event]:
+        """The journaled events of a game, in order (``tail``: the last ones only)."""
         ...
 
     async def game_created(self, game: GameSession) -> None:
@@ -254,10 +258,11 @@ class GameSession:
         """The seq of the last event told (and journaled)."""
         return self.released or len(self.events)
 
-    async def history(self) -> list[Event]:
-        """Every event told so far (an ended game's are read back from the journal)."""
+    async def history(self, tail: int = 0) -> list[Event]:
+        """Every event told so far (an ended game's are read back from the journal: with
+        ``tail``, only its last ``tail`` events)."""
         if self.released:
-            return await self.match.host.load_events(self.id, self.variant)
+            return await self.match.host.load_events(self.id, self.variant, tail)
         return list(self.events)
 
     async def subscribe(
@@ -744,11 +749,12 @@ class GameSession:
         return await self._replay_end(turn_id, notation)
 
     async def _journaled_answer(self, turn_id: int) -> Accepted | None:
-        """The answer to ``turn_id``'s play in an ended game, read back from its journal
-        (an ended game keeps no answers in memory; see release)."""
+        """The answer to ``turn_id``'s play in an ended game, read back from the end of its
+        journal (an ended game keeps no answers in memory; see release); None for a turn
+        before the last play's (see RESEND_TAIL)."""
         if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
             return None
-        for event in reversed(await self.history()):
+        for event in reversed(await self.history(RESEND_TAIL)):
             play = event.play
             if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
                 return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
@@ -756,7 +762,7 @@ class GameSession:
 
     async def _replay_end(self, turn_id: int, notation: str | None) -> Any:
         """The end position ``notation`` would have given on an already played turn."""
-        for event in reversed(await self.history()):
+        for event in reversed(await self.history(RESEND_TAIL)):
             if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
                 snap = event.snapshot
                 try:

@@ -260,32 +260,33 @@ class Reader:
         )
         return [(row[0], journal.decode_match(row[1:])) for row in rows]
 
-    async def match_games(self, match_id: str, *, last_only: bool = False) -> list[tuple]:
+    async def match_games(self, match_id: str, *, tail: int = 0) -> list[tuple]:
         """Each game of a match with its journal entries and stored status, in order:
         (id, number, server seed in hex, entries, status) as recovery restores them.
-        ``last_only``: each game's last entry only (an ended match, read to be looked at)."""
+        ``tail``: each game's last entries only (an ended match, read to be looked at)."""
         rows = await self.store.query(
             "SELECT id, number, server_seed, status FROM games WHERE match_id=? ORDER BY number",
             (match_id,),
         )
         return [
-            (game_id, number, seed, await self.entries(game_id, last_only=last_only), status)
+            (game_id, number, seed, await self.entries(game_id, tail=tail), status)
             for game_id, number, seed, status in rows
         ]
 
-    async def entries(
-        self, game_id: str, *, last_only: bool = False
-    ) -> list[tuple[int, int, float, dict]]:
-        order = "seq DESC LIMIT 1" if last_only else "seq"
-        rows = await self.store.query(
-            f"SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY {order}",
-            (game_id,),
-        )
+    async def entries(self, game_id: str, *, tail: int = 0) -> list[tuple[int, int, float, dict]]:
+        """A game's journal entries in order (``tail``: its last ``tail`` entries only)."""
+        if tail:
+            sql = "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq DESC"
+            rows = (await self.store.query(f"{sql} LIMIT {int(tail)}", (game_id,)))[::-1]
+        else:
+            sql = "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq"
+            rows = await self.store.query(sql, (game_id,))
         return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
 
-    async def events(self, game_id: str, rules: Variant) -> list[journal.Event]:
-        """A game's events, decoded for the rules of its variant."""
-        return [journal.decode_event(*entry, rules) for entry in await self.entries(game_id)]
+    async def events(self, game_id: str, rules: Variant, tail: int = 0) -> list[journal.Event]:
+        """A game's events (``tail``: its last ones only), decoded for its variant's rules."""
+        entries = await self.entries(game_id, tail=tail)
+        return [journal.decode_event(*entry, rules) for entry in entries]
 
 
 # -- the stores ---------------------------------------------------------------------------

@@ -204,7 +204,8 @@ class ArbiterServiceServicer:
     def SubmitPlay(self, request, context):
         """Make the play for a turn. Idempotent: the same play (the same end position, in any
         notation) for the same turn again returns the same answer with `duplicate` set; a
-        different play for a turn already played is FAILED_PRECONDITION.
+        different play for a turn already played is FAILED_PRECONDITION. Once the game is
+        over, only its last play is answered again (earlier turns: FAILED_PRECONDITION).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
