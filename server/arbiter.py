@@ -765,14 +765,14 @@ class Arbiter:
 
     async def _read_alone(self, row: dict) -> Lockstep | None:
         """The pair of a ladder match read back alone, to be looked at (None: no pair).
-        While the pair's other match still plays (run by another instance, or not yet
-        read back here) the pair waits for it and is never over, so its seed stays
-        secret: it would tell every coming throw of the other game."""
+        While the pair's other match still plays on another instance the pair waits for
+        it and is never over, so its seed stays secret: it would tell every coming throw
+        of the other game. (On one server a pair's ended match stays in memory until the
+        pair is over, see _match_over: one read back here has no partner playing.)"""
         pair_id = row["options"].get("pair_id", "")
         if not pair_id:
             return None
-        unfinished = await self.reader.unfinished_games()
-        playing = any(m["options"].get("pair_id") == pair_id for _, m in unfinished)
+        playing = self.cluster is not None and await self.reader.pair_playing(pair_id)
         return Lockstep(pair_id, 2 if playing else 1)
 
     def _keep_ended(self, game: GameSession) -> None:

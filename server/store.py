@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import queue
 import sqlite3
@@ -259,6 +260,19 @@ class Reader:
             (int(journal.Status.WAITING), int(journal.Status.IN_PROGRESS)),
         )
         return [(row[0], journal.decode_match(row[1:])) for row in rows]
+
+    async def pair_playing(self, pair_id: str) -> bool:
+        """Whether a game of the ladder pair ``pair_id`` is not over yet."""
+        rows = await self.store.query(
+            "SELECT 1 FROM games g JOIN matches m ON m.id = g.match_id "
+            "WHERE g.status IN (?, ?) AND m.options LIKE ? LIMIT 1",
+            (
+                int(journal.Status.WAITING),
+                int(journal.Status.IN_PROGRESS),
+                f'%"pair_id": {json.dumps(pair_id)}%',  # (as journal.encode_match writes it)
+            ),
+        )
+        return bool(rows)
 
     async def match_games(self, match_id: str, *, tail: int = 0) -> list[tuple]:
         """Each game of a match with its journal entries and stored status, in order:

@@ -245,12 +245,17 @@ async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(
             assert not ended.server_seed, f"the pair's seed shown by {server.address}"
         await bots[0].call("Resign", api.ResignRequest(game_id=other), attempts=10)
         nursery.cancel_scope.cancel()
-    seeds = set()  # both ended: shown by every instance, for both games
-    for server in (a, b):
-        with grpc.insecure_channel(server.address) as ch:
-            stub = api_grpc.ArbiterServiceStub(ch)
-            for g in games:
-                seeds.add(stub.GetGame(api.GetGameRequest(game_id=g), timeout=30).state.server_seed)
-    assert len(seeds) == 1 and seeds != {""}, seeds
+
+    async def shown() -> bool:  # both ended: by every instance, for both games
+        seeds = set()  # (once both results are stored, just after their ends are told)
+        for server in (a, b):
+            with grpc.insecure_channel(server.address) as ch:
+                stub = api_grpc.ArbiterServiceStub(ch)
+                for g in games:
+                    state = stub.GetGame(api.GetGameRequest(game_id=g), timeout=30).state
+                    seeds.add(state.server_seed)
+        return len(seeds) == 1 and seeds != {""}
+
+    await wait_for(shown, "the seed shown everywhere")
     for bot in bots:
         bot.close()
