@@ -105,8 +105,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=100,
         metavar="N",
-        help="streams (SubscribeGame, SubscribePlayer) one caller may hold open at once; "
-        "the seats of a match count as its creator (default 100; the operator: no limit)",
+        help="streams (SubscribeGame, SubscribePlayer, health Watch, reflection) and "
+        "running plays and resignations one caller may hold at once; the seats of a match "
+        "count as its creator (default 100; the operator: no limit)",
     )
     p.add_argument(
         "--http-port",

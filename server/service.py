@@ -56,6 +56,11 @@ def peer_address(context: grpc.aio.ServicerContext, front: Front | None = None) 
     return peer
 
 
+def too_many(streams: StreamQuota) -> str:
+    """The refusal of a call over its caller's quota of streams and waiting calls."""
+    return f"at most {streams.most} streams and waiting calls per caller; end some first"
+
+
 def held_streams(streams: StreamQuota, front: Front | None = None):
     """Wraps a handler of another service (health's Watch, reflection) so that each of its
     streams holds a place in its peer address's quota (the one anonymous calls share)
@@ -72,7 +77,7 @@ def held_streams(streams: StreamQuota, front: Front | None = None):
             if not streams.take(key):
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"at most {streams.most} open streams per caller; end some first",
+                    too_many(streams),
                 )
             return key
 
@@ -250,9 +255,11 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         self.streams = streams
 
     @contextlib.asynccontextmanager
-    async def _stream(self, context, request: Message) -> AsyncIterator[Caller]:
-        """Check a stream's call and hold its place in its caller's quota while it is open
-        (the operator has none); RESOURCE_EXHAUSTED when the caller holds too many."""
+    async def _held(self, context, request: Message) -> AsyncIterator[Caller]:
+        """Check a call and hold its place in its caller's quota while it runs (streams,
+        and plays and resignations, which may wait on the game: a sealed play for its
+        pair's other game); the operator has no quota. RESOURCE_EXHAUSTED when the caller
+        holds too many."""
         who = await self._caller(context, request)
         counted = not who.admin
         if counted and not self.streams.take(who.key):
@@ -260,7 +267,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 context,
                 self.arbiter.metrics,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"at most {self.streams.most} open streams per caller; end some first",
+                too_many(self.streams),
             )
         try:
             yield who
@@ -355,7 +362,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
-        async with self._stream(context, request) as who:
+        async with self._held(context, request) as who:
             queue: asyncio.Queue = asyncio.Queue()
             sink = self.bridge.sink(queue)
 
@@ -419,7 +426,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         self.bridge.call_soon(self.arbiter.turn_sent, game_id, turn, self.arbiter.arrivals.now())
 
     async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:
-        async with self._stream(context, request) as who:
+        async with self._held(context, request) as who:
             queue: asyncio.Queue = asyncio.Queue()
             token = bearer(context)
             sink = self.bridge.sink(queue)
@@ -463,17 +470,19 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         at, sent = (None, None) if self.front is None else self.front.arrival(context)
         arrival = self.arbiter.arrivals.stamp(request.game_id, at, sent)
         try:
-            answer = await self._call(
-                context,
-                request,
-                self.arbiter.submit_play,
-                bearer(context),
-                request.game_id,
-                request.turn_id,
-                text if which == "notation" else None,
-                text if which == "end_position" else None,
-                arrival,
-            )
+            async with self._held(context, request) as who:
+                answer = await self._call(
+                    context,
+                    request,
+                    self.arbiter.submit_play,
+                    bearer(context),
+                    request.game_id,
+                    request.turn_id,
+                    text if which == "notation" else None,
+                    text if which == "end_position" else None,
+                    arrival,
+                    who=who,
+                )
         finally:
             if self.arbiter.arrivals.settle(arrival):  # refused before it reached the core
                 self.bridge.call_soon(self.arbiter.arrival_settled, arrival)
@@ -485,9 +494,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         )
 
     async def Resign(self, request, context):
-        result = await self._call(
-            context, request, self.arbiter.resign, bearer(context), request.game_id
-        )
+        async with self._held(context, request) as who:
+            result = await self._call(
+                context, request, self.arbiter.resign, bearer(context), request.game_id, who=who
+            )
         return api.ResignResponse(result=wire.result_pb(result))
 
 

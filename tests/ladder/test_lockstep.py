@@ -359,3 +359,74 @@ async def test_a_ladder_bot_cannot_pick_its_opponents_by_not_coming(tmp_path, mo
     assert all(ev.state.result.termination == pb.TERMINATION_ABANDONMENT for ev in ends)
     rows = {r.player.name: r for r in standings.rows}
     assert (rows["strong"].wins, rows["dodger"].losses, rows["dodger"].disconnects) == (2, 2, 2)
+
+
+async def test_a_sealed_play_cannot_pile_up_open_calls(tmp_path):
+    """A sealed play's SubmitPlay waits for the other game, up to the mover's whole turn
+    there (24 h in a slow ladder), and so does each resend of it: a bot resending at its
+    full rate held thousands of calls open, and grpc refuses everyone's calls once the
+    server holds maximum_concurrent_rpcs. Plays and resignations hold a place in their
+    caller's quota while they run, as streams do."""
+    with EmbeddedServer(db=str(tmp_path / "q.db"), streams_per_caller=4) as srv:
+        async with Client(srv.address, srv.admin_token) as op:
+            await op.create_ladder("piles", turn_time_ms=60_000, max_games=2)
+            tokens = {n: await Client(srv.address, srv.admin_token).register(n) for n in "AB"}
+        waiter, sender = (Client(srv.address, tokens[n]) for n in "AB")
+        first: dict[str, tuple[Client, pb.GameState]] = {}  # game -> its first mover, turn
+        both = trio.Event()
+
+        async def seat(client: Client, game_id: str) -> None:  # two streams per bot
+            async for ev in client.events(game_id):
+                if my_turn(ev) and game_id not in first:
+                    first[game_id] = (client, ev.state)
+                    if len(first) == 2:
+                        both.set()
+
+        with trio.fail_after(60):
+            await waiter.join_ladder("piles")
+            await sender.join_ladder("piles")
+            games = await games_of(waiter)
+            async with trio.open_nursery() as n:
+                for client in (waiter, sender):
+                    for game_id in games:
+                        n.start_soon(seat, client, game_id)
+                await both.wait()
+                mine, theirs = sorted(games, key=lambda g: first[g][0] is sender)
+                turn = first[theirs][1]
+                play = api.SubmitPlayRequest(
+                    game_id=theirs,
+                    turn_id=turn.turn_id,
+                    end_position=turn.legal_plays[0].end_position,
+                )
+                # the play and three resends at once: sealed, they wait for the other game
+                calls = [
+                    sender.stub.SubmitPlay.future(play, metadata=sender.metadata, timeout=30)
+                    for _ in range(4)
+                ]
+                done: list = []  # the calls answered while the play is sealed
+                two = trio.Event()
+                token = trio.lowlevel.current_trio_token()
+
+                def answered(call) -> None:
+                    def note() -> None:
+                        done.append(call)
+                        if len(done) == 2:
+                            two.set()
+
+                    token.run_sync_soon(note)
+
+                for call in calls:
+                    call.add_done_callback(answered)
+                with trio.move_on_after(10):  # (at once; none is, were they let pile up)
+                    await two.wait()
+                refused = list(done)
+                await waiter.resign(mine)  # the other game is over: the play is made
+                answers = [
+                    await trio.to_thread.run_sync(c.result) for c in calls if c not in refused
+                ]
+                n.cancel_scope.cancel()
+        waiter.close()
+        sender.close()
+    # two streams and two calls held: the others refused at once
+    assert [c.code() for c in refused] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2, refused
+    assert len(answers) == 2 and {a.end_position for a in answers} == {play.end_position}
