@@ -997,8 +997,9 @@ class Arbiter:
         )
         return a, b
 
-    def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
-        principal = self.principal(token)
+    def unsubscribe_player(self, principal: Principal | None, sink: Sink) -> None:
+        """A player stream ended: ``principal`` as its subscription was made (its token
+        may be forgotten since: a seat token of an ended match is only remembered a while)."""
         if principal is not None:
             self.player_sinks.get(self._listener_key(principal), set()).discard(sink)
 

@@ -453,7 +453,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             finally:
                 idle.cancel()
                 streams.dec()
-                self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
+                self.bridge.call_soon(self.arbiter.unsubscribe_player, who.principal, sink)
 
     async def SubmitPlay(self, request, context):
         which = request.WhichOneof("play")

@@ -259,3 +259,37 @@ async def test_a_resend_to_an_ended_game_reads_only_the_end_of_its_journal(tmp_p
                 grpc.StatusCode.FAILED_PRECONDITION, seat.submit(r.game_id, turn, notation="-")
             )
     assert events > 10 and sum(read) <= 2 * 4, (events, read)
+
+
+async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_path, small_caches):
+    """A seat token of an ended match is looked up in the store and remembered a while
+    (RECENT_TOKENS). A player stream's end looked its token up again in memory only: once
+    forgotten, its sink stayed registered for good, and anyone holding seat tokens of its
+    own ended games could leak one per SubscribePlayer."""
+    with EmbeddedServer(db=str(tmp_path / "p.db")) as server:
+        async with Client(server.address) as client:
+            ended = []
+            for _ in range(2):
+                r, seats = await create(client)
+                assert not await resigned(seats, r.game_id)
+                ended.append(seats[0])
+            gauge = server.arbiter.metrics.streams.labels("player")
+            streams = []
+            with trio.fail_after(30):
+                for seat in ended:  # the second one's look-up pushes the first one's out
+                    streams.append(
+                        seat.stub.SubscribePlayer(
+                            api.SubscribePlayerRequest(), metadata=seat.metadata
+                        )
+                    )
+                    while gauge._value.get() < len(streams):  # subscribed
+                        await trio.sleep(0.01)
+                for stream in streams:
+                    stream.cancel()
+                while gauge._value.get():  # their ends are being seen to
+                    await trio.sleep(0.01)
+
+            def sinks() -> int:  # (asked after the streams' ends were handed to the core)
+                return sum(map(len, server.arbiter.player_sinks.values()))
+
+            assert await trio.to_thread.run_sync(server.call, sinks) == 0
