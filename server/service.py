@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 import time
 from collections.abc import AsyncIterator
 from functools import partial
@@ -36,6 +37,7 @@ from server.metrics import Metrics
 log = logging.getLogger("nardy.server")
 
 HEARTBEAT_S = 15.0
+RELOAD_S = 1.0  # several instances: standings read a ladder's books back this often at most
 MAX_NOTATION = 200
 PLAYER_EVENT = {
     Note.GAME_ASSIGNED: api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
@@ -537,6 +539,10 @@ def player_event(note: PlayerNote) -> api.PlayerEvent:
 
 
 class LadderService(Limited, ladder_grpc.LadderServiceServicer):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._reloaded: dict[str, float] = {}  # ladder -> when its books were read back
+
     async def CreateLadder(self, request, context):
         o = request.options
         given = {
@@ -578,9 +584,16 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
 
     async def _reload(self, context, request) -> None:
         """Several instances: the ladder's books as the store has them, the same on every
-        instance."""
-        if self.arbiter.cluster is not None:
-            await self._call(context, request, self.arbiter.reload_ladders, request.ladder)
+        instance; read back at most every RELOAD_S per ladder (anyone may ask, and it
+        reads every result of the ladder)."""
+        if self.arbiter.cluster is None:
+            return
+        now = time.monotonic()
+        if now < self._reloaded.get(request.ladder, -math.inf) + RELOAD_S:
+            return
+        if request.ladder in self.arbiter.ladders:  # (a name unknown here: asked each time)
+            self._reloaded[request.ladder] = now
+        await self._call(context, request, self.arbiter.reload_ladders, request.ladder)
 
 
 def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:

@@ -259,3 +259,32 @@ async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(
     await wait_for(shown, "the seed shown everywhere")
     for bot in bots:
         bot.close()
+
+
+async def test_anyones_standings_requests_do_not_each_read_a_ladder_back(pg_db):
+    """Several instances: GetStandings and GetCrosstable read the ladder's books back from
+    the store, every result of the ladder (a ladder that ran for weeks: 100,000 records,
+    decoded in the trio thread), and anyone may ask 1000 times a second. The books are
+    read back at most once a second per ladder; standings may be a second behind."""
+    read: list[int] = []  # ladder records read back
+
+    class Counting(PostgresStore):
+        async def query(self, sql, params=()):
+            rows = await super().query(sql, params)
+            if "FROM ladder_games" in sql:
+                read.append(len(rows))
+            return rows
+
+    token = "operator-token-for-the-cluster-tests"
+    with (
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S) as a,
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S, store_factory=Counting) as b,
+    ):
+        async with Client(a.address, token) as op, Client(b.address) as stranger:
+            await op.create_ladder("busy", max_games=2)
+            await stranger.standings("busy")
+            read.clear()
+            for _ in range(20):
+                await stranger.standings("busy")
+                await stranger.crosstable("busy")
+    assert len(read) <= 4, read  # 40 requests
