@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import logging
 import re
 import secrets
@@ -75,6 +76,16 @@ def clip(text: str, limit: int = 3 * QUOTE) -> str:
 def quote(text: str) -> str:
     """``text`` as an error message quotes it: repr'd, at most QUOTE characters."""
     return repr(text if len(text) <= QUOTE else text[:QUOTE] + "…")
+
+
+def stuck(rules: Variant, position) -> bool:
+    """No throw moves either side (e.g. short nardy, both closed out with checkers on the
+    bar): from such a start every turn passes, untimed, for ever. It is never reached in
+    play: a side on the bar moves nothing else, so it cannot close its board or hit."""
+    throws = list(itertools.combinations_with_replacement(range(1, 7), 2))
+    return not any(
+        rules.legal_plays(p, dice) for p in (position, rules.passed(position)) for dice in throws
+    )
 
 
 def spec_rigged(spec: MatchSpec) -> bool:
@@ -468,6 +479,8 @@ class Arbiter:
                     start = rules.passed(start)
                 if rules.result(start, spec.options.rules) is not None:
                     raise ValueError("the game would be over before it starts")
+                if stuck(rules, start):  # every turn would pass at once, forever
+                    raise ValueError("neither side could ever move: the game would never end")
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         match = MatchSession(
