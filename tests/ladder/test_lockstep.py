@@ -9,6 +9,7 @@ by throw number the fast game is never ahead.
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import grpc
@@ -40,6 +41,45 @@ async def games_of(client: Client) -> list[str]:
         if len(games) == 2:
             return games
     raise AssertionError("the player stream ended")
+
+
+@asynccontextmanager
+async def mirrored_turn(srv: EmbeddedServer, ladder: str, turn_time_ms: int):
+    """Bots A and B in a ladder's one pair on ``srv``, every seat followed: at the pair's
+    first offered throw, yields (a, b, mine, theirs, turn): A moves in game ``mine`` and B
+    in ``theirs``, from ``turn`` (B's state there)."""
+    async with Client(srv.address, srv.admin_token) as op:
+        await op.create_ladder(ladder, turn_time_ms=turn_time_ms, max_games=2)
+        tokens = {n: await Client(srv.address, srv.admin_token).register(n) for n in "AB"}
+    a, b = (Client(srv.address, tokens[n]) for n in "AB")
+    first: dict[str, tuple[Client, pb.GameState]] = {}  # game -> its first mover, turn
+    both = trio.Event()
+
+    async def seat(client: Client, game_id: str) -> None:
+        async for ev in client.events(game_id):
+            if my_turn(ev) and game_id not in first:  # (forced turns are played for them)
+                first[game_id] = (client, ev.state)
+                if len(first) == 2:
+                    both.set()
+
+    try:
+        with trio.fail_after(60):
+            await a.join_ladder(ladder)
+            await b.join_ladder(ladder)
+            games = await games_of(a)
+            async with trio.open_nursery() as nursery:
+                for client in (a, b):
+                    for game_id in games:
+                        nursery.start_soon(seat, client, game_id)
+                await both.wait()  # one throw: A moves in one game, B in the other
+                mine, theirs = sorted(games, key=lambda g: first[g][0] is b)
+                assert first[mine][0] is a and first[theirs][0] is b
+                assert first[mine][1].turn_id == first[theirs][1].turn_id
+                yield a, b, mine, theirs, first[theirs][1]
+                nursery.cancel_scope.cancel()
+    finally:
+        a.close()
+        b.close()
 
 
 async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
@@ -280,44 +320,11 @@ async def test_a_bot_cannot_copy_its_opponents_play_from_the_mirrored_game(tmp_p
     play is sealed: it is made (told, shown, answered) only once the other game has played
     that throw too (or ended), so the copier learns its opponent's play too late."""
     with EmbeddedServer(db=str(tmp_path / "m.db")) as srv:
-        async with Client(srv.address, srv.admin_token) as op:
-            await op.create_ladder("mirror", turn_time_ms=400, max_games=2)
-            tokens = {n: await Client(srv.address, srv.admin_token).register(n) for n in "AB"}
-        copier, honest = (Client(srv.address, tokens[n]) for n in "AB")
-        first: dict[str, tuple[Client, pb.GameState]] = {}  # game -> its throw-1 mover, turn
-        both = trio.Event()
-
-        async def seat(client: Client, game_id: str) -> None:
-            async for ev in client.events(game_id):
-                if my_turn(ev) and game_id not in first:  # (forced turns are played for them)
-                    first[game_id] = (client, ev.state)
-                    if len(first) == 2:
-                        both.set()
-                if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
-                    return
-
-        with trio.fail_after(60):
-            await copier.join_ladder("mirror")
-            await honest.join_ladder("mirror")
-            games = await games_of(copier)
-            async with trio.open_nursery() as n:
-                for client in (copier, honest):
-                    for game_id in games:
-                        n.start_soon(seat, client, game_id)
-                await both.wait()  # one throw: the copier moves in one game, honest in the other
-                mine, theirs = sorted(games, key=lambda g: first[g][0] is honest)
-                assert first[mine][0] is copier and first[theirs][0] is honest
-                turn = first[theirs][1]
-                assert first[mine][1].turn_id == turn.turn_id
-                await honest.submit(
-                    theirs, turn.turn_id, end_position=turn.legal_plays[0].end_position
-                )
-                # the honest play is made: the copier looks at the mirrored game
-                seen = (await copier.get_game(theirs)).state
-                own = (await copier.get_game(mine)).state
-                n.cancel_scope.cancel()
-        copier.close()
-        honest.close()
+        async with mirrored_turn(srv, "mirror", 400) as (copier, honest, mine, theirs, turn):
+            await honest.submit(theirs, turn.turn_id, end_position=turn.legal_plays[0].end_position)
+            # the honest play is made: the copier looks at the mirrored game
+            seen = (await copier.get_game(theirs)).state
+            own = (await copier.get_game(mine)).state
     assert seen.position != turn.position  # answered: the honest play is made, and shows
     assert own.turn_id > turn.turn_id or own.status != pb.GAME_STATUS_IN_PROGRESS, (
         "the opponent's play showed while the copier's turn of the same throw was open"
@@ -368,65 +375,34 @@ async def test_a_sealed_play_cannot_pile_up_open_calls(tmp_path):
     server holds maximum_concurrent_rpcs. Plays and resignations hold a place in their
     caller's quota while they run, as streams do."""
     with EmbeddedServer(db=str(tmp_path / "q.db"), streams_per_caller=4) as srv:
-        async with Client(srv.address, srv.admin_token) as op:
-            await op.create_ladder("piles", turn_time_ms=60_000, max_games=2)
-            tokens = {n: await Client(srv.address, srv.admin_token).register(n) for n in "AB"}
-        waiter, sender = (Client(srv.address, tokens[n]) for n in "AB")
-        first: dict[str, tuple[Client, pb.GameState]] = {}  # game -> its first mover, turn
-        both = trio.Event()
+        async with mirrored_turn(srv, "piles", 60_000) as (waiter, sender, mine, theirs, turn):
+            play = api.SubmitPlayRequest(
+                game_id=theirs, turn_id=turn.turn_id, end_position=turn.legal_plays[0].end_position
+            )
+            # the play and three resends at once: sealed, they wait for the other game
+            calls = [
+                sender.stub.SubmitPlay.future(play, metadata=sender.metadata, timeout=30)
+                for _ in range(4)
+            ]
+            done: list = []  # the calls answered while the play is sealed
+            two = trio.Event()
+            token = trio.lowlevel.current_trio_token()
 
-        async def seat(client: Client, game_id: str) -> None:  # two streams per bot
-            async for ev in client.events(game_id):
-                if my_turn(ev) and game_id not in first:
-                    first[game_id] = (client, ev.state)
-                    if len(first) == 2:
-                        both.set()
+            def answered(call) -> None:
+                def note() -> None:
+                    done.append(call)
+                    if len(done) == 2:
+                        two.set()
 
-        with trio.fail_after(60):
-            await waiter.join_ladder("piles")
-            await sender.join_ladder("piles")
-            games = await games_of(waiter)
-            async with trio.open_nursery() as n:
-                for client in (waiter, sender):
-                    for game_id in games:
-                        n.start_soon(seat, client, game_id)
-                await both.wait()
-                mine, theirs = sorted(games, key=lambda g: first[g][0] is sender)
-                turn = first[theirs][1]
-                play = api.SubmitPlayRequest(
-                    game_id=theirs,
-                    turn_id=turn.turn_id,
-                    end_position=turn.legal_plays[0].end_position,
-                )
-                # the play and three resends at once: sealed, they wait for the other game
-                calls = [
-                    sender.stub.SubmitPlay.future(play, metadata=sender.metadata, timeout=30)
-                    for _ in range(4)
-                ]
-                done: list = []  # the calls answered while the play is sealed
-                two = trio.Event()
-                token = trio.lowlevel.current_trio_token()
+                token.run_sync_soon(note)
 
-                def answered(call) -> None:
-                    def note() -> None:
-                        done.append(call)
-                        if len(done) == 2:
-                            two.set()
-
-                    token.run_sync_soon(note)
-
-                for call in calls:
-                    call.add_done_callback(answered)
-                with trio.move_on_after(10):  # (at once; none is, were they let pile up)
-                    await two.wait()
-                refused = list(done)
-                await waiter.resign(mine)  # the other game is over: the play is made
-                answers = [
-                    await trio.to_thread.run_sync(c.result) for c in calls if c not in refused
-                ]
-                n.cancel_scope.cancel()
-        waiter.close()
-        sender.close()
+            for call in calls:
+                call.add_done_callback(answered)
+            with trio.move_on_after(10):  # (at once; none is, were they let pile up)
+                await two.wait()
+            refused = list(done)
+            await waiter.resign(mine)  # the other game is over: the play is made
+            answers = [await trio.to_thread.run_sync(c.result) for c in calls if c not in refused]
     # two streams and two calls held: the others refused at once
     assert [c.code() for c in refused] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2, refused
     assert len(answers) == 2 and {a.end_position for a in answers} == {play.end_position}

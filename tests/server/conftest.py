@@ -64,6 +64,21 @@ async def resigned(seats, game_id: str) -> str:
     return ev.state.next_game_id
 
 
+def counting(store: type, table: str) -> tuple[type, list[int]]:
+    """A subclass of the ``store`` class noting how many rows each read of ``table``
+    returns (for ``EmbeddedServer(store_factory=...)``), and that list of counts."""
+    read: list[int] = []
+
+    class Counting(store):
+        async def query(self, sql, params=()):
+            rows = await super().query(sql, params)
+            if f"FROM {table}" in sql:
+                read.append(len(rows))
+            return rows
+
+    return Counting, read
+
+
 def execute(db: str, sql: str):
     """Run one statement on ``db`` over a connection of our own; the rows it returns."""
     if db.startswith("postgresql://"):

@@ -18,8 +18,9 @@ from server.app import EmbeddedServer
 from server.cluster import Cluster
 from server.pgstore import PostgresStore
 from server.store import LeaseLost
+from tests.ladder.test_lockstep import games_of
 
-from .conftest import execute, random_engine
+from .conftest import counting, execute, random_engine
 
 LEASE_S = 3.0  # short, so that failover tests are quick; long enough for a loaded machine
 
@@ -39,6 +40,20 @@ def pair(pg_db):
         EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S) as b,
     ):
         yield a, b
+
+
+async def ladder_bots(pair, ladder: str, **options) -> list[Client]:
+    """A ladder of one pair (made at the first instance) and a bot registered and joined at
+    each instance."""
+    a, b = pair
+    async with Client(a.address, a.admin_token) as op:
+        await op.create_ladder(ladder, max_games=2, **options)
+    bots = [Client(a.address), Client(b.address)]
+    for i, bot in enumerate(bots):
+        await bot.register(f"{ladder}{i}")
+    for bot in bots:
+        await bot.join_ladder(ladder)
+    return bots
 
 
 async def wait_for(check, what: str, timeout: float = 60.0):
@@ -175,13 +190,8 @@ async def test_a_game_run_elsewhere_is_redirected_and_the_sdk_follows(pair):
 async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair):
     a, b = pair
     async with Client(a.address, a.admin_token) as op_a, Client(b.address) as at_b:
-        await op_a.create_ladder("duo", max_games=2, turn_time_ms=30_000)
-        bots = [Client(a.address), Client(b.address)]
-        for i, bot in enumerate(bots):
-            await bot.register(f"bot{i}")
         # standings from either instance list both members once they joined anywhere
-        for bot in bots:
-            await bot.join_ladder("duo")
+        bots = await ladder_bots(pair, "duo", turn_time_ms=30_000)
         async with trio.open_nursery() as nursery:
             for i, bot in enumerate(bots):
                 nursery.start_soon(
@@ -205,19 +215,8 @@ async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(
     instance that does not run the pair read the ended game back from the store without
     its partner, and showed the seed: every coming throw of the other game with it."""
     a, b = pair
-    async with Client(a.address, a.admin_token) as op:
-        await op.create_ladder("secret", max_games=2, turn_time_ms=60_000)
-    bots = [Client(a.address), Client(b.address)]
-    for i, bot in enumerate(bots):
-        await bot.register(f"secret{i}")
-    for bot in bots:
-        await bot.join_ladder("secret")
-    games: list[str] = []
-    async for note in bots[0].player_events():
-        if note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and note.game_id not in games:
-            games.append(note.game_id)
-        if len(games) == 2:
-            break
+    bots = await ladder_bots(pair, "secret", turn_time_ms=60_000)
+    games = await games_of(bots[0])
     first, other = games
     started = {g: trio.Event() for g in games}
 
@@ -266,14 +265,7 @@ async def test_anyones_standings_requests_do_not_each_read_a_ladder_back(pg_db):
     the store, every result of the ladder (a ladder that ran for weeks: 100,000 records,
     decoded in the trio thread), and anyone may ask 1000 times a second. The books are
     read back at most once a second per ladder; standings may be a second behind."""
-    read: list[int] = []  # ladder records read back
-
-    class Counting(PostgresStore):
-        async def query(self, sql, params=()):
-            rows = await super().query(sql, params)
-            if "FROM ladder_games" in sql:
-                read.append(len(rows))
-            return rows
+    Counting, read = counting(PostgresStore, "ladder_games")  # ladder records read back
 
     token = "operator-token-for-the-cluster-tests"
     with (

@@ -19,7 +19,7 @@ from server import arbiter as arbiter_module
 from server import catalogue
 from server.app import EmbeddedServer
 from server.store import SQLiteStore
-from tests.server.conftest import create, resigned
+from tests.server.conftest import counting, create, resigned
 from tests.server.test_trust import refused
 
 # White to move with one checker left on its 1-point: any throw ends the game (§4.6).
@@ -179,14 +179,7 @@ async def test_an_evicted_game_is_read_back_without_decoding_its_whole_match(
     trio thread: one GetGame of a 45-game match froze the core for ~0.4 s, and a stranger
     may ask again and again. Each game's last journal entry is all its state needs (a
     replay reads the game's own events, on demand)."""
-    read: list[int] = []  # journal entries read back
-
-    class Counting(SQLiteStore):
-        async def query(self, sql, params=()):
-            rows = await super().query(sql, params)
-            if "FROM events" in sql:
-                read.append(len(rows))
-            return rows
+    Counting, read = counting(SQLiteStore, "events")  # journal entries read back
 
     with EmbeddedServer(db=str(tmp_path / "e.db"), store_factory=Counting) as server:
         async with Client(server.address) as client:
@@ -221,14 +214,7 @@ async def test_a_resend_to_an_ended_game_reads_only_the_end_of_its_journal(tmp_p
     thread, twice per call (~19 ms of server CPU for a 184-event game, 14 GetGames' worth),
     and anyone may mint seat tokens of ended games of its own. A resend can only be of the
     game's last play (its answer lost as the game ended): its journal's last entries."""
-    read: list[int] = []  # journal entries read back
-
-    class Counting(SQLiteStore):
-        async def query(self, sql, params=()):
-            rows = await super().query(sql, params)
-            if "FROM events" in sql:
-                read.append(len(rows))
-            return rows
+    Counting, read = counting(SQLiteStore, "events")  # journal entries read back
 
     with EmbeddedServer(db=str(tmp_path / "r.db"), store_factory=Counting) as server:
         async with Client(server.address) as client:
