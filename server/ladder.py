@@ -118,6 +118,7 @@ class Ladder:
         self.members: dict[str, Member] = {}
         self.in_progress: set[str] = set()
         self.met: dict[frozenset, int] = defaultdict(int)  # pairings so far
+        self.books = 0  # bumped at every change of the books (what is built from them is kept)
         self._clear_books()
         self._wake = trio.Event()
         # Several instances: only the leader pairs, and its books are reloaded from the
@@ -126,6 +127,7 @@ class Ladder:
         self.lock = trio.Lock()
 
     def _clear_books(self) -> None:
+        self.books += 1
         self.finished = 0  # games that count
         self.voided = 0
         self.table: dict[str, Row] = {}  # bot name -> its row
@@ -280,6 +282,7 @@ class Ladder:
 
     def _count(self, r: LadderGame) -> None:
         """Add one game's record to the books (and its pair's, once both have counted)."""
+        self.books += 1
         self.recent.append(r)
         pair = self.open_pairs.setdefault(r.pair_id, []) if r.pair_id else []
         pair.append(r)

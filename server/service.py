@@ -8,6 +8,7 @@ import inspect
 import logging
 import math
 import time
+import weakref
 from collections.abc import AsyncIterator
 from functools import partial
 from urllib.parse import unquote
@@ -30,7 +31,7 @@ from server.bridge import CLOSE, Bridge, Encoded
 from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
 from server.fronted import Front
 from server.journal import Event, EventType
-from server.ladder import LadderOptions
+from server.ladder import Ladder, LadderOptions
 from server.limits import RateLimiter, StreamQuota
 from server.metrics import Metrics
 
@@ -648,9 +649,22 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
     return out
 
 
+# ladder -> (its books' version, its crosstable); read and written in the trio thread only
+_CROSSTABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def crosstable_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetCrosstableResponse:
-    """Runs in the trio thread: head-to-head records for every two bots that met."""
+    """Runs in the trio thread: head-to-head records for every two bots that met, built
+    once per change of the ladder's books (for 100 bots that met, 9,900 cells: ~0.1 s)."""
     ladder = arbiter.ladder(name)
+    cached = _CROSSTABLES.get(ladder)
+    if cached is not None and cached[0] == ladder.books:
+        return cached[1]
+    table = _CROSSTABLES[ladder] = (ladder.books, _crosstable(ladder))
+    return table[1]
+
+
+def _crosstable(ladder: Ladder) -> ladder_pb.GetCrosstableResponse:
     return ladder_pb.GetCrosstableResponse(
         cells=[
             ladder_pb.CrosstableCell(

@@ -406,3 +406,30 @@ async def test_a_sealed_play_cannot_pile_up_open_calls(tmp_path):
     # two streams and two calls held: the others refused at once
     assert [c.code() for c in refused] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2, refused
     assert len(answers) == 2 and {a.end_position for a in answers} == {play.end_position}
+
+
+def test_a_crosstable_is_built_once_per_change_of_the_books(tmp_path):
+    """GetCrosstable (and the web view's ladder page, refreshed every second by each
+    viewer) built the crosstable in the trio thread on every call: for 100 bots that met,
+    9,900 cells, 93 ms of the core a call, for anyone at 1000 calls/s. It is built once
+    for each change of the ladder's books."""
+    from server.service import crosstable_pb
+
+    with EmbeddedServer(db=str(tmp_path / "x.db")) as srv:
+        auth = (("authorization", f"Bearer {srv.admin_token}"),)
+        with grpc.insecure_channel(srv.address) as ch:
+            ladder_grpc.LadderServiceStub(ch).CreateLadder(
+                lpb.CreateLadderRequest(name="x", options=lpb.LadderOptions(turn_time_ms=1000)),
+                metadata=auth,
+            )
+        first, again = (srv.call(crosstable_pb, srv.arbiter, "x") for _ in range(2))
+        assert again is first
+        srv.call(lambda: srv.arbiter.ladder("x").restore(_record("a", "b")))  # a result
+        changed = srv.call(crosstable_pb, srv.arbiter, "x")
+        assert changed is not first and len(changed.cells) == 2
+
+
+def _record(winner: str, loser: str):
+    from server.ladder import LadderGame
+
+    return LadderGame("p", "g", winner, loser, winner, 1, "oin", "normal", False, (0, 0), (0, 0))
