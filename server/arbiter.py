@@ -763,7 +763,7 @@ class Arbiter:
         if row is None:
             raise missing
         # each game's last entry only: its state (a replay reads its events on demand)
-        games = await self.reader.match_games(match_id, tail=1)
+        games = await self.reader.match_ends(match_id)
         found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
         if found is not None:
             return found

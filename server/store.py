@@ -274,17 +274,37 @@ class Reader:
         )
         return bool(rows)
 
-    async def match_games(self, match_id: str, *, tail: int = 0) -> list[tuple]:
+    async def match_games(self, match_id: str) -> list[tuple]:
         """Each game of a match with its journal entries and stored status, in order:
-        (id, number, server seed in hex, entries, status) as recovery restores them.
-        ``tail``: each game's last entries only (an ended match, read to be looked at)."""
+        (id, number, server seed in hex, entries, status) as recovery restores them."""
         rows = await self.store.query(
             "SELECT id, number, server_seed, status FROM games WHERE match_id=? ORDER BY number",
             (match_id,),
         )
         return [
-            (game_id, number, seed, await self.entries(game_id, tail=tail), status)
+            (game_id, number, seed, await self.entries(game_id), status)
             for game_id, number, seed, status in rows
+        ]
+
+    async def match_ends(self, match_id: str) -> list[tuple]:
+        """As :meth:`match_games`, each game with its last journal entry only (an ended
+        match, read back to be looked at), in one read however long the match."""
+        rows = await self.store.query(
+            "SELECT g.id, g.number, g.server_seed, g.status, e.seq, e.type, e.time, e.data "
+            "FROM games g LEFT JOIN events e ON e.game_id = g.id AND e.seq = "
+            "(SELECT MAX(seq) FROM events WHERE game_id = g.id) "
+            "WHERE g.match_id=? ORDER BY g.number",
+            (match_id,),
+        )
+        return [
+            (
+                game_id,
+                number,
+                seed,
+                [] if seq is None else [(seq, kind, t, journal.entry_of(data))],
+                status,
+            )
+            for game_id, number, seed, status, seq, kind, t, data in rows
         ]
 
     async def entries(self, game_id: str, *, tail: int = 0) -> list[tuple[int, int, float, dict]]:
