@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import ipaddress
 import logging
 import math
 import time
@@ -50,13 +51,21 @@ PLAYER_EVENT = {
 
 
 def peer_address(context: grpc.aio.ServicerContext, front: Front | None = None) -> str:
-    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"); behind a
-    ``front``, the peer it vouches for (server.fronted)."""
+    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"), for limits:
+    an IPv6 host counts by its /64 (one subscriber's usual share: 2^64 addresses, else a
+    budget each), an IPv4-mapped one as IPv4; behind a ``front``, the peer it vouches for
+    (server.fronted)."""
     peer = unquote((context.peer() if front is None else front.peer(context)) or "")
     kind, _, rest = peer.partition(":")
-    if kind in ("ipv4", "ipv6"):
-        return rest.rpartition(":")[0].strip("[]")
-    return peer
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    host = rest.rpartition(":")[0].strip("[]")
+    if kind == "ipv6":
+        with contextlib.suppress(ValueError):
+            ip = ipaddress.IPv6Address(host.partition("%")[0])
+            mapped = ip.ipv4_mapped
+            return str(mapped) if mapped else str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return host
 
 
 def too_many(streams: StreamQuota) -> str:

@@ -14,6 +14,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.limits import RateLimiter
+from server.service import peer_address
 from tests.server.conftest import create, resigned
 
 
@@ -126,3 +127,26 @@ async def test_a_replay_counts_its_messages_against_the_rate_limit(tmp_path):
             served = codes.count(len(events))  # each cost len(events) of the 8
             assert 0 < served <= 8 // (len(events) - 1), codes
             assert codes[served:] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * (8 - served), codes
+
+
+class Peer:
+    """A call's context as far as ``peer_address`` reads it."""
+
+    def __init__(self, peer: str) -> None:
+        self._peer = peer
+
+    def peer(self) -> str:
+        return self._peer
+
+
+def test_an_ipv6_peer_counts_by_its_64():
+    """Limits without a valid token are counted per address: a host given an IPv6 /64 (any
+    VPS, most home lines) has 2^64 addresses, each with a budget and a registration quota
+    of its own. An IPv6 peer counts by its /64; an IPv4 one (mapped too) by its address."""
+    one = {peer_address(Peer(f"ipv6:[2001:db8:1:2::{n:x}]:{5000 + n}")) for n in range(1, 99)}
+    other = peer_address(Peer("ipv6:[2001:db8:1:3::1]:5000"))
+    assert len(one) == 1 and other not in one
+    assert peer_address(Peer("ipv6:%5B2001:db8:1:2:ffff::1%5D:5000")) in one  # (quoted)
+    assert peer_address(Peer("ipv4:192.0.2.7:5000")) == "192.0.2.7"
+    assert peer_address(Peer("ipv6:[::ffff:192.0.2.7]:5000")) == "192.0.2.7"
+    assert peer_address(Peer("unix:/tmp/x")) == "unix:/tmp/x"
