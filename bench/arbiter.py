@@ -96,6 +96,8 @@ def arbiter(*extra: str):
             "WARNING",
             "--rate",
             "100000",
+            "--streams",  # its idle subscriptions are one spectator's
+            "1000000",
             *extra,
         ]
         with process(args, port) as proc:

@@ -96,6 +96,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="requests per second allowed per token or connection (default 1000)",
     )
     p.add_argument(
+        "--streams",
+        type=int,
+        default=100,
+        metavar="N",
+        help="streams (SubscribeGame, SubscribePlayer, health Watch, reflection) and "
+        "running plays and resignations one caller may hold at once; the seats of a match "
+        "count as its creator (default 100; the operator: no limit)",
+    )
+    p.add_argument(
         "--http-port",
         type=int,
         default=None,
@@ -296,6 +305,7 @@ def _serve(args: argparse.Namespace) -> int:
                 front_nice=args.front_nice,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
+                streams_per_caller=args.streams,
                 http_port=args.http_port,
                 http_host=args.http_host,
                 admin_token=admin_token,

@@ -42,10 +42,16 @@ from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.collector import FrozenGenerations
 from server.fronted import Front
 from server.intercept import refuse_unparsable
-from server.limits import RateLimiter
+from server.limits import RateLimiter, StreamQuota
 from server.pgstore import PostgresStore
 from server.reflection import enable_reflection
-from server.service import HEARTBEAT_S, AdminService, ArbiterService, LadderService
+from server.service import (
+    HEARTBEAT_S,
+    AdminService,
+    ArbiterService,
+    LadderService,
+    held_streams,
+)
 from server.store import Reader, SQLiteStore, SQLStore, set_setting
 from server.web import WebView
 
@@ -67,6 +73,7 @@ class ServerConfig:
     max_concurrent_rpcs: int = 20_000
     rate_per_s: float = 1000.0  # requests per second per token (or connection), on average
     rate_burst: float = 2000.0
+    streams_per_caller: int = 100  # streams one caller (token, or address) may hold open
     switch_interval_s: float = 0.0005
     freeze_gc: bool = True  # full collections skip long-lived objects (server/collector.py)
     http_port: int | None = None  # the read-only web view and /metrics (None: off; 0: any)
@@ -74,7 +81,7 @@ class ServerConfig:
     admin_token: str | None = None  # None: the one stored (hashed), else a new one printed once
     registration_open: bool = True
     players_per_hour: int = Policy.players_per_hour
-    waiting_matches: int = Policy.waiting_matches
+    open_matches: int = Policy.open_matches
     tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
@@ -92,7 +99,7 @@ class ServerConfig:
         return Policy(
             registration_open=self.registration_open,
             players_per_hour=self.players_per_hour,
-            waiting_matches=self.waiting_matches,
+            open_matches=self.open_matches,
         )
 
 
@@ -188,10 +195,19 @@ async def serve(
                 maximum_concurrent_rpcs=config.max_concurrent_rpcs,
             )
             limiter = RateLimiter(config.rate_per_s, config.rate_burst)
+            streams = StreamQuota(config.streams_per_caller)
             # the nardy services' handlers, wrapped once (not interceptors: those run per call)
             registry = Registry(server, lambda handler: pass_encoded(refuse_unparsable(handler)))
             arbiter_pb2_grpc.add_ArbiterServiceServicer_to_server(
-                ArbiterService(arbiter, bridge, limiter, config.heartbeat_s, front), registry
+                ArbiterService(
+                    arbiter,
+                    bridge,
+                    limiter,
+                    streams,
+                    config.heartbeat_s,
+                    front,
+                ),
+                registry,
             )
             ladder_pb2_grpc.add_LadderServiceServicer_to_server(
                 LadderService(arbiter, bridge, limiter, front), registry
@@ -201,8 +217,13 @@ async def serve(
             )
             registry.close()
             checker = health.aio.HealthServicer()
-            health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-            enable_reflection([SERVICE, LADDER_SERVICE, ADMIN_SERVICE, health.SERVICE_NAME], server)
+            # their streams (Watch, reflection) count in their peer's quota too
+            hold = held_streams(streams, front)
+            others = Registry(server, hold)
+            health_pb2_grpc.add_HealthServicer_to_server(checker, others)
+            others.close()
+            names = [SERVICE, LADDER_SERVICE, ADMIN_SERVICE, health.SERVICE_NAME]
+            enable_reflection(names, server, hold)
             address = f"{config.host}:{config.port}"
             if front is not None:  # TLS, if asked for, is the front's
                 port = server.add_insecure_port(f"unix:{front.core_socket}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import logging
 import re
 import secrets
@@ -59,6 +60,7 @@ log = logging.getLogger("nardy.server")
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 MAX_TARGET = 99
+MAX_SCRIPT = 1000  # scripted dice (stored with the match): more than a game throws
 MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 QUOTE = 100  # characters of a request's text an error message may repeat
@@ -74,6 +76,16 @@ def clip(text: str, limit: int = 3 * QUOTE) -> str:
 def quote(text: str) -> str:
     """``text`` as an error message quotes it: repr'd, at most QUOTE characters."""
     return repr(text if len(text) <= QUOTE else text[:QUOTE] + "…")
+
+
+def stuck(rules: Variant, position) -> bool:
+    """No throw moves either side (e.g. short nardy, both closed out with checkers on the
+    bar): from such a start every turn passes, untimed, for ever. It is never reached in
+    play: a side on the bar moves nothing else, so it cannot close its board or hit."""
+    throws = list(itertools.combinations_with_replacement(range(1, 7), 2))
+    return not any(
+        rules.legal_plays(p, dice) for p in (position, rules.passed(position)) for dice in throws
+    )
 
 
 def spec_rigged(spec: MatchSpec) -> bool:
@@ -135,6 +147,9 @@ class Principal:
     match_id: str | None = None
     seat: int | None = None
     admin: bool = False
+    # A seat of a match created by anyone but the operator: its creator's key. Anyone
+    # mints seat tokens, so a seat counts as its creator for limits and quotas.
+    creator: str = ""
 
     @property
     def key(self) -> str:
@@ -143,7 +158,7 @@ class Principal:
             return "operator"
         if self.player_id is not None:
             return f"player:{self.player_id}"
-        return f"seat:{self.match_id}/{self.seat}"
+        return self.creator or f"seat:{self.match_id}/{self.seat}"
 
 
 OPERATOR = Principal(admin=True)
@@ -198,6 +213,7 @@ class _NewMatch:
     seat_tokens: list[str]
     writes: list[Write]
     challenged: str | None
+    creator: str  # the limits key its seats count as ("": the operator's, their own)
 
 
 @dataclass(frozen=True)
@@ -206,7 +222,7 @@ class Policy:
 
     registration_open: bool = True  # False: only the operator registers players
     players_per_hour: int = 30  # anonymous registrations per peer address per hour
-    waiting_matches: int = 20  # matches not yet started, per caller (operator: no limit)
+    open_matches: int = 20  # matches not yet over, per caller (operator: no limit)
     max_start_timeout_ms: int = 600_000  # how long a created match may wait for its seats
 
 
@@ -253,7 +269,7 @@ class Arbiter:
         self.player_sinks: dict[str, set[Sink]] = {}
         self.ladders: dict[str, Ladder] = {}
         self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
-        self.waiting: dict[str, set[str]] = {}  # caller key -> its matches not yet started
+        self.unfinished: dict[str, set[str]] = {}  # caller key -> its matches not yet over
         self.catalogue = Catalogue()
         self.nursery: trio.Nursery | None = None
         self.closing = False
@@ -366,7 +382,7 @@ class Arbiter:
         row = await self.reader.seat_token(digest)
         if row is None:
             return None
-        principal = Principal(match_id=row[0], seat=row[1])
+        principal = Principal(match_id=row[0], seat=row[1], creator=row[2])
         self._remember_token(digest, principal)
         return principal
 
@@ -451,18 +467,22 @@ class Arbiter:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
         challenged = self._consent(spec, seats, caller)
         if not caller.admin:
-            self._waiting_quota(caller.key)
+            self._open_quota(caller.key)
         start = None
         rules = variant(spec.options.variant)
         try:
             if any(not 1 <= d <= 6 for d in spec.dice_script):
                 raise ValueError("scripted dice must be 1..6")
+            if len(spec.dice_script) > MAX_SCRIPT:
+                raise ValueError(f"at most {MAX_SCRIPT} scripted dice")
             if spec.start_position:
                 start = rules.parse(spec.start_position)
                 if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
                     start = rules.passed(start)
                 if rules.result(start, spec.options.rules) is not None:
                     raise ValueError("the game would be over before it starts")
+                if stuck(rules, start):  # every turn would pass at once, forever
+                    raise ValueError("neither side could ever move: the game would never end")
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         match = MatchSession(
@@ -488,27 +508,28 @@ class Arbiter:
             challenged=challenged,
         )
         seat_tokens = ["", ""]
+        creator = "" if caller.admin else caller.key
         writes = [store.add_match(match)]
         for seat in seats:
             if seat.player_id is None:
                 seat_tokens[seat.index] = new_token()
                 digest = token_hash(seat_tokens[seat.index])
-                writes.append(store.add_seat_token(match.id, seat.index, digest))
+                writes.append(store.add_seat_token(match.id, seat.index, digest, creator))
         if self.cluster is not None:  # run here: the lease is written with the match
             writes.append(self.cluster.lease(match.id, spec.pair_id or match.id))
         writes.append(store.add_game(match.current))
-        return _NewMatch(match, seat_tokens, writes, challenged)
+        return _NewMatch(match, seat_tokens, writes, challenged, creator)
 
     async def _store_new(self, caller: Caller, news: list[_NewMatch]) -> None:
         """Store new matches in one transaction (refused: nothing of them is kept)."""
         ids = {new.match.id for new in news}
         if not caller.admin:  # counted while they are being stored
-            self.waiting.setdefault(caller.key, set()).update(ids)
+            self.unfinished.setdefault(caller.key, set()).update(ids)
         self._creating |= ids  # not to be adopted by a heartbeat meanwhile
         try:
             await self.writer.commit(*(w for new in news for w in new.writes))
         except ArbiterError:
-            self.waiting.get(caller.key, set()).difference_update(ids)
+            self.unfinished.get(caller.key, set()).difference_update(ids)
             raise
         finally:
             self._creating -= ids
@@ -520,7 +541,7 @@ class Arbiter:
             self.leases[match.id] = 1
         for index, token in enumerate(seat_tokens):
             if token:
-                self._add_seat_token(match.id, index, token_hash(token))
+                self._add_seat_token(match.id, index, token_hash(token), new.creator)
         self.matches[match.id] = match
         self._game_added(match.current)
         if new.challenged is not None:
@@ -539,8 +560,8 @@ class Arbiter:
         )
         return match, seat_tokens[0], seat_tokens[1]
 
-    def _add_seat_token(self, match_id: str, seat: int, digest: str) -> None:
-        self.tokens[digest] = Principal(match_id=match_id, seat=seat)
+    def _add_seat_token(self, match_id: str, seat: int, digest: str, creator: str) -> None:
+        self.tokens[digest] = Principal(match_id=match_id, seat=seat, creator=creator)
         self.seat_digests.setdefault(match_id, []).append(digest)
 
     def _seat(self, index: int, player_name: str, display: str) -> Seat:
@@ -582,19 +603,20 @@ class Arbiter:
         others = [s.player_id for s in registered if s.player_id != me]
         return others[0] if others else None
 
-    def _waiting_quota(self, key: str) -> None:
-        mine = self.waiting.get(key)
+    def _open_quota(self, key: str) -> None:
+        """Refuse a new match to a caller with too many not yet over (waiting for their
+        seats or in progress: a game in progress lives on the server until it ends)."""
+        mine = self.unfinished.get(key)
         if not mine:
             return
         for match_id in list(mine):
-            match = self.matches.get(match_id)
-            if match is None or match.current.status is not Status.WAITING:
+            if match_id not in self.matches:  # over (or run by another instance)
                 mine.discard(match_id)
-        if len(mine) >= self.policy.waiting_matches:
+        if len(mine) >= self.policy.open_matches:
             raise ArbiterError(
                 Code.RESOURCE_EXHAUSTED,
-                f"you have {len(mine)} matches waiting for their seats; start or let them "
-                "expire before creating more",
+                f"you have {len(mine)} matches not yet over; finish or let them expire "
+                "before creating more",
             )
 
     # -- challenges ---------------------------------------------------------------------
@@ -728,7 +750,8 @@ class Arbiter:
                     self._elsewhere(place)
                 row = await self.reader.match(place.match_id)
                 if row is not None:
-                    match = await self._read_match(row, {})
+                    alone = await self._read_alone(row)
+                    match = await self._read_match(row, {alone.pair_id: alone} if alone else {})
                     return next(g for g in match.games if g.id == game_id)
         return await self._load_ended(game_id)
 
@@ -741,16 +764,31 @@ class Arbiter:
         row = await self.reader.match(match_id) if match_id is not None else None
         if row is None:
             raise missing
-        games = await self.reader.match_games(match_id)
+        # each game's last entry only: its state (a replay reads its events on demand)
+        games = await self.reader.match_ends(match_id)
         found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
         if found is not None:
             return found
-        match = restore_match(self, row, games, new_id)
+        pair = await self._read_alone(row)
+        match = restore_match(self, row, games, new_id, pair)
         if any(g.status not in (Status.FINISHED, Status.ABORTED) for g in match.games):
             raise missing  # not ended, and not run here
-        for g in match.games:
-            self._keep_ended(g)
+        if pair is None or pair.over:  # (else read again once its partner has ended)
+            for g in match.games:
+                self._keep_ended(g)
         return next(g for g in match.games if g.id == game_id)
+
+    async def _read_alone(self, row: dict) -> Lockstep | None:
+        """The pair of a ladder match read back alone, to be looked at (None: no pair).
+        While the pair's other match still plays on another instance the pair waits for
+        it and is never over, so its seed stays secret: it would tell every coming throw
+        of the other game. (On one server a pair's ended match stays in memory until the
+        pair is over, see _match_over: one read back here has no partner playing.)"""
+        pair_id = row["options"].get("pair_id", "")
+        if not pair_id:
+            return None
+        playing = self.cluster is not None and await self.reader.pair_playing(pair_id)
+        return Lockstep(pair_id, 2 if playing else 1)
 
     def _keep_ended(self, game: GameSession) -> None:
         self.ended[game.id] = game
@@ -974,8 +1012,9 @@ class Arbiter:
         )
         return a, b
 
-    def unsubscribe_player(self, token: str | None, sink: Sink) -> None:
-        principal = self.principal(token)
+    def unsubscribe_player(self, principal: Principal | None, sink: Sink) -> None:
+        """A player stream ended: ``principal`` as its subscription was made (its token
+        may be forgotten since: a seat token of an ended match is only remembered a while)."""
         if principal is not None:
             self.player_sinks.get(self._listener_key(principal), set()).discard(sink)
 
@@ -1016,8 +1055,8 @@ class Arbiter:
         writes = [store.append_event(game, event) for event in events]
         return self.writer.submit(*writes, fence=self.fence(game.match))
 
-    async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
-        return await self.reader.events(game_id, rules)
+    async def load_events(self, game_id: str, rules: Variant, tail: int = 0) -> list[Event]:
+        return await self.reader.events(game_id, rules, tail)
 
     async def game_created(self, game: GameSession) -> None:
         await self.writer.commit(store.add_game(game), fence=self.fence(game.match))
@@ -1184,9 +1223,9 @@ class Arbiter:
         over: list[MatchSession] = []
         rows = await read.matches()
         replay = await self._replayed(rows, leased, counted)
-        for match_id, seat, digest in await read.seat_tokens():
+        for match_id, seat, digest, creator in await read.seat_tokens():
             if match_id in replay:  # the others are looked up in the store when asked for
-                self._add_seat_token(match_id, seat, digest)
+                self._add_seat_token(match_id, seat, digest, creator)
         sizes = Counter(row["options"].get("pair_id", "") for row in rows)
         for row in rows:
             if row["id"] not in replay:

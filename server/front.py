@@ -38,6 +38,7 @@ import signal
 import struct
 import sys
 import time
+from collections import OrderedDict
 
 import grpc
 
@@ -112,15 +113,18 @@ def event_type(message: bytes) -> int:
 
 class Sends:
     """When this front first sent each game's current turn to the seat that must play it
-    (a TURN_STARTED with legal plays), on CLOCK_MONOTONIC: the side's clock runs from then."""
+    (a TURN_STARTED with legal plays), on CLOCK_MONOTONIC: the side's clock runs from then.
+    A game is forgotten when its end is forwarded, or (its end never came this way: no
+    stream was open) once ``most`` games' turns were sent after its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: int = 100_000) -> None:
         from nardy.v1 import game_pb2
 
         self._event = game_pb2.GameEvent
         self._turn = game_pb2.EVENT_TYPE_TURN_STARTED
         self._over = (game_pb2.EVENT_TYPE_GAME_FINISHED, game_pb2.EVENT_TYPE_GAME_ABORTED)
-        self.turns: dict[str, tuple[int, float]] = {}  # game -> (turn, sent)
+        self.most = most
+        self.turns: OrderedDict[str, tuple[int, float]] = OrderedDict()  # game -> (turn, sent)
 
     def sending(self, message: bytes) -> None:
         """``message`` (a GameEvent) is about to be written to its stream."""
@@ -130,6 +134,9 @@ class Sends:
             mine = st.legal_plays and st.side_to_move == st.your_color
             if mine and self.turns.get(st.game_id, (None,))[0] != st.turn_id:
                 self.turns[st.game_id] = (st.turn_id, time.perf_counter())
+                self.turns.move_to_end(st.game_id)
+                if len(self.turns) > self.most:
+                    self.turns.popitem(last=False)
         elif kind in self._over:
             self.turns.pop(self._event.FromString(message).state.game_id, None)
 

@@ -32,6 +32,7 @@ from server.session import GameSession, MatchSpec
 log = logging.getLogger("nardy.server")
 
 RECENT = 1000  # the latest counted records, to rebuild the books from a store read
+START_TIMEOUT_MS = 30_000  # a pair's seats come within this; one that does not loses
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class Ladder:
         self.members: dict[str, Member] = {}
         self.in_progress: set[str] = set()
         self.met: dict[frozenset, int] = defaultdict(int)  # pairings so far
+        self.books = 0  # bumped at every change of the books (what is built from them is kept)
         self._clear_books()
         self._wake = trio.Event()
         # Several instances: only the leader pairs, and its books are reloaded from the
@@ -125,6 +127,7 @@ class Ladder:
         self.lock = trio.Lock()
 
     def _clear_books(self) -> None:
+        self.books += 1
         self.finished = 0  # games that count
         self.voided = 0
         self.table: dict[str, Row] = {}  # bot name -> its row
@@ -197,7 +200,7 @@ class Ladder:
                     auto_play_forced=True,
                     illegal_play_limit=self.options.illegal_play_limit,
                 ),
-                start_timeout_ms=30_000,
+                start_timeout_ms=START_TIMEOUT_MS,
                 ladder=self.name,
                 pair_id=pair_id,
             )
@@ -279,6 +282,7 @@ class Ladder:
 
     def _count(self, r: LadderGame) -> None:
         """Add one game's record to the books (and its pair's, once both have counted)."""
+        self.books += 1
         self.recent.append(r)
         pair = self.open_pairs.setdefault(r.pair_id, []) if r.pair_id else []
         pair.append(r)

@@ -1,4 +1,5 @@
-"""Rate limits per caller: token buckets keyed by token (or peer address when anonymous).
+"""Limits per caller: token buckets keyed by token (or peer address when anonymous), and
+the streams a caller holds open.
 
 Runs in the transport's asyncio thread, before a request reaches the core; a caller over
 its rate gets RESOURCE_EXHAUSTED and can retry after a short wait.
@@ -7,6 +8,7 @@ its rate gets RESOURCE_EXHAUSTED and can retry after a short wait.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 
@@ -39,6 +41,13 @@ class RateLimiter:
         bucket.tokens -= 1
         return True
 
+    def charge(self, key: str, cost: float) -> None:
+        """Take ``cost`` more requests' worth from the bucket of ``key`` (just allowed a
+        request), into debt if need be: its next requests wait until it has refilled."""
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.tokens -= cost
+
     def _forget(self, now: float) -> None:
         """Drop the buckets that have refilled: they hold no information."""
         full = [
@@ -48,3 +57,26 @@ class RateLimiter:
         ]
         for k in full:
             del self._buckets[k]
+
+
+class StreamQuota:
+    """At most ``most`` streams open at once per key. grpc refuses every new call, anyone's,
+    once the server holds ``maximum_concurrent_rpcs``: without a quota one caller's idle
+    streams would shut everyone else out."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._open: Counter[str] = Counter()
+
+    def take(self, key: str) -> bool:
+        """Count a new stream of ``key``; False (nothing counted) when it holds ``most``."""
+        if self._open[key] >= self.most:
+            return False
+        self._open[key] += 1
+        return True
+
+    def give_back(self, key: str) -> None:
+        """A stream that :meth:`take` counted has ended."""
+        self._open[key] -= 1
+        if self._open[key] <= 0:
+            del self._open[key]

@@ -63,7 +63,8 @@ class Lockstep:
 
     @property
     def over(self) -> bool:
-        return all(r == math.inf for r in self.reached.values())
+        """Every game of the pair is here and has ended (then its seed may be shown)."""
+        return len(self.games) >= self.size and all(r == math.inf for r in self.reached.values())
 
     def _wake(self) -> None:
         self._moved.set()

@@ -88,6 +88,8 @@ BEGIN
 END
 $$ LANGUAGE plpgsql""",
     ],
+    # a seat counts as its match's creator for limits (server.arbiter.Principal)
+    5: "ALTER TABLE seat_tokens ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
 }
 
 

@@ -97,6 +97,9 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     if not game.events:
         return
     last = game.events[-1].snapshot
+    if game.white_seat is None:  # no GAME_STARTED read (an ended game: its last entry only)
+        game.white_seat = last.white_seat
+        game.roller.client_seeds = last.client_seeds
     game.status = last.status
     game.position = last.position
     game.turn_id = last.turn_id

@@ -7,6 +7,8 @@ it through a generic handler: the bytes on the wire are identical.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import grpc
 from grpc_reflection.v1alpha import _async as reflection_aio
 from grpc_reflection.v1alpha import reflection
@@ -15,16 +17,23 @@ from grpc_reflection.v1alpha import reflection_pb2 as messages
 V1 = "grpc.reflection.v1.ServerReflection"
 
 
-def enable_reflection(service_names: list[str], server: grpc.aio.Server) -> None:
-    """Serve reflection (v1 and v1alpha) listing ``service_names`` and the two itself."""
+def enable_reflection(
+    service_names: list[str],
+    server: grpc.aio.Server,
+    wrap: Callable[[grpc.RpcMethodHandler], grpc.RpcMethodHandler] = lambda handler: handler,
+) -> None:
+    """Serve reflection (v1 and v1alpha) listing ``service_names`` and the two itself;
+    ``wrap`` wraps its handler (e.g. server.service.held_streams)."""
     names = [*service_names, V1, reflection.SERVICE_NAME]
-    reflection.enable_server_reflection(names, server)
     servicer = reflection_aio.ReflectionServicer(names)
-    handler = grpc.stream_stream_rpc_method_handler(
-        servicer.ServerReflectionInfo,
-        request_deserializer=messages.ServerReflectionRequest.FromString,
-        response_serializer=messages.ServerReflectionResponse.SerializeToString,
+    handler = wrap(
+        grpc.stream_stream_rpc_method_handler(
+            servicer.ServerReflectionInfo,
+            request_deserializer=messages.ServerReflectionRequest.FromString,
+            response_serializer=messages.ServerReflectionResponse.SerializeToString,
+        )
     )
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(V1, {"ServerReflectionInfo": handler}),)
-    )
+    for service in (V1, reflection.SERVICE_NAME):
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, {"ServerReflectionInfo": handler}),)
+        )

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
+import ipaddress
 import logging
+import math
 import time
+import weakref
 from collections.abc import AsyncIterator
 from functools import partial
 from urllib.parse import unquote
@@ -27,13 +32,14 @@ from server.bridge import CLOSE, Bridge, Encoded
 from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
 from server.fronted import Front
 from server.journal import Event, EventType
-from server.ladder import LadderOptions
-from server.limits import RateLimiter
+from server.ladder import Ladder, LadderOptions
+from server.limits import RateLimiter, StreamQuota
 from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
 HEARTBEAT_S = 15.0
+RELOAD_S = 1.0  # several instances: standings read a ladder's books back this often at most
 MAX_NOTATION = 200
 PLAYER_EVENT = {
     Note.GAME_ASSIGNED: api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
@@ -45,13 +51,69 @@ PLAYER_EVENT = {
 
 
 def peer_address(context: grpc.aio.ServicerContext, front: Front | None = None) -> str:
-    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"); behind a
-    ``front``, the peer it vouches for (server.fronted)."""
+    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"), for limits:
+    an IPv6 host counts by its /64 (one subscriber's usual share: 2^64 addresses, else a
+    budget each), an IPv4-mapped one as IPv4; behind a ``front``, the peer it vouches for
+    (server.fronted)."""
     peer = unquote((context.peer() if front is None else front.peer(context)) or "")
     kind, _, rest = peer.partition(":")
-    if kind in ("ipv4", "ipv6"):
-        return rest.rpartition(":")[0].strip("[]")
-    return peer
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    host = rest.rpartition(":")[0].strip("[]")
+    if kind == "ipv6":
+        with contextlib.suppress(ValueError):
+            ip = ipaddress.IPv6Address(host.partition("%")[0])
+            mapped = ip.ipv4_mapped
+            return str(mapped) if mapped else str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return host
+
+
+def too_many(streams: StreamQuota) -> str:
+    """The refusal of a call over its caller's quota of streams and waiting calls."""
+    return f"at most {streams.most} streams and waiting calls per caller; end some first"
+
+
+def held_streams(streams: StreamQuota, front: Front | None = None):
+    """Wraps a handler of another service (health's Watch, reflection) so that each of its
+    streams holds a place in its peer address's quota (the one anonymous calls share)
+    while it is open; grpc refuses everyone once the server holds its limit of calls."""
+
+    def wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        if not handler.response_streaming:
+            return handler
+        kind = "stream_stream" if handler.request_streaming else "unary_stream"
+        behaviour = getattr(handler, kind)
+
+        async def place(context) -> str:
+            key = Caller(None, peer_address(context, front)).key
+            if not streams.take(key):
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    too_many(streams),
+                )
+            return key
+
+        if inspect.isasyncgenfunction(behaviour):
+
+            async def held(request, context):
+                key = await place(context)
+                try:
+                    async for item in behaviour(request, context):
+                        yield item
+                finally:
+                    streams.give_back(key)
+        else:  # it writes with context.write
+
+            async def held(request, context):
+                key = await place(context)
+                try:
+                    return await behaviour(request, context)
+                finally:
+                    streams.give_back(key)
+
+        return handler._replace(**{kind: held})
+
+    return wrap
 
 
 def bad_enum(msg: Message) -> str | None:
@@ -188,10 +250,13 @@ class Limited:
             )
         return caller
 
-    async def _call(self, context, request: Message, fn, *args, caller: bool = False):
-        """Check the call, then run ``fn(*args)`` in the core (``fn(caller, *args)`` when
-        ``caller``); a refusal becomes the gRPC status it names."""
-        who = await self._caller(context, request)
+    async def _call(
+        self, context, request: Message, fn, *args, caller: bool = False, who: Caller | None = None
+    ):
+        """Check the call (unless ``who`` was checked already), then run ``fn(*args)`` in the
+        core (``fn(caller, *args)`` when ``caller``); a refusal becomes the gRPC status it
+        names."""
+        who = who or await self._caller(context, request)
         if caller and who.principal is None and bearer(context):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown token")
         try:
@@ -207,11 +272,34 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         arbiter: Arbiter,
         bridge: Bridge,
         limiter: RateLimiter,
+        streams: StreamQuota,
         heartbeat_s: float = HEARTBEAT_S,
         front: Front | None = None,
     ) -> None:
         super().__init__(arbiter, bridge, limiter, front)
         self.heartbeat_s = heartbeat_s
+        self.streams = streams
+
+    @contextlib.asynccontextmanager
+    async def _held(self, context, request: Message) -> AsyncIterator[Caller]:
+        """Check a call and hold its place in its caller's quota while it runs (streams,
+        and plays and resignations, which may wait on the game: a sealed play for its
+        pair's other game); the operator has no quota. RESOURCE_EXHAUSTED when the caller
+        holds too many."""
+        who = await self._caller(context, request)
+        counted = not who.admin
+        if counted and not self.streams.take(who.key):
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                too_many(self.streams),
+            )
+        try:
+            yield who
+        finally:
+            if counted:
+                self.streams.give_back(who.key)
 
     async def RegisterPlayer(self, request, context):
         player_id, token = await self._call(
@@ -300,90 +388,98 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
     async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
-        queue: asyncio.Queue = asyncio.Queue()
-        sink = self.bridge.sink(queue)
+        async with self._held(context, request) as who:
+            queue: asyncio.Queue = asyncio.Queue()
+            sink = self.bridge.sink(queue)
 
-        async def subscribe(*args):  # in the trio thread
-            game, seat, backlog, live = await self.arbiter.subscribe_game(*args)
-            # Live events are encoded in the trio thread from here on. None reached the
-            # sink before: the game registers it last, without waiting.
-            sink.encode = partial(encoded_event, game.card, seat)
-            return game, seat, backlog, live
+            async def subscribe(*args):  # in the trio thread
+                game, seat, backlog, live = await self.arbiter.subscribe_game(*args)
+                # Live events are encoded in the trio thread from here on. None reached the
+                # sink before: the game registers it last, without waiting.
+                sink.encode = partial(encoded_event, game.card, seat)
+                return game, seat, backlog, live
 
-        game, seat, backlog, live = await self._call(
-            context,
-            request,
-            subscribe,
-            bearer(context),
-            request.game_id,
-            request.after_seq,
-            request.from_start,
-            sink,
-            request.client_seed,
-            request.filter == api.EVENT_FILTER_OWN_TURNS,
-        )
-        card = game.card
-        seq = backlog[-1].seq if backlog else request.after_seq
-        streams = self.arbiter.metrics.streams.labels("game")
-        streams.inc()
-        idle = Heartbeat(queue, self.heartbeat_s)
-        try:
-            for event in backlog:
-                yield encoded_event(card, seat, event)
-            backlog = event = None  # not held for the stream's life (an idle game's memory)
-            idle.sent()
-            while live:
-                item = await queue.get()
-                if item is BEAT:
-                    snap = await self.bridge.call(game.snapshot)
-                    beat = Event(seq, EventType.HEARTBEAT, time.time(), snap)
-                    yield encoded_event(card, seat, beat)
-                    idle.sent()
-                    continue
-                if item is CLOSE:
-                    return
-                seq = item.seq
-                if item.turn is not None and self.front is None:  # (else the front tells)
-                    # this seat's turn: its clock runs from the send
-                    item.sent = partial(self._turn_sent, game.id, item.turn)
-                yield item
+            game, seat, backlog, live = await self._call(
+                context,
+                request,
+                subscribe,
+                bearer(context),
+                request.game_id,
+                request.after_seq,
+                request.from_start,
+                sink,
+                request.client_seed,
+                request.filter == api.EVENT_FILTER_OWN_TURNS,
+                who=who,
+            )
+            # a replay reads, decodes and encodes every event: each message beyond the
+            # first counts as a request
+            self.limiter.charge(who.key, max(0, len(backlog) - 1))
+            card = game.card
+            seq = backlog[-1].seq if backlog else request.after_seq
+            streams = self.arbiter.metrics.streams.labels("game")
+            streams.inc()
+            idle = Heartbeat(queue, self.heartbeat_s)
+            try:
+                for event in backlog:
+                    yield encoded_event(card, seat, event)
+                backlog = event = None  # not held for the stream's life (an idle game's memory)
                 idle.sent()
-        finally:
-            idle.cancel()
-            streams.dec()
-            if live:
-                self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
+                while live:
+                    item = await queue.get()
+                    if item is BEAT:
+                        snap = await self.bridge.call(game.snapshot)
+                        beat = Event(seq, EventType.HEARTBEAT, time.time(), snap)
+                        yield encoded_event(card, seat, beat)
+                        idle.sent()
+                        continue
+                    if item is CLOSE:
+                        return
+                    seq = item.seq
+                    if item.turn is not None and self.front is None:  # (else the front tells)
+                        # this seat's turn: its clock runs from the send
+                        item.sent = partial(self._turn_sent, game.id, item.turn)
+                    yield item
+                    idle.sent()
+            finally:
+                idle.cancel()
+                streams.dec()
+                if live:
+                    self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
 
     def _turn_sent(self, game_id: str, turn: int) -> None:
         """Called as a TURN_STARTED's bytes are handed to the transport (server.clock)."""
         self.bridge.call_soon(self.arbiter.turn_sent, game_id, turn, self.arbiter.arrivals.now())
 
     async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:
-        queue: asyncio.Queue = asyncio.Queue()
-        token = bearer(context)
-        sink = self.bridge.sink(queue)
-        backlog = await self._call(context, request, self.arbiter.subscribe_player, token, sink)
-        streams = self.arbiter.metrics.streams.labels("player")
-        streams.inc()
-        idle = Heartbeat(queue, self.heartbeat_s)
-        try:
-            for note in backlog:
-                yield player_event(note)
-            idle.sent()
-            while True:
-                item = await queue.get()
-                if item is CLOSE:
-                    return
-                yield (
-                    api.PlayerEvent(type=api.PLAYER_EVENT_TYPE_HEARTBEAT)
-                    if item is BEAT
-                    else player_event(item)
-                )
+        async with self._held(context, request) as who:
+            queue: asyncio.Queue = asyncio.Queue()
+            token = bearer(context)
+            sink = self.bridge.sink(queue)
+            backlog = await self._call(
+                context, request, self.arbiter.subscribe_player, token, sink, who=who
+            )
+            streams = self.arbiter.metrics.streams.labels("player")
+            streams.inc()
+            idle = Heartbeat(queue, self.heartbeat_s)
+            try:
+                for note in backlog:
+                    yield player_event(note)
                 idle.sent()
-        finally:
-            idle.cancel()
-            streams.dec()
-            self.bridge.call_soon(self.arbiter.unsubscribe_player, token, sink)
+                while True:
+                    item = await queue.get()
+                    if item is CLOSE:
+                        return
+                    yield (
+                        api.PlayerEvent(type=api.PLAYER_EVENT_TYPE_HEARTBEAT)
+                        if item is BEAT
+                        else player_event(item)
+                    )
+                    idle.sent()
+            finally:
+                idle.cancel()
+                streams.dec()
+                self.bridge.call_soon(self.arbiter.unsubscribe_player, who.principal, sink)
 
     async def SubmitPlay(self, request, context):
         which = request.WhichOneof("play")
@@ -400,17 +496,19 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         at, sent = (None, None) if self.front is None else self.front.arrival(context)
         arrival = self.arbiter.arrivals.stamp(request.game_id, at, sent)
         try:
-            answer = await self._call(
-                context,
-                request,
-                self.arbiter.submit_play,
-                bearer(context),
-                request.game_id,
-                request.turn_id,
-                text if which == "notation" else None,
-                text if which == "end_position" else None,
-                arrival,
-            )
+            async with self._held(context, request) as who:
+                answer = await self._call(
+                    context,
+                    request,
+                    self.arbiter.submit_play,
+                    bearer(context),
+                    request.game_id,
+                    request.turn_id,
+                    text if which == "notation" else None,
+                    text if which == "end_position" else None,
+                    arrival,
+                    who=who,
+                )
         finally:
             if self.arbiter.arrivals.settle(arrival):  # refused before it reached the core
                 self.bridge.call_soon(self.arbiter.arrival_settled, arrival)
@@ -422,9 +520,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         )
 
     async def Resign(self, request, context):
-        result = await self._call(
-            context, request, self.arbiter.resign, bearer(context), request.game_id
-        )
+        async with self._held(context, request) as who:
+            result = await self._call(
+                context, request, self.arbiter.resign, bearer(context), request.game_id, who=who
+            )
         return api.ResignResponse(result=wire.result_pb(result))
 
 
@@ -464,6 +563,10 @@ def player_event(note: PlayerNote) -> api.PlayerEvent:
 
 
 class LadderService(Limited, ladder_grpc.LadderServiceServicer):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._reloaded: dict[str, float] = {}  # ladder -> when its books were read back
+
     async def CreateLadder(self, request, context):
         o = request.options
         given = {
@@ -505,9 +608,16 @@ class LadderService(Limited, ladder_grpc.LadderServiceServicer):
 
     async def _reload(self, context, request) -> None:
         """Several instances: the ladder's books as the store has them, the same on every
-        instance."""
-        if self.arbiter.cluster is not None:
-            await self._call(context, request, self.arbiter.reload_ladders, request.ladder)
+        instance; read back at most every RELOAD_S per ladder (anyone may ask, and it
+        reads every result of the ladder)."""
+        if self.arbiter.cluster is None:
+            return
+        now = time.monotonic()
+        if now < self._reloaded.get(request.ladder, -math.inf) + RELOAD_S:
+            return
+        if request.ladder in self.arbiter.ladders:  # (a name unknown here: asked each time)
+            self._reloaded[request.ladder] = now
+        await self._call(context, request, self.arbiter.reload_ladders, request.ladder)
 
 
 def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:
@@ -562,9 +672,22 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
     return out
 
 
+# ladder -> (its books' version, its crosstable); read and written in the trio thread only
+_CROSSTABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def crosstable_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetCrosstableResponse:
-    """Runs in the trio thread: head-to-head records for every two bots that met."""
+    """Runs in the trio thread: head-to-head records for every two bots that met, built
+    once per change of the ladder's books (for 100 bots that met, 9,900 cells: ~0.1 s)."""
     ladder = arbiter.ladder(name)
+    cached = _CROSSTABLES.get(ladder)
+    if cached is not None and cached[0] == ladder.books:
+        return cached[1]
+    table = _CROSSTABLES[ladder] = (ladder.books, _crosstable(ladder))
+    return table[1]
+
+
+def _crosstable(ladder: Ladder) -> ladder_pb.GetCrosstableResponse:
     return ladder_pb.GetCrosstableResponse(
         cells=[
             ladder_pb.CrosstableCell(

@@ -44,6 +44,10 @@ log = logging.getLogger("nardy.server")
 # A turn's time runs from when the mover's stream sent it, at most this long after the core
 # announced it (a slow or stalled reader of its own stream gains no more than this).
 MAX_SEND_DELAY_S = 2.0
+# A resend to an ended game is answered from its journal's last events (read back from the
+# store, for anyone holding a seat token): the last play's TURN_STARTED and PLAY_MADE and
+# what ended the game after it. An earlier turn of an ended game is just over.
+RESEND_TAIL = 4
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,8 @@ class Host(Protocol):
         says when."""
         ...
 
-    async def load_events(self, game_id: str, rules: Variant) -> list[Event]:
-        """The journaled events of a game, in order."""
+    async def load_events(self, game_id: str, rules: Variant, tail: int = 0) -> list[Event]:
+        """The journaled events of a game, in order (``tail``: the last ones only)."""
         ...
 
     async def game_created(self, game: GameSession) -> None:
@@ -217,6 +221,7 @@ class GameSession:
         self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
+        self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
         self._offer: tuple = ((), {}, {})  # see _offered
         self.throws: tuple[tuple[int, int], ...] = ()
 
@@ -253,10 +258,11 @@ class GameSession:
         """The seq of the last event told (and journaled)."""
         return self.released or len(self.events)
 
-    async def history(self) -> list[Event]:
-        """Every event told so far (an ended game's are read back from the journal)."""
+    async def history(self, tail: int = 0) -> list[Event]:
+        """Every event told so far (an ended game's are read back from the journal: with
+        ``tail``, only its last ``tail`` events)."""
         if self.released:
-            return await self.match.host.load_events(self.id, self.variant)
+            return await self.match.host.load_events(self.id, self.variant, tail)
         return list(self.events)
 
     async def subscribe(
@@ -666,9 +672,8 @@ class GameSession:
         """Check and make a play for ``turn_id``, charged up to its ``arrival`` at the
         transport (now, if not given); answered once it is durable; idempotent for the
         same play (in an ended game too: its answers are read back from the journal)."""
-        pending = self._committing
-        if pending is not None and turn_id == self.turn_id:
-            await pending.wait()  # the same turn is being stored: answer after its fate
+        while (pending := self._committing) is not None and turn_id == self.turn_id:
+            await pending.wait()  # the same turn is being sealed or stored: its fate first
         answer = self.accepted.get(turn_id) or await self._journaled_answer(turn_id)
         if answer is not None:
             requested = await self._requested_end(turn_id, notation, end)
@@ -700,6 +705,7 @@ class GameSession:
         before = (clock.bank_ms, clock.started)
         used = clock.charge(arrived)
         try:
+            await self._seal()
             answer = await self._apply(play, mover, automatic=False, used_ms=used)
         except ArbiterError:  # not stored: the clock runs on as if the play never arrived
             clock.bank_ms, clock.started = before
@@ -710,6 +716,31 @@ class GameSession:
         self.plays_made[mover] += 1
         return answer
 
+    async def _seal(self) -> None:
+        """A duplicate pair's games are mirrors (the same dice, the seats swapped): a play
+        is made only once every other game of the pair has played the same throw (or
+        ended), so that nobody sees it while the mirrored turn is still open (a bot would
+        copy its opponent's play). Meanwhile the mover's clock is stopped and the play is
+        neither told nor shown; the game's end (resignation, void) unseals it."""
+        pair = self.match.pair
+        if pair is None:
+            return
+        sealed = self._committing = trio.Event()
+        try:
+            with trio.CancelScope() as self._seal_scope:
+                await pair.at(self, self.roller.rolled)
+        finally:
+            self._committing = None
+            sealed.set()
+        if self.result is not None:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "the game is over")
+        if self.match.stopping:
+            raise ArbiterError(Code.UNAVAILABLE, "the game stopped here; retry")
+
+    def unseal(self) -> None:
+        """The game ends (or stops here): a sealed play waits no more (see _seal)."""
+        self._seal_scope.cancel()
+
     async def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
         if end is not None:
             try:
@@ -719,11 +750,12 @@ class GameSession:
         return await self._replay_end(turn_id, notation)
 
     async def _journaled_answer(self, turn_id: int) -> Accepted | None:
-        """The answer to ``turn_id``'s play in an ended game, read back from its journal
-        (an ended game keeps no answers in memory; see release)."""
+        """The answer to ``turn_id``'s play in an ended game, read back from the end of its
+        journal (an ended game keeps no answers in memory; see release); None for a turn
+        before the last play's (see RESEND_TAIL)."""
         if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
             return None
-        for event in reversed(await self.history()):
+        for event in reversed(await self.history(RESEND_TAIL)):
             play = event.play
             if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
                 return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
@@ -731,7 +763,7 @@ class GameSession:
 
     async def _replay_end(self, turn_id: int, notation: str | None) -> Any:
         """The end position ``notation`` would have given on an already played turn."""
-        for event in reversed(await self.history()):
+        for event in reversed(await self.history(RESEND_TAIL)):
             if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
                 snap = event.snapshot
                 try:
@@ -777,6 +809,17 @@ class GameSession:
             self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
             self._wake.set()
 
+    def absent_loses(self, white_seat: int) -> GameResult:
+        """The seat that never came loses by abandonment, nothing thrown, ``white_seat``
+        playing white (a ladder game whose other seat came; the caller finishes it)."""
+        self.white_seat = white_seat
+        (here,) = self.present
+        absent = self.color_of(1 - here)
+        assert absent is not None
+        self.result = self.variant.forfeit(self.position, absent, Termination.ABANDONMENT)
+        self.log("%s lost: its seat never came", absent.name.lower())
+        return self.result
+
     async def resign(self, seat: int) -> GameResult:
         """Resign for ``seat``: answered once the finished game is journaled."""
         if self.status is not Status.IN_PROGRESS or self.result is not None:
@@ -797,6 +840,7 @@ class GameSession:
     async def _end(self, status: Status, kind: EventType) -> None:
         """Journal the game's last event (after a play still being stored)."""
         self.open_turn = False
+        self.unseal()
         if self._committing is not None:
             await self._committing.wait()
         self.status = status
@@ -826,7 +870,7 @@ class GameSession:
         """An ended game keeps its events in the journal only: they are read back when
         someone replays the game, so a ladder that runs for weeks does not fill memory.
         So are the answers to its plays (for an idempotent re-send, see submit)."""
-        self.released = len(self.events)
+        self.released = self.events[-1].seq if self.events else 0
         self.events = []
         self.accepted = {}
         self.legal = ()
@@ -944,6 +988,7 @@ class MatchSession:
         """Stop the match's task where it is, writing nothing more: another instance took
         it over (its writes would be refused anyway, see server/cluster.py)."""
         self._halted = True
+        self.current.unseal()
         if self._scope is not None:
             self._scope.cancel()
 
@@ -966,16 +1011,23 @@ class MatchSession:
             else:
                 with trio.move_on_after(self.start_timeout):
                     await game.all_present.wait()
-                if not game.all_present.is_set():
+                if game.all_present.is_set():
+                    game.fix_client_seeds()
+                    await game.throw_gate()
+                    white, throws = game.planned_white, []
+                    if white is None:
+                        opening = partial(opening_throw, game.roller.die)
+                        white, throws = self.match.next_white(opening)
+                    result = await game.run(white, throws)
+                elif self.ladder and len(game.present) == 1:
+                    # a ladder bot learns its opponent before it comes: were a seat that
+                    # does not come let off, a bot would play only the opponents it likes
+                    white = 0 if game.planned_white is None else game.planned_white
+                    result = game.absent_loses(white)
+                else:
                     await game.abort("a seat did not arrive in time")
                     await self.host.game_over(game)
                     return
-                game.fix_client_seeds()
-                await game.throw_gate()
-                white, throws = game.planned_white, []
-                if white is None:
-                    white, throws = self.match.next_white(partial(opening_throw, game.roller.die))
-                result = await game.run(white, throws)
             self.match.record(white, result)
             if not self.match.over:
                 nxt = GameSession(self, self.new_id(), game.number + 1)

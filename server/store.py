@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import queue
 import sqlite3
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 Write = tuple[str, tuple]  # one statement and its parameters
 
@@ -111,10 +112,10 @@ def set_setting(key: str, value: str) -> Write:
     )
 
 
-def add_seat_token(match_id: str, seat: int, token_hash: str) -> Write:
+def add_seat_token(match_id: str, seat: int, token_hash: str, creator: str) -> Write:
     return (
-        "INSERT INTO seat_tokens (match_id, seat, token_hash) VALUES (?,?,?)",
-        (match_id, seat, token_hash),
+        "INSERT INTO seat_tokens (match_id, seat, token_hash, creator) VALUES (?,?,?,?)",
+        (match_id, seat, token_hash, creator),
     )
 
 
@@ -218,8 +219,8 @@ class Reader:
         """(match id, game id, status) of every stored game."""
         return await self.store.query("SELECT match_id, id, status FROM games")
 
-    async def seat_tokens(self) -> list[tuple[str, int, str]]:
-        return await self.store.query("SELECT match_id, seat, token_hash FROM seat_tokens")
+    async def seat_tokens(self) -> list[tuple[str, int, str, str]]:
+        return await self.store.query("SELECT match_id, seat, token_hash, creator FROM seat_tokens")
 
     async def matches(self) -> list[dict]:
         cols = ", ".join(journal.MATCH_COLUMNS)
@@ -242,12 +243,13 @@ class Reader:
         rows = await self.store.query("SELECT match_id FROM games WHERE id=?", (game_id,))
         return rows[0][0] if rows else None
 
-    async def seat_token(self, digest: str) -> tuple[str, int] | None:
-        """(match id, seat) of a seat token's hash (None: no such token)."""
+    async def seat_token(self, digest: str) -> tuple[str, int, str] | None:
+        """(match id, seat, creator's limits key) of a seat token's hash (None: no such
+        token)."""
         rows = await self.store.query(
-            "SELECT match_id, seat FROM seat_tokens WHERE token_hash=?", (digest,)
+            "SELECT match_id, seat, creator FROM seat_tokens WHERE token_hash=?", (digest,)
         )
-        return (rows[0][0], rows[0][1]) if rows else None
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
     async def unfinished_games(self) -> list[tuple[str, dict]]:
         """(game id, its match row) of every game not yet over, oldest first."""
@@ -258,6 +260,19 @@ class Reader:
             (int(journal.Status.WAITING), int(journal.Status.IN_PROGRESS)),
         )
         return [(row[0], journal.decode_match(row[1:])) for row in rows]
+
+    async def pair_playing(self, pair_id: str) -> bool:
+        """Whether a game of the ladder pair ``pair_id`` is not over yet."""
+        rows = await self.store.query(
+            "SELECT 1 FROM games g JOIN matches m ON m.id = g.match_id "
+            "WHERE g.status IN (?, ?) AND m.options LIKE ? LIMIT 1",
+            (
+                int(journal.Status.WAITING),
+                int(journal.Status.IN_PROGRESS),
+                f'%"pair_id": {json.dumps(pair_id)}%',  # (as journal.encode_match writes it)
+            ),
+        )
+        return bool(rows)
 
     async def match_games(self, match_id: str) -> list[tuple]:
         """Each game of a match with its journal entries and stored status, in order:
@@ -271,15 +286,41 @@ class Reader:
             for game_id, number, seed, status in rows
         ]
 
-    async def entries(self, game_id: str) -> list[tuple[int, int, float, dict]]:
+    async def match_ends(self, match_id: str) -> list[tuple]:
+        """As :meth:`match_games`, each game with its last journal entry only (an ended
+        match, read back to be looked at), in one read however long the match."""
         rows = await self.store.query(
-            "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq", (game_id,)
+            "SELECT g.id, g.number, g.server_seed, g.status, e.seq, e.type, e.time, e.data "
+            "FROM games g LEFT JOIN events e ON e.game_id = g.id AND e.seq = "
+            "(SELECT MAX(seq) FROM events WHERE game_id = g.id) "
+            "WHERE g.match_id=? ORDER BY g.number",
+            (match_id,),
         )
+        return [
+            (
+                game_id,
+                number,
+                seed,
+                [] if seq is None else [(seq, kind, t, journal.entry_of(data))],
+                status,
+            )
+            for game_id, number, seed, status, seq, kind, t, data in rows
+        ]
+
+    async def entries(self, game_id: str, *, tail: int = 0) -> list[tuple[int, int, float, dict]]:
+        """A game's journal entries in order (``tail``: its last ``tail`` entries only)."""
+        if tail:
+            sql = "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq DESC"
+            rows = (await self.store.query(f"{sql} LIMIT {int(tail)}", (game_id,)))[::-1]
+        else:
+            sql = "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq"
+            rows = await self.store.query(sql, (game_id,))
         return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
 
-    async def events(self, game_id: str, rules: Variant) -> list[journal.Event]:
-        """A game's events, decoded for the rules of its variant."""
-        return [journal.decode_event(*entry, rules) for entry in await self.entries(game_id)]
+    async def events(self, game_id: str, rules: Variant, tail: int = 0) -> list[journal.Event]:
+        """A game's events (``tail``: its last ones only), decoded for its variant's rules."""
+        entries = await self.entries(game_id, tail=tail)
+        return [journal.decode_event(*entry, rules) for entry in entries]
 
 
 # -- the stores ---------------------------------------------------------------------------
@@ -404,6 +445,8 @@ CREATE TABLE IF NOT EXISTS events (
     3: "CREATE INDEX IF NOT EXISTS seat_tokens_hash ON seat_tokens (token_hash)",
     # PostgreSQL's instances and leases (server/cluster.py); one SQLite file has one server
     4: "",
+    # a seat counts as its match's creator for limits (server.arbiter.Principal)
+    5: "ALTER TABLE seat_tokens ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
 }
 
 

@@ -148,7 +148,7 @@ class WebView:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler):
-        if not self.limiter.allow(request.remote or "?"):
+        if not self.limiter.allow(_who(request)):
             return web.Response(status=429, text="too many requests; slow down\n")
         try:
             response = await handler(request)
@@ -163,13 +163,16 @@ class WebView:
         return response
 
     # -- data ----------------------------------------------------------------------------
-    async def _game(self, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
+    async def _game(self, game_id: str, with_events: bool, who: str) -> tuple[pb.GameState, list]:
+        """The game and its events, built by the core unless cached; an ended game's are
+        read back from the store, and each counts against ``who``'s rate."""
         cached = self._replays.get(game_id)
         if cached is not None:
             self._replays.move_to_end(game_id)
             return cached
         state, events = await self.bridge.call(query_game, self.arbiter, game_id, with_events)
         if with_events and state.status in ENDED:  # an ended game never changes again
+            self.limiter.charge(who, len(events))  # (its events were read back)
             self._replays[game_id] = (state, events)
             while len(self._replays) > REPLAY_CACHE:
                 self._replays.popitem(last=False)
@@ -224,17 +227,17 @@ class WebView:
 
     async def game_page(self, request: web.Request) -> web.Response:
         game_id = request.match_info["id"]
-        body, title, ended = await self._game_body(game_id, _ply(request))
+        body, title, ended = await self._game_body(game_id, _ply(request), _who(request))
         if ended:
             return _html(_page(title, body))
         return _html(_page(title, _live(f"/fragment/game/{_q(game_id)}", body)))
 
     async def game_fragment(self, request: web.Request) -> web.Response:
-        body, _, _ = await self._game_body(request.match_info["id"], None)
+        body, _, _ = await self._game_body(request.match_info["id"], None, _who(request))
         return _html(body)
 
-    async def _game_body(self, game_id: str, ply: int | None) -> tuple[str, str, bool]:
-        state, events = await self._game(game_id, True)
+    async def _game_body(self, game_id: str, ply: int | None, who: str) -> tuple[str, str, bool]:
+        state, events = await self._game(game_id, True, who)
         replay = _replay(state, events)
         plays = replay.plays
         ended = state.status in ENDED
@@ -260,7 +263,7 @@ class WebView:
 
     async def board(self, request: web.Request) -> web.Response:
         game_id = request.match_info["id"]
-        state, events = await self._game(game_id, True)
+        state, events = await self._game(game_id, True, _who(request))
         replay = _replay(state, events)
         ply = _ply(request)
         if ply is not None and 0 <= ply <= len(replay.plays):
@@ -338,7 +341,7 @@ class WebView:
         )
 
     async def api_game(self, request: web.Request) -> web.Response:
-        state, events = await self._game(request.match_info["id"], True)
+        state, events = await self._game(request.match_info["id"], True, _who(request))
         return web.json_response(
             {
                 "state": MessageToDict(state),
@@ -362,6 +365,11 @@ class WebView:
 
     async def style(self, request: web.Request) -> web.Response:
         return web.Response(text=STYLE, content_type="text/css")
+
+
+def _who(request: web.Request) -> str:
+    """Whose rate a request counts against: its peer address."""
+    return request.remote or "?"
 
 
 # -- rendering ---------------------------------------------------------------------------

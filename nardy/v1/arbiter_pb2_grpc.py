@@ -29,9 +29,10 @@ if _version_not_supported:
 class ArbiterServiceStub:
     """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
     registered player holds its player token; an open seat holds a seat token; anyone else
-    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
-    their seats) are counted per verified identity, and per peer address for calls without a
-    valid token.
+    is anonymous. Limits (requests per second, registrations per hour, matches not yet over,
+    open streams) are counted per verified identity, and per peer address for calls without
+    a valid token; an open seat counts as whoever created its match (anyone may mint seat
+    tokens). Each message of a SubscribeGame backlog beyond the first counts as a request.
     """
 
     def __init__(self, channel):
@@ -100,9 +101,10 @@ class ArbiterServiceStub:
 class ArbiterServiceServicer:
     """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
     registered player holds its player token; an open seat holds a seat token; anyone else
-    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
-    their seats) are counted per verified identity, and per peer address for calls without a
-    valid token.
+    is anonymous. Limits (requests per second, registrations per hour, matches not yet over,
+    open streams) are counted per verified identity, and per peer address for calls without
+    a valid token; an open seat counts as whoever created its match (anyone may mint seat
+    tokens). Each message of a SubscribeGame backlog beyond the first counts as a request.
     """
 
     def RegisterPlayer(self, request, context):
@@ -202,7 +204,8 @@ class ArbiterServiceServicer:
     def SubmitPlay(self, request, context):
         """Make the play for a turn. Idempotent: the same play (the same end position, in any
         notation) for the same turn again returns the same answer with `duplicate` set; a
-        different play for a turn already played is FAILED_PRECONDITION.
+        different play for a turn already played is FAILED_PRECONDITION. Once the game is
+        over, only its last play is answered again (earlier turns: FAILED_PRECONDITION).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -286,9 +289,10 @@ def add_ArbiterServiceServicer_to_server(servicer, server):
 class ArbiterService:
     """Roles. The operator holds the admin token given to (or printed by) `nardy serve`; a
     registered player holds its player token; an open seat holds a seat token; anyone else
-    is anonymous. Limits (requests per second, registrations per hour, matches waiting for
-    their seats) are counted per verified identity, and per peer address for calls without a
-    valid token.
+    is anonymous. Limits (requests per second, registrations per hour, matches not yet over,
+    open streams) are counted per verified identity, and per peer address for calls without
+    a valid token; an open seat counts as whoever created its match (anyone may mint seat
+    tokens). Each message of a SubscribeGame backlog beyond the first counts as a request.
     """
 
     @staticmethod

@@ -9,6 +9,7 @@ by throw number the fast game is never ahead.
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import grpc
@@ -20,6 +21,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server import ladder as ladder_module
 from server.app import EmbeddedServer
 from server.lockstep import Lockstep
 
@@ -39,6 +41,45 @@ async def games_of(client: Client) -> list[str]:
         if len(games) == 2:
             return games
     raise AssertionError("the player stream ended")
+
+
+@asynccontextmanager
+async def mirrored_turn(srv: EmbeddedServer, ladder: str, turn_time_ms: int):
+    """Bots A and B in a ladder's one pair on ``srv``, every seat followed: at the pair's
+    first offered throw, yields (a, b, mine, theirs, turn): A moves in game ``mine`` and B
+    in ``theirs``, from ``turn`` (B's state there)."""
+    async with Client(srv.address, srv.admin_token) as op:
+        await op.create_ladder(ladder, turn_time_ms=turn_time_ms, max_games=2)
+        tokens = {n: await Client(srv.address, srv.admin_token).register(n) for n in "AB"}
+    a, b = (Client(srv.address, tokens[n]) for n in "AB")
+    first: dict[str, tuple[Client, pb.GameState]] = {}  # game -> its first mover, turn
+    both = trio.Event()
+
+    async def seat(client: Client, game_id: str) -> None:
+        async for ev in client.events(game_id):
+            if my_turn(ev) and game_id not in first:  # (forced turns are played for them)
+                first[game_id] = (client, ev.state)
+                if len(first) == 2:
+                    both.set()
+
+    try:
+        with trio.fail_after(60):
+            await a.join_ladder(ladder)
+            await b.join_ladder(ladder)
+            games = await games_of(a)
+            async with trio.open_nursery() as nursery:
+                for client in (a, b):
+                    for game_id in games:
+                        nursery.start_soon(seat, client, game_id)
+                await both.wait()  # one throw: A moves in one game, B in the other
+                mine, theirs = sorted(games, key=lambda g: first[g][0] is b)
+                assert first[mine][0] is a and first[theirs][0] is b
+                assert first[mine][1].turn_id == first[theirs][1].turn_id
+                yield a, b, mine, theirs, first[theirs][1]
+                nursery.cancel_scope.cancel()
+    finally:
+        a.close()
+        b.close()
 
 
 async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
@@ -269,3 +310,126 @@ async def test_the_two_matches_of_a_pair_are_stored_in_one_transaction(tmp_path)
     ]
     pair = [batch for batch in inserts if batch]
     assert len(games) == 2 and len(pair) == 1 and len(pair[0]) == 2, inserts
+
+
+async def test_a_bot_cannot_copy_its_opponents_play_from_the_mirrored_game(tmp_path):
+    """The two games of a pair are mirrors: the same dice, the seats swapped, so each throw
+    is played by one bot in one game and by the other bot in the other, from the same
+    position while the games stay alike. A bot that waits for its opponent's play in the
+    mirrored game and copies it splits every pair whatever its own skill. Each throw's
+    play is sealed: it is made (told, shown, answered) only once the other game has played
+    that throw too (or ended), so the copier learns its opponent's play too late."""
+    with EmbeddedServer(db=str(tmp_path / "m.db")) as srv:
+        async with mirrored_turn(srv, "mirror", 400) as (copier, honest, mine, theirs, turn):
+            await honest.submit(theirs, turn.turn_id, end_position=turn.legal_plays[0].end_position)
+            # the honest play is made: the copier looks at the mirrored game
+            seen = (await copier.get_game(theirs)).state
+            own = (await copier.get_game(mine)).state
+    assert seen.position != turn.position  # answered: the honest play is made, and shows
+    assert own.turn_id > turn.turn_id or own.status != pb.GAME_STATUS_IN_PROGRESS, (
+        "the opponent's play showed while the copier's turn of the same throw was open"
+    )
+
+
+async def test_a_ladder_bot_cannot_pick_its_opponents_by_not_coming(tmp_path, monkeypatch):
+    """A ladder bot learns its opponent's name (GAME_ASSIGNED) before it takes its seats.
+    A seat that never came voided its games without a loss, so a bot could play only the
+    opponents it likes and dodge the others, and keep them waiting. A seat that does not
+    come loses by abandonment (when the other seat came; neither: void)."""
+    monkeypatch.setattr(ladder_module, "START_TIMEOUT_MS", 300)
+    with EmbeddedServer(db=str(tmp_path / "d.db")) as srv:
+        async with Client(srv.address, srv.admin_token) as op:
+            await op.create_ladder("dodge", turn_time_ms=60_000, max_games=2)
+            tokens = {
+                n: await Client(srv.address, srv.admin_token).register(n)
+                for n in ("strong", "dodger")
+            }
+        strong, dodger = (Client(srv.address, tokens[n]) for n in ("strong", "dodger"))
+        with trio.fail_after(60):
+            await dodger.join_ladder("dodge")
+            await strong.join_ladder("dodge")
+            games = await games_of(strong)
+            ends = []
+
+            async def come(game_id: str) -> None:  # the strong bot comes; the dodger never
+                async for ev in strong.events(game_id):
+                    if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+                        ends.append(ev)
+
+            async with trio.open_nursery() as nursery:
+                for game_id in games:
+                    nursery.start_soon(come, game_id)
+            standings = await strong.standings("dodge")  # (counted as the end is told)
+        strong.close()
+        dodger.close()
+    assert [ev.type for ev in ends] == [pb.EVENT_TYPE_GAME_FINISHED] * 2
+    assert all(ev.state.result.termination == pb.TERMINATION_ABANDONMENT for ev in ends)
+    rows = {r.player.name: r for r in standings.rows}
+    assert (rows["strong"].wins, rows["dodger"].losses, rows["dodger"].disconnects) == (2, 2, 2)
+
+
+async def test_a_sealed_play_cannot_pile_up_open_calls(tmp_path):
+    """A sealed play's SubmitPlay waits for the other game, up to the mover's whole turn
+    there (24 h in a slow ladder), and so does each resend of it: a bot resending at its
+    full rate held thousands of calls open, and grpc refuses everyone's calls once the
+    server holds maximum_concurrent_rpcs. Plays and resignations hold a place in their
+    caller's quota while they run, as streams do."""
+    with EmbeddedServer(db=str(tmp_path / "q.db"), streams_per_caller=4) as srv:
+        async with mirrored_turn(srv, "piles", 60_000) as (waiter, sender, mine, theirs, turn):
+            play = api.SubmitPlayRequest(
+                game_id=theirs, turn_id=turn.turn_id, end_position=turn.legal_plays[0].end_position
+            )
+            # the play and three resends at once: sealed, they wait for the other game
+            calls = [
+                sender.stub.SubmitPlay.future(play, metadata=sender.metadata, timeout=30)
+                for _ in range(4)
+            ]
+            done: list = []  # the calls answered while the play is sealed
+            two = trio.Event()
+            token = trio.lowlevel.current_trio_token()
+
+            def answered(call) -> None:
+                def note() -> None:
+                    done.append(call)
+                    if len(done) == 2:
+                        two.set()
+
+                token.run_sync_soon(note)
+
+            for call in calls:
+                call.add_done_callback(answered)
+            with trio.move_on_after(10):  # (at once; none is, were they let pile up)
+                await two.wait()
+            refused = list(done)
+            await waiter.resign(mine)  # the other game is over: the play is made
+            answers = [await trio.to_thread.run_sync(c.result) for c in calls if c not in refused]
+    # two streams and two calls held: the others refused at once
+    assert [c.code() for c in refused] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2, refused
+    assert len(answers) == 2 and {a.end_position for a in answers} == {play.end_position}
+
+
+def test_a_crosstable_is_built_once_per_change_of_the_books(tmp_path):
+    """GetCrosstable (and the web view's ladder page, refreshed every second by each
+    viewer) built the crosstable in the trio thread on every call: for 100 bots that met,
+    9,900 cells, 93 ms of the core a call, for anyone at 1000 calls/s. It is built once
+    for each change of the ladder's books."""
+    from server.service import crosstable_pb
+
+    with EmbeddedServer(db=str(tmp_path / "x.db")) as srv:
+        auth = (("authorization", f"Bearer {srv.admin_token}"),)
+        with grpc.insecure_channel(srv.address) as ch:
+            ladder_grpc.LadderServiceStub(ch).CreateLadder(
+                lpb.CreateLadderRequest(name="x", options=lpb.LadderOptions(turn_time_ms=1000)),
+                metadata=auth,
+            )
+        first, again = (srv.call(crosstable_pb, srv.arbiter, "x") for _ in range(2))
+        assert again is first
+        srv.call(lambda: srv.arbiter.ladder("x").restore(_record("a", "b")))  # a result
+        changed = srv.call(crosstable_pb, srv.arbiter, "x")
+        assert changed is not first and len(changed.cells) == 2
+
+
+def _record(winner: str, loser: str):
+    from server.ladder import LadderGame
+
+    return LadderGame("p", "g", winner, loser, winner, 1, "oin", "normal", False, (0, 0), (0, 0))

@@ -48,6 +48,37 @@ async def create(client: Client, **fields):
     return r, (anonymous.with_token(r.first_seat_token), anonymous.with_token(r.second_seat_token))
 
 
+async def resigned(seats, game_id: str) -> str:
+    """Start a game (both seats subscribe) and resign it for the first seat at once; the id
+    of its match's next game ("" when the match is over)."""
+    streams = [seat.events(game_id) for seat in seats]
+    for stream in streams:
+        assert (await anext(stream)).type == pb.EVENT_TYPE_SNAPSHOT
+    async for ev in streams[0]:
+        if ev.type == pb.EVENT_TYPE_GAME_STARTED:
+            await seats[0].resign(game_id)
+        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+            break
+    for stream in streams:
+        await stream.aclose()
+    return ev.state.next_game_id
+
+
+def counting(store: type, table: str) -> tuple[type, list[int]]:
+    """A subclass of the ``store`` class noting how many rows each read of ``table``
+    returns (for ``EmbeddedServer(store_factory=...)``), and that list of counts."""
+    read: list[int] = []
+
+    class Counting(store):
+        async def query(self, sql, params=()):
+            rows = await super().query(sql, params)
+            if f"FROM {table}" in sql:
+                read.append(len(rows))
+            return rows
+
+    return Counting, read
+
+
 def execute(db: str, sql: str):
     """Run one statement on ``db`` over a connection of our own; the rows it returns."""
     if db.startswith("postgresql://"):

@@ -18,8 +18,9 @@ from server.app import EmbeddedServer
 from server.cluster import Cluster
 from server.pgstore import PostgresStore
 from server.store import LeaseLost
+from tests.ladder.test_lockstep import games_of
 
-from .conftest import execute, random_engine
+from .conftest import counting, execute, random_engine
 
 LEASE_S = 3.0  # short, so that failover tests are quick; long enough for a loaded machine
 
@@ -39,6 +40,20 @@ def pair(pg_db):
         EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S) as b,
     ):
         yield a, b
+
+
+async def ladder_bots(pair, ladder: str, **options) -> list[Client]:
+    """A ladder of one pair (made at the first instance) and a bot registered and joined at
+    each instance."""
+    a, b = pair
+    async with Client(a.address, a.admin_token) as op:
+        await op.create_ladder(ladder, max_games=2, **options)
+    bots = [Client(a.address), Client(b.address)]
+    for i, bot in enumerate(bots):
+        await bot.register(f"{ladder}{i}")
+    for bot in bots:
+        await bot.join_ladder(ladder)
+    return bots
 
 
 async def wait_for(check, what: str, timeout: float = 60.0):
@@ -175,13 +190,8 @@ async def test_a_game_run_elsewhere_is_redirected_and_the_sdk_follows(pair):
 async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair):
     a, b = pair
     async with Client(a.address, a.admin_token) as op_a, Client(b.address) as at_b:
-        await op_a.create_ladder("duo", max_games=2, turn_time_ms=30_000)
-        bots = [Client(a.address), Client(b.address)]
-        for i, bot in enumerate(bots):
-            await bot.register(f"bot{i}")
         # standings from either instance list both members once they joined anywhere
-        for bot in bots:
-            await bot.join_ladder("duo")
+        bots = await ladder_bots(pair, "duo", turn_time_ms=30_000)
         async with trio.open_nursery() as nursery:
             for i, bot in enumerate(bots):
                 nursery.start_soon(
@@ -197,3 +207,76 @@ async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair)
         assert standings[0].games_in_progress == 0
         for bot in bots:
             bot.close()
+
+
+async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(pair):
+    """The two games of a ladder pair share one server seed, revealed once both have ended:
+    the first game to end must not show it while its partner plays, on any instance. The
+    instance that does not run the pair read the ended game back from the store without
+    its partner, and showed the seed: every coming throw of the other game with it."""
+    a, b = pair
+    bots = await ladder_bots(pair, "secret", turn_time_ms=60_000)
+    games = await games_of(bots[0])
+    first, other = games
+    started = {g: trio.Event() for g in games}
+
+    async def seat(bot: Client, game_id: str) -> None:  # (resubscribes after a hand-over)
+        async for ev in bot.events(game_id):
+            if ev.type == pb.EVENT_TYPE_GAME_STARTED:
+                started[game_id].set()
+
+    async with trio.open_nursery() as nursery:
+        for bot in bots:
+            for g in games:
+                nursery.start_soon(seat, bot, g)
+        with trio.fail_after(60):
+            for g in games:
+                await started[g].wait()
+        # (retried: a pair may be handed to the other instance just after it starts)
+        await bots[0].call("Resign", api.ResignRequest(game_id=first), attempts=10)
+        for server in (a, b):
+            with grpc.insecure_channel(server.address) as ch:
+                stub = api_grpc.ArbiterServiceStub(ch)
+                ended = stub.GetGame(api.GetGameRequest(game_id=first), timeout=30).state
+                playing = stub.GetGame(api.GetGameRequest(game_id=other), timeout=30).state
+            assert ended.status == pb.GAME_STATUS_FINISHED
+            assert playing.status == pb.GAME_STATUS_IN_PROGRESS
+            assert not ended.server_seed, f"the pair's seed shown by {server.address}"
+        await bots[0].call("Resign", api.ResignRequest(game_id=other), attempts=10)
+        nursery.cancel_scope.cancel()
+
+    async def shown() -> bool:  # both ended: by every instance, for both games
+        seeds = set()  # (once both results are stored, just after their ends are told)
+        for server in (a, b):
+            with grpc.insecure_channel(server.address) as ch:
+                stub = api_grpc.ArbiterServiceStub(ch)
+                for g in games:
+                    state = stub.GetGame(api.GetGameRequest(game_id=g), timeout=30).state
+                    seeds.add(state.server_seed)
+        return len(seeds) == 1 and seeds != {""}
+
+    await wait_for(shown, "the seed shown everywhere")
+    for bot in bots:
+        bot.close()
+
+
+async def test_anyones_standings_requests_do_not_each_read_a_ladder_back(pg_db):
+    """Several instances: GetStandings and GetCrosstable read the ladder's books back from
+    the store, every result of the ladder (a ladder that ran for weeks: 100,000 records,
+    decoded in the trio thread), and anyone may ask 1000 times a second. The books are
+    read back at most once a second per ladder; standings may be a second behind."""
+    Counting, read = counting(PostgresStore, "ladder_games")  # ladder records read back
+
+    token = "operator-token-for-the-cluster-tests"
+    with (
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S) as a,
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=LEASE_S, store_factory=Counting) as b,
+    ):
+        async with Client(a.address, token) as op, Client(b.address) as stranger:
+            await op.create_ladder("busy", max_games=2)
+            await stranger.standings("busy")
+            read.clear()
+            for _ in range(20):
+                await stranger.standings("busy")
+                await stranger.crosstable("busy")
+    assert len(read) <= 4, read  # 40 requests

@@ -6,6 +6,7 @@ view's finished list — also after a restart."""
 
 from __future__ import annotations
 
+import grpc
 import pytest
 import trio
 
@@ -17,7 +18,9 @@ from nardy.v1 import game_pb2 as pb
 from server import arbiter as arbiter_module
 from server import catalogue
 from server.app import EmbeddedServer
-from tests.server.conftest import create
+from server.store import SQLiteStore
+from tests.server.conftest import counting, create, resigned
+from tests.server.test_trust import refused
 
 # White to move with one checker left on its 1-point: any throw ends the game (§4.6).
 LAST_CHECKER = "w/0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0,1"
@@ -155,7 +158,7 @@ async def test_a_restart_reads_back_only_the_newest_and_the_unfinished_games(db,
             assert listed == {waiting.game_id, *newest}
             oldest = (await client.get_game(ended[0].game_id)).state  # read back when asked
             assert oldest.status == pb.GAME_STATUS_FINISHED and oldest.result.winner
-            assert journals[-1] == ended[0].game_id
+            assert journals[-1] == ended[0].match_id  # its match's journal ends, in one read
 
 
 async def test_a_game_never_created_is_not_found_and_a_random_token_is_refused(db):
@@ -166,3 +169,113 @@ async def test_a_game_never_created_is_not_found_and_a_random_token_is_refused(d
             stranger = Client(server.address, shared=client.channel).with_token("x" * 43)
             with pytest.raises(Exception, match="unknown token"):
                 await stranger.get_game("0123456789ab")
+
+
+async def test_an_evicted_game_is_read_back_without_decoding_its_whole_match(
+    tmp_path, small_caches
+):
+    """Anyone may GetGame (or SubscribeGame) any game by id. An ended game out of the cache
+    was read back by decoding every event of every game of its match, synchronously in the
+    trio thread: one GetGame of a 45-game match froze the core for ~0.4 s, and a stranger
+    may ask again and again. Each game's last journal entry is all its state needs (a
+    replay reads the game's own events, on demand)."""
+    Counting, read = counting(SQLiteStore, "events")  # journal entries read back
+
+    with EmbeddedServer(db=str(tmp_path / "e.db"), store_factory=Counting) as server:
+        async with Client(server.address) as client:
+            r, seats = await create(client, target_points=5)
+            notes = seats[0].player_events()
+            assert (await anext(notes)).type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED
+            games, game_id = [], r.game_id
+            while game_id:  # the first seat resigns each game at once (mars): 3 games
+                games.append(game_id)
+                game_id = await resigned(seats, game_id)
+            async for note in notes:  # told once the match has left memory
+                if note.type == api.PLAYER_EVENT_TYPE_GAME_OVER and note.game_id == games[-1]:
+                    break
+            await notes.aclose()
+            assert len(games) == 3 and (await memory(server))["ended"] == 1
+            read.clear()
+            got = await client.get_game(games[0])
+            assert read == [len(games)]  # one read: one entry per game of the match
+            replay = [ev async for ev in client.events(games[0], from_start=True)]
+            assert got.state.status == pb.GAME_STATUS_FINISHED and got.state.result.points == 2
+            assert got.last_seq == replay[-1].seq == len(replay)
+            final = replay[-1].state
+            for field in ("position", "result", "white", "black", "server_seed", "client_seeds"):
+                assert getattr(got.state, field) == getattr(final, field), field
+            mine = (await seats[0].get_game(games[0])).state
+            assert mine.your_color == got.state.result.winner ^ 3  # the first seat resigned
+
+
+async def test_a_resend_to_an_ended_game_reads_only_the_end_of_its_journal(tmp_path):
+    """A seat may resend a play to an ended game (idempotent plays): the answer was found by
+    reading the game's whole journal back from the store and decoding it in the trio
+    thread, twice per call (~19 ms of server CPU for a 184-event game, 14 GetGames' worth),
+    and anyone may mint seat tokens of ended games of its own. A resend can only be of the
+    game's last play (its answer lost as the game ended): its journal's last entries."""
+    Counting, read = counting(SQLiteStore, "events")  # journal entries read back
+
+    with EmbeddedServer(db=str(tmp_path / "r.db"), store_factory=Counting) as server:
+        async with Client(server.address) as client:
+            r, seats = await create(client)
+            turns: list[tuple[Client, int, str]] = []  # (seat, turn, end position)
+
+            async def play(seat: Client) -> None:
+                async for ev in seat.events(r.game_id, own_turns=True):
+                    if ev.state.legal_plays and len(turns) < 6:
+                        end = ev.state.legal_plays[0].end_position
+                        await seat.submit(r.game_id, ev.state.turn_id, end_position=end)
+                        turns.append((seat, ev.state.turn_id, end))
+                    elif ev.state.legal_plays:
+                        await seat.resign(r.game_id)
+                    if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+                        return
+
+            async with trio.open_nursery() as nursery:
+                for seat in seats:
+                    nursery.start_soon(play, seat)
+            events = (await client.get_game(r.game_id)).last_seq
+            read.clear()
+            seat, turn, end = turns[-1]  # the last play: answered again
+            again = await seat.submit(r.game_id, turn, end_position=end)
+            assert again.duplicate and again.end_position == end
+            seat, turn, end = turns[0]  # an early one: over, whatever it was
+            await refused(
+                grpc.StatusCode.FAILED_PRECONDITION, seat.submit(r.game_id, turn, notation="-")
+            )
+    assert events > 10 and sum(read) <= 2 * 4, (events, read)
+
+
+async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_path, small_caches):
+    """A seat token of an ended match is looked up in the store and remembered a while
+    (RECENT_TOKENS). A player stream's end looked its token up again in memory only: once
+    forgotten, its sink stayed registered for good, and anyone holding seat tokens of its
+    own ended games could leak one per SubscribePlayer."""
+    with EmbeddedServer(db=str(tmp_path / "p.db")) as server:
+        async with Client(server.address) as client:
+            ended = []
+            for _ in range(2):
+                r, seats = await create(client)
+                assert not await resigned(seats, r.game_id)
+                ended.append(seats[0])
+            gauge = server.arbiter.metrics.streams.labels("player")
+            streams = []
+            with trio.fail_after(30):
+                for seat in ended:  # the second one's look-up pushes the first one's out
+                    streams.append(
+                        seat.stub.SubscribePlayer(
+                            api.SubscribePlayerRequest(), metadata=seat.metadata
+                        )
+                    )
+                    while gauge._value.get() < len(streams):  # subscribed
+                        await trio.sleep(0.01)
+                for stream in streams:
+                    stream.cancel()
+                while gauge._value.get():  # their ends are being seen to
+                    await trio.sleep(0.01)
+
+            def sinks() -> int:  # (asked after the streams' ends were handed to the core)
+                return sum(map(len, server.arbiter.player_sinks.values()))
+
+            assert await trio.to_thread.run_sync(server.call, sinks) == 0

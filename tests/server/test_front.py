@@ -267,3 +267,24 @@ def test_a_bot_that_does_not_play_behind_the_front_loses_on_time():
         assert ev.state.result.termination == pb.TERMINATION_TIMEOUT
         for stream in streams:
             stream.cancel()
+
+
+def test_the_fronts_turn_sends_stay_bounded():
+    """The front remembers when it sent each game's current turn, and forgot it only when
+    it forwarded the game's end. A game that ends with no stream open (its seats left, then
+    one resigned) was remembered for good: a stranger's games leaked ~270 bytes each in the
+    front, hundreds a second. The newest turns are kept, the oldest forgotten."""
+    sends = Sends(most=10)
+    for n in range(50):
+        state = pb.GameState(
+            game_id=f"g{n}",
+            turn_id=1,
+            side_to_move=pb.COLOR_WHITE,
+            your_color=pb.COLOR_WHITE,
+            legal_plays=[pb.LegalPlay(notation="24/18")],
+        )
+        sends.sending(
+            pb.GameEvent(seq=2, type=pb.EVENT_TYPE_TURN_STARTED, state=state).SerializeToString()
+        )
+    assert len(sends.turns) == 10
+    assert sends.sent("g49", 1) is not None and sends.sent("g0", 1) is None

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from nardy.client import Client
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc
 from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.limits import RateLimiter
+from server.service import peer_address
+from tests.server.conftest import create, resigned
 
 
 def test_token_bucket():
@@ -45,3 +52,101 @@ async def test_oversized_messages_are_refused(tmp_path):
                 await client.call("RegisterPlayer", api.RegisterPlayerRequest(name="x" * 100_000))
             assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             await client.register("fine")  # and the server is still there
+
+
+async def test_one_caller_cannot_hold_every_stream(tmp_path):
+    """grpc refuses every new call, anyone's, once the server holds maximum_concurrent_rpcs:
+    one stranger's idle streams must not fill it. A caller (a token, or an address without
+    one; the seats of the matches it created count as it) holds at most ``--streams``, its
+    health Watch and reflection streams included."""
+    with EmbeddedServer(
+        db=str(tmp_path / "s.db"), max_concurrent_rpcs=40, streams_per_caller=8
+    ) as srv:
+        async with Client(srv.address) as stranger:
+            r = await stranger.create_match()
+            watch = api.SubscribeGameRequest(game_id=r.game_id)
+            streams = []
+            for _ in range(8):
+                streams.append(stranger.stub.SubscribeGame(watch))
+                assert next(streams[-1]).type == pb.EVENT_TYPE_SNAPSHOT  # open
+            health = health_pb2_grpc.HealthStub(stranger.channel)
+            reflection = reflection_pb2_grpc.ServerReflectionStub(stranger.channel)
+            more = [  # its seats count as the stranger, and so do its other streams
+                stranger.stub.SubscribeGame(watch),
+                stranger.stub.SubscribeGame(watch, metadata=bearer(r.first_seat_token)),
+                health.Watch(health_pb2.HealthCheckRequest()),
+                reflection.ServerReflectionInfo(
+                    iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+                ),
+            ]
+            for stream in more:
+                with pytest.raises(grpc.RpcError) as info:
+                    next(stream)
+                assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            # the others are served, streams and calls alike
+            player = stranger.with_token(await Client(srv.address).register("someone"))
+            mine = player.stub.SubscribePlayer(
+                api.SubscribePlayerRequest(), metadata=player.metadata
+            )
+            op = stranger.with_token(srv.admin_token)
+            assert (await op.get_game(r.game_id)).state.game_id == r.game_id
+            mine.cancel()
+            # streams that end give their place back
+            void = admin_pb2_grpc.AdminServiceStub(stranger.channel).VoidGame
+            void(admin_pb.VoidGameRequest(game_id=r.game_id), metadata=op.metadata)
+            for stream in streams:
+                assert [ev.type for ev in stream][-1] == pb.EVENT_TYPE_GAME_ABORTED
+            r = await stranger.create_match()
+            again = stranger.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id))
+            assert next(again).type == pb.EVENT_TYPE_SNAPSHOT
+            again.cancel()
+
+
+def bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+async def test_a_replay_counts_its_messages_against_the_rate_limit(tmp_path):
+    """A replay (``from_start``, or a resume far back) of an ended game reads its journal
+    back, decodes it and encodes every event: ~37 ms of server CPU for a 190-event game,
+    26 GetGames' worth, so a caller within its 1000 calls/s kept the server busy. Each
+    message of a stream's backlog counts against the caller's rate like a request."""
+    with EmbeddedServer(db=str(tmp_path / "r.db"), rate_per_s=0.01, rate_burst=8) as srv:
+        async with Client(srv.address, srv.admin_token) as op:
+            r, seats = await create(op)  # the operator's seats: budgets of their own
+            assert not await resigned(seats, r.game_id)
+            replay = api.SubscribeGameRequest(game_id=r.game_id, from_start=True)
+            events = list(op.stub.SubscribeGame(replay, metadata=op.metadata))
+            assert len(events) >= 3
+            codes = []
+            for _ in range(8):  # a stranger's budget of 8 requests
+                try:
+                    codes.append(len(list(op.stub.SubscribeGame(replay))))
+                except grpc.RpcError as e:
+                    codes.append(e.code())
+            served = codes.count(len(events))  # each cost len(events) of the 8
+            assert 0 < served <= 8 // (len(events) - 1), codes
+            assert codes[served:] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * (8 - served), codes
+
+
+class Peer:
+    """A call's context as far as ``peer_address`` reads it."""
+
+    def __init__(self, peer: str) -> None:
+        self._peer = peer
+
+    def peer(self) -> str:
+        return self._peer
+
+
+def test_an_ipv6_peer_counts_by_its_64():
+    """Limits without a valid token are counted per address: a host given an IPv6 /64 (any
+    VPS, most home lines) has 2^64 addresses, each with a budget and a registration quota
+    of its own. An IPv6 peer counts by its /64; an IPv4 one (mapped too) by its address."""
+    one = {peer_address(Peer(f"ipv6:[2001:db8:1:2::{n:x}]:{5000 + n}")) for n in range(1, 99)}
+    other = peer_address(Peer("ipv6:[2001:db8:1:3::1]:5000"))
+    assert len(one) == 1 and other not in one
+    assert peer_address(Peer("ipv6:%5B2001:db8:1:2:ffff::1%5D:5000")) in one  # (quoted)
+    assert peer_address(Peer("ipv4:192.0.2.7:5000")) == "192.0.2.7"
+    assert peer_address(Peer("ipv6:[::ffff:192.0.2.7]:5000")) == "192.0.2.7"
+    assert peer_address(Peer("unix:/tmp/x")) == "unix:/tmp/x"

@@ -100,3 +100,22 @@ async def test_short_refuses_koks(client):
         await create(client, options={"variant": "short", "koks": True})
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "koks" in e.value.details()
+
+
+# Both sides closed out (RULES.md §9): three checkers of each on the bar, each home board
+# closed by the other's twelve. Unreachable in play; as a start, no throw moves anyone.
+CLOSED_OUT = "w/" + ",".join(["-2"] * 6 + ["0"] * 12 + ["2"] * 6) + "/3,3"
+
+
+async def test_a_start_where_nobody_can_ever_move_is_refused(server, client):
+    """A custom start (anyone's, with open seats) where neither side can ever move: every
+    turn passed at once, untimed, forever, each pass journaled (1,750 turns in 5 s, the
+    database growing ~640 KB/s, the game's events piling up in memory) for the price of one
+    CreateMatch and two subscriptions."""
+    import grpc
+    import pytest
+
+    with pytest.raises(grpc.RpcError) as e:
+        await create(client, options={"variant": "short"}, start_position=CLOSED_OUT)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "never" in e.value.details()

@@ -23,7 +23,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from server.app import EmbeddedServer
-from tests.server.conftest import execute
+from tests.server.conftest import create, execute
 
 WIN_IN_ONE = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,1"
 
@@ -191,7 +191,7 @@ async def test_made_up_tokens_do_not_dodge_the_rate_limit(tmp_path):
 
 
 async def test_anonymous_callers_cannot_flood_the_server(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "q.db"), players_per_hour=5, waiting_matches=3) as srv:
+    with EmbeddedServer(db=str(tmp_path / "q.db"), players_per_hour=5, open_matches=3) as srv:
         async with Client(srv.address) as client:
             for i in range(5):
                 await register(client, f"p{i}")
@@ -210,6 +210,61 @@ async def test_anonymous_callers_cannot_flood_the_server(tmp_path):
             assert (await op.create_match(start_timeout_ms=3_600_000)).game_id  # operator
             assert (await op.call("RegisterPlayer", api.RegisterPlayerRequest(name="p5"))).token
             assert db_count(srv, "players") == 6
+
+
+async def test_seat_tokens_count_as_their_creator_for_limits(tmp_path):
+    """Anyone mints seat tokens (a casual match between open seats): were each an identity
+    of its own, every limit would be dodged by chaining (a seat token creates matches whose
+    seat tokens create more). A seat counts as whoever created its match, after a restart
+    too (a stranger's seats share its address's budget)."""
+    db = str(tmp_path / "s.db")
+    limits = dict(open_matches=2, rate_per_s=0.01, rate_burst=8)
+    with EmbeddedServer(db=db, **limits) as srv:
+        async with Client(srv.address) as client:
+            first = await client.create_match()
+            await client.create_match()
+            seat = client.with_token(first.first_seat_token)
+            await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, seat.create_match())
+            assert db_count(srv, "matches") == 2
+            admin = srv.admin_token
+    with EmbeddedServer(db=db, admin_token=admin, **limits) as srv:
+        async with Client(srv.address) as client:
+            seat = client.with_token(first.second_seat_token)
+            codes = []
+            for _ in range(8):  # the seat spends a budget of 8: its creator's
+                try:  # no SDK retries: every call counts
+                    seat.stub.GetGame(api.GetGameRequest(game_id="none"), metadata=seat.metadata)
+                except grpc.RpcError as e:
+                    codes.append(e.code())
+            assert codes == [grpc.StatusCode.NOT_FOUND] * 8
+            await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, client.get_game(first.game_id))
+
+
+async def test_a_strangers_games_in_progress_count_in_its_quota(tmp_path):
+    """Only matches waiting for their seats were counted: a stranger started each of its
+    casual matches (both its seats subscribe) and created more, without end. Each game in
+    progress lives on the server (~18 KB, a task, a listing, a row replayed at every restart)
+    up to 48 h with a 24 h turn time and bank: memory ran out. Its matches count until
+    they are over."""
+    with EmbeddedServer(db=str(tmp_path / "o.db"), open_matches=2) as srv:
+        async with Client(srv.address) as client:
+            started = []
+            for _ in range(2):
+                r, seats = await create(client)
+                streams = [seat.events(r.game_id) for seat in seats]
+                for stream in streams:
+                    assert (await anext(stream)).type == pb.EVENT_TYPE_SNAPSHOT
+                async for ev in streams[0]:  # both seats are here: it starts
+                    if ev.type == pb.EVENT_TYPE_GAME_STARTED:
+                        break
+                started.append((r, seats, streams))
+            await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, client.create_match())
+            r, seats, streams = started[0]
+            await seats[0].resign(r.game_id)  # one is over: room for another
+            for _, _, streams in started:
+                for stream in streams:
+                    await stream.aclose()
+            assert (await client.create_match()).game_id
 
 
 async def test_closed_registration_is_for_the_operator(tmp_path):
@@ -257,6 +312,8 @@ async def test_unknown_enums_and_huge_seeds_are_refused_with_nothing_written(ser
         {"seed": 2**63},
         {"seed": 2**64 - 1},
         {"dice": [7]},
+        # stored with the match for good: 16,000 dice were ~48 KB a row, for anyone
+        {"dice": [6] * 1001},
     )
     for fields in bad:
         await refused(grpc.StatusCode.INVALID_ARGUMENT, client.create_match(**fields))
