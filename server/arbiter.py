@@ -610,7 +610,8 @@ class Arbiter:
         if not mine:
             return
         for match_id in list(mine):
-            if match_id not in self.matches:  # over (or run by another instance)
+            match = self.matches.get(match_id)
+            if match is None or match.decided:  # over (or run by another instance)
                 mine.discard(match_id)
         if len(mine) >= self.policy.open_matches:
             raise ArbiterError(

@@ -944,6 +944,19 @@ class MatchSession:
         return self.games[-1]
 
     @property
+    def decided(self) -> bool:
+        """No game of this match is left to play: it is over or called off, or the result
+        of its game in play ends it (before the match task has recorded that result)."""
+        if self.match.over or self.called_off:
+            return True
+        game = self.current
+        result, white = game.result, game.white_seat
+        if result is None or white is None:
+            return False
+        winner = white if result.winner == 0 else 1 - white
+        return self.match.scores[winner] + result.points >= self.match.target
+
+    @property
     def stopping(self) -> bool:
         """Called off, or taken over by another instance: no new turn may open."""
         return bool(self.called_off) or self._halted
