@@ -212,7 +212,8 @@ async def serve(
                 port = server.add_secure_port(address, creds)
             await server.start()
             play = f"/{SERVICE}/SubmitPlay"
-            ahead = AcceptAhead(server, play, registry.handlers[play], config.max_concurrent_rpcs)
+            handler, most = registry.handlers[play], config.max_concurrent_rpcs
+            ahead = AcceptAhead(server, play, handler, most, arbiter.arrivals.now)
             ahead.start(config.accept_ahead)
             parts["accept"] = ahead
             if config.pace_s:
@@ -253,6 +254,7 @@ async def serve(
                         max_message_bytes=config.max_message_bytes,
                         max_concurrent_rpcs=config.max_concurrent_rpcs,
                         accept_ahead=config.accept_ahead,
+                        freeze_gc=config.freeze_gc,
                     )
                 )
             except BaseException:

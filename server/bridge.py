@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import selectors
@@ -383,30 +384,33 @@ class Registry:
         self._generic = []
 
 
-class _Resolver:
-    def __init__(self, handler: grpc.RpcMethodHandler) -> None:
-        self.handler = handler
-
-    def resolve_handler(self, details) -> grpc.RpcMethodHandler:
-        return self.handler
-
-
 # grpc.aio's internals that AcceptAhead drives: the arguments as in grpcio 1.85
 _INTERNALS = {
-    "_handle_rpc": (
-        "method_name",
-        "method_resolver",
-        "interceptors",
+    "_receive_message": ("grpc_call_wrapper", "loop"),
+    "_finish_handler_with_unary_response": (
         "rpc_state",
+        "unary_handler",
+        "request",
+        "servicer_context",
+        "response_serializer",
         "loop",
-        "concurrency_exceeded",
     ),
     "_schedule_rpc_coro": ("rpc_coro", "rpc_state", "loop", "method_name"),
 }
 
+# When the request of the call being handled was received (on AcceptAhead's clock), for a
+# call that AcceptAhead accepted; read by the handler (:func:`received`).
+_RECEIVED: contextvars.ContextVar[float | None] = contextvars.ContextVar("received", default=None)
+
+
+def received() -> float | None:
+    """When AcceptAhead received the request of the call being handled (None: the call was
+    not accepted by an AcceptAhead)."""
+    return _RECEIVED.get()
+
 
 def _internals_as_known(core, cygrpc) -> bool:
-    if not hasattr(core, "_request_registered_call"):
+    if not hasattr(core, "_request_registered_call") or not hasattr(cygrpc, "_ServicerContext"):
         return False
     for name, args in _INTERNALS.items():
         code = getattr(getattr(cygrpc, name, None), "__code__", None)
@@ -416,24 +420,42 @@ def _internals_as_known(core, cygrpc) -> bool:
 
 
 class AcceptAhead:
-    """Keeps ``count`` more calls of one method requested from grpc's core, besides the
-    one grpc.aio's own accept loop keeps: that many calls are accepted at once.
+    """Keeps ``count`` more calls of one unary method requested from grpc's core, besides
+    the one grpc.aio's own accept loop keeps, and stamps each call's request as it is
+    received (:func:`received`, on ``clock``), before the handler runs.
 
     grpc.aio asks its core for the next call of a registered method only once the
     previous one has been accepted, a few loop iterations later; under load, plays queue
-    in the core before Python sees them, and their arrival is stamped late. At most
-    ``most`` calls accepted here run at a time (grpc.aio's ``maximum_concurrent_rpcs``
-    does not see them). This uses grpc.aio's internals (``grpc._cython.cygrpc``, as in
-    grpcio 1.85); if they are not there it does nothing and says so in the log.
+    in the core before Python sees them, and their arrival is stamped late. Then it takes
+    three more loop iterations (two tasks created one after the other) before it asks for
+    the call's request, and one more after the request is there before the handler runs:
+    each a full pass over whatever else the loop has ready (under load, tens of other
+    calls). Here the request is asked for in the iteration in which the call is accepted
+    and stamped as soon as it is there; the call is then handled as grpc.aio would. Each
+    call is accepted and received by a task of its own (which first starts the next one),
+    so a caller that never sends its request holds up nobody else.
+
+    At most ``most`` calls accepted here run at a time (grpc.aio's
+    ``maximum_concurrent_rpcs`` does not see them). This uses grpc.aio's internals
+    (``grpc._cython.cygrpc``, as in grpcio 1.85); if they are not there it does nothing
+    and says so in the log (handlers then stamp on their own).
     """
 
-    def __init__(self, server: grpc.aio.Server, method: str, handler, most: int) -> None:
+    def __init__(
+        self,
+        server: grpc.aio.Server,
+        method: str,
+        handler: grpc.RpcMethodHandler,
+        most: int,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.server = server
         self.method = method
         self.handler = handler
+        self.clock = clock
         self.room = asyncio.Semaphore(most)
-        self.tasks: list[asyncio.Task] = []
-        self.calls: set[asyncio.Task] = set()  # asyncio holds tasks only weakly
+        self.tasks: set[asyncio.Task] = set()  # waiting for a call (asyncio holds tasks weakly)
+        self.calls: set[asyncio.Task] = set()  # with a call
 
     def start(self, count: int) -> None:
         from grpc._cython import cygrpc
@@ -444,26 +466,48 @@ class AcceptAhead:
             return
         loop = asyncio.get_running_loop()
         for _ in range(count):
-            self.tasks.append(loop.create_task(self._accept(core, cygrpc, loop)))
+            self._next(core, cygrpc, loop)
+
+    def _next(self, core, cygrpc, loop) -> None:
+        """Start a task that asks for the next call (in a context of its own: no stamp)."""
+        task = loop.create_task(self._accept(core, cygrpc, loop), context=contextvars.Context())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     async def _accept(self, core, cygrpc, loop) -> None:
-        resolver = _Resolver(self.handler)
-        name = self.method.encode()
-        while core.is_running():
-            await self.room.acquire()
+        async with self.room:
             try:
-                state = await core._request_registered_call(name)
+                state = await core._request_registered_call(self.method.encode())
             except Exception:  # the server is shutting down
-                self.room.release()
                 return
-            rpc = cygrpc._handle_rpc(self.method, resolver, (), state, loop, False)
-            call = loop.create_task(cygrpc._schedule_rpc_coro(rpc, state, loop, self.method))
-            self.calls.add(call)
-            call.add_done_callback(self._done)
+            task = asyncio.current_task()
+            self.tasks.discard(task)
+            self.calls.add(task)
+            try:
+                if core.is_running():
+                    self._next(core, cygrpc, loop)
+                request = await cygrpc._receive_message(state, loop)  # (None: the caller left)
+                if request is not None:
+                    _RECEIVED.set(self.clock())
+                handling = self._handle(cygrpc, state, request, loop)
+                # as grpc.aio's own: cancellation from the caller, errors, the call released
+                await cygrpc._schedule_rpc_coro(handling, state, loop, self.method)
+            finally:
+                self.calls.discard(task)
 
-    def _done(self, call: asyncio.Task) -> None:
-        self.calls.discard(call)
-        self.room.release()
+    async def _handle(self, cygrpc, state, request: bytes | None, loop) -> None:
+        """What grpc.aio's ``_handle_unary_unary_rpc`` does after it has the request (its
+        ``_handle_rpc`` and handler lookup are not used: they leave a reference cycle of six
+        objects per call for the garbage collector, whose passes stall every stamp)."""
+        if request is None:
+            return
+        handler = self.handler
+        if handler.request_deserializer is not None:
+            request = handler.request_deserializer(request)
+        context = cygrpc._ServicerContext(state, None, None, loop)
+        await cygrpc._finish_handler_with_unary_response(
+            state, handler.unary_unary, request, context, handler.response_serializer, loop
+        )
 
     def stop(self) -> None:
         for task in self.tasks:

@@ -41,7 +41,8 @@ import time
 
 import grpc
 
-from server.bridge import AcceptAhead
+from server.bridge import AcceptAhead, received
+from server.collector import FrozenGenerations
 
 log = logging.getLogger("nardy.front")
 
@@ -225,7 +226,9 @@ class Forwarder(grpc.GenericRpcHandler):
 
     def _play(self, multi):
         async def handler(request: bytes, context):
-            arrival = time.perf_counter()  # first: the side is charged up to here
+            arrival = received()  # when its request was received (AcceptAhead)
+            if arrival is None:  # (accepted by grpc.aio itself)
+                arrival = time.perf_counter()  # first: the side is charged up to here
             turn = turn_of_play(request)
             if turn is None:
                 return await self._answer(multi, request, context, self._metadata(context))
@@ -345,6 +348,8 @@ async def serve(config: dict) -> None:
     # plays accepted several at a time, as in the core's transport (measured: bench clock)
     ahead = AcceptAhead(public, PLAY, forwarder.handlers[PLAY], config["max_concurrent_rpcs"])
     ahead.start(config["accept_ahead"])
+    if config.get("freeze_gc"):  # as the core: no full pass over the long-lived objects
+        FrozenGenerations().install()
     print(port, flush=True)
     await stop.wait()
     await public.stop(STOP_GRACE_S)
