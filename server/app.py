@@ -79,7 +79,7 @@ class ServerConfig:
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
     pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
-    accept_ahead: int = 8  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's one
+    accept_ahead: int = 128  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's
     transport_first_s: float = 0.002  # the core waits this long at most for a busy transport
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this

@@ -349,7 +349,7 @@ async def serve(config: dict) -> None:
     ahead = AcceptAhead(public, PLAY, forwarder.handlers[PLAY], config["max_concurrent_rpcs"])
     ahead.start(config["accept_ahead"])
     if config.get("freeze_gc"):  # as the core: no full pass over the long-lived objects
-        FrozenGenerations().install()
+        FrozenGenerations(young=True).install()
     print(port, flush=True)
     await stop.wait()
     await public.stop(STOP_GRACE_S)
