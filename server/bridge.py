@@ -285,6 +285,20 @@ class IdleSelector(selectors.DefaultSelector):
             self._idle.clear()
 
 
+class DrainFirst(asyncio.SelectorEventLoop):
+    """An event loop that runs I/O callbacks ahead of the callbacks already waiting.
+
+    grpc.aio learns of everything (calls, requests, messages) from one socket that its
+    poller thread writes to and the loop drains (``PollerCompletionQueue._handle_events``);
+    a plain loop runs that drain after all the callbacks ready before it, a whole iteration
+    of other games' calls and messages under load. Here the drain runs first, so what it
+    does at once (:class:`AcceptAhead`'s stamps) waits only for the callback running."""
+
+    def _add_callback(self, handle: asyncio.Handle) -> None:
+        if not handle._cancelled:
+            self._ready.appendleft(handle)
+
+
 class Transport:
     """The grpc.aio server on an asyncio loop in its own thread (with ``idle``: the loop
     reports it while it waits for I/O, see :class:`TransportFirst`)."""
@@ -323,7 +337,10 @@ class Transport:
 
     def _main(self) -> None:
         idle = self._idle
-        factory = None if idle is None else lambda: asyncio.SelectorEventLoop(IdleSelector(idle))
+
+        def factory() -> DrainFirst:
+            return DrainFirst(None if idle is None else IdleSelector(idle))
+
         try:
             with asyncio.Runner(loop_factory=factory) as runner:
                 runner.run(self._serve())
@@ -419,21 +436,67 @@ def _internals_as_known(core, cygrpc) -> bool:
     return True
 
 
+class _Then(asyncio.Future):
+    """A future that calls ``then()`` as soon as it is done, from the callback that sets it
+    (for grpc.aio's futures: the drain of grpc's completion queue), not a loop iteration
+    later as done callbacks and awaiting tasks do."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, then: Callable[[], None]) -> None:
+        super().__init__(loop=loop)
+        self._then = then
+
+    def set_result(self, result) -> None:
+        super().set_result(result)
+        self._then()
+
+    def set_exception(self, exception) -> None:
+        super().set_exception(exception)
+        self._then()
+
+
+def _drive(
+    loop: asyncio.AbstractEventLoop, coro, done: Callable[[Any, BaseException | None], None]
+) -> None:
+    """Run ``coro``, one of grpc.aio's internal coroutines (which wait on futures made by
+    ``loop.create_future``), stepping it on as soon as what it waits for is done (no task:
+    see :class:`_Then`); ``done(value, error)`` once it returns or raises."""
+
+    def step() -> None:
+        loop.create_future = lambda: _Then(loop, step)  # (for this step only)
+        try:
+            waited = coro.send(None)
+        except StopIteration as stop:
+            outcome = (stop.value, None)
+        except BaseException as error:  # (reported to ``done``)
+            outcome = (None, error)
+        else:
+            outcome = None
+        finally:
+            del loop.create_future
+        if outcome is not None:
+            done(*outcome)
+        elif not isinstance(waited, _Then):  # not made here: stepped an iteration later
+            waited.add_done_callback(lambda _: step())
+
+    step()
+
+
 class AcceptAhead:
-    """Keeps ``count`` more calls of one unary method requested from grpc's core, besides
-    the one grpc.aio's own accept loop keeps, and stamps each call's request as it is
-    received (:func:`received`, on ``clock``), before the handler runs.
+    """Keeps ``count`` calls of one unary method requested from grpc's core, besides the one
+    grpc.aio's own accept loop keeps, and stamps each call's request as it is received
+    (:func:`received`, on ``clock``), before the handler runs.
 
     grpc.aio asks its core for the next call of a registered method only once the
-    previous one has been accepted, a few loop iterations later; under load, plays queue
-    in the core before Python sees them, and their arrival is stamped late. Then it takes
-    three more loop iterations (two tasks created one after the other) before it asks for
-    the call's request, and one more after the request is there before the handler runs:
-    each a full pass over whatever else the loop has ready (under load, tens of other
-    calls). Here the request is asked for in the iteration in which the call is accepted
-    and stamped as soon as it is there; the call is then handled as grpc.aio would. Each
-    call is accepted and received by a task of its own (which first starts the next one),
-    so a caller that never sends its request holds up nobody else.
+    previous one has been accepted, a few loop iterations later, so under load plays
+    queue in grpc's core before Python sees them. Then it takes three more iterations
+    (two tasks created one after the other) before it asks for the call's request, and
+    one more after the request is there before the handler runs: each a full pass over
+    whatever else the loop has ready (under load, a hundred other calls and messages).
+    Here everything up to the stamp runs in the callback that drains grpc's completion
+    queue, as soon as each step is done (:func:`_drive`): a call accepted is replaced by
+    a new request and its request asked for at once, and the request is stamped as it
+    is drained; the call is then handled as grpc.aio would, in a task. A caller that never
+    sends its request holds up nobody else.
 
     At most ``most`` calls accepted here run at a time (grpc.aio's
     ``maximum_concurrent_rpcs`` does not see them). This uses grpc.aio's internals
@@ -452,10 +515,12 @@ class AcceptAhead:
         self.server = server
         self.method = method
         self.handler = handler
+        self.most = most
         self.clock = clock
-        self.room = asyncio.Semaphore(most)
-        self.tasks: set[asyncio.Task] = set()  # waiting for a call (asyncio holds tasks weakly)
-        self.calls: set[asyncio.Task] = set()  # with a call
+        self.count = 0  # calls to keep requested
+        self.asked = 0  # requested, not yet accepted
+        self.calls: set[asyncio.Task] = set()  # accepted, being handled
+        self.stopped = False
 
     def start(self, count: int) -> None:
         from grpc._cython import cygrpc
@@ -464,39 +529,48 @@ class AcceptAhead:
         if count and not _internals_as_known(core, cygrpc):
             log.warning("grpc.aio internals not as known: plays are accepted one at a time")
             return
-        loop = asyncio.get_running_loop()
+        self.core, self.cygrpc = core, cygrpc
+        self.loop = asyncio.get_running_loop()
+        self.count = count
         for _ in range(count):
-            self._next(core, cygrpc, loop)
+            self._ask()
 
-    def _next(self, core, cygrpc, loop) -> None:
-        """Start a task that asks for the next call (in a context of its own: no stamp)."""
-        task = loop.create_task(self._accept(core, cygrpc, loop), context=contextvars.Context())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+    def _ask(self) -> None:
+        if self.stopped or not self.core.is_running():
+            return
+        self.asked += 1
+        _drive(self.loop, self.core._request_registered_call(self.method.encode()), self._accepted)
 
-    async def _accept(self, core, cygrpc, loop) -> None:
-        async with self.room:
-            try:
-                state = await core._request_registered_call(self.method.encode())
-            except Exception:  # the server is shutting down
-                return
-            task = asyncio.current_task()
-            self.tasks.discard(task)
+    def _accepted(self, state, error: BaseException | None) -> None:
+        """(In the completion queue's drain.) A call: ask for the next, and its request."""
+        self.asked -= 1
+        if error is not None:  # the server is shutting down
+            return
+        try:
+            if len(self.calls) + self.asked < self.most:
+                self._ask()
+            receive = self.cygrpc._receive_message(state, self.loop)
+            _drive(self.loop, receive, lambda request, _: self._received(state, request))
+        except Exception:
+            log.exception("accepting a %s call", self.method)
+
+    def _received(self, state, request: bytes | None) -> None:
+        """(Likewise.) Its request, stamped now (None: the caller left first); handled as
+        grpc.aio would, in a task (cancellation from the caller, errors, the call freed)."""
+        try:
+            context = contextvars.Context()
+            if request is not None:
+                context.run(_RECEIVED.set, self.clock())
+            handling = self._handle(state, request)
+            call = self.cygrpc._schedule_rpc_coro(handling, state, self.loop, self.method)
+            task = self.loop.create_task(call, context=context)
             self.calls.add(task)
-            try:
-                if core.is_running():
-                    self._next(core, cygrpc, loop)
-                request = await cygrpc._receive_message(state, loop)  # (None: the caller left)
-                if request is not None:
-                    _RECEIVED.set(self.clock())
-                handling = self._handle(cygrpc, state, request, loop)
-                # as grpc.aio's own: cancellation from the caller, errors, the call released
-                await cygrpc._schedule_rpc_coro(handling, state, loop, self.method)
-            finally:
-                self.calls.discard(task)
+            task.add_done_callback(self._done)
+        except Exception:
+            log.exception("handling a %s call", self.method)
 
-    async def _handle(self, cygrpc, state, request: bytes | None, loop) -> None:
-        """What grpc.aio's ``_handle_unary_unary_rpc`` does after it has the request (its
+    async def _handle(self, state, request: bytes | None) -> None:
+        """What grpc.aio's ``_handle_unary_unary_rpc`` does once it has the request (its
         ``_handle_rpc`` and handler lookup are not used: they leave a reference cycle of six
         objects per call for the garbage collector, whose passes stall every stamp)."""
         if request is None:
@@ -504,11 +578,18 @@ class AcceptAhead:
         handler = self.handler
         if handler.request_deserializer is not None:
             request = handler.request_deserializer(request)
-        context = cygrpc._ServicerContext(state, None, None, loop)
-        await cygrpc._finish_handler_with_unary_response(
-            state, handler.unary_unary, request, context, handler.response_serializer, loop
+        context = self.cygrpc._ServicerContext(state, None, None, self.loop)
+        await self.cygrpc._finish_handler_with_unary_response(
+            state, handler.unary_unary, request, context, handler.response_serializer, self.loop
         )
 
+    def _done(self, task: asyncio.Task) -> None:
+        self.calls.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # (as grpc.aio: logged)
+            log.debug("a %s call ended with %r", self.method, task.exception())
+        while self.asked < self.count and len(self.calls) + self.asked < self.most:
+            self._ask()  # (after a pause at ``most``)
+
     def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
+        """Ask for no more calls (those asked for fail as the server stops)."""
+        self.stopped = True

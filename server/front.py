@@ -41,7 +41,7 @@ import time
 
 import grpc
 
-from server.bridge import AcceptAhead, received
+from server.bridge import AcceptAhead, DrainFirst, received
 from server.collector import FrozenGenerations
 
 log = logging.getLogger("nardy.front")
@@ -364,7 +364,8 @@ def main() -> None:
         level=config.get("log_level", logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    asyncio.run(serve(config))
+    with asyncio.Runner(loop_factory=DrainFirst) as runner:
+        runner.run(serve(config))
 
 
 if __name__ == "__main__":
