@@ -535,11 +535,13 @@ class AcceptAhead:
         for _ in range(count):
             self._ask()
 
-    def _ask(self) -> None:
+    def _ask(self) -> bool:
+        """Ask grpc's core for one more call (False: the server is stopping)."""
         if self.stopped or not self.core.is_running():
-            return
+            return False
         self.asked += 1
         _drive(self.loop, self.core._request_registered_call(self.method.encode()), self._accepted)
+        return True
 
     def _accepted(self, state, error: BaseException | None) -> None:
         """(In the completion queue's drain.) A call: ask for the next, and its request."""
@@ -588,7 +590,8 @@ class AcceptAhead:
         if not task.cancelled() and task.exception() is not None:  # (as grpc.aio: logged)
             log.debug("a %s call ended with %r", self.method, task.exception())
         while self.asked < self.count and len(self.calls) + self.asked < self.most:
-            self._ask()  # (after a pause at ``most``)
+            if not self._ask():  # (after a pause at ``most``)
+                break
 
     def stop(self) -> None:
         """Ask for no more calls (those asked for fail as the server stops)."""
