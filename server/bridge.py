@@ -286,17 +286,33 @@ class IdleSelector(selectors.DefaultSelector):
 
 
 class DrainFirst(asyncio.SelectorEventLoop):
-    """An event loop that runs I/O callbacks ahead of the callbacks already waiting.
+    """An event loop that runs I/O callbacks ahead of the callbacks already waiting, and
+    looks for I/O at least every ``BATCH`` callbacks.
 
     grpc.aio learns of everything (calls, requests, messages) from one socket that its
     poller thread writes to and the loop drains (``PollerCompletionQueue._handle_events``);
-    a plain loop runs that drain after all the callbacks ready before it, a whole iteration
-    of other games' calls and messages under load. Here the drain runs first, so what it
-    does at once (:class:`AcceptAhead`'s stamps) waits only for the callback running."""
+    a plain loop runs that drain after all the callbacks ready before it, and runs all of
+    those before it looks again: under load an iteration of 200-250 other games' calls and
+    messages, 10-18 ms. Here the drain runs first, and an iteration runs at most ``BATCH``
+    of the callbacks waiting (the others stay first in line for the next), so what the
+    drain does at once (:class:`AcceptAhead`'s stamps) waits for at most that many."""
+
+    BATCH = 32
 
     def _add_callback(self, handle: asyncio.Handle) -> None:
         if not handle._cancelled:
             self._ready.appendleft(handle)
+
+    def _run_once(self) -> None:
+        ready = self._ready
+        if len(ready) <= self.BATCH:
+            super()._run_once()
+            return
+        rest = [ready.pop() for _ in range(len(ready) - self.BATCH)]  # (last first)
+        try:
+            super()._run_once()  # (callbacks ready: I/O is polled without waiting)
+        finally:
+            self._ready.extendleft(rest)  # ahead of those queued meanwhile, in order
 
 
 class Transport:
@@ -454,17 +470,30 @@ class _Then(asyncio.Future):
         self._then()
 
 
-def _drive(
-    loop: asyncio.AbstractEventLoop, coro, done: Callable[[Any, BaseException | None], None]
-) -> None:
-    """Run ``coro``, one of grpc.aio's internal coroutines (which wait on futures made by
+class _Drive:
+    """Runs ``coro``, one of grpc.aio's internal coroutines (which wait on futures made by
     ``loop.create_future``), stepping it on as soon as what it waits for is done (no task:
-    see :class:`_Then`); ``done(value, error)`` once it returns or raises."""
+    see :class:`_Then`); ``done(value, error)`` once it returns or raises. (A class, not a
+    closure stepping itself: that would be a reference cycle per call for the collector.)"""
 
-    def step() -> None:
-        loop.create_future = lambda: _Then(loop, step)  # (for this step only)
+    __slots__ = ("loop", "coro", "done")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        coro,
+        done: Callable[[Any, BaseException | None], None],
+    ) -> None:
+        self.loop, self.coro, self.done = loop, coro, done
+        self.step()
+
+    def _future(self) -> _Then:
+        return _Then(self.loop, self.step)
+
+    def step(self) -> None:
+        self.loop.create_future = self._future  # (for this step only)
         try:
-            waited = coro.send(None)
+            waited = self.coro.send(None)
         except StopIteration as stop:
             outcome = (stop.value, None)
         except BaseException as error:  # (reported to ``done``)
@@ -472,13 +501,11 @@ def _drive(
         else:
             outcome = None
         finally:
-            del loop.create_future
+            del self.loop.create_future
         if outcome is not None:
-            done(*outcome)
+            self.done(*outcome)
         elif not isinstance(waited, _Then):  # not made here: stepped an iteration later
-            waited.add_done_callback(lambda _: step())
-
-    step()
+            waited.add_done_callback(lambda _: self.step())
 
 
 class AcceptAhead:
@@ -493,7 +520,7 @@ class AcceptAhead:
     one more after the request is there before the handler runs: each a full pass over
     whatever else the loop has ready (under load, a hundred other calls and messages).
     Here everything up to the stamp runs in the callback that drains grpc's completion
-    queue, as soon as each step is done (:func:`_drive`): a call accepted is replaced by
+    queue, as soon as each step is done (:class:`_Drive`): a call accepted is replaced by
     a new request and its request asked for at once, and the request is stamped as it
     is drained; the call is then handled as grpc.aio would, in a task. A caller that never
     sends its request holds up nobody else.
@@ -540,7 +567,7 @@ class AcceptAhead:
         if self.stopped or not self.core.is_running():
             return False
         self.asked += 1
-        _drive(self.loop, self.core._request_registered_call(self.method.encode()), self._accepted)
+        _Drive(self.loop, self.core._request_registered_call(self.method.encode()), self._accepted)
         return True
 
     def _accepted(self, state, error: BaseException | None) -> None:
@@ -552,7 +579,7 @@ class AcceptAhead:
             if len(self.calls) + self.asked < self.most:
                 self._ask()
             receive = self.cygrpc._receive_message(state, self.loop)
-            _drive(self.loop, receive, lambda request, _: self._received(state, request))
+            _Drive(self.loop, receive, lambda request, _: self._received(state, request))
         except Exception:
             log.exception("accepting a %s call", self.method)
 

@@ -110,21 +110,32 @@ def test_a_server_stops_while_a_call_accepted_ahead_is_still_running() -> None:
     _run(main)
 
 
-def _order(loop: asyncio.AbstractEventLoop) -> list:
-    """In one iteration, five callbacks are queued and a socket becomes readable; in which
-    order the next iteration runs them."""
+def _order(loop: asyncio.AbstractEventLoop, waiting: int, ready_after: int) -> list:
+    """In one iteration, ``waiting`` callbacks are queued, and a socket becomes readable (at
+    once if ``ready_after`` is None, else as the ``ready_after``-th of them runs). In which
+    order they and the socket's callback run."""
     order: list = []
     r, w = socket.socketpair()
 
+    def ran(what) -> None:
+        order.append(what)
+        if len(order) == waiting + 1:
+            loop.stop()
+
     def readable() -> None:
-        order.append("io")
         loop.remove_reader(r)
+        ran("io")
+
+    def queued(i: int) -> None:
+        if i == ready_after:
+            w.send(b"x")
+        ran(i)
 
     def first() -> None:
-        for i in range(5):
-            loop.call_soon(order.append, i)
-        w.send(b"x")
-        loop.call_soon(loop.stop)
+        if ready_after is None:
+            w.send(b"x")
+        for i in range(waiting):
+            loop.call_soon(queued, i)
 
     loop.add_reader(r, readable)
     loop.call_soon(first)
@@ -138,5 +149,11 @@ def _order(loop: asyncio.AbstractEventLoop) -> list:
 
 
 def test_the_drain_first_loop_runs_io_callbacks_ahead_of_those_waiting() -> None:
-    assert _order(DrainFirst()) == ["io", 0, 1, 2, 3, 4]
-    assert _order(asyncio.SelectorEventLoop()) == [0, 1, 2, 3, 4, "io"]  # (as asyncio does)
+    few, many = DrainFirst.BATCH // 2, DrainFirst.BATCH * 3
+    # readable before the callbacks waiting run: first
+    assert _order(DrainFirst(), few, None) == ["io", *range(few)]
+    # readable while they run: after at most BATCH of them
+    batch = list(range(DrainFirst.BATCH))
+    assert _order(DrainFirst(), many, 3) == [*batch, "io", *range(DrainFirst.BATCH, many)]
+    # (as asyncio does: after all of them)
+    assert _order(asyncio.SelectorEventLoop(), many, 3) == [*range(many), "io"]
