@@ -80,12 +80,12 @@ SERVERS = {
     "paced": ("--pace-ms", str(PACE_MS)),
     "front": ("--front",),
 }
-KINDS = (
-    ("idle", "default", False),
-    ("loaded, --transport-first-ms 0", "even", True),
-    ("loaded, default", "default", True),
-    (f"loaded, --pace-ms {PACE_MS}", "paced", True),
-    ("loaded, --front", "front", True),
+KINDS = (  # (label, server, loaded, name for --kinds)
+    ("idle", "default", False, "idle"),
+    ("loaded, --transport-first-ms 0", "even", True, "even"),
+    ("loaded, default", "default", True, "default"),
+    (f"loaded, --pace-ms {PACE_MS}", "paced", True, "paced"),
+    ("loaded, --front", "front", True, "front"),
 )
 
 
@@ -181,6 +181,7 @@ class Tally:
         self.refused = 0  # plays sent in time by the probe's view, refused for time
         self.lost_on_time = 0
         self.loop_lag_ms: list[float] = []  # the probe process's own event loop lag
+        self.rounds: list[float] = []  # p99 counting losses, per round (in a total)
         self.done = asyncio.Event()
 
     def add(self, extra: float) -> None:
@@ -316,13 +317,13 @@ def report(label: str, tally: Tally, server: str = "") -> None:
 
 
 def clock_rounds(
-    servers: dict[str, tuple[str, int]], games: int, plays: int, rounds: int
+    servers: dict[str, tuple[str, int]], kinds, games: int, plays: int, rounds: int
 ) -> dict[str, Tally]:
-    """Alternating rounds over :data:`KINDS`; ``servers`` maps a server's name to its
-    (address, pid)."""
-    totals = {label: Tally(0) for label, _, _ in KINDS}
+    """Alternating rounds over ``kinds`` (of :data:`KINDS`); ``servers`` maps a server's
+    name to its (address, pid)."""
+    totals = {label: Tally(0) for label, _, _, _ in kinds}
     for r in range(rounds):
-        for label, name, loaded in KINDS:
+        for label, name, loaded, _ in kinds:
             address, pid = servers[name]
             loader = None
             if loaded:
@@ -343,8 +344,16 @@ def clock_rounds(
             )
             report(f"round {r + 1}, {label}", t, server)
             totals[label].merge(t)
+            totals[label].rounds.append(p99_with_losses(t) if t.extra_ms else math.nan)
     for label, t in totals.items():
         report(f"all rounds, {label}", t)
+        x = t.extra_ms or [math.nan]
+        print(
+            f"    p90 {pct(x, 0.9):.1f}, p95 {pct(x, 0.95):.1f} ms; over 25 ms "
+            f"{sum(v > 25 for v in x)}, over 50 ms {sum(v > 50 for v in x)} of {len(x)} plays; "
+            "p99 per round " + ", ".join(f"{v:.1f}" for v in t.rounds),
+            flush=True,
+        )
     return totals
 
 
@@ -414,12 +423,23 @@ def listgames_rounds(address: str, plays: int, rounds: int) -> None:
     )
 
 
-def main(quick: bool = False) -> None:
-    games, plays, rounds = (20, 40, 1) if quick else (100, 150, 2)
+def main(quick: bool = False, argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m bench clock")
+    ap.add_argument("--rounds", type=int, default=1 if quick else 4, help="of each kind")
+    ap.add_argument(
+        "--kinds",
+        default=",".join(k[3] for k in KINDS),
+        help="which kinds of rounds, of: " + ", ".join(k[3] for k in KINDS),
+    )
+    args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+    kinds = [k for k in KINDS if k[3] in args.kinds.split(",")]
+    games, plays, rounds = (20, 40, args.rounds) if quick else (100, 150, args.rounds)
     print(
         f"probes answer {MARGIN_MS} ms before a {TURN_MS} ms deadline; load: {games} games "
         f"flat out + ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f}/s; {rounds} alternating "
-        "rounds of: " + "; ".join(label for label, _, _ in KINDS)
+        "rounds of: " + "; ".join(label for label, _, _, _ in kinds)
     )
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     if raised_priority(PRIORITY):  # the servers, the load and the probes inherit it
@@ -428,11 +448,11 @@ def main(quick: bool = False) -> None:
         print("  (normal priority: raising it was not permitted; other jobs add to the noise)")
     with contextlib.ExitStack() as stack:
         servers = {}
-        for name, options in SERVERS.items():
-            address, proc = stack.enter_context(arbiter(*options))
+        for name in {server for _, server, _, _ in kinds} | {"default"}:
+            address, proc = stack.enter_context(arbiter(*SERVERS[name]))
             servers[name] = (address, proc.pid)
-        totals = clock_rounds(servers, games, plays, rounds)
-        for label, _, loaded in KINDS:
+        totals = clock_rounds(servers, kinds, games, plays, rounds)
+        for label, _, loaded, _ in kinds:
             if not loaded:
                 continue
             t = totals[label]
