@@ -24,23 +24,26 @@ loaded in one run, and the machine's load average is printed with each. A turn l
 is a play charged more than the 150 ms margin beyond its thinking: the p99 "counting
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
-Four servers take the same load in rounds of their own (:data:`KINDS`): one with
+Six servers take the same load in rounds of their own (:data:`KINDS`): one with
 ``--transport-first-ms 0`` (the trio core and the transport share the GIL evenly, as before:
 under saturation plays wait in the transport's loop before they are stamped), one with the
-defaults (the core gives way to a busy transport: server.bridge.TransportFirst; 8 plays
-accepted at once: server.bridge.AcceptAhead), one with ``--pace-ms 2`` as well (new
-turns are held back while the transport's loop runs more than 2 ms late:
-server.clock.Pace) and one with ``--front`` (a front process stamps plays and forwards
-every call to the core: server.front). The load's own rate (plays/s) is printed with each
-loaded round: what each costs the games that play flat out.
+defaults (the core gives way to a busy transport: server.bridge.TransportFirst; plays
+accepted ahead and stamped as their request is drained: server.bridge.AcceptAhead), one
+with ``--pace-ms 2`` as well (new turns are held back while the transport's loop runs more
+than 2 ms late: server.clock.Pace), one with ``--front`` (a front process stamps plays and
+forwards every call to the core: server.front), and the default and ``--front`` servers
+again, started :data:`ABOVE` nice steps above the bench's clients (the load and the
+probes), as an operator starts the arbiter above other work on its machine. The load's own
+rate (plays/s) is printed with each loaded round (what each costs the games that play flat
+out), and the servers' nice values (the process's, and its front's).
 
 Second part: the issue's ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in
 its own process) against another player's ``SubmitPlay`` round trip, alternating rounds
 without and with that load (the catalogue by then holds the first part's thousands of
 games, so every call returns a full page).
 
-``setsid python -m bench clock [--quick]``; ``python -m bench.clock load ADDRESS GAMES
-RATE`` is the load process.
+``setsid python -m bench clock [--quick] [--rounds N] [--kinds front,front-above,...]``;
+``python -m bench.clock load ADDRESS GAMES RATE`` is the load process.
 """
 
 from __future__ import annotations
@@ -356,9 +359,10 @@ def clock_rounds(
                     loader.terminate()
                     rate = f"; load {loader.communicate(timeout=10)[0].strip()} plays/s"
             cpu1, wait1, dt = *schedstat(pid), time.monotonic() - t0
+            nice = "/".join(str(os.getpriority(os.PRIO_PROCESS, p)) for p in (pid, *children(pid)))
             server = (
                 f"{rate}; server CPU {100 * (cpu1 - cpu0) / dt:.0f}%, "
-                f"run-queue wait {100 * (wait1 - wait0) / dt:.0f}% of a core"
+                f"run-queue wait {100 * (wait1 - wait0) / dt:.0f}% of a core, nice {nice}"
             )
             report(f"round {r + 1}, {label}", t, server)
             totals[label].merge(t)
@@ -476,8 +480,6 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
             finally:
                 os.setpriority(os.PRIO_PROCESS, 0, mine)
             servers[name] = (address, proc.pid)
-            nice = [os.getpriority(os.PRIO_PROCESS, pid) for pid in (proc.pid, *children(proc.pid))]
-            print(f"  server {name}: nice {' / '.join(map(str, nice))} (process / front)")
         totals = clock_rounds(servers, kinds, games, plays, rounds)
         for label, _, loaded, _ in kinds:
             if not loaded:
