@@ -149,7 +149,7 @@ async def new_game(stub, seed: int, turn_ms: int):
 
 
 # -- the load process ------------------------------------------------------------------------
-async def load(address: str, games: int, list_rate: float) -> None:
+async def load(address: str, games: int, list_rate: float, own_turns: bool = False) -> None:
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
 
@@ -158,8 +158,8 @@ async def load(address: str, games: int, list_rate: float) -> None:
             while True:
                 r = await new_game(stub, seed, 60_000)
                 await asyncio.gather(
-                    instant_seat(stub, r.game_id, r.first_seat_token),
-                    instant_seat(stub, r.game_id, r.second_seat_token),
+                    instant_seat(stub, r.game_id, r.first_seat_token, own_turns),
+                    instant_seat(stub, r.game_id, r.second_seat_token, own_turns),
                 )
                 seed += games
 
@@ -180,8 +180,11 @@ async def load(address: str, games: int, list_rate: float) -> None:
         await asyncio.gather(*tasks)
 
 
-def start_load(address: str, games: int, list_rate: float) -> subprocess.Popen:
+def start_load(
+    address: str, games: int, list_rate: float, own_turns: bool = False
+) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "bench.clock", "load", address, str(games), str(list_rate)]
+    cmd += ["own-turns"] if own_turns else []
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
 
 
@@ -338,7 +341,12 @@ def report(label: str, tally: Tally, server: str = "") -> None:
 
 
 def clock_rounds(
-    servers: dict[str, tuple[str, int]], kinds, games: int, plays: int, rounds: int
+    servers: dict[str, tuple[str, int]],
+    kinds,
+    games: int,
+    plays: int,
+    rounds: int,
+    own_turns: bool = False,
 ) -> dict[str, Tally]:
     """Alternating rounds over ``kinds`` (of :data:`KINDS`); ``servers`` maps a server's
     name to its (address, pid)."""
@@ -348,7 +356,7 @@ def clock_rounds(
             address, pid = servers[name]
             loader = None
             if loaded:
-                loader = start_load(address, games, LIST_RATE)
+                loader = start_load(address, games, LIST_RATE, own_turns)
                 time.sleep(8)  # let the games get going
             cpu0, wait0, t0 = *schedstat(pid), time.monotonic()
             try:
@@ -455,12 +463,19 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
         default=",".join(k[3] for k in KINDS),
         help="which kinds of rounds, of: " + ", ".join(k[3] for k in KINDS),
     )
+    ap.add_argument(
+        "--load-own-turns",
+        action="store_true",
+        help="the load's bots follow their own turns only (EVENT_FILTER_OWN_TURNS, as the "
+        "SDK's bots do) instead of every event",
+    )
     args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
     kinds = [k for k in KINDS if k[3] in args.kinds.split(",")]
     games, plays, rounds = (20, 40, args.rounds) if quick else (100, 150, args.rounds)
     print(
         f"probes answer {MARGIN_MS} ms before a {TURN_MS} ms deadline; load: {games} games "
-        f"flat out + ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f}/s; {rounds} alternating "
+        f"flat out ({'own turns' if args.load_own_turns else 'every event'}) + "
+        f"ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f}/s; {rounds} alternating "
         "rounds of: " + "; ".join(label for label, _, _, _ in kinds)
     )
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
@@ -480,7 +495,7 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
             finally:
                 os.setpriority(os.PRIO_PROCESS, 0, mine)
             servers[name] = (address, proc.pid)
-        totals = clock_rounds(servers, kinds, games, plays, rounds)
+        totals = clock_rounds(servers, kinds, games, plays, rounds, args.load_own_turns)
         for label, _, loaded, _ in kinds:
             if not loaded:
                 continue
@@ -505,6 +520,7 @@ if __name__ == "__main__":
             os._exit(0)
 
         signal.signal(signal.SIGTERM, stop)
-        asyncio.run(load(sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))
+        own_turns = sys.argv[5:6] == ["own-turns"]
+        asyncio.run(load(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), own_turns))
     else:
         main("--quick" in sys.argv)
