@@ -546,7 +546,8 @@ class AcceptAhead:
         self.clock = clock
         self.count = 0  # calls to keep requested
         self.asked = 0  # requested, not yet accepted
-        self.calls: set[asyncio.Task] = set()  # accepted, being handled
+        self.receiving = 0  # accepted, their request not yet received
+        self.calls: set[asyncio.Task] = set()  # received, being handled
         self.stopped = False
 
     def start(self, count: int) -> None:
@@ -575,8 +576,9 @@ class AcceptAhead:
         self.asked -= 1
         if error is not None:  # the server is shutting down
             return
+        self.receiving += 1
         try:
-            if len(self.calls) + self.asked < self.most:
+            if self._running() + self.asked < self.most:
                 self._ask()
             receive = self.cygrpc._receive_message(state, self.loop)
             _Drive(self.loop, receive, lambda request, _: self._received(state, request))
@@ -586,6 +588,7 @@ class AcceptAhead:
     def _received(self, state, request: bytes | None) -> None:
         """(Likewise.) Its request, stamped now (None: the caller left first); handled as
         grpc.aio would, in a task (cancellation from the caller, errors, the call freed)."""
+        self.receiving -= 1
         try:
             context = contextvars.Context()
             if request is not None:
@@ -612,11 +615,15 @@ class AcceptAhead:
             state, handler.unary_unary, request, context, handler.response_serializer, self.loop
         )
 
+    def _running(self) -> int:
+        """Calls accepted here and not over (waiting for their request, or handled)."""
+        return self.receiving + len(self.calls)
+
     def _done(self, task: asyncio.Task) -> None:
         self.calls.discard(task)
         if not task.cancelled() and task.exception() is not None:  # (as grpc.aio: logged)
             log.debug("a %s call ended with %r", self.method, task.exception())
-        while self.asked < self.count and len(self.calls) + self.asked < self.most:
+        while self.asked < self.count and self._running() + self.asked < self.most:
             if not self._ask():  # (after a pause at ``most``)
                 break
 

@@ -110,6 +110,36 @@ def test_a_server_stops_while_a_call_accepted_ahead_is_still_running() -> None:
     _run(main)
 
 
+def test_no_more_calls_are_accepted_ahead_than_allowed_at_once() -> None:
+    async def main() -> None:
+        inside: list[float | None] = []
+        all_in, release = asyncio.Event(), asyncio.Event()
+
+        async def handler(request: bytes, context) -> bytes:
+            inside.append(received())
+            if len(inside) == 8:
+                all_in.set()
+            await release.wait()
+            return request
+
+        server, method, port = await _serve(handler)
+        accept = AcceptAhead(server, PATH, method, 3)
+        accept.start(3)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            echo = ch.unary_unary(PATH)
+            calls = [asyncio.ensure_future(echo(b"%d" % i)) for i in range(8)]
+            await all_in.wait()  # the other five were accepted by grpc.aio itself
+            assert sum(at is not None for at in inside) == 3 and accept.asked == 0
+            release.set()
+            assert await asyncio.gather(*calls) == [b"%d" % i for i in range(8)]
+            await asyncio.gather(*accept.calls)  # (their ends seen by AcceptAhead first)
+        assert accept.asked == 3  # asked for again once the calls were over
+        accept.stop()
+        await server.stop(None)
+
+    _run(main)
+
+
 def _order(loop: asyncio.AbstractEventLoop, waiting: int, ready_after: int) -> list:
     """In one iteration, ``waiting`` callbacks are queued, and a socket becomes readable (at
     once if ``ready_after`` is None, else as the ``ready_after``-th of them runs). In which
