@@ -590,7 +590,7 @@ class AcceptAhead:
         grpc.aio would, in a task (cancellation from the caller, errors, the call freed)."""
         self.receiving -= 1
         try:
-            context = contextvars.Context()
+            context = contextvars.copy_context()  # (the drain's: as grpc.aio's tasks)
             if request is not None:
                 context.run(_RECEIVED.set, self.clock())
             handling = self._handle(state, request)
