@@ -12,10 +12,13 @@ on a command line or in a log). Metadata of that name from clients is dropped.
 Forwarding is generic (raw bytes, every cardinality, so health and reflection pass
 through); status, details and trailing metadata come back as the core sent them; deadlines
 and cancellation go on to the core. Every method is registered (accepted by a loop of its
-own) and plays are accepted several at a time (server.bridge.AcceptAhead, ``--accept-ahead``),
-which cut the p99 of the charge beyond thinking in ``bench clock`` (61-76 -> 40-58 ms).
-The front also stamps when it sends a seat the TURN_STARTED of its turn (:class:`Sends`):
-the side's clock runs from then, not from when the core handed it to the front.
+own). Plays are kept asked for ahead (``--accept-ahead``) and stamped as their request is
+drained from grpc's completion queue, before any task runs (server.bridge.AcceptAhead), by
+a loop that drains that queue ahead of other work (server.bridge.DrainFirst); the front
+freezes its long-lived objects and those that survive young collections, so no full
+garbage collection stalls it (server.collector). The front also stamps when it sends a
+seat the TURN_STARTED of its turn (:class:`Sends`): the side's clock runs from then, not from
+when the core handed it to the front.
 
 The core reaches the front on a unix socket of its own for one call, the *fence*
 (:class:`InFlight`): before the core declares a timeout it asks whether a play of that game
