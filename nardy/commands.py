@@ -53,11 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--accept-ahead",
         type=int,
-        default=8,
+        default=128,
         metavar="N",
-        help="plays (SubmitPlay calls) the transport accepts at once, beyond grpc.aio's "
-        "one at a time, so that under load their arrival is stamped sooner (default 8; 0: "
-        "grpc.aio's own)",
+        help="plays (SubmitPlay calls) the transport keeps asked for at once, beyond "
+        "grpc.aio's one at a time, so that under load their arrival is stamped sooner: "
+        "at least the plays that may arrive together, about the games playing (default "
+        "128; 0: grpc.aio's own)",
     )
     p.add_argument(
         "--transport-first-ms",

@@ -86,7 +86,7 @@ class ServerConfig:
     tls_key: str | None = None
     commit_window_s: float = 0.0  # extra wait to gather a journal batch (0: natural batches)
     pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
-    accept_ahead: int = 8  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's one
+    accept_ahead: int = 128  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's
     transport_first_s: float = 0.002  # the core waits this long at most for a busy transport
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
@@ -233,7 +233,8 @@ async def serve(
                 port = server.add_secure_port(address, creds)
             await server.start()
             play = f"/{SERVICE}/SubmitPlay"
-            ahead = AcceptAhead(server, play, registry.handlers[play], config.max_concurrent_rpcs)
+            handler, most = registry.handlers[play], config.max_concurrent_rpcs
+            ahead = AcceptAhead(server, play, handler, most, arbiter.arrivals.now)
             ahead.start(config.accept_ahead)
             parts["accept"] = ahead
             if config.pace_s:
@@ -274,6 +275,7 @@ async def serve(
                         max_message_bytes=config.max_message_bytes,
                         max_concurrent_rpcs=config.max_concurrent_rpcs,
                         accept_ahead=config.accept_ahead,
+                        freeze_gc=config.freeze_gc,
                     )
                 )
             except BaseException:

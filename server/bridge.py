@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import selectors
@@ -284,6 +285,36 @@ class IdleSelector(selectors.DefaultSelector):
             self._idle.clear()
 
 
+class DrainFirst(asyncio.SelectorEventLoop):
+    """An event loop that runs I/O callbacks ahead of the callbacks already waiting, and
+    looks for I/O at least every ``BATCH`` callbacks.
+
+    grpc.aio learns of everything (calls, requests, messages) from one socket that its
+    poller thread writes to and the loop drains (``PollerCompletionQueue._handle_events``);
+    a plain loop runs that drain after all the callbacks ready before it, and runs all of
+    those before it looks again: under load an iteration of 200-250 other games' calls and
+    messages, 10-18 ms. Here the drain runs first, and an iteration runs at most ``BATCH``
+    of the callbacks waiting (the others stay first in line for the next), so what the
+    drain does at once (:class:`AcceptAhead`'s stamps) waits for at most that many."""
+
+    BATCH = 32
+
+    def _add_callback(self, handle: asyncio.Handle) -> None:
+        if not handle._cancelled:
+            self._ready.appendleft(handle)
+
+    def _run_once(self) -> None:
+        ready = self._ready
+        if len(ready) <= self.BATCH:
+            super()._run_once()
+            return
+        rest = [ready.pop() for _ in range(len(ready) - self.BATCH)]  # (last first)
+        try:
+            super()._run_once()  # (callbacks ready: I/O is polled without waiting)
+        finally:
+            self._ready.extendleft(rest)  # ahead of those queued meanwhile, in order
+
+
 class Transport:
     """The grpc.aio server on an asyncio loop in its own thread (with ``idle``: the loop
     reports it while it waits for I/O, see :class:`TransportFirst`)."""
@@ -322,7 +353,10 @@ class Transport:
 
     def _main(self) -> None:
         idle = self._idle
-        factory = None if idle is None else lambda: asyncio.SelectorEventLoop(IdleSelector(idle))
+
+        def factory() -> DrainFirst:
+            return DrainFirst(None if idle is None else IdleSelector(idle))
+
         try:
             with asyncio.Runner(loop_factory=factory) as runner:
                 runner.run(self._serve())
@@ -383,30 +417,33 @@ class Registry:
         self._generic = []
 
 
-class _Resolver:
-    def __init__(self, handler: grpc.RpcMethodHandler) -> None:
-        self.handler = handler
-
-    def resolve_handler(self, details) -> grpc.RpcMethodHandler:
-        return self.handler
-
-
 # grpc.aio's internals that AcceptAhead drives: the arguments as in grpcio 1.85
 _INTERNALS = {
-    "_handle_rpc": (
-        "method_name",
-        "method_resolver",
-        "interceptors",
+    "_receive_message": ("grpc_call_wrapper", "loop"),
+    "_finish_handler_with_unary_response": (
         "rpc_state",
+        "unary_handler",
+        "request",
+        "servicer_context",
+        "response_serializer",
         "loop",
-        "concurrency_exceeded",
     ),
     "_schedule_rpc_coro": ("rpc_coro", "rpc_state", "loop", "method_name"),
 }
 
+# When the request of the call being handled was received (on AcceptAhead's clock), for a
+# call that AcceptAhead accepted; read by the handler (:func:`received`).
+_RECEIVED: contextvars.ContextVar[float | None] = contextvars.ContextVar("received", default=None)
+
+
+def received() -> float | None:
+    """When AcceptAhead received the request of the call being handled (None: the call was
+    not accepted by an AcceptAhead)."""
+    return _RECEIVED.get()
+
 
 def _internals_as_known(core, cygrpc) -> bool:
-    if not hasattr(core, "_request_registered_call"):
+    if not hasattr(core, "_request_registered_call") or not hasattr(cygrpc, "_ServicerContext"):
         return False
     for name, args in _INTERNALS.items():
         code = getattr(getattr(cygrpc, name, None), "__code__", None)
@@ -415,25 +452,103 @@ def _internals_as_known(core, cygrpc) -> bool:
     return True
 
 
+class _Then(asyncio.Future):
+    """A future that calls ``then()`` as soon as it is done, from the callback that sets it
+    (for grpc.aio's futures: the drain of grpc's completion queue), not a loop iteration
+    later as done callbacks and awaiting tasks do."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, then: Callable[[], None]) -> None:
+        super().__init__(loop=loop)
+        self._then = then
+
+    def set_result(self, result) -> None:
+        super().set_result(result)
+        self._then()
+
+    def set_exception(self, exception) -> None:
+        super().set_exception(exception)
+        self._then()
+
+
+class _Drive:
+    """Runs ``coro``, one of grpc.aio's internal coroutines (which wait on futures made by
+    ``loop.create_future``), stepping it on as soon as what it waits for is done (no task:
+    see :class:`_Then`); ``done(value, error)`` once it returns or raises. (A class, not a
+    closure stepping itself: that would be a reference cycle per call for the collector.)"""
+
+    __slots__ = ("loop", "coro", "done")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        coro,
+        done: Callable[[Any, BaseException | None], None],
+    ) -> None:
+        self.loop, self.coro, self.done = loop, coro, done
+        self.step()
+
+    def _future(self) -> _Then:
+        return _Then(self.loop, self.step)
+
+    def step(self) -> None:
+        self.loop.create_future = self._future  # (for this step only)
+        try:
+            waited = self.coro.send(None)
+        except StopIteration as stop:
+            outcome = (stop.value, None)
+        except BaseException as error:  # (reported to ``done``)
+            outcome = (None, error)
+        else:
+            outcome = None
+        finally:
+            del self.loop.create_future
+        if outcome is not None:
+            self.done(*outcome)
+        elif not isinstance(waited, _Then):  # not made here: stepped an iteration later
+            waited.add_done_callback(lambda _: self.step())
+
+
 class AcceptAhead:
-    """Keeps ``count`` more calls of one method requested from grpc's core, besides the
-    one grpc.aio's own accept loop keeps: that many calls are accepted at once.
+    """Keeps ``count`` calls of one unary method requested from grpc's core, besides the one
+    grpc.aio's own accept loop keeps, and stamps each call's request as it is received
+    (:func:`received`, on ``clock``), before the handler runs.
 
     grpc.aio asks its core for the next call of a registered method only once the
-    previous one has been accepted, a few loop iterations later; under load, plays queue
-    in the core before Python sees them, and their arrival is stamped late. At most
-    ``most`` calls accepted here run at a time (grpc.aio's ``maximum_concurrent_rpcs``
-    does not see them). This uses grpc.aio's internals (``grpc._cython.cygrpc``, as in
-    grpcio 1.85); if they are not there it does nothing and says so in the log.
+    previous one has been accepted, a few loop iterations later, so under load plays
+    queue in grpc's core before Python sees them. Then it takes three more iterations
+    (two tasks created one after the other) before it asks for the call's request, and
+    one more after the request is there before the handler runs: each a full pass over
+    whatever else the loop has ready (under load, a hundred other calls and messages).
+    Here everything up to the stamp runs in the callback that drains grpc's completion
+    queue, as soon as each step is done (:class:`_Drive`): a call accepted is replaced by
+    a new request and its request asked for at once, and the request is stamped as it
+    is drained; the call is then handled as grpc.aio would, in a task. A caller that never
+    sends its request holds up nobody else.
+
+    At most ``most`` calls accepted here run at a time (grpc.aio's
+    ``maximum_concurrent_rpcs`` does not see them). This uses grpc.aio's internals
+    (``grpc._cython.cygrpc``, as in grpcio 1.85); if they are not there it does nothing
+    and says so in the log (handlers then stamp on their own).
     """
 
-    def __init__(self, server: grpc.aio.Server, method: str, handler, most: int) -> None:
+    def __init__(
+        self,
+        server: grpc.aio.Server,
+        method: str,
+        handler: grpc.RpcMethodHandler,
+        most: int,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.server = server
         self.method = method
         self.handler = handler
-        self.room = asyncio.Semaphore(most)
-        self.tasks: list[asyncio.Task] = []
-        self.calls: set[asyncio.Task] = set()  # asyncio holds tasks only weakly
+        self.most = most
+        self.clock = clock
+        self.count = 0  # calls to keep requested
+        self.asked = 0  # requested, not yet accepted
+        self.receiving = 0  # accepted, their request not yet received
+        self.calls: set[asyncio.Task] = set()  # received, being handled
+        self.stopped = False
 
     def start(self, count: int) -> None:
         from grpc._cython import cygrpc
@@ -442,29 +557,76 @@ class AcceptAhead:
         if count and not _internals_as_known(core, cygrpc):
             log.warning("grpc.aio internals not as known: plays are accepted one at a time")
             return
-        loop = asyncio.get_running_loop()
+        self.core, self.cygrpc = core, cygrpc
+        self.loop = asyncio.get_running_loop()
+        self.count = count
         for _ in range(count):
-            self.tasks.append(loop.create_task(self._accept(core, cygrpc, loop)))
+            self._ask()
 
-    async def _accept(self, core, cygrpc, loop) -> None:
-        resolver = _Resolver(self.handler)
-        name = self.method.encode()
-        while core.is_running():
-            await self.room.acquire()
-            try:
-                state = await core._request_registered_call(name)
-            except Exception:  # the server is shutting down
-                self.room.release()
-                return
-            rpc = cygrpc._handle_rpc(self.method, resolver, (), state, loop, False)
-            call = loop.create_task(cygrpc._schedule_rpc_coro(rpc, state, loop, self.method))
-            self.calls.add(call)
-            call.add_done_callback(self._done)
+    def _ask(self) -> bool:
+        """Ask grpc's core for one more call (False: the server is stopping)."""
+        if self.stopped or not self.core.is_running():
+            return False
+        self.asked += 1
+        _Drive(self.loop, self.core._request_registered_call(self.method.encode()), self._accepted)
+        return True
 
-    def _done(self, call: asyncio.Task) -> None:
-        self.calls.discard(call)
-        self.room.release()
+    def _accepted(self, state, error: BaseException | None) -> None:
+        """(In the completion queue's drain.) A call: ask for the next, and its request."""
+        self.asked -= 1
+        if error is not None:  # the server is shutting down
+            return
+        self.receiving += 1
+        try:
+            if self._running() + self.asked < self.most:
+                self._ask()
+            receive = self.cygrpc._receive_message(state, self.loop)
+            _Drive(self.loop, receive, lambda request, _: self._received(state, request))
+        except Exception:
+            log.exception("accepting a %s call", self.method)
+
+    def _received(self, state, request: bytes | None) -> None:
+        """(Likewise.) Its request, stamped now (None: the caller left first); handled as
+        grpc.aio would, in a task (cancellation from the caller, errors, the call freed)."""
+        self.receiving -= 1
+        try:
+            context = contextvars.copy_context()  # (the drain's: as grpc.aio's tasks)
+            if request is not None:
+                context.run(_RECEIVED.set, self.clock())
+            handling = self._handle(state, request)
+            call = self.cygrpc._schedule_rpc_coro(handling, state, self.loop, self.method)
+            task = self.loop.create_task(call, context=context)
+            self.calls.add(task)
+            task.add_done_callback(self._done)
+        except Exception:
+            log.exception("handling a %s call", self.method)
+
+    async def _handle(self, state, request: bytes | None) -> None:
+        """What grpc.aio's ``_handle_unary_unary_rpc`` does once it has the request (its
+        ``_handle_rpc`` and handler lookup are not used: they leave a reference cycle of six
+        objects per call for the garbage collector, whose passes stall every stamp)."""
+        if request is None:
+            return
+        handler = self.handler
+        if handler.request_deserializer is not None:
+            request = handler.request_deserializer(request)
+        context = self.cygrpc._ServicerContext(state, None, None, self.loop)
+        await self.cygrpc._finish_handler_with_unary_response(
+            state, handler.unary_unary, request, context, handler.response_serializer, self.loop
+        )
+
+    def _running(self) -> int:
+        """Calls accepted here and not over (waiting for their request, or handled)."""
+        return self.receiving + len(self.calls)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self.calls.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # (as grpc.aio: logged)
+            log.debug("a %s call ended with %r", self.method, task.exception())
+        while self.asked < self.count and self._running() + self.asked < self.most:
+            if not self._ask():  # (after a pause at ``most``)
+                break
 
     def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
+        """Ask for no more calls (those asked for fail as the server stops)."""
+        self.stopped = True

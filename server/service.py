@@ -28,7 +28,7 @@ from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
-from server.bridge import CLOSE, Bridge, Encoded
+from server.bridge import CLOSE, Bridge, Encoded, received
 from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
 from server.fronted import Front
 from server.journal import Event, EventType
@@ -491,9 +491,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "give the play as notation or end_position (at most 200 chars)",
             )
-        # Stamped on arrival (here, or at the front): the side is charged up to then,
+        # Stamped on arrival (as its request was received: server.bridge.AcceptAhead, else
+        # here; or at the front): the side is charged up to then,
         # however long the core takes.
-        at, sent = (None, None) if self.front is None else self.front.arrival(context)
+        at, sent = (received(), None) if self.front is None else self.front.arrival(context)
         arrival = self.arbiter.arrivals.stamp(request.game_id, at, sent)
         try:
             async with self._held(context, request) as who:

@@ -66,3 +66,31 @@ def test_garbage_among_frozen_objects_goes_at_the_next_deep_pass() -> None:
         assert policy.base >= base + len(live)
         """
     )
+
+
+def test_young_survivors_are_frozen_when_asked_and_their_garbage_still_goes() -> None:
+    run(
+        """
+        policy.uninstall()
+        gc.collect()
+        policy = FrozenGenerations(young=True)
+        policy.install()
+        base = gc.get_freeze_count()
+        live = [Node() for _ in range(20_000)]
+        doomed = [Node() for _ in range(5_000)]
+        for node in doomed:
+            weakref.finalize(node, freed.append, 1)
+        gc.collect(1)  # a middle collection: its survivors are frozen, not left for gen 2
+        assert gc.get_freeze_count() >= base + 25_000
+        assert len(gc.get_objects(1)) + len(gc.get_objects(2)) < 1000
+        del doomed, node  # cyclic garbage among them: the next deep pass takes it
+        more = [Node() for _ in range(int(base * 0.3))]
+        gc.collect()  # shallow, sees the growth: the next full pass is deep...
+        assert policy.deep and not freed
+        gc.collect(1)  # ...and a middle collection meanwhile does not freeze it away
+        assert policy.deep
+        gc.collect()
+        assert len(freed) == 5_000, len(freed)
+        assert not policy.deep
+        """
+    )
