@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from engines.arena import mean_ci, pair_score
-from engines.network import WEIGHTS, Network, both_home, encode, equity, flip
+from engines.network import WEIGHTS, Network, both_home, encode, equity, flip, in_race
 from nardy import Position, legal_plays
 
 DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
@@ -59,11 +59,13 @@ def self_play(net: Network, rng: random.Random) -> tuple[list[Position], np.ndar
     """One game of the network against itself at 0 ply: the positions before each turn
     and the outcome for the side to move in the final position: the end of the game (the
     side to move has lost) or, with ``net.bearoff``, the first position with both sides
-    all home, whose values the bear-off tables give exactly (engines/bearoff.py)."""
+    all home, whose values the bear-off tables give exactly (engines/bearoff.py), or with
+    ``net.races`` too, the first race position, valued by the tables' race model."""
     pos = Position.start()
     states = []
+    stop = in_race if net.races else both_home
     while True:
-        if net.bearoff and both_home(pos):
+        if net.bearoff and stop(pos):
             return states, net.values([pos])[0]
         states.append(pos)
         if len(states) > MAX_TURNS:
@@ -177,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
         help="export the mean of the weights at every checkpoint from this game on",
     )
     ap.add_argument(
+        "--races",
+        action="store_true",
+        help="stop each game at its first race position, learning the race model's values "
+        "(kept by the checkpoint from then on)",
+    )
+    ap.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -211,7 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         net.meta = {"seed": args.seed, "games": 0, "hidden": hidden, "seconds": 0.0}
         done = 0
     net.meta.setdefault("bearoff_from", done)  # games from here on stop at the tables
-    net.races = False  # self-play judges races before all home as the shipped run did
+    if args.races:
+        net.meta.setdefault("races_from", done)  # ... and from here on at the first race
+    # self-play judges races before all home by the network (as the shipped run did until
+    # game meta["races_from"]) or, from then on, stops there with the race model's values
+    net.races = "races_from" in net.meta
     # [first game, alpha, alpha_half] of each stretch (checkpoints from before: one stretch)
     steps = net.meta.setdefault(
         "steps",
@@ -266,10 +278,11 @@ def main(argv: list[str] | None = None) -> int:
                     stop = min(stop, (done // every + 1) * every)
             batch = list(range(done, stop))
             if pool is None:
-                games = [_play_game((None, args.seed, i), net) for i in batch]
+                games = [_play_game((None, args.seed, i, net.races), net) for i in batch]
             else:  # the same weights for the whole batch, learned from in game order
                 weights = (net.w1, net.b1, net.w2, net.b2)
-                games = pool.map(_play_game, [(weights, args.seed, i) for i in batch])
+                jobs = [(weights, args.seed, i, net.races) for i in batch]
+                games = pool.map(_play_game, jobs)
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])  # learn a batch whole
             for x, outcome in games:
                 v = net.forward(x)[1]
@@ -374,10 +387,10 @@ def _interrupt(signum, frame) -> None:
 
 def _play_game(job: tuple, net: Network | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Self-play game ``i`` with the given weights: its encoded positions and outcome."""
-    weights, seed, i = job
+    weights, seed, i, races = job
     if net is None:
         net = Network(*weights)
-        net.races = False  # as in main()
+        net.races = races  # as in main()
     states, outcome = self_play(net, game_rng(seed, i))
     return encode(states), outcome
 
