@@ -48,8 +48,8 @@ from pathlib import Path
 import numpy as np
 
 from engines.arena import mean_ci, pair_score
-from engines.network import WEIGHTS, Network, both_home, encode, equity, flip, in_race
-from nardy import Position, legal_plays
+from engines.network import POINTS, WEIGHTS, Network, both_home, encode, equity, flip, in_race
+from nardy import Position, end_boards
 
 DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
 MAX_TURNS = 1500
@@ -71,11 +71,13 @@ def self_play(net: Network, rng: random.Random) -> tuple[list[Position], np.ndar
         if len(states) > MAX_TURNS:
             raise RuntimeError("self-play game did not finish")
         dice = (rng.randint(1, 6), rng.randint(1, 6))
-        plays = legal_plays(pos, dice)
-        if not plays:
+        boards = end_boards(pos, dice)  # the legal plays' end boards, in legal_plays order
+        if not boards:
             pos = pos.passed()
             continue
-        pos = plays[int(np.argmax(equity(net.after(plays))))].end
+        turn = pos.turn.opponent
+        best = int(np.argmax(equity(flip(net.board_values(boards, turn)))))
+        pos = Position(turn, tuple(np.frombuffer(boards, np.int8, POINTS, best * POINTS).tolist()))
         if pos.winner is not None:
             loser_off = pos.borne_off(pos.turn)
             return states, np.array([0.0, 0.0, 1.0 if loser_off == 0 else 0.0])
