@@ -138,7 +138,7 @@ def _job(job: tuple) -> Data:
 
 
 def make_data(
-    net: Network, kind: str, seed: int, rnd: int, s: Settings, work: Path, pool, progress
+    net: Network, kind: str, seed: int, rnd: int, s: Settings, work: Path, pool, note, progress
 ) -> Data:
     """A round's data of one kind, chunk by chunk (chunks already saved are read back)."""
     total = s.games if kind == "values" else s.candidate_games
@@ -146,6 +146,7 @@ def make_data(
     for start in range(0, total, s.chunk):
         path = work / f"round{rnd}-{kind}-{start}.npz"
         if not path.exists():
+            t0 = time.perf_counter()
             games = range(start, min(start + s.chunk, total))
             if pool is None:
                 got = [KINDS[kind](net, seed, rnd, g, s) for g in games]
@@ -155,6 +156,15 @@ def make_data(
             tmp = path.with_name(path.name + ".tmp.npz")
             np.savez(tmp, **Data.join(got)._asdict())
             tmp.replace(path)
+            games = min(start + s.chunk, total)
+            note(
+                {
+                    "round": rnd,
+                    kind: games,
+                    "of": total,
+                    "seconds": round(time.perf_counter() - t0, 1),
+                }
+            )
         with np.load(path) as f:
             parts.append(Data(*(f[k] for k in Data._fields)))
         progress(f"round {rnd}: {kind}", min(start + s.chunk, total), total)
@@ -263,7 +273,7 @@ def run_round(
     (``s.window``); the fitted network, its round noted in its ``meta``."""
     started = time.perf_counter()
     net.races = True  # self-play stops at the first race; the race model values it
-    data = {k: make_data(net, k, seed, rnd, s, work, pool, progress) for k in KINDS}
+    data = {k: make_data(net, k, seed, rnd, s, work, pool, note, progress) for k in KINDS}
     sets = [data["values"], data["candidates"]]
     for back in range(1, s.window):
         for kind in KINDS:
