@@ -13,8 +13,8 @@ sets with the current network N and fits N to them (a form of expert iteration):
 * **candidate positions**: in ``candidate_games`` other self-play games, at a share
   ``candidate_share`` of the turns, the end positions of the best ``candidates`` plays by N
   (except races and finished games, which the network is never asked about), each labelled by
-  N's 1-ply lookahead (:func:`engines.network.lookahead`: the average over the next roll of the
-  opponent's best reply), the search the full level plays with.
+  N's lookahead ``depth`` rolls deep (:func:`engines.network.lookahead`; 1: the average over
+  the next roll of the opponent's best reply), the search the full level plays with.
 
 N is then fitted to this round's data and the previous round's (``window``) by minibatch Adam on
 the cross-entropy of the three outputs, ``epochs`` passes with a cosine-decayed step from
@@ -55,6 +55,7 @@ class Settings:
     candidate_games: int = 4_000
     candidate_share: float = 0.25
     candidates: int = 6
+    depth: int = 1
     epochs: int = 6
     lr: float = 3e-4
     batch: int = 256
@@ -106,7 +107,7 @@ def value_game(net: Network, seed: int, rnd: int, game: int, s: Settings) -> Dat
 
 def candidate_game(net: Network, seed: int, rnd: int, game: int, s: Settings) -> Data:
     """One self-play game to its first race; at a share of its turns, the end positions of
-    the best plays by the network, labelled by its 1-ply lookahead."""
+    the best plays by the network, labelled by its lookahead."""
     draw = _rng(seed, rnd, "draw", game)
     ends: list[Position] = []
 
@@ -121,7 +122,7 @@ def candidate_game(net: Network, seed: int, rnd: int, game: int, s: Settings) ->
                 ends.append(end)
 
     self_play(net, _rng(seed, rnd, "dice", game), visit)
-    labels = [flip(lookahead(net, e)) for e in ends]  # for the side to move in each end
+    labels = [flip(lookahead(net, e, depth=s.depth)) for e in ends]  # for the side to move
     return Data.of(ends, labels, game)
 
 

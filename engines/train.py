@@ -153,7 +153,19 @@ def main(argv: list[str] | None = None) -> int:
         "--fit-candidate-games",
         type=int,
         default=fit.Settings.candidate_games,
-        help="games whose candidate plays are labelled by 1-ply lookahead",
+        help="games whose candidate plays are labelled by lookahead",
+    )
+    ap.add_argument(
+        "--fit-share",
+        type=float,
+        default=fit.Settings.candidate_share,
+        help="share of those games' turns whose candidate plays are labelled",
+    )
+    ap.add_argument(
+        "--fit-candidates", type=int, default=fit.Settings.candidates, help="best plays labelled"
+    )
+    ap.add_argument(
+        "--fit-depth", type=int, default=fit.Settings.depth, help="lookahead of their labels"
     )
     ap.add_argument("--fit-epochs", type=int, default=fit.Settings.epochs)
     ap.add_argument(
@@ -296,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
             settings = fit.Settings(
                 games=args.fit_games,
                 candidate_games=args.fit_candidate_games,
+                candidate_share=args.fit_share,
+                candidates=args.fit_candidates,
+                depth=args.fit_depth,
                 epochs=args.fit_epochs,
                 chunk=args.fit_chunk,
             )

@@ -30,14 +30,15 @@ def test_value_positions_carry_their_lambda_returns():
     assert not any(nw.in_race(p) for p in data.positions())  # the network's positions only
 
 
-def test_candidates_are_the_best_plays_labelled_by_one_ply():
+@pytest.mark.parametrize("depth", [1, 2])
+def test_candidates_are_the_best_plays_labelled_by_lookahead(depth):
     net = _net(2)
-    s = fit.Settings(candidate_share=1.0, candidates=3)
+    s = fit.Settings(candidate_share=1.0 if depth == 1 else 0.1, candidates=3, depth=depth)
     data = fit.candidate_game(net, 5, 0, 1, s)
     ends = data.positions()
     assert ends and not any(nw.in_race(e) or e.winner is not None for e in ends)
     for e, label in list(zip(ends, data.labels, strict=True))[:12]:
-        assert np.allclose(label, nw.flip(nw.lookahead(net, e)), atol=1e-6)
+        assert np.allclose(label, nw.flip(nw.lookahead(net, e, depth=depth)), atol=1e-6)
     # every turn's ends are among its best three by the network (RULES.md §3.7: plays
     # are their end positions)
     firsts = []
