@@ -150,6 +150,12 @@ def both_home(position: Position) -> bool:
     )
 
 
+def in_race(position: Position) -> bool:
+    """True in a race (:func:`race`) that is not over: the race model or, with both sides
+    all home, the exact tables value it."""
+    return position.winner is None and bool(race(counts(*_boards([position])))[0])
+
+
 def blocks(c: np.ndarray) -> np.ndarray:
     """``(N, 2, 7)``: how each side blocks the other: the share of the other's checkers
     with exactly 1..6 of the six points in front of them (along its path) held by this
@@ -521,6 +527,7 @@ __all__ = [
     "encode",
     "equity",
     "flip",
+    "in_race",
     "lookahead",
     "race",
     "shipped",

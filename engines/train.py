@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import signal
 import sys
 import time
@@ -47,47 +46,12 @@ from pathlib import Path
 
 import numpy as np
 
+from engines import fit
 from engines.arena import mean_ci, pair_score
-from engines.network import WEIGHTS, Network, both_home, encode, equity, flip
-from nardy import Position, legal_plays
+from engines.network import WEIGHTS, Network, encode
+from engines.selfplay import game_rng, self_play, td_targets
 
 DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
-MAX_TURNS = 1500
-
-
-def self_play(net: Network, rng: random.Random) -> tuple[list[Position], np.ndarray]:
-    """One game of the network against itself at 0 ply: the positions before each turn
-    and the outcome for the side to move in the final position: the end of the game (the
-    side to move has lost) or, with ``net.bearoff``, the first position with both sides
-    all home, whose values the bear-off tables give exactly (engines/bearoff.py)."""
-    pos = Position.start()
-    states = []
-    while True:
-        if net.bearoff and both_home(pos):
-            return states, net.values([pos])[0]
-        states.append(pos)
-        if len(states) > MAX_TURNS:
-            raise RuntimeError("self-play game did not finish")
-        dice = (rng.randint(1, 6), rng.randint(1, 6))
-        plays = legal_plays(pos, dice)
-        if not plays:
-            pos = pos.passed()
-            continue
-        pos = plays[int(np.argmax(equity(net.after(plays))))].end
-        if pos.winner is not None:
-            loser_off = pos.borne_off(pos.turn)
-            return states, np.array([0.0, 0.0, 1.0 if loser_off == 0 else 0.0])
-
-
-def td_targets(v: np.ndarray, outcome: np.ndarray, lam: float) -> np.ndarray:
-    """The lambda-returns ``G_t`` for values ``v`` (T, 3) of a game's positions, each for
-    its side to move, and the outcome for the side to move after the last turn."""
-    g = np.empty_like(v)
-    nxt = flip(outcome)
-    g[-1] = nxt
-    for t in range(len(v) - 2, -1, -1):
-        g[t] = flip((1.0 - lam) * v[t + 1] + lam * g[t + 1])
-    return g
 
 
 def learn(net: Network, x: np.ndarray, g: np.ndarray, alpha: float) -> float:
@@ -119,10 +83,6 @@ def grow(net: Network, hidden: int, seed: int) -> Network:
     meta = dict(net.meta, hidden=hidden)
     meta["grown"] = [*net.meta.get("grown", []), [games, net.hidden, hidden]]
     return Network(w1, np.concatenate([net.b1, np.zeros(extra)]), w2, net.b2.copy(), meta=meta)
-
-
-def game_rng(seed: int, game: int) -> random.Random:
-    return random.Random(f"nardy-train:{seed}:{game}")
 
 
 def evaluate(net: Network, pairs: int, seed: int, at: int) -> dict:
@@ -177,6 +137,41 @@ def main(argv: list[str] | None = None) -> int:
         help="export the mean of the weights at every checkpoint from this game on",
     )
     ap.add_argument(
+        "--races",
+        action="store_true",
+        help="stop each game at its first race position, learning the race model's values "
+        "(kept by the checkpoint from then on)",
+    )
+    ap.add_argument(
+        "--fit-rounds",
+        type=int,
+        default=0,
+        help="after the TD games, fit the network in this many rounds in all (engines/fit.py)",
+    )
+    ap.add_argument("--fit-games", type=int, default=fit.Settings.games, help="value games")
+    ap.add_argument(
+        "--fit-candidate-games",
+        type=int,
+        default=fit.Settings.candidate_games,
+        help="games whose candidate plays are labelled by lookahead",
+    )
+    ap.add_argument(
+        "--fit-share",
+        type=float,
+        default=fit.Settings.candidate_share,
+        help="share of those games' turns whose candidate plays are labelled",
+    )
+    ap.add_argument(
+        "--fit-candidates", type=int, default=fit.Settings.candidates, help="best plays labelled"
+    )
+    ap.add_argument(
+        "--fit-depth", type=int, default=fit.Settings.depth, help="lookahead of their labels"
+    )
+    ap.add_argument("--fit-epochs", type=int, default=fit.Settings.epochs)
+    ap.add_argument(
+        "--fit-chunk", type=int, default=fit.Settings.chunk, help="games per saved part of data"
+    )
+    ap.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -197,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         net.meta.setdefault("workers", [[0, 1]])  # checkpoints from before --workers
         print(f"resuming {ckpt} at game {done}", file=sys.stderr)
+        if fit.rounds(net) and args.games > done:
+            print(f"{ckpt}: fitted in rounds; TD games cannot follow them", file=sys.stderr)
+            return 2
         if args.hidden is not None and args.hidden != net.hidden:
             if args.hidden < net.hidden or net.meta.get("average"):
                 print(
@@ -211,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         net.meta = {"seed": args.seed, "games": 0, "hidden": hidden, "seconds": 0.0}
         done = 0
     net.meta.setdefault("bearoff_from", done)  # games from here on stop at the tables
-    net.races = False  # self-play judges races before all home as the shipped run did
+    if args.races:
+        net.meta.setdefault("races_from", done)  # ... and from here on at the first race
+    # self-play judges races before all home by the network (as the shipped run did until
+    # game meta["races_from"]) or, from then on, stops there with the race model's values
+    net.races = "races_from" in net.meta
     # [first game, alpha, alpha_half] of each stretch (checkpoints from before: one stretch)
     steps = net.meta.setdefault(
         "steps",
@@ -257,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)  # a stopped session saves its checkpoint
     t0 = time.perf_counter()
     window_t, window_games, mse_sum, turns_sum = t0, 0, 0.0, 0
-    progress = _progress(args.games, done)
+    progress = _progress()
+    fitting = False
     try:
         while done < args.games:
             stop = min(done + args.workers, args.games)
@@ -266,10 +269,11 @@ def main(argv: list[str] | None = None) -> int:
                     stop = min(stop, (done // every + 1) * every)
             batch = list(range(done, stop))
             if pool is None:
-                games = [_play_game((None, args.seed, i), net) for i in batch]
+                games = [_play_game((None, args.seed, i, net.races), net) for i in batch]
             else:  # the same weights for the whole batch, learned from in game order
                 weights = (net.w1, net.b1, net.w2, net.b2)
-                games = pool.map(_play_game, [(weights, args.seed, i) for i in batch])
+                jobs = [(weights, args.seed, i, net.races) for i in batch]
+                games = pool.map(_play_game, jobs)
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])  # learn a batch whole
             for x, outcome in games:
                 v = net.forward(x)[1]
@@ -279,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                 done += 1
                 window_games += 1
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
-            progress(done)
+            progress("self-play games", done, args.games)
             if done % args.checkpoint_every == 0 or done == args.games:
                 if average and done % args.checkpoint_every == 0:
                     average.add(net, done)
@@ -299,9 +303,33 @@ def main(argv: list[str] | None = None) -> int:
                 judged = average.network(net) if average else net
                 note(evaluate(judged, args.eval_pairs, args.seed, done) | _which(judged))
                 window_t = time.perf_counter()
+        if args.fit_rounds > fit.rounds(net):
+            fitting = True
+            settings = fit.Settings(
+                games=args.fit_games,
+                candidate_games=args.fit_candidate_games,
+                candidate_share=args.fit_share,
+                candidates=args.fit_candidates,
+                depth=args.fit_depth,
+                epochs=args.fit_epochs,
+                chunk=args.fit_chunk,
+            )
+            work = ckpt.with_name(ckpt.name + ".fit")
+            work.mkdir(exist_ok=True)
+            while fit.rounds(net) < args.fit_rounds:
+                rnd = fit.rounds(net)
+                net = fit.run_round(net, args.seed, rnd, settings, work, pool, note, progress)
+                net.save(ckpt, dtype=np.float64)
+                if args.export:
+                    net.save(args.export)
+                if args.eval_pairs:
+                    note(evaluate(net, args.eval_pairs, args.seed, 10**6 * (rnd + 1)))
     except KeyboardInterrupt:
-        save()
-        print(f"\ninterrupted: checkpoint at game {done} in {ckpt}", file=sys.stderr)
+        if fitting:  # the checkpoint holds the last round done; the round's work is saved
+            print(f"\ninterrupted: {fit.rounds(net)} fitting rounds in {ckpt}", file=sys.stderr)
+        else:
+            save()
+            print(f"\ninterrupted: checkpoint at game {done} in {ckpt}", file=sys.stderr)
         return 130
     finally:
         progress(None)
@@ -374,18 +402,19 @@ def _interrupt(signum, frame) -> None:
 
 def _play_game(job: tuple, net: Network | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Self-play game ``i`` with the given weights: its encoded positions and outcome."""
-    weights, seed, i = job
+    weights, seed, i, races = job
     if net is None:
         net = Network(*weights)
-        net.races = False  # as in main()
+        net.races = races  # as in main()
     states, outcome = self_play(net, game_rng(seed, i))
     return encode(states), outcome
 
 
-def _progress(total: int, done: int):
-    """A rich progress bar on a terminal; nothing otherwise (the log lines report)."""
+def _progress():
+    """Rich progress bars on a terminal, one per label; nothing otherwise (the log lines
+    report). ``update(label, n, total)`` moves a bar, ``update(None)`` ends them all."""
     if not sys.stderr.isatty():
-        return lambda n: None
+        return lambda *args: None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     bar = Progress(
@@ -396,13 +425,15 @@ def _progress(total: int, done: int):
         transient=False,
     )
     bar.start()
-    task = bar.add_task("self-play games", total=total, completed=done)
+    tasks: dict[str, int] = {}
 
-    def update(n: int | None) -> None:
-        if n is None:
+    def update(label: str | None, n: int = 0, total: int = 0) -> None:
+        if label is None:
             bar.stop()
+        elif label not in tasks:
+            tasks[label] = bar.add_task(label, total=total, completed=n)
         else:
-            bar.update(task, completed=n)
+            bar.update(tasks[label], completed=n)
 
     return update
 

@@ -72,6 +72,7 @@ def test_the_network_takes_race_values_from_the_tables():
 
 def test_self_play_stops_at_the_tables():
     net = nw.Network.random(8, seed=1)
+    net.races = False  # with the race model it stops sooner (below)
     for game in range(3):
         states, outcome = train.self_play(net, train.game_rng(1, game))
         assert not any(nw.both_home(s) for s in states)
@@ -149,10 +150,24 @@ def test_the_network_takes_races_before_all_home_from_the_model():
     assert np.array_equal(net.values([Position.start()]), start)
 
 
-def test_training_judges_races_by_the_network_as_before():
+def test_training_judges_races_by_the_network_or_stops_at_the_first():
     net = nw.Network.random(8, seed=2)
-    job = ((net.w1, net.b1, net.w2, net.b2), 2, 0)
-    net.races = False
+    net.races = False  # as the shipped run did: races before all home by the network
     states, outcome = train.self_play(net, train.game_rng(2, 0))
-    x, got = train._play_game(job)
+    x, got = train._play_game(((net.w1, net.b1, net.w2, net.b2), 2, 0, False))
     assert np.array_equal(x, nw.encode(states)) and np.array_equal(got, outcome)
+    assert not any(nw.both_home(p) for p in states)
+    raced = [i for i, p in enumerate(states) if nw.in_race(p)]
+    assert raced, "this game has a race before both sides are all home"
+    net.races = True  # --races: the game stops at its first race, valued by the model
+    short, end = train.self_play(net, train.game_rng(2, 0))
+    assert short == states[: raced[0]] and not any(nw.in_race(p) for p in short)
+    rng = train.game_rng(2, 0)  # the last turn's dice, and the play the network chose
+    for _ in range(len(short)):
+        dice = (rng.randint(1, 6), rng.randint(1, 6))
+    plays = legal_plays(short[-1], dice)
+    first = plays[int(np.argmax(nw.equity(net.after(plays))))].end
+    c = nw.counts(*nw._boards([first]))
+    assert nw.in_race(first) and np.allclose(end, TABLE.race_values(c[:, 0], c[:, 1])[0])
+    x, got = train._play_game(((net.w1, net.b1, net.w2, net.b2), 2, 0, True))
+    assert np.array_equal(x, nw.encode(short)) and np.array_equal(got, end)

@@ -419,3 +419,14 @@ def test_self_play_game_ends_with_a_result():
     assert states[0] == START and len(states) > 20
     assert outcome[0] == 0 and outcome[1] == 0 and outcome[2] in (0.0, 1.0)
     assert sum(states[-1].on_board(c) for c in Color) <= 2 * CHECKERS
+
+
+def test_self_play_takes_the_best_legal_play_by_the_network():
+    net = nw.Network.random(8, seed=3)
+    net.bearoff = False
+    states, _ = train.self_play(net, train.game_rng(3, 1))
+    rng = train.game_rng(3, 1)  # the same dice, one roll per turn
+    for before, after in zip(states, states[1:], strict=False):
+        plays = legal_plays(before, (rng.randint(1, 6), rng.randint(1, 6)))
+        best = plays[int(np.argmax(nw.equity(net.after(plays))))].end if plays else before.passed()
+        assert after == best
