@@ -1,6 +1,7 @@
 """`nardy demo` (and `make demo`): the main job on embedded defaults.
 
-A local ladder between the bundled engines (random, greedy, expectimax) on an embedded
+A local ladder between the bundled long-nardy engines (random, greedy, expectimax and the
+value network, which fits its search to the clock) on an embedded
 arbiter with a fast time control, for about a minute; it ends with the standings.
 """
 
@@ -12,13 +13,9 @@ import sys
 
 def run(args: argparse.Namespace) -> int:
     from clients.ladder_runner import run as run_ladder
-    from engines.registry import ENGINES
+    from engines.registry import names
 
-    engines = [
-        f"{name}={sys.executable} -m nardy engine {name}"
-        for name, entry in ENGINES.items()
-        if entry.demo
-    ]
+    engines = [f"{name}={sys.executable} -m nardy engine {name}" for name in names("long")]
     ladder = argparse.Namespace(
         engine=engines,
         games=args.games,

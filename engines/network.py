@@ -451,11 +451,14 @@ def _replies(
     rolls in :data:`ROLLS` order, the side to move's best reply by the network: the
     positions after the replies (``len(ends) * 21``) and their values for the side that
     played each end, to move in them (None past ``deadline``)."""
+    turn = ends[0].turn.opponent
     chunks: list[bytes] = []
     starts: list[int] = []
+    values: list[np.ndarray] = []
     n = 0
-    for end in ends:
+    for end in ends:  # judged an end at a time, so a search past its deadline stops soon
         stay = np.array(end.board, np.int8).tobytes()  # no play: the turn passes
+        first = len(chunks)
         for roll, _ in ROLLS:
             if deadline is not None and time.perf_counter() > deadline:
                 return None
@@ -463,11 +466,11 @@ def _replies(
             starts.append(n)
             n += len(boards) // POINTS
             chunks.append(boards)
-    turn = ends[0].turn.opponent
-    packed = b"".join(chunks)
-    v = net.board_values(packed, turn)
+        values.append(net.board_values(b"".join(chunks[first:]), turn))
     if deadline is not None and time.perf_counter() > deadline:
         return None
+    packed = b"".join(chunks)
+    v = np.concatenate(values)
     rolls = np.repeat(np.arange(len(starts)), np.diff(starts + [n]))
     best = np.lexsort((equity(v), rolls))[starts]  # per roll the first least for the replier
     boards = np.frombuffer(packed, np.int8).reshape(n, POINTS)[best].tolist()

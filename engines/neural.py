@@ -106,10 +106,13 @@ class NetworkEngine(Engine):
         order = np.argsort(-eq0, kind="stable")
         scores = {int(i): float(eq0[i]) for i in order}
         if p.ply >= 1:
-            deep = self._search(plays, scores, p.k, p.margin, 1, deadline, values)
+            deep, cost = self._search(plays, scores, p.k, p.margin, 1, deadline, values)
             if deep is not None:
                 scores = deep
-                deeper = self._search(plays, deep, p.k2, p.margin2, 2, deadline, values)
+                # two rolls deep: up to 21 more one-roll searches, one per reply
+                deeper, _ = self._search(
+                    plays, deep, p.k2, p.margin2, 2, deadline, values, cost * 22
+                )
                 if deeper is not None:
                     self.deepened += 1
                     scores = deeper
@@ -124,22 +127,33 @@ class NetworkEngine(Engine):
         depth: int,
         deadline: float | None,
         values,
-    ) -> dict[int, float] | None:
+        cost: float = 0.0,
+    ) -> tuple[dict[int, float] | None, float]:
         """The ``depth``-ply values of the best ``k`` plays by ``scores`` within ``margin``
-        points of the best, searched best first while time lasts; None when fewer than two
-        of them are close enough or could be searched."""
+        points of the best, searched best first while time lasts (None when fewer than two
+        of them are close enough or could be searched), and the longest one took (s).
+
+        A candidate is begun only if it is expected to end by the deadline: a search is
+        cut short only between chunks, so one begun late would overrun the turn's budget.
+        ``cost`` is the expected seconds of the first; each later one is expected to take
+        as long as the longest so far."""
         ranked = sorted(scores, key=lambda i: -scores[i])
         close = [i for i in ranked[:k] if scores[i] >= scores[ranked[0]] - margin]
         if len(close) < 2:
-            return None
+            return None, cost
         out: dict[int, float] = {}
         for i in close:
+            start = time.perf_counter()
+            if deadline is not None and start + cost > deadline:
+                self.timeouts += 1
+                break
             v = lookahead(self.net, plays[i].end, deadline, depth=depth)
             if v is None:
                 self.timeouts += 1
                 break
+            cost = max(cost, time.perf_counter() - start)
             out[i] = float(equity(v, values))
-        return out if len(out) >= 2 else None
+        return (out if len(out) >= 2 else None), cost
 
     def _choose(self, scores: dict[int, float]) -> int:
         p = self.params

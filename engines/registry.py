@@ -32,7 +32,6 @@ class Entry:
     cls: str  # "module:Class"
     variants: tuple[str, ...]
     about: str
-    demo: bool = True  # in `nardy demo`'s ladder (quick enough for its time control)
 
 
 ENGINES: dict[str, Entry] = {
@@ -41,7 +40,7 @@ ENGINES: dict[str, Entry] = {
         Entry("random", "engines.random_engine:RandomEngine", ("long", "short"), "a random play"),
         Entry("greedy", "engines.greedy:GreedyEngine", ("long", "short"), "best 1-ply evaluation"),
         Entry("expectimax", "engines.expectimax:ExpectimaxEngine", ("long",), "2-ply search"),
-        Entry("network", "engines.neural:NetworkEngine", ("long",), "value network", demo=False),
+        Entry("network", "engines.neural:NetworkEngine", ("long",), "value network"),
     )
 }
 

@@ -234,8 +234,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="a short local ladder of the bundled engines (make demo)",
         description="Run a local ladder between the bundled engines (random, greedy, "
-        "expectimax) on an embedded arbiter with a fast clock, for about a minute, ending "
-        "with the standings and a crosstable.",
+        "expectimax, network) on an embedded arbiter with a fast clock, for about a minute, "
+        "ending with the standings and a crosstable.",
     )
     p.add_argument("--games", type=int, default=36, help="games to play (default 36)")
     add_turn_time_arg(p, 500, old=("--time-per-move",))

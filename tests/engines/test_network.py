@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -276,6 +277,19 @@ def test_full_level_answers_within_the_budget_and_falls_back():
     play = engine.choose(MIDDLE, (2, 2), plays, time_left_ms=60)  # no time to search
     assert play.end == nw.best_plays(MIDDLE, (2, 2))[0].play.end  # the 0-ply choice
     assert engine.timeouts == 1
+
+
+def test_a_lookahead_expected_to_overrun_the_budget_is_not_begun():
+    """A search is cut only between chunks, so one begun late would overrun the turn: a
+    candidate expected to end after the deadline is not searched."""
+    plays = legal_plays(MIDDLE, (5, 2))
+    engine = NetworkEngine(level=3)
+    scores = {i: 0.0 for i in range(len(plays))}  # all close
+    far = time.perf_counter() + 3600.0
+    got, cost = engine._search(plays, scores, 3, 1.0, 2, far, None, cost=7200.0)
+    assert got is None and cost == 7200.0 and engine.timeouts == 1
+    got, cost = engine._search(plays, scores, 3, 1.0, 1, far, None)  # no estimate yet
+    assert got is not None and len(got) == 3 and 0.0 < cost < 3600.0
 
 
 def test_beginner_slips_sometimes_full_never():

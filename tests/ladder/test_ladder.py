@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -369,3 +370,24 @@ def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
         )
         assert check.returncode == 0, check.stderr
         assert ": legal" in check.stdout
+
+
+def test_demo_runs_every_bundled_engine_to_its_standings(tmp_path):
+    """`nardy demo` (make demo), the main job: every long-nardy engine of the registry plays,
+    the value network within the demo's fast clock: no game lost on time or by a crash."""
+    from engines.registry import names
+
+    db = tmp_path / "demo.db"
+    out = subprocess.run(
+        [sys.executable, "-m", "nardy", "demo", "--games", "12", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "standings: 12 games" in out.stdout
+    with sqlite3.connect(db) as con:
+        records = [json.loads(r) for (r,) in con.execute("SELECT record FROM ladder_games")]
+    assert len(records) == 12
+    assert {r["white"] for r in records} | {r["black"] for r in records} == set(names("long"))
+    assert [r for r in records if r["termination"] != "normal"] == []
