@@ -28,6 +28,7 @@ from contextlib import contextmanager
 
 import grpc
 
+from bench.bots import ADMIN_ENV, bearer, instant_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -190,9 +191,7 @@ async def p4(
     while ``load_games`` games are played flat out (``own``: by bots following their own
     turns only); RSS per idle game and, per timeout, its lateness (s) from the server's own
     event times."""
-    from bench.clock import ADMIN_ENV, _md, instant_seat  # (bench.clock imports this module)
-
-    admin = _md(os.environ[ADMIN_ENV])
+    admin = bearer(os.environ[ADMIN_ENV])
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
         lateness: list[float] = []
@@ -246,7 +245,7 @@ async def p4(
                     metadata=admin,
                 )
                 for token, record in ((r.first_seat_token, True), (r.second_seat_token, False)):
-                    md = _md(token)
+                    md = bearer(token)
                     request = api.SubscribeGameRequest(game_id=r.game_id)
                     call = stub.SubscribeGame(request, metadata=md)
                     await call.read()  # the snapshot: the subscription is live
@@ -266,8 +265,6 @@ def timeout_lateness(quick: bool, cases: str = "both", own: bool = True) -> None
     """P4: 1,000 concurrent games, 100 of them flat out; the other 900 idle until their
     clocks run out (target: p99 <= 50 ms late; memory <= 100 KB per idle game). ``cases``:
     "both", "idle" or "load"; ``own``: the load's bots follow their own turns only."""
-    from bench.clock import ADMIN_ENV
-
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     busy = 20 if quick else 100
     games = 200 if quick else 900

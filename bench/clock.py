@@ -61,12 +61,12 @@ import time
 import grpc
 
 from bench.arbiter import arbiter, pct
+from bench.bots import ADMIN_ENV, PLAYED, bearer, instant_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 
 TURN_MS = 1000
-ADMIN_ENV = "NARDY_ADMIN_TOKEN"  # read by `nardy serve` and by the load process
 MARGIN_MS = 150  # the probe answers this long before its deadline
 PROBE_GAMES = 10
 PRIORITY = -10  # nice value of the bench's processes, where the OS allows it
@@ -101,40 +101,6 @@ KINDS = (  # (label, server, loaded, name for --kinds)
 )
 
 
-PLAYED = [0]  # plays the load's instant seats made (reported when it is stopped)
-
-
-def _md(token: str):
-    return (("authorization", f"Bearer {token}"),)
-
-
-async def instant_seat(stub, game_id: str, token: str, own_turns: bool = False) -> None:
-    """A bot that plays the first legal play at once, until the game ends (``own_turns``:
-    its stream filtered to its own turns, EVENT_FILTER_OWN_TURNS)."""
-    which = api.EVENT_FILTER_OWN_TURNS if own_turns else api.EVENT_FILTER_UNSPECIFIED
-    async for ev in stub.SubscribeGame(
-        api.SubscribeGameRequest(game_id=game_id, filter=which), metadata=_md(token)
-    ):
-        st = ev.state
-        if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
-            return
-        if (
-            ev.type == pb.EVENT_TYPE_TURN_STARTED
-            and st.legal_plays
-            and st.side_to_move == st.your_color
-        ):
-            with contextlib.suppress(grpc.RpcError):  # e.g. the game ended meanwhile
-                PLAYED[0] += 1
-                await stub.SubmitPlay(
-                    api.SubmitPlayRequest(
-                        game_id=game_id,
-                        turn_id=st.turn_id,
-                        end_position=st.legal_plays[0].end_position,
-                    ),
-                    metadata=_md(token),
-                )
-
-
 async def new_game(stub, seed: int, turn_ms: int):
     """A match between two open seats, made as the operator (``$NARDY_ADMIN_TOKEN``, set
     for the bench's server): no quota on matches waiting for their seats."""
@@ -144,7 +110,7 @@ async def new_game(stub, seed: int, turn_ms: int):
             options=pb.GameOptions(turn_time_ms=turn_ms, auto_play_forced=True),
             start_timeout_ms=60_000,
         ),
-        metadata=_md(os.environ[ADMIN_ENV]),
+        metadata=bearer(os.environ[ADMIN_ENV]),
     )
 
 
@@ -212,7 +178,7 @@ class Tally:
 
 
 async def probe_seat(stub, game_id: str, token: str, tally: Tally) -> None:
-    stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=_md(token))
+    stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=bearer(token))
     async for ev in stream:
         received = time.perf_counter()
         st = ev.state
@@ -236,7 +202,7 @@ async def probe_seat(stub, game_id: str, token: str, tally: Tally) -> None:
                 api.SubmitPlayRequest(
                     game_id=game_id, turn_id=st.turn_id, end_position=st.legal_plays[0].end_position
                 ),
-                metadata=_md(token),
+                metadata=bearer(token),
             )
         except grpc.RpcError as e:
             if "clock" in (e.details() or ""):
@@ -396,7 +362,7 @@ async def submit_latencies(address: str, plays: int) -> list[float]:
 
         async def seat(game_id: str, token: str) -> None:
             req = api.SubscribeGameRequest(game_id=game_id)
-            call = stub.SubscribeGame(req, metadata=_md(token))
+            call = stub.SubscribeGame(req, metadata=bearer(token))
             async for ev in call:
                 st = ev.state
                 if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
@@ -409,7 +375,7 @@ async def submit_latencies(address: str, plays: int) -> list[float]:
                     game_id=game_id, turn_id=st.turn_id, end_position=st.legal_plays[0].end_position
                 )
                 t = time.perf_counter()
-                await stub.SubmitPlay(req, metadata=_md(token))
+                await stub.SubmitPlay(req, metadata=bearer(token))
                 out.append((time.perf_counter() - t) * 1000)
                 if len(out) >= plays:
                     call.cancel()
