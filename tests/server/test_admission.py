@@ -49,41 +49,43 @@ async def test_at_most_per_batch_calls_start_in_a_batch_in_their_order() -> None
     assert max(per_batch.values()) == 3 and len(per_batch) == 4, per_batch
 
 
+async def deadline_among_a_flood(per_batch: int) -> int:
+    """200 calls of 1 ms of work each, the first of them to run starting a turn's clock
+    that runs out 0.5 ms later: how many calls ran before the turn's task did."""
+    ran: list[str] = []
+    turn = trio.CancelScope()  # a turn's clock (as GameSession's)
+
+    async def call() -> None:
+        if turn.deadline == math.inf:
+            turn.deadline = trio.current_time() + 0.0005
+        end = trio.current_time() + 0.001
+        while trio.current_time() < end:  # (CPU work: no checkpoint)
+            pass
+        ran.append("call")
+
+    async def clock() -> None:
+        with turn:
+            await trio.sleep_forever()
+        ran.append("timeout")
+
+    async with trio.open_nursery() as nursery:
+        admission = Admission(nursery, per_batch)
+        nursery.start_soon(admission.run)
+        nursery.start_soon(clock)
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(200):
+            admission.start(lambda: nursery.start_soon(call))
+        while len(ran) < 201:
+            await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    return ran.index("timeout")
+
+
 async def test_a_deadline_is_acted_on_before_a_flood_of_calls_has_run() -> None:
-    """200 calls of 1 ms of work each: without admission all run in one batch before a
-    task whose deadline passed meanwhile; with 4 per batch it runs after at most two
-    batches of them."""
-    for per_batch, most_before in ((0, 200), (4, 8)):
-        ran: list[str] = []
-        turn = trio.CancelScope()  # a turn's clock (as GameSession's), running out soon
-
-        async def call() -> None:
-            if turn.deadline == math.inf:  # the first call to run starts the clock
-                turn.deadline = trio.current_time() + 0.0005
-            end = trio.current_time() + 0.001
-            while trio.current_time() < end:  # (CPU work: no checkpoint)
-                pass
-            ran.append("call")
-
-        async def clock() -> None:
-            with turn:
-                await trio.sleep_forever()
-            ran.append("timeout")
-
-        async with trio.open_nursery() as nursery:
-            admission = Admission(nursery, per_batch)
-            nursery.start_soon(admission.run)
-            nursery.start_soon(clock)
-            await trio.testing.wait_all_tasks_blocked()
-            for _ in range(200):
-                admission.start(lambda: nursery.start_soon(call))
-            while len(ran) < 201:
-                await trio.sleep(0.01)
-            nursery.cancel_scope.cancel()
-        before = ran.index("timeout")
-        assert before <= most_before, (per_batch, before)
-        if not per_batch:
-            assert before == 200  # the whole flood ran first
+    """Without admission the whole flood runs in one batch before the turn's task; with 4
+    calls per batch it runs after at most two batches of them."""
+    assert await deadline_among_a_flood(0) == 200
+    assert await deadline_among_a_flood(4) <= 8
 
 
 async def test_calls_still_waiting_when_the_core_stops_are_each_started_or_refused() -> None:
