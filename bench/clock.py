@@ -73,6 +73,7 @@ PRIORITY = -10  # nice value of the bench's processes, where the OS allows it
 LIST_RATE = 30.0  # ListGames calls per second
 LIST_LIMIT = 10_000  # as in the issue (the server answers at most a page of 500)
 PACE_MS = 2  # --pace-ms of the paced server
+ADMIT = 8  # --calls-per-batch of the front-admit server (server.bridge.Admission)
 # Servers, each run with these options, and the rounds that alternate over them (label,
 # server, loaded): the core and the transport sharing the GIL evenly (as before), the
 # default (the core gives way to a busy transport), the default with pacing, and the
@@ -84,6 +85,7 @@ SERVERS = {
     "front": ("--front",),
     "default-above": (),
     "front-above": ("--front",),
+    "front-admit": ("--front", "--calls-per-batch", str(ADMIT)),
 }
 # Servers started ABOVE nice steps above the bench's clients (the load and the probes), as an
 # operator starts the arbiter above other work on its machine (`nice -n -5 nardy serve`,
@@ -98,6 +100,7 @@ KINDS = (  # (label, server, loaded, name for --kinds)
     ("loaded, --front", "front", True, "front"),
     (f"loaded, default, {ABOVE} steps above", "default-above", True, "default-above"),
     (f"loaded, --front, {ABOVE} steps above", "front-above", True, "front-above"),
+    (f"loaded, --front --calls-per-batch {ADMIT}", "front-admit", True, "front-admit"),
 )
 
 
