@@ -24,7 +24,7 @@ loaded in one run, and the machine's load average is printed with each. A turn l
 is a play charged more than the 150 ms margin beyond its thinking: the p99 "counting
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
-Six servers take the same load in rounds of their own (:data:`KINDS`): one with
+Seven servers take the same load in rounds of their own (:data:`KINDS`): one with
 ``--transport-first-ms 0`` (the trio core and the transport share the GIL evenly, as before:
 under saturation plays wait in the transport's loop before they are stamped), one with the
 defaults (the core gives way to a busy transport: server.bridge.TransportFirst; plays
@@ -33,7 +33,9 @@ with ``--pace-ms 2`` as well (new turns are held back while the transport's loop
 than 2 ms late: server.clock.Pace), one with ``--front`` (a front process stamps plays and
 forwards every call to the core: server.front), and the default and ``--front`` servers
 again, started :data:`ABOVE` nice steps above the bench's clients (the load and the
-probes), as an operator starts the arbiter above other work on its machine. The load's own
+probes), as an operator starts the arbiter above other work on its machine, and a
+``--front`` server whose core starts at most :data:`ADMIT` calls per trio batch
+(``--calls-per-batch``: server.bridge.Admission). The load's own
 rate (plays/s) is printed with each loaded round (what each costs the games that play flat
 out), and the servers' nice values (the process's, and its front's).
 
