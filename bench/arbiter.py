@@ -9,8 +9,9 @@
 
 ``python -m bench arbiter [--quick]``; ``python -m bench.arbiter --idle-only`` runs only
 P4's idle games on an otherwise idle server; ``--load-only`` only the case under play
-load, ``--every-event`` with the load's bots following every event (no filter). Turn
-round trip and throughput against the raw transport (P2, P3): ``bench/turns.py``.
+load, ``--every-event`` with the load's bots following every event (no filter);
+``--vs OPTIONS --rounds N``: against servers with other options, in alternating rounds.
+Turn round trip and throughput against the raw transport (P2, P3): ``bench/turns.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 
 import grpc
 
+from bench.bots import ADMIN_ENV, bearer, instant_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -190,9 +192,7 @@ async def p4(
     while ``load_games`` games are played flat out (``own``: by bots following their own
     turns only); RSS per idle game and, per timeout, its lateness (s) from the server's own
     event times."""
-    from bench.clock import ADMIN_ENV, _md, instant_seat  # (bench.clock imports this module)
-
-    admin = _md(os.environ[ADMIN_ENV])
+    admin = bearer(os.environ[ADMIN_ENV])
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
         lateness: list[float] = []
@@ -246,7 +246,7 @@ async def p4(
                     metadata=admin,
                 )
                 for token, record in ((r.first_seat_token, True), (r.second_seat_token, False)):
-                    md = _md(token)
+                    md = bearer(token)
                     request = api.SubscribeGameRequest(game_id=r.game_id)
                     call = stub.SubscribeGame(request, metadata=md)
                     await call.read()  # the snapshot: the subscription is live
@@ -262,21 +262,24 @@ async def p4(
         out["seen"] = seen
 
 
-def timeout_lateness(quick: bool, cases: str = "both", own: bool = True) -> None:
+def timeout_lateness(
+    quick: bool, cases: str = "both", own: bool = True, servers: tuple[str, ...] = ("",)
+) -> None:
     """P4: 1,000 concurrent games, 100 of them flat out; the other 900 idle until their
     clocks run out (target: p99 <= 50 ms late; memory <= 100 KB per idle game). ``cases``:
-    "both", "idle" or "load"; ``own``: the load's bots follow their own turns only."""
-    from bench.clock import ADMIN_ENV
-
+    "both", "idle" or "load"; ``own``: the load's bots follow their own turns only;
+    ``servers``: ``nardy serve`` options, one server each, in alternating rounds."""
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     busy = 20 if quick else 100
     games = 200 if quick else 900
     turn_ms = 20_000 if quick else 60_000  # longer than creating them all takes
     runs = {"idle": [("idle server", 0)], "load": [("under play load", busy)]}
     runs["both"] = runs["idle"] + runs["load"]
-    for label, load in runs[cases]:
+    for label, load, options in ((*r, o) for r in runs[cases] for o in servers):
         http = free_port()
-        with arbiter("--http-port", str(http)) as (address, proc):
+        if options:
+            label += f", {options}"
+        with arbiter("--http-port", str(http), *options.split()) as (address, proc):
             out: dict = {}
             asyncio.run(p4(address, proc.pid, games, turn_ms, load, own, out))
             hist = scrape(f"http://127.0.0.1:{http}/metrics")
@@ -298,20 +301,41 @@ def timeout_lateness(quick: bool, cases: str = "both", own: bool = True) -> None
             f"received -> loss received): p50 {pct(seen, 0.5):.1f} ms, p99 "
             f"{pct(seen, 0.99):.1f} ms; server histogram: "
             f"{within:.1%} of {total:.0f} fired within 50 ms of the deadline "
-            "(target p99 <= 50 ms: " + ("met" if within >= 0.99 else "NOT met") + ")",
+            "(target p99 <= 50 ms: " + ("met" if within >= 0.99 else "NOT met") + "; load "
+            f"average {os.getloadavg()[0]:.1f})",
             flush=True,
         )
 
 
-def main(quick: bool = False, cases: str = "both", own: bool = True) -> None:
+def main(
+    quick: bool = False, cases: str = "both", own: bool = True, servers: tuple[str, ...] = ("",)
+) -> None:
     print(f"  load average: {os.getloadavg()[0]:.1f}")
     if cases == "both":
         idle_subscriptions(quick)
-    timeout_lateness(quick, cases, own)
+    timeout_lateness(quick, cases, own, servers)
     print(f"  load average: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
-    # --idle-only / --load-only: one of P4's two cases, nothing else
-    only = "idle" if "--idle-only" in sys.argv else "load" if "--load-only" in sys.argv else "both"
-    main("--quick" in sys.argv, only, "--every-event" not in sys.argv)
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m bench.arbiter")
+    ap.add_argument("--quick", action="store_true")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--idle-only", action="store_true", help="only P4's idle-server case")
+    which.add_argument("--load-only", action="store_true", help="only P4's case under play load")
+    ap.add_argument("--every-event", action="store_true", help="the load's bots see every event")
+    ap.add_argument(
+        "--vs",
+        action="append",
+        default=[],
+        metavar="OPTIONS",
+        help="also a server with these `nardy serve` options (e.g. --vs='--calls-per-batch 8'), "
+        "in alternating rounds with the default one",
+    )
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of each server")
+    args = ap.parse_args()
+    only = "idle" if args.idle_only else "load" if args.load_only else "both"
+    servers = ("", *args.vs) * args.rounds
+    main(args.quick, only, not args.every_event, servers)

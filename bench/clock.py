@@ -24,7 +24,7 @@ loaded in one run, and the machine's load average is printed with each. A turn l
 is a play charged more than the 150 ms margin beyond its thinking: the p99 "counting
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
-Six servers take the same load in rounds of their own (:data:`KINDS`): one with
+Seven servers take the same load in rounds of their own (:data:`KINDS`): one with
 ``--transport-first-ms 0`` (the trio core and the transport share the GIL evenly, as before:
 under saturation plays wait in the transport's loop before they are stamped), one with the
 defaults (the core gives way to a busy transport: server.bridge.TransportFirst; plays
@@ -33,7 +33,9 @@ with ``--pace-ms 2`` as well (new turns are held back while the transport's loop
 than 2 ms late: server.clock.Pace), one with ``--front`` (a front process stamps plays and
 forwards every call to the core: server.front), and the default and ``--front`` servers
 again, started :data:`ABOVE` nice steps above the bench's clients (the load and the
-probes), as an operator starts the arbiter above other work on its machine. The load's own
+probes), as an operator starts the arbiter above other work on its machine, and a
+``--front`` server whose core starts at most :data:`ADMIT` calls per trio batch
+(``--calls-per-batch``: server.bridge.Admission). The load's own
 rate (plays/s) is printed with each loaded round (what each costs the games that play flat
 out), and the servers' nice values (the process's, and its front's).
 
@@ -61,18 +63,19 @@ import time
 import grpc
 
 from bench.arbiter import arbiter, pct
+from bench.bots import ADMIN_ENV, PLAYED, bearer, instant_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 
 TURN_MS = 1000
-ADMIN_ENV = "NARDY_ADMIN_TOKEN"  # read by `nardy serve` and by the load process
 MARGIN_MS = 150  # the probe answers this long before its deadline
 PROBE_GAMES = 10
 PRIORITY = -10  # nice value of the bench's processes, where the OS allows it
 LIST_RATE = 30.0  # ListGames calls per second
 LIST_LIMIT = 10_000  # as in the issue (the server answers at most a page of 500)
 PACE_MS = 2  # --pace-ms of the paced server
+ADMIT = 8  # --calls-per-batch of the front-admit server (server.bridge.Admission)
 # Servers, each run with these options, and the rounds that alternate over them (label,
 # server, loaded): the core and the transport sharing the GIL evenly (as before), the
 # default (the core gives way to a busy transport), the default with pacing, and the
@@ -84,6 +87,7 @@ SERVERS = {
     "front": ("--front",),
     "default-above": (),
     "front-above": ("--front",),
+    "front-admit": ("--front", "--calls-per-batch", str(ADMIT)),
 }
 # Servers started ABOVE nice steps above the bench's clients (the load and the probes), as an
 # operator starts the arbiter above other work on its machine (`nice -n -5 nardy serve`,
@@ -98,41 +102,8 @@ KINDS = (  # (label, server, loaded, name for --kinds)
     ("loaded, --front", "front", True, "front"),
     (f"loaded, default, {ABOVE} steps above", "default-above", True, "default-above"),
     (f"loaded, --front, {ABOVE} steps above", "front-above", True, "front-above"),
+    (f"loaded, --front --calls-per-batch {ADMIT}", "front-admit", True, "front-admit"),
 )
-
-
-PLAYED = [0]  # plays the load's instant seats made (reported when it is stopped)
-
-
-def _md(token: str):
-    return (("authorization", f"Bearer {token}"),)
-
-
-async def instant_seat(stub, game_id: str, token: str, own_turns: bool = False) -> None:
-    """A bot that plays the first legal play at once, until the game ends (``own_turns``:
-    its stream filtered to its own turns, EVENT_FILTER_OWN_TURNS)."""
-    which = api.EVENT_FILTER_OWN_TURNS if own_turns else api.EVENT_FILTER_UNSPECIFIED
-    async for ev in stub.SubscribeGame(
-        api.SubscribeGameRequest(game_id=game_id, filter=which), metadata=_md(token)
-    ):
-        st = ev.state
-        if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
-            return
-        if (
-            ev.type == pb.EVENT_TYPE_TURN_STARTED
-            and st.legal_plays
-            and st.side_to_move == st.your_color
-        ):
-            with contextlib.suppress(grpc.RpcError):  # e.g. the game ended meanwhile
-                PLAYED[0] += 1
-                await stub.SubmitPlay(
-                    api.SubmitPlayRequest(
-                        game_id=game_id,
-                        turn_id=st.turn_id,
-                        end_position=st.legal_plays[0].end_position,
-                    ),
-                    metadata=_md(token),
-                )
 
 
 async def new_game(stub, seed: int, turn_ms: int):
@@ -144,7 +115,7 @@ async def new_game(stub, seed: int, turn_ms: int):
             options=pb.GameOptions(turn_time_ms=turn_ms, auto_play_forced=True),
             start_timeout_ms=60_000,
         ),
-        metadata=_md(os.environ[ADMIN_ENV]),
+        metadata=bearer(os.environ[ADMIN_ENV]),
     )
 
 
@@ -212,7 +183,7 @@ class Tally:
 
 
 async def probe_seat(stub, game_id: str, token: str, tally: Tally) -> None:
-    stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=_md(token))
+    stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=game_id), metadata=bearer(token))
     async for ev in stream:
         received = time.perf_counter()
         st = ev.state
@@ -236,7 +207,7 @@ async def probe_seat(stub, game_id: str, token: str, tally: Tally) -> None:
                 api.SubmitPlayRequest(
                     game_id=game_id, turn_id=st.turn_id, end_position=st.legal_plays[0].end_position
                 ),
-                metadata=_md(token),
+                metadata=bearer(token),
             )
         except grpc.RpcError as e:
             if "clock" in (e.details() or ""):
@@ -396,7 +367,7 @@ async def submit_latencies(address: str, plays: int) -> list[float]:
 
         async def seat(game_id: str, token: str) -> None:
             req = api.SubscribeGameRequest(game_id=game_id)
-            call = stub.SubscribeGame(req, metadata=_md(token))
+            call = stub.SubscribeGame(req, metadata=bearer(token))
             async for ev in call:
                 st = ev.state
                 if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
@@ -409,7 +380,7 @@ async def submit_latencies(address: str, plays: int) -> list[float]:
                     game_id=game_id, turn_id=st.turn_id, end_position=st.legal_plays[0].end_position
                 )
                 t = time.perf_counter()
-                await stub.SubmitPlay(req, metadata=_md(token))
+                await stub.SubmitPlay(req, metadata=bearer(token))
                 out.append((time.perf_counter() - t) * 1000)
                 if len(out) >= plays:
                     call.cancel()

@@ -23,7 +23,7 @@ import time
 import grpc
 
 from bench.arbiter import arbiter, proc_status
-from bench.clock import ADMIN_ENV, _md, instant_seat
+from bench.bots import ADMIN_ENV, bearer, instant_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import ladder_pb2 as ladder_pb
@@ -36,7 +36,7 @@ EVERY = 500  # games between samples (fewer for short runs)
 async def ladder(address: str, n: int, pid: int) -> tuple[list[tuple[int, float, float]], int]:
     """Run the ladder to ``n`` games; (games, RSS MiB, seconds) every EVERY games, and
     the finished games the standings count."""
-    admin = _md(os.environ[ADMIN_ENV])
+    admin = bearer(os.environ[ADMIN_ENV])
     samples: list[tuple[int, float, float]] = []
     over: set[str] = set()
     done = asyncio.Event()
@@ -62,10 +62,10 @@ async def ladder(address: str, n: int, pid: int) -> tuple[list[tuple[int, float,
             )
             playing: set[asyncio.Task] = set()
             await ladders.JoinLadder(
-                ladder_pb.JoinLadderRequest(ladder="p5", ready=True), metadata=_md(r.token)
+                ladder_pb.JoinLadderRequest(ladder="p5", ready=True), metadata=bearer(r.token)
             )
             # games assigned before the stream is open come first, as its backlog
-            stream = stub.SubscribePlayer(api.SubscribePlayerRequest(), metadata=_md(r.token))
+            stream = stub.SubscribePlayer(api.SubscribePlayerRequest(), metadata=bearer(r.token))
             async for note in stream:
                 if note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
                     task = asyncio.create_task(instant_seat(stub, note.game_id, r.token))

@@ -40,7 +40,7 @@ import time
 import grpc
 
 from bench.arbiter import ECHO_SERVER, arbiter, free_port, pct, process, raw_ping
-from bench.clock import ADMIN_ENV, _md
+from bench.bots import ADMIN_ENV, bearer
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -162,7 +162,7 @@ class Round:
 
 async def seat(stub, game_id: str, token: str, tally: Round, single: bool, own: bool) -> None:
     """An instant bot; ``own``: its stream filtered to its own turns."""
-    md = _md(token)
+    md = bearer(token)
     which = api.EVENT_FILTER_OWN_TURNS if own else api.EVENT_FILTER_UNSPECIFIED
     request = api.SubscribeGameRequest(game_id=game_id, filter=which)
     async for ev in stub.SubscribeGame(request, metadata=md):
@@ -195,7 +195,7 @@ async def bidi_seat(ch, game_id: str, token: str, tally: Round, single: bool) ->
         request_serializer=api.SubmitPlayRequest.SerializeToString,
         response_deserializer=pb.GameEvent.FromString,
     )
-    call = play(metadata=_md(token))
+    call = play(metadata=bearer(token))
     await call.write(api.SubmitPlayRequest(game_id=game_id, turn_id=0))
     while (ev := await call.read()) is not grpc.aio.EOF:
         st = ev.state
@@ -231,7 +231,7 @@ async def drive(address: str, games: int, seconds: float, admin: str, bots: str)
             while True:
                 r = await stub.CreateMatch(
                     api.CreateMatchRequest(options=pb.GameOptions(turn_time_ms=60_000)),
-                    metadata=_md(admin),
+                    metadata=bearer(admin),
                 )
                 tally.last_turn_event = 0.0
                 await asyncio.gather(
@@ -252,10 +252,10 @@ async def capture(address: str, admin: str) -> list[pb.GameEvent]:
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
         while len(found) < 2:
-            r = await stub.CreateMatch(api.CreateMatchRequest(), metadata=_md(admin))
+            r = await stub.CreateMatch(api.CreateMatchRequest(), metadata=bearer(admin))
 
             async def one(token: str, index: int, game_id: str = r.game_id) -> None:
-                md = _md(token)
+                md = bearer(token)
                 async for ev in stub.SubscribeGame(
                     api.SubscribeGameRequest(game_id=game_id), metadata=md
                 ):

@@ -70,6 +70,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "messages (default 2; 0: off, the two threads share the GIL evenly)",
     )
     p.add_argument(
+        "--calls-per-batch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the core starts at most N of the transport's calls (plays, new games) per "
+        "scheduling round, the others in the rounds after, so that under saturation clocks "
+        "that run out are acted on between short rounds (default 0: all at once)",
+    )
+    p.add_argument(
         "--front",
         action="store_true",
         help="serve the public port (and TLS) from a front process of its own that stamps "
@@ -302,6 +311,7 @@ def _serve(args: argparse.Namespace) -> int:
                 pace_s=args.pace_ms / 1000,
                 accept_ahead=args.accept_ahead,
                 transport_first_s=args.transport_first_ms / 1000,
+                calls_per_batch=args.calls_per_batch,
                 front=args.front,
                 front_nice=args.front_nice,
                 rate_per_s=args.rate,

@@ -88,6 +88,9 @@ class ServerConfig:
     pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
     accept_ahead: int = 128  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's
     transport_first_s: float = 0.002  # the core waits this long at most for a busy transport
+    calls_per_batch: int = (
+        0  # the transport's calls started per trio batch (server.bridge.Admission)
+    )
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
@@ -179,7 +182,7 @@ async def serve(
         raise
     async with trio.open_nursery() as nursery:
         await nursery.start(arbiter.run)
-        bridge = Bridge(trio.lowlevel.current_trio_token(), nursery)
+        bridge = Bridge(trio.lowlevel.current_trio_token(), nursery, config.calls_per_batch)
         parts: dict = {}
 
         async def setup(loop) -> int:

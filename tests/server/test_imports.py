@@ -1,17 +1,17 @@
-"""The server's modules form a layered graph: no module imports, even lazily inside a
-function, one that imports it back (imports under ``if TYPE_CHECKING:`` are type hints only
-and do not count)."""
+"""The server's modules form a layered graph, and so do the benchmarks': no module imports,
+even lazily inside a function, one that imports it back (imports under ``if TYPE_CHECKING:``
+are type hints only and do not count)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-SERVER = Path(__file__).resolve().parents[2] / "server"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def imports_of(path: Path) -> set[str]:
-    """The server.* modules a file imports at run time, anywhere in its body."""
+def imports_of(path: Path, package: str = "server") -> set[str]:
+    """The ``package``.* modules a file imports at run time, anywhere in its body."""
     tree = ast.parse(path.read_text())
     hints: set[int] = set()
     for node in ast.walk(tree):
@@ -27,12 +27,12 @@ def imports_of(path: Path) -> set[str]:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         else:
             continue
-        found.update(n for n in names if (SERVER / (n.removeprefix("server.") + ".py")).exists())
-    return {n for n in found if n.startswith("server.")}
+        found.update(n for n in names if (ROOT / (n.replace(".", "/") + ".py")).exists())
+    return {n for n in found if n.startswith(f"{package}.")}
 
 
-def graph() -> dict[str, set[str]]:
-    return {f"server.{p.stem}": imports_of(p) for p in SERVER.glob("*.py")}
+def graph(package: str = "server") -> dict[str, set[str]]:
+    return {f"{package}.{p.stem}": imports_of(p, package) for p in (ROOT / package).glob("*.py")}
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -75,4 +75,10 @@ def test_the_graph_sees_lazy_imports(tmp_path):
 def test_no_import_cycles_in_server():
     edges = graph()
     assert "server.journal" in edges["server.session"]
+    assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or ())
+
+
+def test_no_import_cycles_in_bench():
+    edges = graph("bench")
+    assert "bench.bots" in edges["bench.arbiter"]
     assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or ())
