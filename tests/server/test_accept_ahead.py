@@ -28,6 +28,26 @@ async def _serve(handler) -> tuple[grpc.aio.Server, grpc.RpcMethodHandler, int]:
     return server, method, port
 
 
+async def _holding(release: asyncio.Event, until: int, *, ahead: int, most: int):
+    """A server accepting ``ahead`` calls ahead (``most`` at once) whose handler notes each
+    call's ``received()`` and holds it until ``release``: the server, its AcceptAhead, its
+    port, the stamps noted, and an event set once ``until`` calls are inside."""
+    inside: list[float | None] = []
+    all_in = asyncio.Event()
+
+    async def handler(request: bytes, context) -> bytes:
+        inside.append(received())
+        if len(inside) == until:
+            all_in.set()
+        await release.wait()
+        return request
+
+    server, method, port = await _serve(handler)
+    accept = AcceptAhead(server, PATH, method, most)
+    accept.start(ahead)
+    return server, accept, port, inside, all_in
+
+
 def _run(main, within: float = 60.0) -> None:
     """``asyncio.run(main())`` in a thread of its own: a loop that never returns (a callback
     that does not end) fails the test instead of hanging it."""
@@ -85,16 +105,8 @@ def test_calls_accepted_ahead_are_stamped_when_their_request_is_received() -> No
 
 def test_a_server_stops_while_a_call_accepted_ahead_is_still_running() -> None:
     async def main() -> None:
-        entered, release = asyncio.Event(), asyncio.Event()
-
-        async def handler(request: bytes, context) -> bytes:
-            entered.set()
-            await release.wait()
-            return request
-
-        server, method, port = await _serve(handler)
-        accept = AcceptAhead(server, PATH, method, 1000)
-        accept.start(4)
+        release = asyncio.Event()
+        server, accept, port, _, entered = await _holding(release, 1, ahead=4, most=1000)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
             call = ch.unary_unary(PATH)(b"late")
             await entered.wait()
@@ -112,19 +124,8 @@ def test_a_server_stops_while_a_call_accepted_ahead_is_still_running() -> None:
 
 def test_no_more_calls_are_accepted_ahead_than_allowed_at_once() -> None:
     async def main() -> None:
-        inside: list[float | None] = []
-        all_in, release = asyncio.Event(), asyncio.Event()
-
-        async def handler(request: bytes, context) -> bytes:
-            inside.append(received())
-            if len(inside) == 8:
-                all_in.set()
-            await release.wait()
-            return request
-
-        server, method, port = await _serve(handler)
-        accept = AcceptAhead(server, PATH, method, 3)
-        accept.start(3)
+        release = asyncio.Event()
+        server, accept, port, inside, all_in = await _holding(release, 8, ahead=3, most=3)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
             echo = ch.unary_unary(PATH)
             calls = [asyncio.ensure_future(echo(b"%d" % i)) for i in range(8)]
