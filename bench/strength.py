@@ -257,7 +257,7 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     from engines.network import shipped
 
     print("Engine strength (in-process; duplicate dice, colours swapped, for the pairs)")
-    print(f"network weights: {shipped().meta.get('games')} self-play games")
+    print(f"network weights: {_made(shipped().meta)}")
     print("-" * 110)
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
@@ -269,6 +269,15 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
             print(f"  {name:<11} {1000 * secs / n:8.2f} ms  over {n} moves")
     print(f"(total {elapsed:.0f} s on {args.workers} worker processes)")
     move_times(quick)
+
+
+def _made(meta: dict) -> str:
+    """How weights were made, from their ``meta``: TD games and fitting rounds."""
+    made = f"{meta.get('games')} self-play games"
+    rounds = len(meta.get("fit", []))
+    if rounds:
+        made += f", then {rounds} fitting round{'s' * (rounds > 1)}"
+    return made
 
 
 def _snapshot_weights(path: str) -> None:
@@ -286,7 +295,7 @@ def _snapshot_weights(path: str) -> None:
     atexit.register(os.unlink, snap)
     meta = Network.load(snap).meta
     os.environ["NARDY_WEIGHTS"] = snap
-    print(f"weights: {path} ({meta.get('games')} self-play games)", file=sys.stderr)
+    print(f"weights: {path} ({_made(meta)})", file=sys.stderr)
 
 
 def move_times(quick: bool, turn_ms: int = 1000) -> None:
