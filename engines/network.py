@@ -452,13 +452,13 @@ def _replies(
     positions after the replies (``len(ends) * 21``) and their values for the side that
     played each end, to move in them (None past ``deadline``)."""
     turn = ends[0].turn.opponent
-    chunks: list[bytes] = []
+    parts: list[bytes] = []  # each end's replies, packed
     starts: list[int] = []
     values: list[np.ndarray] = []
     n = 0
     for end in ends:  # judged an end at a time, so a search past its deadline stops soon
         stay = np.array(end.board, np.int8).tobytes()  # no play: the turn passes
-        first = len(chunks)
+        chunks: list[bytes] = []
         for roll, _ in ROLLS:
             if deadline is not None and time.perf_counter() > deadline:
                 return None
@@ -466,10 +466,11 @@ def _replies(
             starts.append(n)
             n += len(boards) // POINTS
             chunks.append(boards)
-        values.append(net.board_values(b"".join(chunks[first:]), turn))
+        parts.append(b"".join(chunks))
+        values.append(net.board_values(parts[-1], turn))
     if deadline is not None and time.perf_counter() > deadline:
         return None
-    packed = b"".join(chunks)
+    packed = b"".join(parts)
     v = np.concatenate(values)
     rolls = np.repeat(np.arange(len(starts)), np.diff(starts + [n]))
     best = np.lexsort((equity(v), rolls))[starts]  # per roll the first least for the replier
