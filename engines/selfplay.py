@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engines.network import POINTS, Network, both_home, equity, flip, in_race
-from nardy import Position, end_boards
+from nardy import Kind, Position, end_boards, result
 
 MAX_TURNS = 1500
 
@@ -45,9 +45,9 @@ def self_play(
             visit(pos, boards, v)
         best = int(np.argmax(equity(v)))
         pos = Position(turn, tuple(np.frombuffer(boards, np.int8, POINTS, best * POINTS).tolist()))
-        if pos.winner is not None:
-            loser_off = pos.borne_off(pos.turn)
-            return states, np.array([0.0, 0.0, 1.0 if loser_off == 0 else 0.0])
+        won = result(pos)
+        if won is not None:  # the side to move has lost, by mars or by oin (RULES.md §5)
+            return states, np.array([0.0, 0.0, 1.0 if won.kind is Kind.MARS else 0.0])
 
 
 def td_targets(v: np.ndarray, outcome: np.ndarray, lam: float) -> np.ndarray:

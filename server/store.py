@@ -301,7 +301,7 @@ class Reader:
                 game_id,
                 number,
                 seed,
-                [] if seq is None else [(seq, kind, t, journal.entry_of(data))],
+                [] if seq is None else [_entry(seq, kind, t, data)],
                 status,
             )
             for game_id, number, seed, status, seq, kind, t, data in rows
@@ -315,12 +315,17 @@ class Reader:
         else:
             sql = "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq"
             rows = await self.store.query(sql, (game_id,))
-        return [(seq, kind, t, journal.entry_of(data)) for seq, kind, t, data in rows]
+        return [_entry(*row) for row in rows]
 
     async def events(self, game_id: str, rules: Variant, tail: int = 0) -> list[journal.Event]:
         """A game's events (``tail``: its last ones only), decoded for its variant's rules."""
         entries = await self.entries(game_id, tail=tail)
         return [journal.decode_event(*entry, rules) for entry in entries]
+
+
+def _entry(seq: int, kind: int, t: float, data) -> tuple[int, int, float, dict]:
+    """A journal row ``(seq, type, time, data)`` with its data decoded."""
+    return seq, kind, t, journal.entry_of(data)
 
 
 # -- the stores ---------------------------------------------------------------------------
