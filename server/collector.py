@@ -6,15 +6,19 @@ holding ~900 games has ~300,000 tracked objects (measured: ~265 per idle game, t
 each, and ~66,000 for the modules), and a full pass over them took 120-290 ms on this
 machine: the tail of issue 13's P4 (timeouts fire late).
 
-Objects that survive a full collection are mostly long-lived (modules, games in progress,
-their streams), so they are frozen (``gc.freeze``): the full collections after that look
-only at the objects created since. What frozen objects leave behind as cyclic garbage (a
-finished game evicted from the caches) is reclaimed by a *deep* pass, which unfreezes
-everything first, once the frozen objects have grown by a quarter since the last deep pass:
-CPython's own rule for full collections (a quarter more long-lived objects), counted
-on the objects still alive instead of on all that ever survived a younger collection. A
-server whose games come and go at a steady count makes no deep pass at all, and one that
-grows makes them as often as CPython would.
+Objects that survive a middle (generation 1) or full collection are mostly long-lived
+(modules, games in progress, their streams), so they are frozen (``gc.freeze``): a full
+collection then looks only at what is left in the older generation since, next to
+nothing. (Freezing only the survivors of full collections left a shallow full pass over a
+few seconds' survivors, 16-47 ms every ~3 s under play load: with 100 games played flat out,
+3-4% of timeouts fired more than 50 ms late, against 0-0.4% with this policy; README, P4.)
+What frozen objects leave behind as cyclic garbage (a finished game evicted from the caches)
+is reclaimed by a *deep* pass, which unfreezes everything first, once the frozen objects
+have grown by a quarter since the last deep pass: CPython's own rule for full collections
+(a quarter more long-lived objects), counted on the objects still alive instead of on all
+that ever survived a younger collection. A server whose games come and go at a steady count
+makes a deep pass only when that garbage has reached a quarter of what is alive, and one
+that grows makes them as often as CPython would.
 """
 
 from __future__ import annotations
@@ -30,14 +34,10 @@ GROWTH = 1.25  # deep pass once the frozen objects are this many times those of 
 
 class FrozenGenerations:
     """Installed once per process (``nardy serve``, and its front process): see the module
-    docstring. With ``young``, survivors of middle (generation 1) collections are frozen as
-    well, so that full collections find next to nothing to look at: for a process whose
-    cyclic garbage dies young (the front: server.front), where a shallow full pass over
-    what a few seconds of calls and streams left alive took 10-25 ms every 3-4 s."""
+    docstring."""
 
-    def __init__(self, growth: float = GROWTH, young: bool = False) -> None:
+    def __init__(self, growth: float = GROWTH) -> None:
         self.growth = growth
-        self.young = young
         self.base = 0  # frozen objects after the last deep pass
         self.deep = False  # the next full collection looks at everything
         self.passes = [0, 0]  # full collections: shallow, deep
@@ -56,7 +56,7 @@ class FrozenGenerations:
 
     def _callback(self, phase: str, info: dict) -> None:
         if info["generation"] != 2:
-            if self.young and info["generation"] == 1 and phase == "stop" and not self.deep:
+            if info["generation"] == 1 and phase == "stop" and not self.deep:
                 gc.freeze()  # (not while a deep pass is due: it would freeze it away)
             return
         if phase == "start":

@@ -14,9 +14,9 @@ through); status, details and trailing metadata come back as the core sent them;
 and cancellation go on to the core. Every method is registered (accepted by a loop of its
 own). Plays are kept asked for ahead (``--accept-ahead``) and stamped as their request is
 drained from grpc's completion queue, before any task runs (server.bridge.AcceptAhead), by
-a loop that drains that queue ahead of other work (server.bridge.DrainFirst); the front
-freezes its long-lived objects and those that survive young collections, so no full
-garbage collection stalls it (server.collector). The front also stamps when it sends a
+a loop that drains that queue ahead of other work (server.bridge.DrainFirst); like the core,
+the front freezes its long-lived objects and those that survive middle collections, so no
+full garbage collection stalls it (server.collector). The front also stamps when it sends a
 seat the TURN_STARTED of its turn (:class:`Sends`): the side's clock runs from then, not from
 when the core handed it to the front.
 
@@ -361,7 +361,7 @@ async def serve(config: dict) -> None:
     ahead = AcceptAhead(public, PLAY, forwarder.handlers[PLAY], config["max_concurrent_rpcs"])
     ahead.start(config["accept_ahead"])
     if config.get("freeze_gc"):  # as the core: no full pass over the long-lived objects
-        FrozenGenerations(young=True).install()
+        FrozenGenerations().install()
     print(port, flush=True)
     await stop.wait()
     await public.stop(STOP_GRACE_S)

@@ -1,5 +1,6 @@
 """The server's collection policy (server/collector.py): full collections skip what
-survived the last one, and cyclic garbage left among frozen objects is still reclaimed.
+survived the last middle or full one, and cyclic garbage left among frozen objects is still
+reclaimed.
 Each case runs in a fresh interpreter (the policy is process-wide; pytest's own objects
 stay out of it)."""
 
@@ -68,13 +69,9 @@ def test_garbage_among_frozen_objects_goes_at_the_next_deep_pass() -> None:
     )
 
 
-def test_young_survivors_are_frozen_when_asked_and_their_garbage_still_goes() -> None:
+def test_survivors_of_middle_collections_are_frozen_and_their_garbage_still_goes() -> None:
     run(
         """
-        policy.uninstall()
-        gc.collect()
-        policy = FrozenGenerations(young=True)
-        policy.install()
         base = gc.get_freeze_count()
         live = [Node() for _ in range(20_000)]
         doomed = [Node() for _ in range(5_000)]
