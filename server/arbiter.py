@@ -795,7 +795,9 @@ class Arbiter:
         self.ended[game.id] = game
         self.ended.move_to_end(game.id)
         while len(self.ended) > ENDED_GAMES:
-            self.ended.popitem(last=False)
+            _, old = self.ended.popitem(last=False)
+            if not any(g.id in self.ended for g in old.match.games):
+                old.match.release()
 
     def _match_over(self, match: MatchSession) -> None:
         """The match's last game has ended: it leaves memory for the bounded caches (with

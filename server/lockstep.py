@@ -59,12 +59,14 @@ class Lockstep:
 
     def ended(self, game: PairGame) -> None:
         self.reached[game.id] = math.inf
+        if self.over:  # nothing more is thrown: let go of the games (each refers to its pair)
+            self.games = []
         self._wake()
 
     @property
     def over(self) -> bool:
         """Every game of the pair is here and has ended (then its seed may be shown)."""
-        return len(self.games) >= self.size and all(r == math.inf for r in self.reached.values())
+        return len(self.reached) >= self.size and all(r == math.inf for r in self.reached.values())
 
     def _wake(self) -> None:
         self._moved.set()

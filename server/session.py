@@ -943,6 +943,13 @@ class MatchSession:
     def current(self) -> GameSession:
         return self.games[-1]
 
+    def release(self) -> None:
+        """The arbiter holds none of this ended match's games any more: the match lets go
+        of them, so that reference counting frees it and them (each game refers to its
+        match) rather than the cyclic collector, which looks at long-lived objects only
+        now and then (server/collector.py). A game still held elsewhere keeps its match."""
+        self.games = []
+
     @property
     def decided(self) -> bool:
         """No game of this match is left to play: it is over or called off, or the result

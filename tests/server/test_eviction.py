@@ -6,11 +6,14 @@ view's finished list — also after a restart."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import grpc
 import pytest
 import trio
 
-from nardy.client import Client
+from nardy.client import Client, play_game
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
@@ -279,3 +282,48 @@ async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_pa
                 return sum(map(len, server.arbiter.player_sinks.values()))
 
             assert await trio.to_thread.run_sync(server.call, sinks) == 0
+
+
+async def test_ended_matches_leave_no_cyclic_garbage(db, small_caches):
+    """A match that has left every cache is freed by reference counting alone — its games,
+    and a duplicate pair's — not left to the cyclic collector, which sees long-lived objects
+    only now and then (server/collector.py freezes them): with the collector off, nothing of
+    a ladder pair or of a one-off match stays alive once newer games have pushed them out."""
+    gc.disable()
+    try:
+        with EmbeddedServer(db=db) as server:
+            async with Client(server.address, server.admin_token) as op:
+                await op.create_ladder("flat", max_games=2)  # one duplicate pair
+                tokens = [await op.register(name) for name in ("A", "B")]
+            bots = [Client(server.address, token) for token in tokens]
+            for bot in bots:
+                await bot.join_ladder("flat")
+            games: list[str] = []
+            async for note in bots[0].player_events():
+                if note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and note.game_id not in games:
+                    games.append(note.game_id)
+                if len(games) == 2:
+                    break
+
+            def sessions(ids):
+                a = server.arbiter
+                found = [a.games.get(g) or a.ended[g] for g in ids]
+                parts = [o for g in found for o in (g, g.match, g.match.pair) if o is not None]
+                return [weakref.ref(o) for o in parts]
+
+            held = await trio.to_thread.run_sync(server.call, sessions, games)
+            async with trio.open_nursery() as nursery:
+                for bot in bots:
+                    for game_id in games:
+                        nursery.start_soon(play_game, bot, game_id, lambda turn: turn.legal[0])
+            async with Client(server.address) as client:
+                r, *_ = await one_play_game(client)
+                held += await trio.to_thread.run_sync(server.call, sessions, [r.game_id])
+                await one_play_game(client)  # the pair and the first match leave the caches
+                await one_play_game(client)
+            alive = await trio.to_thread.run_sync(
+                server.call, lambda: [type(ref()).__name__ for ref in held if ref() is not None]
+            )
+            assert alive == []
+    finally:
+        gc.enable()
