@@ -295,27 +295,33 @@ async def test_ended_matches_leave_no_cyclic_garbage(db, small_caches):
             async with Client(server.address, server.admin_token) as op:
                 await op.create_ladder("flat", max_games=2)  # one duplicate pair
                 tokens = [await op.register(name) for name in ("A", "B")]
-            bots = [Client(server.address, token) for token in tokens]
-            for bot in bots:
-                await bot.join_ladder("flat")
-            games: list[str] = []
-            async for note in bots[0].player_events():
-                if note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and note.game_id not in games:
-                    games.append(note.game_id)
-                if len(games) == 2:
-                    break
+            async with (
+                Client(server.address, tokens[0]) as a,
+                Client(server.address, tokens[1]) as b,
+            ):
+                for bot in (a, b):
+                    await bot.join_ladder("flat")
+                games: list[str] = []
+                notes = a.player_events()
+                async for note in notes:
+                    assigned = note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED
+                    if assigned and note.game_id not in games:
+                        games.append(note.game_id)
+                    if len(games) == 2:
+                        break
+                await notes.aclose()
 
-            def sessions(ids):
-                a = server.arbiter
-                found = [a.games.get(g) or a.ended[g] for g in ids]
-                parts = [o for g in found for o in (g, g.match, g.match.pair) if o is not None]
-                return [weakref.ref(o) for o in parts]
+                def sessions(ids):
+                    arbiter = server.arbiter
+                    found = [arbiter.games.get(g) or arbiter.ended[g] for g in ids]
+                    parts = [o for g in found for o in (g, g.match, g.match.pair) if o is not None]
+                    return [weakref.ref(o) for o in parts]
 
-            held = await trio.to_thread.run_sync(server.call, sessions, games)
-            async with trio.open_nursery() as nursery:
-                for bot in bots:
-                    for game_id in games:
-                        nursery.start_soon(play_game, bot, game_id, lambda turn: turn.legal[0])
+                held = await trio.to_thread.run_sync(server.call, sessions, games)
+                async with trio.open_nursery() as nursery:
+                    for bot in (a, b):
+                        for game_id in games:
+                            nursery.start_soon(play_game, bot, game_id, lambda turn: turn.legal[0])
             async with Client(server.address) as client:
                 r, *_ = await one_play_game(client)
                 held += await trio.to_thread.run_sync(server.call, sessions, [r.game_id])
