@@ -284,14 +284,20 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def main(quick: bool = False) -> None:
+def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
+    """The rounds; ``vs``: more arbiters, each started with these ``nardy serve`` options."""
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     admin = os.environ[ADMIN_ENV]
     seconds = 6.0 if quick else 12.0
     rounds = 2 if quick else 3
     echo_port, relay_port = free_port(), free_port()
     print(f"  load average at start: {os.getloadavg()[0]:.1f}")
-    with tempfile.TemporaryDirectory() as tmp, arbiter() as (address, proc):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        arbiter() as (address, proc),
+        contextlib.ExitStack() as more,
+    ):
+        others = {f"arbiter {o}": more.enter_context(arbiter(*o.split())) for o in vs}
         events = asyncio.run(capture(address, admin))
         path = os.path.join(tmp, "events.bin")
         with open(path, "wb") as f:
@@ -308,6 +314,7 @@ def main(quick: bool = False) -> None:
                 "relay": (relay_at, relay.pid, EVERY),
                 "bidi relay": (relay_at, relay.pid, BIDI),
             }
+            servers.update({k: (a, p.pid, OWN) for k, (a, p) in others.items()})
             asyncio.run(raw_ping(f"127.0.0.1:{echo_port}", 300))  # warm up
             results: dict[tuple[str, int], list[tuple[float, float]]] = {}
             handover: dict[str, list[float]] = {name: [] for name in servers}
@@ -348,7 +355,7 @@ def main(quick: bool = False) -> None:
 
     for games in (1, 8):
         rel = statistics.median(x[0] for x in results["relay", games])
-        for name in ("arbiter", "arbiter, every event"):
+        for name in [k for k in servers if k.startswith("arbiter")]:
             arb = statistics.median(x[0] for x in results[name, games])
             print(
                 f"P3: {games} game(s): {name} {arb:.0f} turns/s, relay {rel:.0f} turns/s: "
@@ -370,4 +377,17 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["relay"]:
         asyncio.run(relay_main(int(sys.argv[2]), sys.argv[3]))
     else:
-        main("--quick" in sys.argv)
+        import argparse
+
+        ap = argparse.ArgumentParser(prog="python -m bench.turns")
+        ap.add_argument("--quick", action="store_true")
+        ap.add_argument(
+            "--vs",
+            action="append",
+            default=[],
+            metavar="OPTIONS",
+            help="also an arbiter with these `nardy serve` options (e.g. "
+            "--vs='--calls-per-batch 2'), its bots following their own turns",
+        )
+        args = ap.parse_args()
+        main(args.quick, tuple(args.vs))

@@ -72,11 +72,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--calls-per-batch",
         type=int,
-        default=0,
+        default=2,
         metavar="N",
-        help="the core starts at most N of the transport's calls (plays, new games) per "
-        "scheduling round, the others in the rounds after, so that under saturation clocks "
-        "that run out are acted on between short rounds (default 0: all at once)",
+        help="while a clock is about to run out, the core starts at most N of the "
+        "transport's calls (plays, new games) per scheduling round, the others in the rounds "
+        "after, so that under saturation it is acted on between short rounds (default 2; "
+        "0: all at once, always)",
     )
     p.add_argument(
         "--front",

@@ -88,7 +88,7 @@ class ServerConfig:
     pace_s: float = 0.0  # hold new turns while the transport's loop is this late (0: off)
     accept_ahead: int = 128  # SubmitPlay calls asked of grpc's core at once, beyond grpc.aio's
     transport_first_s: float = 0.002  # the core waits this long at most for a busy transport
-    calls_per_batch: int = 0  # transport calls started per trio batch (bridge.Admission)
+    calls_per_batch: int = 2  # transport calls per trio batch near a deadline (bridge.Admission)
     # several instances on one PostgreSQL (server/cluster.py)
     lease_s: float = DEFAULT_LEASE_S  # a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)

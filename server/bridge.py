@@ -98,28 +98,46 @@ def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> No
         fut.set_result(result)
 
 
-class Admission:
+class Admission(trio.abc.Instrument):
     """Starts the transport's coroutine calls (plays, new games, subscriptions) as trio
-    tasks, at most ``per_batch`` of them in one trio batch (0: all at once).
+    tasks, at most ``per_batch`` of them in one trio batch while a deadline is due within
+    ``horizon`` seconds (``per_batch`` 0: all at once, always).
 
     trio checks deadlines between batches only, and runs every task woken by then in the
     next: under saturation (a hundred games playing flat out) a batch holds every play
     that came in since the last, tens to hundreds of ms of work, and a clock that runs out
-    meanwhile is acted on that much late. Calls beyond ``per_batch`` wait here, first come
-    first served, and start in the batches after (:meth:`run`): a batch stays short, and a
-    timeout is acted on within about two of them. Plays are stamped on arrival (server.clock),
-    so the wait costs their sides nothing."""
+    meanwhile is acted on that much late. While a deadline is near, calls beyond
+    ``per_batch`` wait here, first come first served, and start in the batches after
+    (:meth:`run`): a batch stays short, and the deadline is acted on within about two of
+    them. With no deadline near nothing waits, so a server whose clocks are far from
+    running out pays nothing for this. Plays are stamped on arrival (server.clock), so the
+    wait costs their sides nothing. (An instrument while :meth:`run` runs: it learns of each
+    new batch from ``after_io_wait``.)"""
 
-    def __init__(self, nursery: trio.Nursery, per_batch: int) -> None:
+    def __init__(self, nursery: trio.Nursery, per_batch: int, horizon: float = 0.1) -> None:
         self.nursery = nursery
         self.per_batch = per_batch
-        self.started = 0  # in the current batch (roughly: reset when the waiting start)
+        self.horizon = horizon
+        self.started = 0  # in the current batch
+        self._near: bool | None = None  # a deadline within the horizon (None: not looked)
         self.waiting: collections.deque[Callable[[], None]] = collections.deque()
         self._due = trio.Event()
 
+    def after_io_wait(self, timeout: float) -> None:
+        self.started, self._near = 0, None  # a new batch
+
+    def _room(self) -> bool:
+        """Whether one more call may start in this batch."""
+        if self.started < self.per_batch:
+            return True
+        if self._near is None:
+            stats = trio.lowlevel.current_statistics()
+            self._near = stats.seconds_to_next_deadline <= self.horizon
+        return not self._near
+
     def start(self, spawn: Callable[[], None]) -> None:
         """Run ``spawn`` (it starts a task in :attr:`nursery`) now or in a later batch."""
-        if not self.per_batch or (self.started < self.per_batch and not self.waiting):
+        if not self.per_batch or (not self.waiting and self._room()):
             self.started += 1
             spawn()
             return
@@ -127,17 +145,21 @@ class Admission:
         self._due.set()
 
     async def run(self) -> None:
+        if self.per_batch:
+            trio.lowlevel.add_instrument(self)
         try:
             while True:
                 await self._due.wait()
                 self._due = trio.Event()
                 while self.waiting:
-                    self.started = 0
-                    while self.waiting and self.started < self.per_batch:
+                    while self.waiting and self._room():
                         self.started += 1
                         self.waiting.popleft()()
                     await trio.lowlevel.cancel_shielded_checkpoint()  # the next batch
         finally:  # (the core is stopping: each is started or refused, none is lost)
+            if self.per_batch:
+                with contextlib.suppress(KeyError):  # (trio drops an instrument that failed)
+                    trio.lowlevel.remove_instrument(self)
             while self.waiting:
                 self.waiting.popleft()()
 
