@@ -80,6 +80,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "0: all at once, always)",
     )
     p.add_argument(
+        "--cpu",
+        type=cpu_choice,
+        default="auto",
+        metavar="auto|N|all",
+        help="run the server's threads on one CPU: they share one GIL, and hand-overs "
+        "between them are much cheaper on one CPU than across CPUs (default auto: the one "
+        "the OS starts it on; N: that CPU, e.g. for several servers on one machine; all: "
+        "not pinned). A --front process runs on the other CPUs",
+    )
+    p.add_argument(
         "--front",
         action="store_true",
         help="serve the public port (and TLS) from a front process of its own that stamps "
@@ -289,8 +299,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=runs("clients.check_engine"))
 
 
+def cpu_choice(text: str) -> str:
+    """``--cpu``: auto, all, or a CPU number."""
+    if text in ("auto", "all") or text.isdigit():
+        return text
+    raise argparse.ArgumentTypeError(f"auto, all or a CPU number, not {text!r}")
+
+
 def _serve(args: argparse.Namespace) -> int:
     from server.app import ServerConfig, run_forever, unwrap
+    from server.cpu import CpuError
     from server.fronted import FrontDied
     from server.store import StoreError
 
@@ -313,6 +331,7 @@ def _serve(args: argparse.Namespace) -> int:
                 accept_ahead=args.accept_ahead,
                 transport_first_s=args.transport_first_ms / 1000,
                 calls_per_batch=args.calls_per_batch,
+                cpu=args.cpu,
                 front=args.front,
                 front_nice=args.front_nice,
                 rate_per_s=args.rate,
@@ -328,6 +347,9 @@ def _serve(args: argparse.Namespace) -> int:
                 advertise=args.advertise,
             )
         )
+    except CpuError as e:
+        print(f"nardy serve: --cpu: {e}", file=sys.stderr)
+        return 2
     except BaseException as e:
         error = unwrap(e)
         if isinstance(error, FrontDied):

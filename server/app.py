@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import grpc
@@ -40,6 +40,7 @@ from server.bridge import (
 )
 from server.cluster import DEFAULT_LEASE_S, Cluster
 from server.collector import FrozenGenerations
+from server.cpu import AUTO, pin
 from server.fronted import Front
 from server.intercept import refuse_unparsable
 from server.limits import RateLimiter, StreamQuota
@@ -94,6 +95,8 @@ class ServerConfig:
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
     front: bool = False  # the public port in a front process of its own (server.front)
     front_nice: int = 0  # behind a front, the core runs this much nicer (Front.give_way)
+    cpu: str = AUTO  # `nardy serve` runs on one CPU (server/cpu.py): auto, a number, or all
+    pinned_cpu: int | None = None  # the CPU it was pinned to (set by run_forever)
 
     @property
     def policy(self) -> Policy:
@@ -277,6 +280,7 @@ async def serve(
                         max_concurrent_rpcs=config.max_concurrent_rpcs,
                         accept_ahead=config.accept_ahead,
                         freeze_gc=config.freeze_gc,
+                        avoid_cpu=config.pinned_cpu,
                     )
                 )
             except BaseException:
@@ -324,7 +328,9 @@ async def serve(
 
 
 def run_forever(config: ServerConfig) -> None:
-    """``nardy serve``: serve until SIGINT or SIGTERM, then shut down gracefully."""
+    """``nardy serve``: serve until SIGINT or SIGTERM, then shut down gracefully (on one
+    CPU: ``config.cpu``; CpuError if it may not be used)."""
+    config = replace(config, pinned_cpu=pin(config.cpu))
     if config.switch_interval_s:
         # Two busy threads share the GIL: hand it over sooner than the default 5 ms, so
         # that clocks and replies are not held up behind the other thread's work.

@@ -47,6 +47,7 @@ import grpc
 
 from server.bridge import AcceptAhead, DrainFirst, received
 from server.collector import FrozenGenerations
+from server.cpu import avoid
 
 log = logging.getLogger("nardy.front")
 
@@ -372,6 +373,8 @@ async def serve(config: dict) -> None:
 
 def main() -> None:
     config = json.loads(sys.stdin.readline())
+    if config.get("avoid_cpu") is not None:  # the core's CPU (server.cpu): use the others
+        avoid(config["avoid_cpu"])
     logging.basicConfig(
         level=config.get("log_level", logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
