@@ -49,34 +49,39 @@ CLOSE = object()  # queue sentinel: the stream is over
 SHUTTING_DOWN = "the server is shutting down"
 
 
-class Handover:
+class Handover(trio.abc.Instrument):
     """Callbacks for the transport's loop, queued in the trio thread and handed over in
     one ``call_soon_threadsafe`` per trio batch: the transport's thread is woken once,
     after the core's work on a turn (its reply and the events it tells), instead of once
-    per message, and does not take the GIL from the core in between. The hand-over is
-    :meth:`run`, a task woken within the trio thread (no wake-up socket, unlike
-    ``run_sync_soon``), so it runs in the batch after the one that queued the calls."""
+    per message, and does not take the GIL from the core in between. The hand-over is at
+    the end of the batch that queued them (``before_io_wait``: an instrument while
+    :meth:`run` runs)."""
 
     def __init__(self) -> None:
         self._pending: dict[asyncio.AbstractEventLoop, list] = {}
-        self._due = trio.Event()
 
     def call(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
         """Run ``fn(*args)`` on ``loop`` soon (call in the trio thread only)."""
         batch = self._pending.get(loop)
         if batch is None:
             batch = self._pending[loop] = []
-            self._due.set()
         batch.append((fn, args))
 
-    async def run(self) -> None:
-        while True:
-            await self._due.wait()
-            self._due = trio.Event()
+    def before_io_wait(self, timeout: float) -> None:
+        if self._pending:
             pending, self._pending = self._pending, {}
             for loop, batch in pending.items():
                 with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                     loop.call_soon_threadsafe(_run_batch, batch)
+
+    async def run(self) -> None:
+        trio.lowlevel.add_instrument(self)
+        try:
+            await trio.sleep_forever()
+        finally:
+            with contextlib.suppress(KeyError):  # (trio drops an instrument that failed)
+                trio.lowlevel.remove_instrument(self)
+            self.before_io_wait(0)  # what the last batch queued
 
 
 def _run_batch(batch: list) -> None:

@@ -86,7 +86,7 @@ class JournalWriter:
             self._wake = trio.Event()
             if self.window_s:
                 await trio.sleep(self.window_s)
-            else:
+            elif trio.lowlevel.current_statistics().tasks_runnable:
                 await trio.lowlevel.checkpoint()  # let tasks woken with us queue theirs
             batch, self._pending = self._pending, []
             with trio.CancelScope(shield=True):  # a started transaction is seen through
