@@ -24,7 +24,7 @@ loaded in one run, and the machine's load average is printed with each. A turn l
 is a play charged more than the 150 ms margin beyond its thinking: the p99 "counting
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
-Seven servers take the same load in rounds of their own (:data:`KINDS`): one with
+Nine servers take the same load in rounds of their own (:data:`KINDS`): one with
 ``--transport-first-ms 0`` (the trio core and the transport share the GIL evenly, as before:
 under saturation plays wait in the transport's loop before they are stamped), one with the
 defaults (the core gives way to a busy transport: server.bridge.TransportFirst; plays
@@ -35,7 +35,8 @@ forwards every call to the core: server.front), and the default and ``--front`` 
 again, started :data:`ABOVE` nice steps above the bench's clients (the load and the
 probes), as an operator starts the arbiter above other work on its machine, and a
 ``--front`` server whose core starts at most :data:`ADMIT` calls per trio batch
-(``--calls-per-batch``: server.bridge.Admission). The load's own
+(``--calls-per-batch``: server.bridge.Admission), and the default and ``--front`` servers
+with ``--cpu all`` (threads not pinned to one CPU: server.cpu). The load's own
 rate (plays/s) is printed with each loaded round (what each costs the games that play flat
 out), and the servers' nice values (the process's, and its front's).
 
@@ -88,6 +89,8 @@ SERVERS = {
     "default-above": (),
     "front-above": ("--front",),
     "front-admit": ("--front", "--calls-per-batch", str(ADMIT)),
+    "default-spread": ("--cpu", "all"),
+    "front-spread": ("--front", "--cpu", "all"),
 }
 # Servers started ABOVE nice steps above the bench's clients (the load and the probes), as an
 # operator starts the arbiter above other work on its machine (`nice -n -5 nardy serve`,
@@ -103,6 +106,8 @@ KINDS = (  # (label, server, loaded, name for --kinds)
     (f"loaded, default, {ABOVE} steps above", "default-above", True, "default-above"),
     (f"loaded, --front, {ABOVE} steps above", "front-above", True, "front-above"),
     (f"loaded, --front --calls-per-batch {ADMIT}", "front-admit", True, "front-admit"),
+    ("loaded, default, --cpu all", "default-spread", True, "default-spread"),
+    ("loaded, --front, --cpu all", "front-spread", True, "front-spread"),
 )
 
 
