@@ -6,8 +6,8 @@ between them (a play to the core, a commit back, a reply to the transport: about
 turn) wakes a thread on another, often idle, CPU and waits for the GIL to come across,
 tens of µs to a tenth of a ms each. On one CPU a hand-over is a context switch. Measured
 on a 2-CPU machine (README, "Session 10: one CPU"): 1.3-1.4x the turns per second, a
-quarter less server CPU per turn and a quarter off the turn's round trip. Linux only (``os.sched_setaffinity``);
-elsewhere nothing is pinned.
+quarter less server CPU per turn and a quarter off the turn's round trip. Linux only
+(``os.sched_setaffinity``); elsewhere nothing is pinned.
 """
 
 from __future__ import annotations
