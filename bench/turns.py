@@ -8,6 +8,8 @@ rounds (this machine is noisy):
   the Node example's bots do) and answers every TURN_STARTED that offers it legal plays
   with the first one, at once; and the same server with bots that follow every event
   (no filter: two PLAY_MADE and two TURN_STARTED per turn), as clients that do not ask;
+  and with bots on its bidirectional ``Play`` stream (issue 13 item 7: the seat's own
+  turns down, plays up, each play answered on the stream);
 - a **relay** speaking the same ArbiterService messages and doing nothing else: per turn
   one stream message to the side to move (a GameEvent captured from the arbiter's own
   TURN_STARTED, with its legal plays) and one SubmitPlay unary call back. The same bots
@@ -46,7 +48,7 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 
 RELAY_TURNS = 80  # turns in one relay game (a long nardy game is ~100-160)
-OWN, EVERY, BIDI = "own turns", "every event", "bidi"  # how the bots follow a game
+OWN, EVERY, BIDI, PLAY = "own turns", "every event", "bidi", "Play stream"  # how bots play
 
 
 # -- the relay -------------------------------------------------------------------------------
@@ -215,9 +217,33 @@ async def bidi_seat(ch, game_id: str, token: str, tally: Round, single: bool) ->
     await call.done_writing()
 
 
+async def play_seat(stub, game_id: str, token: str, tally: Round, single: bool) -> None:
+    """The bot of ``seat`` over the arbiter's bidirectional Play stream."""
+    call = stub.Play(metadata=bearer(token))
+    await call.write(api.PlayRequest(subscribe=api.SubscribeGameRequest(game_id=game_id)))
+    while (response := await call.read()) is not grpc.aio.EOF:
+        if response.WhichOneof("kind") == "played":
+            tally.turns += 1
+            continue
+        ev = response.event
+        st = ev.state
+        if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+            break
+        if ev.type == pb.EVENT_TYPE_TURN_STARTED and st.legal_plays:
+            now = time.perf_counter()
+            if single and tally.last_turn_event:
+                tally.handover.append(now - tally.last_turn_event)
+            tally.last_turn_event = now
+            end = st.legal_plays[0].end_position
+            play = api.SubmitPlayRequest(turn_id=st.turn_id, end_position=end)
+            await call.write(api.PlayRequest(play=play))
+    await call.done_writing()
+
+
 async def drive(address: str, games: int, seconds: float, admin: str, bots: str) -> Round:
     """``games`` concurrent games, new ones as they end, for ``seconds``; ``bots``: OWN
-    (streams filtered to their own turns), EVERY (unfiltered) or BIDI (/bench.Relay/Play)."""
+    (streams filtered to their own turns), EVERY (unfiltered), BIDI (/bench.Relay/Play) or
+    PLAY (the arbiter's own bidirectional Play stream)."""
     tally = Round()
     async with grpc.aio.insecure_channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
@@ -225,6 +251,8 @@ async def drive(address: str, games: int, seconds: float, admin: str, bots: str)
         def player(game_id: str, token: str):
             if bots == BIDI:
                 return bidi_seat(ch, game_id, token, tally, games == 1)
+            if bots == PLAY:
+                return play_seat(stub, game_id, token, tally, games == 1)
             return seat(stub, game_id, token, tally, games == 1, bots == OWN)
 
         async def slot(i: int) -> None:
@@ -311,6 +339,7 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
             servers = {  # name: (address, pid, bots)
                 "arbiter": (address, proc.pid, OWN),
                 "arbiter, every event": (address, proc.pid, EVERY),
+                "arbiter, Play stream": (address, proc.pid, PLAY),
                 "relay": (relay_at, relay.pid, EVERY),
                 "bidi relay": (relay_at, relay.pid, BIDI),
             }

@@ -29,7 +29,7 @@ from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, Encoded, received
-from server.errors import INSTANCE_KEY, ArbiterError, Elsewhere
+from server.errors import INSTANCE_KEY, ArbiterError, Code, Elsewhere
 from server.fronted import Front
 from server.journal import Event, EventType
 from server.ladder import Ladder, LadderOptions
@@ -387,9 +387,12 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
-    async def SubscribeGame(self, request, context) -> AsyncIterator[Encoded]:
+    async def SubscribeGame(
+        self, request, context, queue: asyncio.Queue | None = None
+    ) -> AsyncIterator[Encoded | api.PlayResponse]:
+        """(``queue``: a Play stream's, where its answers come too, sent as they come.)"""
         async with self._held(context, request) as who:
-            queue: asyncio.Queue = asyncio.Queue()
+            queue = asyncio.Queue() if queue is None else queue
             sink = self.bridge.sink(queue)
 
             async def subscribe(*args):  # in the trio thread
@@ -435,6 +438,9 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                         continue
                     if item is CLOSE:
                         return
+                    if type(item) is not Encoded:  # a Play stream's answer
+                        yield item
+                        continue
                     seq = item.seq
                     if item.turn is not None and self.front is None:  # (else the front tells)
                         # this seat's turn: its clock runs from the send
@@ -482,15 +488,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 self.bridge.call_soon(self.arbiter.unsubscribe_player, who.principal, sink)
 
     async def SubmitPlay(self, request, context):
-        which = request.WhichOneof("play")
-        text = request.notation if which == "notation" else request.end_position
-        if which is None or len(text) > MAX_NOTATION:
-            await refuse(
-                context,
-                self.arbiter.metrics,
-                grpc.StatusCode.INVALID_ARGUMENT,
-                "give the play as notation or end_position (at most 200 chars)",
-            )
+        try:
+            notation, end = _play_text(request)
+        except ArbiterError as e:
+            await refuse(context, self.arbiter.metrics, grpc.StatusCode.INVALID_ARGUMENT, e.message)
         # Stamped on arrival (as its request was received: server.bridge.AcceptAhead, else
         # here; or at the front): the side is charged up to then,
         # however long the core takes.
@@ -505,20 +506,80 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                     bearer(context),
                     request.game_id,
                     request.turn_id,
-                    text if which == "notation" else None,
-                    text if which == "end_position" else None,
+                    notation,
+                    end,
                     arrival,
                     who=who,
                 )
         finally:
-            if self.arbiter.arrivals.settle(arrival):  # refused before it reached the core
-                self.bridge.call_soon(self.arbiter.arrival_settled, arrival)
-        return api.SubmitPlayResponse(
-            notation=answer.notation,
-            end_position=answer.end_position,
-            duplicate=answer.duplicate,
-            used_ms=answer.used_ms,
-        )
+            self._judged(arrival)
+        return played_pb(answer)
+
+    def _judged(self, arrival) -> None:
+        if self.arbiter.arrivals.settle(arrival):  # refused before it reached the core
+            self.bridge.call_soon(self.arbiter.arrival_settled, arrival)
+
+    async def Play(self, request_iterator, context) -> AsyncIterator[Encoded | api.PlayResponse]:
+        requests = aiter(request_iterator)
+        first = await anext(requests, None)
+        if self.front is not None:  # (the front stamps calls, not a stream's messages)
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.UNIMPLEMENTED,
+                "this server runs behind a front: use SubscribeGame and SubmitPlay",
+            )
+        if first is None or first.WhichOneof("kind") != "subscribe":
+            await refuse(
+                context,
+                self.arbiter.metrics,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "the first message of a Play stream must be `subscribe`",
+            )
+        subscription = api.SubscribeGameRequest()
+        subscription.CopyFrom(first.subscribe)
+        subscription.filter = api.EVENT_FILTER_OWN_TURNS
+        game_id, token = subscription.game_id, bearer(context)
+        who = await self._caller(context, first)
+        queue: asyncio.Queue = asyncio.Queue()  # events and answers, in the order they come
+
+        async def answer_plays() -> None:
+            async for request in requests:
+                queue.put_nowait(await self._stream_play(request, game_id, token, who))
+
+        plays = asyncio.create_task(answer_plays())
+        try:
+            async for item in self.SubscribeGame(subscription, context, queue):
+                yield _in_play_response(item) if type(item) is Encoded else item
+        finally:
+            plays.cancel()
+
+    async def _stream_play(self, request, game_id: str, token, who: Caller) -> api.PlayResponse:
+        """One message after a Play stream's first: answered, or refused without ending the
+        stream."""
+        turn_id = request.play.turn_id
+        arrival = None
+        try:
+            if request.WhichOneof("kind") != "play":
+                raise ArbiterError(Code.INVALID_ARGUMENT, "after `subscribe`, send plays only")
+            if request.play.game_id not in ("", game_id):
+                raise ArbiterError(Code.INVALID_ARGUMENT, "a Play stream plays its own game only")
+            if not self.limiter.allow(who.key):
+                raise ArbiterError(Code.RESOURCE_EXHAUSTED, "too many requests; slow down")
+            notation, end = _play_text(request.play)
+            arrival = self.arbiter.arrivals.stamp(game_id)  # as it is read: on arrival
+            answer = await self.bridge.call(
+                self.arbiter.submit_play, token, game_id, turn_id, notation, end, arrival
+            )
+        except ArbiterError as e:
+            self.arbiter.metrics.refusals.labels(e.code.value).inc()
+            code = getattr(grpc.StatusCode, e.code.value).value[0]
+            refused = api.PlayRefused(turn_id=turn_id, code=code, message=clip(e.message))
+            return api.PlayResponse(refused=refused)
+        finally:
+            if arrival is not None:
+                self._judged(arrival)
+        return api.PlayResponse(played=played_pb(answer))
 
     async def Resign(self, request, context):
         async with self._held(context, request) as who:
@@ -526,6 +587,34 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 context, request, self.arbiter.resign, bearer(context), request.game_id, who=who
             )
         return api.ResignResponse(result=wire.result_pb(result))
+
+
+def _play_text(request: api.SubmitPlayRequest) -> tuple[str | None, str | None]:
+    """A play's (notation, end position), one of them given; INVALID_ARGUMENT if neither
+    is, or if it is too long."""
+    which = request.WhichOneof("play")
+    text = request.notation if which == "notation" else request.end_position
+    if which is None or len(text) > MAX_NOTATION:
+        raise ArbiterError(
+            Code.INVALID_ARGUMENT, "give the play as notation or end_position (at most 200 chars)"
+        )
+    return (text, None) if which == "notation" else (None, text)
+
+
+def _in_play_response(event: Encoded) -> Encoded:
+    """A Play stream's message carrying ``event`` (told as sent as the event would be)."""
+    wrapped = Encoded(views.play_event_wire(event.data), event.seq, event.turn)
+    wrapped.sent = event.sent
+    return wrapped
+
+
+def played_pb(answer) -> api.SubmitPlayResponse:
+    return api.SubmitPlayResponse(
+        notation=answer.notation,
+        end_position=answer.end_position,
+        duplicate=answer.duplicate,
+        used_ms=answer.used_ms,
+    )
 
 
 def challenges_pb(arbiter: Arbiter, token: str | None) -> api.ListChallengesResponse:

@@ -143,6 +143,11 @@ def _step_field(step) -> bytes:
     return field
 
 
+def play_event_wire(data: bytes) -> bytes:
+    """A GameEvent's bytes as the PlayResponse that carries it (field 1), serialized."""
+    return b"\x0a" + _length(len(data)) + data
+
+
 def legal_play_field(play) -> bytes:
     """``play`` as one entry of GameState.legal_plays, serialized."""
     notation, end = play.notation().encode(), play.end.text().encode()

@@ -260,6 +260,34 @@ class SubmitPlayResponse(_message.Message):
     used_ms: int
     def __init__(self, notation: _Optional[str] = ..., end_position: _Optional[str] = ..., duplicate: _Optional[bool] = ..., used_ms: _Optional[int] = ...) -> None: ...
 
+class PlayRequest(_message.Message):
+    __slots__ = ("subscribe", "play")
+    SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
+    PLAY_FIELD_NUMBER: _ClassVar[int]
+    subscribe: SubscribeGameRequest
+    play: SubmitPlayRequest
+    def __init__(self, subscribe: _Optional[_Union[SubscribeGameRequest, _Mapping]] = ..., play: _Optional[_Union[SubmitPlayRequest, _Mapping]] = ...) -> None: ...
+
+class PlayResponse(_message.Message):
+    __slots__ = ("event", "played", "refused")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    PLAYED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    event: _game_pb2.GameEvent
+    played: SubmitPlayResponse
+    refused: PlayRefused
+    def __init__(self, event: _Optional[_Union[_game_pb2.GameEvent, _Mapping]] = ..., played: _Optional[_Union[SubmitPlayResponse, _Mapping]] = ..., refused: _Optional[_Union[PlayRefused, _Mapping]] = ...) -> None: ...
+
+class PlayRefused(_message.Message):
+    __slots__ = ("turn_id", "code", "message")
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    turn_id: int
+    code: int
+    message: str
+    def __init__(self, turn_id: _Optional[int] = ..., code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
 class ResignRequest(_message.Message):
     __slots__ = ("game_id",)
     GAME_ID_FIELD_NUMBER: _ClassVar[int]

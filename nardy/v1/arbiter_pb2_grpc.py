@@ -91,6 +91,11 @@ class ArbiterServiceStub:
                 request_serializer=nardy_dot_v1_dot_arbiter__pb2.SubmitPlayRequest.SerializeToString,
                 response_deserializer=nardy_dot_v1_dot_arbiter__pb2.SubmitPlayResponse.FromString,
                 _registered_method=True)
+        self.Play = channel.stream_stream(
+                '/nardy.v1.ArbiterService/Play',
+                request_serializer=nardy_dot_v1_dot_arbiter__pb2.PlayRequest.SerializeToString,
+                response_deserializer=nardy_dot_v1_dot_arbiter__pb2.PlayResponse.FromString,
+                _registered_method=True)
         self.Resign = channel.unary_unary(
                 '/nardy.v1.ArbiterService/Resign',
                 request_serializer=nardy_dot_v1_dot_arbiter__pb2.ResignRequest.SerializeToString,
@@ -211,6 +216,23 @@ class ArbiterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Play(self, request_iterator, context):
+        """A seat plays its game over one bidirectional stream: what SubscribeGame (filtered to
+        the seat's own turns) and a SubmitPlay call per turn do, with less work per turn for
+        both sides (optional: those two RPCs stay). The first message must be `subscribe`
+        (as SubscribeGame, with a seat's token; its `filter` is ignored), else
+        INVALID_ARGUMENT; errors of the subscription end the stream as SubscribeGame's would.
+        Every later message is a `play` for that game (its game_id empty or the same), timed
+        from when it arrives; each is answered, in order, by `played` (as SubmitPlay's answer,
+        idempotent likewise) or `refused` (what SubmitPlay would have failed with), and the
+        stream goes on after a refusal. The events come as SubscribeGame's would; the stream
+        ends when the game does. A server behind a front process answers UNIMPLEMENTED (use
+        SubscribeGame and SubmitPlay there).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Resign(self, request, context):
         """Resign the game (not the match): it is lost by 2 points (mars; gammon in short nardy)
         if you have borne off nothing, else by 1 (oin; single), never more. Allowed at any moment while the game is IN_PROGRESS, on the opponent's
@@ -272,6 +294,11 @@ def add_ArbiterServiceServicer_to_server(servicer, server):
                     servicer.SubmitPlay,
                     request_deserializer=nardy_dot_v1_dot_arbiter__pb2.SubmitPlayRequest.FromString,
                     response_serializer=nardy_dot_v1_dot_arbiter__pb2.SubmitPlayResponse.SerializeToString,
+            ),
+            'Play': grpc.stream_stream_rpc_method_handler(
+                    servicer.Play,
+                    request_deserializer=nardy_dot_v1_dot_arbiter__pb2.PlayRequest.FromString,
+                    response_serializer=nardy_dot_v1_dot_arbiter__pb2.PlayResponse.SerializeToString,
             ),
             'Resign': grpc.unary_unary_rpc_method_handler(
                     servicer.Resign,
@@ -555,6 +582,33 @@ class ArbiterService:
             '/nardy.v1.ArbiterService/SubmitPlay',
             nardy_dot_v1_dot_arbiter__pb2.SubmitPlayRequest.SerializeToString,
             nardy_dot_v1_dot_arbiter__pb2.SubmitPlayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Play(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/nardy.v1.ArbiterService/Play',
+            nardy_dot_v1_dot_arbiter__pb2.PlayRequest.SerializeToString,
+            nardy_dot_v1_dot_arbiter__pb2.PlayResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,172 @@
+"""The bidirectional ``Play`` stream (issue 13 item 7): a seat's game on one stream,
+turns down, plays up. Real servers on loopback, blocking gRPC clients in threads: a whole
+game played over two streams, a refused play that does not end the stream, an idempotent
+re-send; the first message must subscribe; a token without a seat, and a play for another
+game, are refused; behind a front the stream is not offered."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import Counter
+
+import grpc
+import pytest
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+
+INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    with EmbeddedServer(db=str(tmp_path_factory.mktemp("play") / "p.db")) as s:
+        yield s
+
+
+def md(token: str):
+    return (("authorization", f"Bearer {token}"),)
+
+
+def new_game(srv: EmbeddedServer) -> api.CreateMatchResponse:
+    with grpc.insecure_channel(srv.address) as ch:
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        return stub.CreateMatch(api.CreateMatchRequest(), metadata=md(srv.admin_token))
+
+
+class Seat:
+    """One Play stream: ``send`` requests, iterate ``responses``."""
+
+    def __init__(self, srv: EmbeddedServer, token: str, game_id: str) -> None:
+        self.channel = grpc.insecure_channel(srv.address)
+        self.requests: queue.Queue = queue.Queue()
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(self.channel)
+        self.responses = stub.Play(iter(self.requests.get, None), metadata=md(token))
+        self.game_id = game_id
+
+    def send(self, **kind) -> None:
+        self.requests.put(api.PlayRequest(**kind))
+
+    def play(self, turn_id: int, end: str, game_id: str | None = None) -> None:
+        game = self.game_id if game_id is None else game_id
+        self.send(play=api.SubmitPlayRequest(game_id=game, turn_id=turn_id, end_position=end))
+
+    def close(self) -> None:
+        self.requests.put(None)
+        self.channel.close()
+
+
+def play_out(seat: Seat, seen: Counter, testing: bool) -> None:
+    """Play the first legal play of every own turn until the game ends; on its first turn
+    (``testing``) first an illegal play and then, after the real one, the same again."""
+    seat.send(subscribe=api.SubscribeGameRequest(game_id=seat.game_id))
+    first = testing
+    for response in seat.responses:
+        kind = response.WhichOneof("kind")
+        seen[kind] += 1
+        if kind == "refused":
+            assert response.refused.code == INVALID_ARGUMENT, response
+            seen["refused " + response.refused.message] += 1
+        elif kind == "played":
+            seen["duplicate"] += response.played.duplicate
+        else:
+            event = response.event
+            seen[pb.EventType.Name(event.type)] += 1
+            if event.type == pb.EVENT_TYPE_GAME_FINISHED:
+                return
+            state = event.state
+            if event.type == pb.EVENT_TYPE_TURN_STARTED and state.legal_plays:
+                assert state.side_to_move == state.your_color  # own turns only
+                end = state.legal_plays[0].end_position
+                if first:
+                    seat.play(state.turn_id, "not a position")
+                seat.play(state.turn_id, end)
+                if first:
+                    seat.play(state.turn_id, end)  # again: answered as a duplicate
+                    first = False
+
+
+def test_a_game_is_played_over_two_play_streams(srv):
+    game = new_game(srv)
+    seats = [
+        Seat(srv, game.first_seat_token, game.game_id),
+        Seat(srv, game.second_seat_token, game.game_id),
+    ]
+    seen = [Counter(), Counter()]
+    threads = [
+        threading.Thread(target=play_out, args=(seat, c, i == 0))
+        for i, (seat, c) in enumerate(zip(seats, seen, strict=True))
+    ]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        for seat in seats:
+            seat.close()
+    first, second = seen
+    for c in seen:
+        assert c["EVENT_TYPE_GAME_FINISHED"] == 1, c
+        assert c["played"] >= 10 and c["EVENT_TYPE_PLAY_MADE"] == 0, c  # own turns only
+    assert first["refused"] == 1 and second["refused"] == 0
+    assert first["duplicate"] == 1 and second["duplicate"] == 0
+    assert any(k.startswith("refused illegal play") for k in first), first
+    with grpc.insecure_channel(srv.address) as ch:
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        state = stub.GetGame(api.GetGameRequest(game_id=game.game_id)).state
+    assert state.status == pb.GAME_STATUS_FINISHED
+    turns = [c["played"] - c["duplicate"] for c in seen]
+    assert state.turn_id >= sum(turns)  # (passes take a turn with no play)
+
+
+def test_the_first_message_must_subscribe(srv):
+    game = new_game(srv)
+    seat = Seat(srv, game.first_seat_token, game.game_id)
+    try:
+        seat.play(1, "W/15")
+        with pytest.raises(grpc.RpcError) as info:
+            next(seat.responses)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        seat.close()
+
+
+def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(srv):
+    game, other = new_game(srv), new_game(srv)
+    stranger = Seat(srv, other.first_seat_token, game.game_id)  # a seat, of another game
+    try:
+        stranger.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
+        with pytest.raises(grpc.RpcError) as info:
+            next(stranger.responses)
+        assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        stranger.close()
+    seat = Seat(srv, game.first_seat_token, game.game_id)
+    try:
+        seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
+        assert next(seat.responses).event.type == pb.EVENT_TYPE_SNAPSHOT
+        seat.play(1, "W/15", game_id=other.game_id)
+        refused = next(seat.responses).refused
+        assert refused.code == INVALID_ARGUMENT and "its own game" in refused.message
+        seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
+        refused = next(seat.responses).refused
+        assert refused.code == INVALID_ARGUMENT and "plays only" in refused.message
+    finally:
+        seat.close()
+
+
+def test_behind_a_front_the_play_stream_is_not_offered(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "f.db"), front=True) as front_srv:
+        game = new_game(front_srv)
+        seat = Seat(front_srv, game.first_seat_token, game.game_id)
+        try:
+            seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
+            with pytest.raises(grpc.RpcError) as info:
+                next(seat.responses)
+            assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        finally:
+            seat.close()
