@@ -222,7 +222,7 @@ class GameSession:
         self._wake = trio.Event()
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
         self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
-        self._offer: tuple = ((), {}, {})  # see _offered
+        self._offer: tuple = ((), {})  # see _offered
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
@@ -772,24 +772,32 @@ class GameSession:
                     return None
         return None
 
-    def _offered(self) -> tuple[dict[str, Play], dict[str, Play]]:
-        """The awaited turn's legal plays by end-position text and by notation, built
-        once per turn: a play given as the server wrote it is found without parsing."""
+    def _offered(self, by: str) -> dict[str, Play]:
+        """The awaited turn's legal plays by end-position text (``by`` "end") or by
+        notation ("notation"), each built once per turn when first needed: a play given as
+        the server wrote it is found without parsing."""
         if self._offer[0] is not self.legal:
-            by_end = {play.end.text(): play for play in self.legal}
-            by_notation = {play.notation(): play for play in self.legal}
-            self._offer = (self.legal, by_end, by_notation)
-        return self._offer[1], self._offer[2]
+            self._offer = (self.legal, {})
+        found = self._offer[1].get(by)
+        if found is None:
+            if by == "end":
+                found = {play.end.text(): play for play in self.legal}
+            else:
+                found = {play.notation(): play for play in self.legal}
+            self._offer[1][by] = found
+        return found
 
     def _read_play(self, notation: str | None, end: str | None) -> Play:
-        by_end, by_notation = self._offered()
-        play = by_notation.get(notation or "") if end is None else by_end.get(end)
+        if end is None:
+            play = self._offered("notation").get(notation or "")
+        else:
+            play = self._offered("end").get(end)
         if play is not None:
             return play
         try:
             if end is None:  # recorded as the legal play it matches: its canonical notation
                 written = self.variant.match_play(self.position, self.dice, notation or "")
-                return by_end.get(written.end.text(), written)
+                return self._offered("end").get(written.end.text(), written)
             target = self.variant.parse(end)
             for play in self.legal:
                 if play.end == target:
@@ -874,7 +882,7 @@ class GameSession:
         self.events = []
         self.accepted = {}
         self.legal = ()
-        self._offer = ((), {}, {})
+        self._offer = ((), {})
         self.ended.set()
 
 
