@@ -1,8 +1,8 @@
 """Requests that are not protobuf at all: refused as INVALID_ARGUMENT, not as UNKNOWN.
 
-grpcio turns a request it cannot parse into a bare UNKNOWN status. Every unary-request
-method of the nardy services is wrapped when it is registered: a failed parse becomes a
-marker the handler answers with INVALID_ARGUMENT, so that a client learns what it did wrong.
+grpcio turns a request it cannot parse into a bare UNKNOWN status. Every method of the
+nardy services is wrapped when it is registered: a failed parse becomes a marker the
+handler answers with INVALID_ARGUMENT, so that a client learns what it did wrong.
 (Wrapped once, not by a server interceptor: grpc.aio runs interceptors on every call.)
 """
 
@@ -50,10 +50,13 @@ def _stream(behaviour):
 
 
 def refuse_unparsable(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-    """``handler`` (of a unary-request method) answering an unparsable request with
-    INVALID_ARGUMENT; wrapped once, when the method is registered (server.bridge.Registry)."""
-    if handler.request_streaming or handler.request_deserializer is None:
+    """``handler`` answering an unparsable request with INVALID_ARGUMENT; wrapped once,
+    when the method is registered (server.bridge.Registry). A request-streaming method's
+    messages that do not parse come to it as :data:`UNPARSABLE`, for it to refuse."""
+    if handler.request_deserializer is None:
         return handler
+    if handler.request_streaming:
+        return handler._replace(request_deserializer=_deserializer(handler.request_deserializer))
     if handler.response_streaming:
         return handler._replace(
             request_deserializer=_deserializer(handler.request_deserializer),

@@ -31,6 +31,8 @@ from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, Bridge, Encoded, received
 from server.errors import INSTANCE_KEY, ArbiterError, Code, Elsewhere
 from server.fronted import Front
+from server.intercept import MESSAGE as UNPARSABLE_MESSAGE
+from server.intercept import UNPARSABLE
 from server.journal import Event, EventType
 from server.ladder import Ladder, LadderOptions
 from server.limits import RateLimiter, StreamQuota
@@ -529,7 +531,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                 grpc.StatusCode.UNIMPLEMENTED,
                 "this server runs behind a front: use SubscribeGame and SubmitPlay",
             )
-        if first is None or first.WhichOneof("kind") != "subscribe":
+        if first is None or first is UNPARSABLE or first.WhichOneof("kind") != "subscribe":
             await refuse(
                 context,
                 self.arbiter.metrics,
@@ -557,9 +559,11 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
     async def _stream_play(self, request, game_id: str, token, who: Caller) -> api.PlayResponse:
         """One message after a Play stream's first: answered, or refused without ending the
         stream."""
-        turn_id = request.play.turn_id
+        turn_id = 0 if request is UNPARSABLE else request.play.turn_id
         arrival = None
         try:
+            if request is UNPARSABLE:
+                raise ArbiterError(Code.INVALID_ARGUMENT, UNPARSABLE_MESSAGE)
             if request.WhichOneof("kind") != "play":
                 raise ArbiterError(Code.INVALID_ARGUMENT, "after `subscribe`, send plays only")
             if request.play.game_id not in ("", game_id):

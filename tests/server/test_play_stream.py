@@ -159,6 +159,30 @@ def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(srv):
         seat.close()
 
 
+def test_a_message_that_is_not_protobuf_is_refused_on_the_stream(srv):
+    game = new_game(srv)
+    with grpc.insecure_channel(srv.address) as ch:
+        play = ch.stream_stream("/nardy.v1.ArbiterService/Play")  # raw bytes both ways
+        subscribe = api.PlayRequest(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
+        sent: queue.Queue = queue.Queue()
+        responses = play(iter(sent.get, None), metadata=md(game.first_seat_token))
+        sent.put(subscribe.SerializeToString())
+        first = api.PlayResponse.FromString(next(responses))
+        assert first.event.type == pb.EVENT_TYPE_SNAPSHOT
+        sent.put(b"\xff\xff\xff")
+        refused = api.PlayResponse.FromString(next(responses)).refused
+        assert refused.code == INVALID_ARGUMENT and "not a valid protobuf" in refused.message
+        sent.put(None)
+        responses.cancel()
+    game = new_game(srv)
+    with grpc.insecure_channel(srv.address) as ch:
+        play = ch.stream_stream("/nardy.v1.ArbiterService/Play")
+        responses = play(iter([b"\xff\xff\xff"]), metadata=md(game.first_seat_token))
+        with pytest.raises(grpc.RpcError) as info:
+            next(responses)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_behind_a_front_the_play_stream_is_not_offered(tmp_path):
     with EmbeddedServer(db=str(tmp_path / "f.db"), front=True) as front_srv:
         game = new_game(front_srv)
