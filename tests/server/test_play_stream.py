@@ -59,6 +59,18 @@ class Seat:
         self.channel.close()
 
 
+def ended_at_once(srv: EmbeddedServer, token: str, game) -> grpc.StatusCode:
+    """The status a Play stream subscribing to ``game`` with ``token`` ends with at once."""
+    seat = Seat(srv, token, game.game_id)
+    try:
+        seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
+        with pytest.raises(grpc.RpcError) as info:
+            next(seat.responses)
+        return info.value.code()
+    finally:
+        seat.close()
+
+
 def play_out(seat: Seat, seen: Counter, testing: bool) -> None:
     """Play the first legal play of every own turn until the game ends; on its first turn
     (``testing``) first an illegal play and then, after the real one, the same again."""
@@ -137,14 +149,8 @@ def test_the_first_message_must_subscribe(srv):
 
 def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(srv):
     game, other = new_game(srv), new_game(srv)
-    stranger = Seat(srv, other.first_seat_token, game.game_id)  # a seat, of another game
-    try:
-        stranger.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
-        with pytest.raises(grpc.RpcError) as info:
-            next(stranger.responses)
-        assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
-    finally:
-        stranger.close()
+    # a seat of another game
+    assert ended_at_once(srv, other.first_seat_token, game) == grpc.StatusCode.PERMISSION_DENIED
     seat = Seat(srv, game.first_seat_token, game.game_id)
     try:
         seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
@@ -186,11 +192,5 @@ def test_a_message_that_is_not_protobuf_is_refused_on_the_stream(srv):
 def test_behind_a_front_the_play_stream_is_not_offered(tmp_path):
     with EmbeddedServer(db=str(tmp_path / "f.db"), front=True) as front_srv:
         game = new_game(front_srv)
-        seat = Seat(front_srv, game.first_seat_token, game.game_id)
-        try:
-            seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
-            with pytest.raises(grpc.RpcError) as info:
-                next(seat.responses)
-            assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
-        finally:
-            seat.close()
+        code = ended_at_once(front_srv, game.first_seat_token, game)
+        assert code == grpc.StatusCode.UNIMPLEMENTED
