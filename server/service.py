@@ -546,8 +546,11 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         queue: asyncio.Queue = asyncio.Queue()  # events and answers, in the order they come
 
         async def answer_plays() -> None:
-            async for request in requests:
-                queue.put_nowait(await self._stream_play(request, game_id, token, who))
+            try:
+                async for request in requests:
+                    queue.put_nowait(await self._stream_play(request, game_id, token, who))
+            except Exception as e:  # (the caller went away mid-message: its stream ends too)
+                log.debug("a Play stream's requests ended with %r", e)
 
         plays = asyncio.create_task(answer_plays())
         try:
