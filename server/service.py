@@ -28,7 +28,7 @@ from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server import views
 from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
-from server.bridge import CLOSE, Bridge, Encoded, received
+from server.bridge import CLOSE, MAX_BACKLOG, Bridge, Encoded, received
 from server.errors import INSTANCE_KEY, ArbiterError, Code, Elsewhere
 from server.fronted import Front
 from server.intercept import MESSAGE as UNPARSABLE_MESSAGE
@@ -43,6 +43,7 @@ log = logging.getLogger("nardy.server")
 HEARTBEAT_S = 15.0
 RELOAD_S = 1.0  # several instances: standings read a ladder's books back this often at most
 MAX_NOTATION = 200
+TOO_FAST = "too many requests; slow down and retry"
 PLAYER_EVENT = {
     Note.GAME_ASSIGNED: api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
     Note.GAME_OVER: api.PLAYER_EVENT_TYPE_GAME_OVER,
@@ -227,7 +228,7 @@ class Limited:
                 context,
                 self.arbiter.metrics,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                "too many requests; slow down and retry",
+                TOO_FAST,
             )
         if token is not None and caller.principal is None:
             # a seat token of a match that ended a while ago is known to the store only
@@ -548,6 +549,10 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
         async def answer_plays() -> None:
             try:
                 async for request in requests:
+                    if queue.qsize() >= MAX_BACKLOG:  # answers sent, never read: end it
+                        log.warning("a Play stream fell %d messages behind; ending it", MAX_BACKLOG)
+                        queue.put_nowait(CLOSE)
+                        return
                     queue.put_nowait(await self._stream_play(request, game_id, token, who))
             except Exception as e:  # (the caller went away mid-message: its stream ends too)
                 log.debug("a Play stream's requests ended with %r", e)
@@ -572,7 +577,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
             if request.play.game_id not in ("", game_id):
                 raise ArbiterError(Code.INVALID_ARGUMENT, "a Play stream plays its own game only")
             if not self.limiter.allow(who.key):
-                raise ArbiterError(Code.RESOURCE_EXHAUSTED, "too many requests; slow down")
+                raise ArbiterError(Code.RESOURCE_EXHAUSTED, TOO_FAST)
             notation, end = _play_text(request.play)
             arrival = self.arbiter.arrivals.stamp(game_id)  # as it is read: on arrival
             answer = await self.bridge.call(
