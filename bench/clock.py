@@ -30,7 +30,7 @@ under saturation plays wait in the transport's loop before they are stamped), on
 defaults (the core gives way to a busy transport: server.bridge.TransportFirst; plays
 accepted ahead and stamped as their request is drained: server.bridge.AcceptAhead), one
 with ``--pace-ms 2`` as well (new turns are held back while the transport's loop runs more
-than 2 ms late: server.clock.Pace), one with ``--front`` (a front process stamps plays and
+than 2 ms late: server.core.clock.Pace), one with ``--front`` (a front process stamps plays and
 forwards every call to the core: server.front), and the default and ``--front`` servers
 again, started :data:`ABOVE` nice steps above the bench's clients (the load and the
 probes), as an operator starts the arbiter above other work on its machine, and a

@@ -15,7 +15,7 @@ section). Crossing is by callbacks only:
   cross in batches, one ``loop.call_soon_threadsafe`` per trio batch (:class:`Handover`).
 
 Neither side ever blocks waiting for the other. The transport's thread is where plays are
-stamped on arrival (server.clock), so work is kept out of it: whatever it is late with is
+stamped on arrival (server.core.clock), so work is kept out of it: whatever it is late with is
 charged to somebody's clock, whatever the trio thread is late with is not. For the same
 reason plays are accepted several at a time (:class:`AcceptAhead`), the core gives way to
 a busy transport (:class:`TransportFirst`), and the transport's lateness is measured for
@@ -115,7 +115,7 @@ class Admission(trio.abc.Instrument):
     ``per_batch`` wait here, first come first served, and start in the batches after
     (:meth:`run`): a batch stays short, and the deadline is acted on within about two of
     them. With no deadline near nothing waits, so a server whose clocks are far from
-    running out pays nothing for this. Plays are stamped on arrival (server.clock), so the
+    running out pays nothing for this. Plays are stamped on arrival (server.core.clock), so the
     wait costs their sides nothing. (An instrument while :meth:`run` runs: it learns of each
     new batch from ``after_io_wait``.)"""
 
@@ -307,7 +307,7 @@ def _deliver(queue: asyncio.Queue, item: Any) -> None:
 
 
 async def watch_lag(pace, bridge: Bridge, every: float = 0.005) -> None:
-    """On the transport's loop: how late a short timer fires, for :class:`server.clock.Pace`
+    """On the transport's loop: how late a short timer fires, for :class:`server.core.clock.Pace`
     (told in the trio thread while it holds turns back)."""
     loop = asyncio.get_running_loop()
     while True:

@@ -2,7 +2,7 @@
 from the core, which spawns it, watches it and asks it for fences.
 
 The core then serves on a unix socket in a private (0700) directory, and trusts a call's
-peer address and a play's arrival stamp (server.clock) from its metadata only when the
+peer address and a play's arrival stamp (server.core.clock) from its metadata only when the
 call carries the key the front was given on its stdin. The front's stamps are on
 CLOCK_MONOTONIC; trio's clock is ``time.perf_counter()`` (the same clock on Linux) plus an
 offset, measured once at start-up (:attr:`Front.offset`).
@@ -133,7 +133,7 @@ class Front:
     async def in_flight(
         self, game_id: str, turn_id: int, before: float
     ) -> tuple[bool, float | None]:
-        """The fence (server.clock.Arrivals.upstream): wait until no play of ``game_id``
+        """The fence (server.core.clock.Arrivals.upstream): wait until no play of ``game_id``
         stamped at the front before ``before`` (on the core's clock) is on its way to the
         core; (True if one was, when the front sent turn ``turn_id`` if it did)."""
         request = fence_request(game_id, turn_id, before - self.offset)

@@ -26,15 +26,15 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
-from server import views
-from server.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
+from server.core import views
+from server.core.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
 from server.bridge import CLOSE, MAX_BACKLOG, Bridge, Encoded, received
 from server.errors import INSTANCE_KEY, ArbiterError, Code, Elsewhere
 from server.fronted import Front
 from server.intercept import MESSAGE as UNPARSABLE_MESSAGE
 from server.intercept import UNPARSABLE
-from server.journal import Event, EventType
-from server.ladder import Ladder, LadderOptions
+from server.core.journal import Event, EventType
+from server.core.ladder import Ladder, LadderOptions
 from server.limits import RateLimiter, StreamQuota
 from server.metrics import Metrics
 
@@ -457,7 +457,7 @@ class ArbiterService(Limited, api_grpc.ArbiterServiceServicer):
                     self.bridge.call_soon(self.arbiter.unsubscribe_game, game.id, sink, seat)
 
     def _turn_sent(self, game_id: str, turn: int) -> None:
-        """Called as a TURN_STARTED's bytes are handed to the transport (server.clock)."""
+        """Called as a TURN_STARTED's bytes are handed to the transport (server.core.clock)."""
         self.bridge.call_soon(self.arbiter.turn_sent, game_id, turn, self.arbiter.arrivals.now())
 
     async def SubscribePlayer(self, request, context) -> AsyncIterator[api.PlayerEvent]:

@@ -31,7 +31,7 @@ from nardy import Color, wire
 from nardy.svg import state_svg
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from server import views
+from server.core import views
 from server.bridge import Bridge
 from server.errors import ArbiterError, Code
 from server.limits import RateLimiter
@@ -69,7 +69,7 @@ def _last_play(card, told: list) -> pb.PlayRecord | None:
 
 def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
     """Runs in a worker thread, neither in the trio thread nor on the transport's loop:
-    the games from the catalogue (see server.catalogue), each live board from the last
+    the games from the catalogue (see server.core.catalogue), each live board from the last
     event its game has told (events are never changed once told; the trio thread only
     appends)."""
     live = []

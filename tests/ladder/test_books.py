@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from server.ladder import Ladder, LadderGame, LadderOptions
+from server.core.ladder import Ladder, LadderGame, LadderOptions
 
 NAMES = ("a", "b", "c", "d")
 

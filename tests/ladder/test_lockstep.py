@@ -21,9 +21,9 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
-from server import ladder as ladder_module
+from server.core import ladder as ladder_module
 from server.app import EmbeddedServer
-from server.lockstep import Lockstep
+from server.core.lockstep import Lockstep
 
 STALL_S = 0.03
 
@@ -430,6 +430,6 @@ def test_a_crosstable_is_built_once_per_change_of_the_books(tmp_path):
 
 
 def _record(winner: str, loser: str):
-    from server.ladder import LadderGame
+    from server.core.ladder import LadderGame
 
     return LadderGame("p", "g", winner, loser, winner, 1, "oin", "normal", False, (0, 0), (0, 0))

@@ -4,7 +4,7 @@ play that arrived in time accepted however late the core judges it, timeouts tha
 at the deadline, and the SDK's clock display. Virtual time: no test waits real seconds.
 
 The arbiter core runs here with a real SQLite store and no transport: the transport's
-part is :class:`server.clock.Arrivals`, whose stamps these tests take themselves.
+part is :class:`server.core.clock.Arrivals`, whose stamps these tests take themselves.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from nardy import Termination
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 from nardy.match import GameOptions
 from nardy.wire import Terms
-from server.arbiter import Arbiter
+from server.core.arbiter import Arbiter
 from server.errors import ArbiterError
-from server.journal import EventType, Status
-from server.session import MatchSpec
-from server.store import SQLiteStore
+from server.core.journal import EventType, Status
+from server.core.session import MatchSpec
+from server.core.store import SQLiteStore
 
 
 @pytest.fixture
@@ -275,7 +275,7 @@ async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clo
 
 
 async def test_pace_holds_new_turns_back_while_the_transport_runs_late(autojump_clock):
-    from server.clock import Pace
+    from server.core.clock import Pace
 
     pace = Pace(limit=0.005, most=1.0)
     pace.lag = 0.001

@@ -15,9 +15,9 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.cluster import Cluster
-from server.pgstore import PostgresStore
-from server.store import LeaseLost
+from server.core.cluster import Cluster
+from server.core.pgstore import PostgresStore
+from server.core.store import LeaseLost
 from tests.ladder.test_lockstep import games_of
 
 from .conftest import counting, execute, random_engine

@@ -19,7 +19,7 @@ import psycopg
 import trio
 
 from nardy.client import Client
-from server.journal import EventType
+from server.core.journal import EventType
 
 LEASE_MS = 3000
 GAMES = 4  # two duplicate pairs, all in progress at once

@@ -66,15 +66,15 @@ def test_the_graph_sees_lazy_imports(tmp_path):
     f = tmp_path / "m.py"
     f.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from server.arbiter import Arbiter\n"
-        "def f():\n    from server.journal import Event\n    import server.store\n"
+        "if TYPE_CHECKING:\n    from server.core.arbiter import Arbiter\n"
+        "def f():\n    from server.core.journal import Event\n    import server.core.store\n"
     )
-    assert imports_of(f) == {"server.journal", "server.store"}
+    assert imports_of(f) == {"server.core.journal", "server.core.store"}
 
 
 def test_no_import_cycles_in_server():
     edges = graph()
-    assert "server.journal" in edges["server.session"]
+    assert "server.core.journal" in edges["server.core.session"]
     assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or ())
 
 

@@ -12,9 +12,9 @@ import trio
 
 from nardy.client import Client, my_turn
 from nardy.v1 import game_pb2 as pb
-from server import journal
+from server.core import journal
 from server.app import EmbeddedServer, open_store
-from server.journal import EventType
+from server.core.journal import EventType
 from tests.server.conftest import create
 
 

@@ -15,8 +15,8 @@ import trio
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.journal import EventType
-from server.store import SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLiteStore, StoreError
+from server.core.journal import EventType
+from server.core.store import SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLiteStore, StoreError
 from tests.server.conftest import execute
 from tests.server.test_journal import journal_rows
 

@@ -11,7 +11,7 @@ import pytest
 from nardy import wire
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
-from server.views import legal_play_field
+from server.core.views import legal_play_field
 
 THROWS = [(a, b) for a in range(1, 7) for b in range(1, 7)]
 

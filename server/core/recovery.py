@@ -13,9 +13,9 @@ from dataclasses import replace
 from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
 from nardy.variant import variant
-from server.journal import EventType, Status, decode_event
-from server.lockstep import Lockstep
-from server.session import Accepted, GameSession, Host, MatchSession, Seat
+from server.core.journal import EventType, Status, decode_event
+from server.core.lockstep import Lockstep
+from server.core.session import Accepted, GameSession, Host, MatchSession, Seat
 
 # One game as the store gives it back: (game id, number in the match, server seed in hex,
 # journal entries, status in the games table).

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import psycopg
 import trio
 
-from server.pgstore import redact
-from server.store import StoreError, Write
+from server.core.pgstore import redact
+from server.core.store import StoreError, Write
 
 log = logging.getLogger("nardy.server")
 

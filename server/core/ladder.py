@@ -24,10 +24,10 @@ from nardy import Termination
 from nardy.stats import SkillTable, elo_pairs
 from nardy.variant import variant
 from nardy.wire import Terms
-from server.clock import DEFAULT_TURN_TIME_MS
-from server.journal import Status
-from server.lockstep import Lockstep
-from server.session import GameSession, MatchSpec
+from server.core.clock import DEFAULT_TURN_TIME_MS
+from server.core.journal import Status
+from server.core.lockstep import Lockstep
+from server.core.session import GameSession, MatchSpec
 
 log = logging.getLogger("nardy.server")
 

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import outcome
 import trio
 
-from server import journal
+from server.core import journal
 from server.errors import ArbiterError, Code
 
 if TYPE_CHECKING:
     from nardy.variant import Variant
-    from server.ladder import LadderGame, LadderOptions
-    from server.session import GameSession, MatchSession
+    from server.core.ladder import LadderGame, LadderOptions
+    from server.core.session import GameSession, MatchSession
 
 T = TypeVar("T")
 
@@ -185,7 +185,7 @@ def add_ladder_game(ladder: str, record: LadderGame) -> Write:
 
 # -- what recovery reads ------------------------------------------------------------------
 class Reader:
-    """The reads of restart and replay, over any Store (rows decoded by server.journal)."""
+    """The reads of restart and replay, over any Store (rows decoded by server.core.journal)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -450,7 +450,7 @@ CREATE TABLE IF NOT EXISTS events (
     3: "CREATE INDEX IF NOT EXISTS seat_tokens_hash ON seat_tokens (token_hash)",
     # PostgreSQL's instances and leases (server/cluster.py); one SQLite file has one server
     4: "",
-    # a seat counts as its match's creator for limits (server.arbiter.Principal)
+    # a seat counts as its match's creator for limits (server.core.arbiter.Principal)
     5: "ALTER TABLE seat_tokens ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
 }
 

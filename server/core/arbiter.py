@@ -4,7 +4,7 @@ All methods run in the trio thread; the transport bridge calls them (the asynchr
 as tasks of their own) and each match is a task in the arbiter's nursery. Every change is
 journaled through the group-commit writer and answered only once it is durable.
 
-With a :class:`~server.cluster.Cluster` (several instances on one PostgreSQL) the arbiter
+With a :class:`~server.core.cluster.Cluster` (several instances on one PostgreSQL) the arbiter
 runs only the matches whose lease it holds, fences each of their journal writes with the
 lease, takes over the matches of instances that died (rebuilt from the journal), answers
 a call for a game run elsewhere with where it lives (:class:`~server.errors.Elsewhere`),
@@ -31,16 +31,16 @@ from nardy import Color, GameResult
 from nardy.dice import check_client_seed
 from nardy.v1 import arbiter_pb2 as api
 from nardy.variant import Variant, variant
-from server import store
-from server.catalogue import Catalogue
-from server.clock import Arrival, Arrivals, Pace
+from server.core import store
+from server.core.catalogue import Catalogue
+from server.core.clock import Arrival, Arrivals, Pace
 from server.errors import ArbiterError, Code, Elsewhere
-from server.journal import Event, EventType, Status
-from server.ladder import Ladder, LadderGame, LadderOptions, Member
-from server.lockstep import Lockstep
+from server.core.journal import Event, EventType, Status
+from server.core.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.core.lockstep import Lockstep
 from server.metrics import Metrics
-from server.recovery import restore_match
-from server.session import (
+from server.core.recovery import restore_match
+from server.core.session import (
     Accepted,
     GameCard,
     GameSession,
@@ -49,12 +49,12 @@ from server.session import (
     Seat,
     Sink,
 )
-from server.store import LeaseLost, Reader, Store, StoreError, Write
-from server.views import summary_pb
-from server.writer import Commit, JournalWriter
+from server.core.store import LeaseLost, Reader, Store, StoreError, Write
+from server.core.views import summary_pb
+from server.core.writer import Commit, JournalWriter
 
 if TYPE_CHECKING:
-    from server.cluster import Beat, Cluster, Place
+    from server.core.cluster import Beat, Cluster, Place
 
 log = logging.getLogger("nardy.server")
 
@@ -247,9 +247,9 @@ class Arbiter:
         self.leading = cluster is None  # pairs ladder games (one server: always)
         self._reload_due = False
         self.reader = Reader(db)
-        # Created in the trio thread: plays are stamped on this run's clock (server.clock).
+        # Created in the trio thread: plays are stamped on this run's clock (server.core.clock).
         self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
-        self.pace = Pace()  # off unless the server is given a limit (server.clock)
+        self.pace = Pace()  # off unless the server is given a limit (server.core.clock)
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
         self.policy = policy or Policy()
         self.players: dict[str, Player] = {}
@@ -919,7 +919,7 @@ class Arbiter:
         end: str | None,
         arrival: Arrival | None = None,
     ) -> Accepted:
-        """Judge a play that reached the transport at ``arrival`` (see server.clock);
+        """Judge a play that reached the transport at ``arrival`` (see server.core.clock);
         answered once it is durable."""
         try:
             game, seat = await self._seat_for_action(token, game_id)
@@ -933,7 +933,7 @@ class Arbiter:
                 self.arrival_settled(arrival)
 
     def turn_sent(self, game_id: str, turn_id: int, at: float) -> None:
-        """A seat's stream handed its turn to the transport at ``at`` (server.clock)."""
+        """A seat's stream handed its turn to the transport at ``at`` (server.core.clock)."""
         game = self.games.get(game_id)
         if game is not None:
             game.turn_sent(turn_id, at)

@@ -1,6 +1,6 @@
 """One game and one match as trio tasks: dice, the turn clock, plays, results and events.
 
-Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.clock`) is
+Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.core.clock`) is
 a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
 arrived at the transport, not by when the core gets to it. Every event is journaled
 through the Host and told to subscribers only once durable: a play is answered after its
@@ -32,12 +32,12 @@ from nardy.variant import GamePlay as Play
 from nardy.variant import Variant
 from nardy.variant import variant as get_variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
-from server.clock import Arrival, Arrivals, Clock, Pace
+from server.core.clock import Arrival, Arrivals, Clock, Pace
 from server.errors import ArbiterError, Code
-from server.journal import Event, EventType, PlayRecord, Snapshot, Status
-from server.lockstep import Lockstep
+from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.core.lockstep import Lockstep
 from server.metrics import Metrics
-from server.writer import Commit
+from server.core.writer import Commit
 
 log = logging.getLogger("nardy.server")
 
@@ -147,7 +147,7 @@ class GameCard:
     dice_commitment: str  # hex SHA-256 of the game's server seed (provably fair dice)
     public_seed: bool = False  # the dice come from a seed the creator chose
     scripted_dice: int = 0  # the game's first dice were chosen by its creator
-    # server.views' cache of the encoded fields that never change (not part of the card)
+    # server.core.views' cache of the encoded fields that never change (not part of the card)
     views: dict = field(default_factory=dict, compare=False, repr=False)
 
     def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:

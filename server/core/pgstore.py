@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from server.store import LeaseLost, SQLStore, StoreError, Write, run_batch
+from server.core.store import LeaseLost, SQLStore, StoreError, Write, run_batch
 
 MIGRATE_LOCK = 0x6E61_7264_7901  # advisory lock key: "nardy" schema migration
 FENCED = "NRD01"  # the SQLSTATE nardy_fence raises: the lease is no longer the writer's
@@ -88,7 +88,7 @@ BEGIN
 END
 $$ LANGUAGE plpgsql""",
     ],
-    # a seat counts as its match's creator for limits (server.arbiter.Principal)
+    # a seat counts as its match's creator for limits (server.core.arbiter.Principal)
     5: "ALTER TABLE seat_tokens ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
 }
 

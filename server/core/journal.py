@@ -183,7 +183,7 @@ LADDER_OPTION_RENAMES = {"turn_ms": "turn_time_ms"}
 
 
 def decode_ladder_options(text: str) -> dict:
-    """The fields of a server.ladder.LadderOptions from its ``ladders.options`` column
+    """The fields of a server.core.ladder.LadderOptions from its ``ladders.options`` column
     (written with ``encode_json``); a row of an older version is read under today's names."""
     options = json.loads(text)
     for old, new in LADDER_OPTION_RENAMES.items():
@@ -194,7 +194,7 @@ def decode_ladder_options(text: str) -> dict:
 
 
 def encode_ladder_game(record: Any) -> str:
-    """A ``ladder_games.record`` column from a server.ladder.LadderGame."""
+    """A ``ladder_games.record`` column from a server.core.ladder.LadderGame."""
     return json.dumps(asdict(record))
 
 
@@ -206,7 +206,7 @@ def decode_ladder_game(text: str) -> dict:
 
 
 def encode_match(match: Any) -> tuple:
-    """The ``matches`` row of a server.session.MatchSession (scores are updated later)."""
+    """The ``matches`` row of a server.core.session.MatchSession (scores are updated later)."""
     o = match.options
     options = {
         "variant": o.variant,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from server.store import Store, StoreError, Write
+from server.core.store import Store, StoreError, Write
 
 log = logging.getLogger("nardy.server")
 
