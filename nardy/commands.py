@@ -308,9 +308,9 @@ def cpu_choice(text: str) -> str:
 
 def _serve(args: argparse.Namespace) -> int:
     from server.app import ServerConfig, run_forever, unwrap
+    from server.core.store import StoreError
     from server.cpu import CpuError
     from server.fronted import FrontDied
-    from server.core.store import StoreError
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"

@@ -28,7 +28,6 @@ from nardy.v1 import (
     ladder_pb2,
     ladder_pb2_grpc,
 )
-from server.core.arbiter import Arbiter, Policy, new_token, token_hash
 from server.bridge import (
     AcceptAhead,
     Bridge,
@@ -38,13 +37,15 @@ from server.bridge import (
     pass_encoded,
     watch_lag,
 )
-from server.core.cluster import DEFAULT_LEASE_S, Cluster
 from server.collector import FrozenGenerations
+from server.core.arbiter import Arbiter, Policy, new_token, token_hash
+from server.core.cluster import DEFAULT_LEASE_S, Cluster
+from server.core.pgstore import PostgresStore
+from server.core.store import Reader, SQLiteStore, SQLStore, set_setting
 from server.cpu import AUTO, pin
 from server.fronted import Front
 from server.intercept import refuse_unparsable
 from server.limits import RateLimiter, StreamQuota
-from server.core.pgstore import PostgresStore
 from server.reflection import enable_reflection
 from server.service import (
     HEARTBEAT_S,
@@ -53,7 +54,6 @@ from server.service import (
     LadderService,
     held_streams,
 )
-from server.core.store import Reader, SQLiteStore, SQLStore, set_setting
 from server.web import WebView
 
 log = logging.getLogger("nardy.server")

@@ -26,15 +26,15 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server.bridge import CLOSE, MAX_BACKLOG, Bridge, Encoded, received
 from server.core import views
 from server.core.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
-from server.bridge import CLOSE, MAX_BACKLOG, Bridge, Encoded, received
+from server.core.journal import Event, EventType
+from server.core.ladder import Ladder, LadderOptions
 from server.errors import INSTANCE_KEY, ArbiterError, Code, Elsewhere
 from server.fronted import Front
 from server.intercept import MESSAGE as UNPARSABLE_MESSAGE
 from server.intercept import UNPARSABLE
-from server.core.journal import Event, EventType
-from server.core.ladder import Ladder, LadderOptions
 from server.limits import RateLimiter, StreamQuota
 from server.metrics import Metrics
 

@@ -31,8 +31,8 @@ from nardy import Color, wire
 from nardy.svg import state_svg
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from server.core import views
 from server.bridge import Bridge
+from server.core import views
 from server.errors import ArbiterError, Code
 from server.limits import RateLimiter
 from server.metrics import CONTENT_TYPE, Metrics

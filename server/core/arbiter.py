@@ -34,11 +34,9 @@ from nardy.variant import Variant, variant
 from server.core import store
 from server.core.catalogue import Catalogue
 from server.core.clock import Arrival, Arrivals, Pace
-from server.errors import ArbiterError, Code, Elsewhere
 from server.core.journal import Event, EventType, Status
 from server.core.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.core.lockstep import Lockstep
-from server.metrics import Metrics
 from server.core.recovery import restore_match
 from server.core.session import (
     Accepted,
@@ -52,6 +50,8 @@ from server.core.session import (
 from server.core.store import LeaseLost, Reader, Store, StoreError, Write
 from server.core.views import summary_pb
 from server.core.writer import Commit, JournalWriter
+from server.errors import ArbiterError, Code, Elsewhere
+from server.metrics import Metrics
 
 if TYPE_CHECKING:
     from server.core.cluster import Beat, Cluster, Place

@@ -33,11 +33,11 @@ from nardy.variant import Variant
 from nardy.variant import variant as get_variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
 from server.core.clock import Arrival, Arrivals, Clock, Pace
-from server.errors import ArbiterError, Code
 from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.core.lockstep import Lockstep
-from server.metrics import Metrics
 from server.core.writer import Commit
+from server.errors import ArbiterError, Code
+from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 

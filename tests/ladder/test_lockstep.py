@@ -21,8 +21,8 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
-from server.core import ladder as ladder_module
 from server.app import EmbeddedServer
+from server.core import ladder as ladder_module
 from server.core.lockstep import Lockstep
 
 STALL_S = 0.03

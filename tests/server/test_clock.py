@@ -18,10 +18,10 @@ from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 from nardy.match import GameOptions
 from nardy.wire import Terms
 from server.core.arbiter import Arbiter
-from server.errors import ArbiterError
 from server.core.journal import EventType, Status
 from server.core.session import MatchSpec
 from server.core.store import SQLiteStore
+from server.errors import ArbiterError
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
 from server.core import arbiter as arbiter_module
 from server.core import catalogue
-from server.app import EmbeddedServer
 from server.core.store import SQLiteStore
 from tests.server.conftest import counting, create, resigned
 from tests.server.test_trust import refused

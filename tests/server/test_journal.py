@@ -12,8 +12,8 @@ import trio
 
 from nardy.client import Client, my_turn
 from nardy.v1 import game_pb2 as pb
-from server.core import journal
 from server.app import EmbeddedServer, open_store
+from server.core import journal
 from server.core.journal import EventType
 from tests.server.conftest import create
 

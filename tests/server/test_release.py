@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import trio.testing
 
-from server.errors import ArbiterError
 from server.core.journal import EventType, Status
+from server.errors import ArbiterError
 from tests.server.test_clock import mover_token, started_game
 
 # White to move with one checker left on its 1-point: any throw ends the game (§4.6).
