@@ -36,75 +36,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="SQLite file, or a postgresql://user@host:port/dbname URL (default nardy.db)",
     )
     p.add_argument(
-        "--commit-window-ms",
-        type=float,
-        default=0.0,
-        help="wait this long to gather more events into one journal transaction "
-        "(default 0: a batch is what arrived while the previous one was being written)",
-    )
-    p.add_argument(
-        "--pace-ms",
-        type=float,
-        default=0.0,
-        metavar="MS",
-        help="start no new turn while the transport runs more than MS late (at most 1 s "
-        "per turn): under saturation games go slower and clocks stay fair (default 0: off)",
-    )
-    p.add_argument(
-        "--accept-ahead",
-        type=int,
-        default=128,
-        metavar="N",
-        help="plays (SubmitPlay calls) the transport keeps asked for at once, beyond "
-        "grpc.aio's one at a time, so that under load their arrival is stamped sooner: "
-        "at least the plays that may arrive together, about the games playing (default "
-        "128; 0: grpc.aio's own)",
-    )
-    p.add_argument(
-        "--transport-first-ms",
-        type=float,
-        default=2.0,
-        metavar="MS",
-        help="the core waits (at most MS at a time) while the transport has work ready, so "
-        "that under saturation plays are stamped on arrival rather than after other games' "
-        "messages (default 2; 0: off, the two threads share the GIL evenly)",
-    )
-    p.add_argument(
-        "--calls-per-batch",
-        type=int,
-        default=2,
-        metavar="N",
-        help="while a clock is about to run out, the core starts at most N of the "
-        "transport's calls (plays, new games) per scheduling round, the others in the rounds "
-        "after, so that under saturation it is acted on between short rounds (default 2; "
-        "0: all at once, always)",
-    )
-    p.add_argument(
-        "--cpu",
-        type=cpu_choice,
-        default="auto",
-        metavar="auto|N|all",
-        help="run the server's threads on one CPU: they share one GIL, and hand-overs "
-        "between them are much cheaper on one CPU than across CPUs (default auto: the one "
-        "the OS starts it on; N: that CPU, e.g. for several servers on one machine; all: "
-        "not pinned). A --front process runs on the other CPUs",
-    )
-    p.add_argument(
-        "--front",
-        action="store_true",
-        help="serve the public port (and TLS) from a front process of its own that stamps "
-        "plays as they arrive and forwards every call to the core over a private unix "
-        "socket: a busy core no longer delays the stamps (default: one process)",
-    )
-    p.add_argument(
-        "--front-nice",
-        type=int,
-        default=5,
-        metavar="N",
-        help="with --front: the core runs N steps nicer than the front, so that on a busy "
-        "machine the front's stamps go first (default 5; 0: same priority)",
-    )
-    p.add_argument(
         "--log-level",
         default="INFO",
         help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
@@ -299,18 +230,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=runs("clients.check_engine"))
 
 
-def cpu_choice(text: str) -> str:
-    """``--cpu``: auto, all, or a CPU number."""
-    if text in ("auto", "all") or text.isdigit():
-        return text
-    raise argparse.ArgumentTypeError(f"auto, all or a CPU number, not {text!r}")
-
-
 def _serve(args: argparse.Namespace) -> int:
-    from server.app import ServerConfig, run_forever, unwrap
-    from server.core.store import StoreError
-    from server.cpu import CpuError
-    from server.fronted import FrontDied
+    from server.app import CoreDidNotStart, ServerConfig, run_forever, unwrap
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -326,14 +247,6 @@ def _serve(args: argparse.Namespace) -> int:
                 host=args.host,
                 port=args.port,
                 db=args.db,
-                commit_window_s=args.commit_window_ms / 1000,
-                pace_s=args.pace_ms / 1000,
-                accept_ahead=args.accept_ahead,
-                transport_first_s=args.transport_first_ms / 1000,
-                calls_per_batch=args.calls_per_batch,
-                cpu=args.cpu,
-                front=args.front,
-                front_nice=args.front_nice,
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 streams_per_caller=args.streams,
@@ -345,19 +258,14 @@ def _serve(args: argparse.Namespace) -> int:
                 tls_key=args.tls_key,
                 lease_s=args.lease_ms / 1000,
                 advertise=args.advertise,
+                log_level=args.log_level.upper(),
             )
         )
-    except CpuError as e:
-        print(f"nardy serve: --cpu: {e}", file=sys.stderr)
-        return 2
     except BaseException as e:
         error = unwrap(e)
-        if isinstance(error, FrontDied):
-            print(f"nardy serve: {error}", file=sys.stderr)
-            return 2
-        if not isinstance(error, StoreError):
+        if not isinstance(error, (CoreDidNotStart, OSError, ValueError)):
             raise
-        print(f"nardy serve: {error.message}", file=sys.stderr)
+        print(f"nardy serve: {error}", file=sys.stderr)
         return 2
     return 0
 

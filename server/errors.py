@@ -1,4 +1,5 @@
-"""Refusals of the arbiter core, by kind; the transport maps each kind to a gRPC status."""
+"""Refusals of the arbiter core, by kind: each kind is a gRPC status code, by name and by
+its number on the link (``status``), without importing gRPC."""
 
 from __future__ import annotations
 
@@ -14,6 +15,27 @@ class Code(StrEnum):
     ALREADY_EXISTS = "ALREADY_EXISTS"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
     UNAVAILABLE = "UNAVAILABLE"
+    UNIMPLEMENTED = "UNIMPLEMENTED"
+    INTERNAL = "INTERNAL"
+
+    @property
+    def status(self) -> int:
+        """The gRPC status code's number (google.rpc.Code)."""
+        return _NUMBERS[self]
+
+
+_NUMBERS = {
+    Code.INVALID_ARGUMENT: 3,
+    Code.NOT_FOUND: 5,
+    Code.ALREADY_EXISTS: 6,
+    Code.PERMISSION_DENIED: 7,
+    Code.RESOURCE_EXHAUSTED: 8,
+    Code.FAILED_PRECONDITION: 9,
+    Code.UNIMPLEMENTED: 12,
+    Code.INTERNAL: 13,
+    Code.UNAVAILABLE: 14,
+    Code.UNAUTHENTICATED: 16,
+}
 
 
 class ArbiterError(Exception):

@@ -18,9 +18,11 @@ import base64
 import hashlib
 import itertools
 import logging
+import math
 import re
 import secrets
 from collections import Counter, OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
@@ -33,10 +35,12 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.variant import Variant, variant
 from server.core import store
 from server.core.catalogue import Catalogue
-from server.core.clock import Arrival, Arrivals, Pace
+from server.core.clock import Arrival, Arrivals
 from server.core.journal import Event, EventType, Status
 from server.core.ladder import Ladder, LadderGame, LadderOptions, Member
 from server.core.lockstep import Lockstep
+from server.core.metrics import Metrics
+from server.core.policy import Policy
 from server.core.recovery import restore_match
 from server.core.session import (
     Accepted,
@@ -51,7 +55,6 @@ from server.core.store import LeaseLost, Reader, Store, StoreError, Write
 from server.core.views import summary_pb
 from server.core.writer import Commit, JournalWriter
 from server.errors import ArbiterError, Code, Elsewhere
-from server.metrics import Metrics
 
 if TYPE_CHECKING:
     from server.core.cluster import Beat, Cluster, Place
@@ -65,6 +68,7 @@ MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 QUOTE = 100  # characters of a request's text an error message may repeat
 ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
+RELOAD_S = 1.0  # several instances: standings read a ladder's books back this often at most
 RECENT_TOKENS = 256  # ended matches' seat tokens kept in memory; the others are looked up
 
 
@@ -216,16 +220,6 @@ class _NewMatch:
     creator: str  # the limits key its seats count as ("": the operator's, their own)
 
 
-@dataclass(frozen=True)
-class Policy:
-    """What strangers may do on this server (``nardy serve`` options)."""
-
-    registration_open: bool = True  # False: only the operator registers players
-    players_per_hour: int = 30  # anonymous registrations per peer address per hour
-    open_matches: int = 20  # matches not yet over, per caller (operator: no limit)
-    max_start_timeout_ms: int = 600_000  # how long a created match may wait for its seats
-
-
 class Arbiter:
     """The registry of players, matches and games; the Host its matches run under."""
 
@@ -246,10 +240,10 @@ class Arbiter:
         self._beat_now = trio.Event()  # an early heartbeat: a match was handed to us
         self.leading = cluster is None  # pairs ladder games (one server: always)
         self._reload_due = False
+        self._reloaded: dict[str, float] = {}  # ladder -> when its books were read back
         self.reader = Reader(db)
-        # Created in the trio thread: plays are stamped on this run's clock (server.core.clock).
-        self.arrivals = Arrivals(trio.lowlevel.current_clock().current_time)
-        self.pace = Pace()  # off unless the server is given a limit (server.core.clock)
+        # Plays are stamped on this run's clock (server.core.clock).
+        self.arrivals = Arrivals(trio.current_time)
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
         self.policy = policy or Policy()
         self.players: dict[str, Player] = {}
@@ -355,28 +349,22 @@ class Arbiter:
                 "address; try again later",
             )
 
-    def principal(self, token: str | None) -> Principal | None:
-        """Who ``token`` speaks for, or None (no token, or an unknown one).
-
-        A single dict lookup: the transport calls it from its own thread, before the rate
-        limit, so that limits are keyed on verified identities only.
-        """
-        if not token:
+    def principal(self, digest: str | None) -> Principal | None:
+        """Who the token of ``digest`` (its hex SHA-256) speaks for, or None (no token, or
+        one not known in memory): a dict lookup."""
+        if not digest:
             return None
-        digest = token_hash(token)
         if self.admin_hash is not None and secrets.compare_digest(digest, self.admin_hash):
             return OPERATOR
         return self.tokens.get(digest) or self.recent_tokens.get(digest)
 
-    async def stored_principal(self, token: str) -> Principal | None:
-        """Who ``token`` speaks for, looking in the store for the seat tokens of matches
-        that ended a while ago, and (several instances) the tokens other instances issued
-        (the transport asks for tokens :meth:`principal` does not know, after charging the
-        caller's rate limit)."""
-        principal = self.principal(token)
+    async def stored_principal(self, digest: str) -> Principal | None:
+        """Who the token of ``digest`` speaks for, looking in the store for the seat tokens
+        of matches that ended a while ago, and (several instances) the tokens other
+        instances issued."""
+        principal = self.principal(digest)
         if principal is not None:
             return principal
-        digest = token_hash(token)
         if self.cluster is not None and await self._learn_players("token_hash = ?", digest):
             return self.tokens.get(digest)  # a player registered on another instance
         row = await self.reader.seat_token(digest)
@@ -391,20 +379,22 @@ class Arbiter:
         while len(self.recent_tokens) > RECENT_TOKENS:
             del self.recent_tokens[next(iter(self.recent_tokens))]
 
-    def authenticate(self, token: str | None, *, required: bool = True) -> Principal | None:
-        if not token:
+    def authenticate(self, digest: str | None, *, required: bool = True) -> Principal | None:
+        """Who the caller's token (``digest``) speaks for; UNAUTHENTICATED if it is unknown,
+        or (``required``) missing."""
+        if not digest:
             if required:
                 raise ArbiterError(
                     Code.UNAUTHENTICATED, "missing token: send 'authorization: Bearer <token>'"
                 )
             return None
-        principal = self.principal(token)
+        principal = self.principal(digest)
         if principal is None:
             raise ArbiterError(Code.UNAUTHENTICATED, "unknown token")
         return principal
 
-    def require_operator(self, token: str | None) -> None:
-        principal = self.authenticate(token)
+    def require_operator(self, digest: str | None) -> None:
+        principal = self.authenticate(digest)
         if principal is None or not principal.admin:
             raise ArbiterError(
                 Code.PERMISSION_DENIED, "only the operator (admin token) may do this"
@@ -621,8 +611,8 @@ class Arbiter:
             )
 
     # -- challenges ---------------------------------------------------------------------
-    async def _challenge(self, token: str | None, match_id: str) -> MatchSession:
-        principal = self.authenticate(token)
+    async def _challenge(self, digest: str | None, match_id: str) -> MatchSession:
+        principal = self.authenticate(digest)
         match = self.matches.get(match_id)
         if match is None and self.cluster is not None:
             place = self.cluster.place(
@@ -638,9 +628,9 @@ class Arbiter:
             raise ArbiterError(Code.FAILED_PRECONDITION, "no challenge to you is pending there")
         return match
 
-    async def accept_challenge(self, token: str | None, match_id: str) -> MatchSession:
+    async def accept_challenge(self, digest: str | None, match_id: str) -> MatchSession:
         """The challenged player takes its seat: the match goes ahead like any other."""
-        match = await self._challenge(token, match_id)
+        match = await self._challenge(digest, match_id)
         challenged, match.challenged = match.challenged, None
         try:
             await self.writer.commit(store.update_match_options(match), fence=self.fence(match))
@@ -651,14 +641,14 @@ class Arbiter:
         log.info("challenge accepted match=%s", match.id)
         return match
 
-    async def decline_challenge(self, token: str | None, match_id: str) -> None:
-        match = await self._challenge(token, match_id)
+    async def decline_challenge(self, digest: str | None, match_id: str) -> None:
+        match = await self._challenge(digest, match_id)
         await match.call_off("the challenge was declined")
         log.info("challenge declined match=%s", match.id)
 
-    def list_challenges(self, token: str | None) -> list[MatchSession]:
+    def list_challenges(self, digest: str | None) -> list[MatchSession]:
         """The matches waiting for the calling player to accept its challenge, oldest first."""
-        principal = self.authenticate(token)
+        principal = self.authenticate(digest)
         assert principal is not None
         if principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "challenges are made to a player token")
@@ -669,9 +659,9 @@ class Arbiter:
         ]
 
     # -- operator actions ---------------------------------------------------------------
-    async def void_game(self, token: str | None, game_id: str) -> GameSession:
+    async def void_game(self, digest: str | None, game_id: str) -> GameSession:
         """Void a game: it ends (or stays ended) without a result that counts anywhere."""
-        self.require_operator(token)
+        self.require_operator(digest)
         game = await self.game(game_id)
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
             await game.match.call_off("voided by the operator")
@@ -693,8 +683,8 @@ class Arbiter:
         log.info("game %s voided by the operator", game.id)
         return game
 
-    def list_players(self, token: str | None) -> list[Player]:
-        self.require_operator(token)
+    def list_players(self, digest: str | None) -> list[Player]:
+        self.require_operator(digest)
         return list(self.players.values())
 
     async def _run_match(self, match: MatchSession) -> None:
@@ -841,31 +831,31 @@ class Arbiter:
                 return seat.index
         return None
 
-    async def _seat_for_action(self, token: str | None, game_id: str) -> tuple[GameSession, int]:
-        principal = self.authenticate(token)
+    async def _seat_for_action(self, digest: str | None, game_id: str) -> tuple[GameSession, int]:
+        principal = self.authenticate(digest)
         game = await self.game(game_id)
         seat = self.seat_in(game, principal)
         if seat is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
 
-    async def viewer(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+    async def viewer(self, digest: str | None, game_id: str) -> tuple[GameSession, int | None]:
         """Whose view of a game a caller gets: (game, seat), seat None for a spectator.
 
         No token: a spectator. A token must hold a seat in the game: a bot that sent the
         wrong token is told so instead of silently getting a spectator's view, which never
         carries legal plays.
         """
-        self.authenticate(token, required=False)  # before any store read
-        return self._viewer_of(token, await self.game(game_id))
+        self.authenticate(digest, required=False)  # before any store read
+        return self._viewer_of(digest, await self.game(game_id))
 
-    async def view(self, token: str | None, game_id: str) -> tuple[GameSession, int | None]:
+    async def view(self, digest: str | None, game_id: str) -> tuple[GameSession, int | None]:
         """``viewer`` for GetGame: a game another instance runs is read from the store."""
-        self.authenticate(token, required=False)  # before any store read
-        return self._viewer_of(token, await self.game(game_id, read=True))
+        self.authenticate(digest, required=False)  # before any store read
+        return self._viewer_of(digest, await self.game(game_id, read=True))
 
-    def _viewer_of(self, token: str | None, game: GameSession) -> tuple[GameSession, int | None]:
-        principal = self.authenticate(token, required=False)
+    def _viewer_of(self, digest: str | None, game: GameSession) -> tuple[GameSession, int | None]:
+        principal = self.authenticate(digest, required=False)
         seat = self.seat_in(game, principal)
         if principal is not None and seat is None and not principal.admin:
             raise ArbiterError(
@@ -876,15 +866,16 @@ class Arbiter:
 
     async def subscribe_game(
         self,
-        token: str | None,
+        digest: str | None,
         game_id: str,
         after_seq: int,
         from_start: bool,
-        sink: Sink,
+        sink_for: Callable[[GameSession, int | None, bool], Sink],
         client_seed: str = "",
         own_turns: bool = False,
     ) -> tuple[GameSession, int | None, list, bool]:
-        """Subscribe ``sink``: (game, seat or None, events to send first, whether live).
+        """Subscribe the sink of the caller's view (``sink_for(game, seat or None, own
+        turns)``): (game, seat or None, events to send first, whether live).
 
         A seat may add its ``client_seed`` to the game's dice until the game starts, and
         ask for its ``own_turns`` only (EVENT_FILTER_OWN_TURNS).
@@ -893,7 +884,7 @@ class Arbiter:
             check_client_seed(client_seed)
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
-        game, seat = await self.viewer(token, game_id)
+        game, seat = await self.viewer(digest, game_id)
         if own_turns and seat is None:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "EVENT_FILTER_OWN_TURNS is for a seat's stream (its token)"
@@ -902,27 +893,30 @@ class Arbiter:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if seat is not None:
             game.offer_client_seed(seat, client_seed)
+        sink = sink_for(game, seat, own_turns)
         backlog, live = await game.subscribe(sink, seat, after_seq, from_start, own_turns)
         return game, seat, backlog, live
 
-    def unsubscribe_game(self, game_id: str, sink: Sink, seat: int | None) -> None:
+    def unsubscribe_game(
+        self, game_id: str, sink: Sink, seat: int | None, *, last: bool = True
+    ) -> None:
         game = self.games.get(game_id)
         if game is not None:
-            game.unsubscribe(sink, seat)
+            game.unsubscribe(sink, seat, last=last)
 
     async def submit_play(
         self,
-        token: str | None,
+        digest: str | None,
         game_id: str,
         turn_id: int,
         notation: str | None,
         end: str | None,
         arrival: Arrival | None = None,
     ) -> Accepted:
-        """Judge a play that reached the transport at ``arrival`` (see server.core.clock);
+        """Judge a play that reached the edge at ``arrival`` (see server.core.clock);
         answered once it is durable."""
         try:
-            game, seat = await self._seat_for_action(token, game_id)
+            game, seat = await self._seat_for_action(digest, game_id)
             try:
                 return await game.submit(seat, turn_id, notation, end, arrival)
             except LeaseLost:
@@ -933,7 +927,7 @@ class Arbiter:
                 self.arrival_settled(arrival)
 
     def turn_sent(self, game_id: str, turn_id: int, at: float) -> None:
-        """A seat's stream handed its turn to the transport at ``at`` (server.core.clock)."""
+        """The edge handed a seat's stream its turn at ``at`` (server.core.clock)."""
         game = self.games.get(game_id)
         if game is not None:
             game.turn_sent(turn_id, at)
@@ -945,8 +939,8 @@ class Arbiter:
         if game is not None:
             game.arrival_settled()
 
-    async def resign(self, token: str | None, game_id: str) -> GameResult:
-        game, seat = await self._seat_for_action(token, game_id)
+    async def resign(self, digest: str | None, game_id: str) -> GameResult:
+        game, seat = await self._seat_for_action(digest, game_id)
         try:
             return await game.resign(seat)
         except LeaseLost:
@@ -961,21 +955,21 @@ class Arbiter:
 
     # -- player streams -----------------------------------------------------------------
     @staticmethod
-    def _listener_key(principal: Principal) -> str:
+    def listener_key(principal: Principal) -> str:
         """Player streams are keyed by player, or by match seat for a seat token."""
         if principal.player_id is not None:
             return principal.player_id
         return f"{principal.match_id}/{principal.seat}"
 
-    async def subscribe_player(self, token: str | None, sink: Sink) -> list[PlayerNote]:
+    async def subscribe_player(self, digest: str | None, sink: Sink) -> list[PlayerNote]:
         """Follow a player's games (or, with a seat token, the games of that seat's match);
         with several instances, the games of every instance (from the store and news)."""
-        principal = self.authenticate(token)
+        principal = self.authenticate(digest)
         assert principal is not None
         if self.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         elsewhere = await self._games_elsewhere(principal) if self.cluster is not None else []
-        self.player_sinks.setdefault(self._listener_key(principal), set()).add(sink)
+        self.player_sinks.setdefault(self.listener_key(principal), set()).add(sink)
         notes = elsewhere
         for game in self.games.values():
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
@@ -1015,11 +1009,13 @@ class Arbiter:
         )
         return a, b
 
-    def unsubscribe_player(self, principal: Principal | None, sink: Sink) -> None:
-        """A player stream ended: ``principal`` as its subscription was made (its token
-        may be forgotten since: a seat token of an ended match is only remembered a while)."""
-        if principal is not None:
-            self.player_sinks.get(self._listener_key(principal), set()).discard(sink)
+    def unsubscribe_player(self, key: str, sink: Sink) -> None:
+        """The last player stream ``sink`` fed ended (``key``: its listener key)."""
+        sinks = self.player_sinks.get(key)
+        if sinks is not None:
+            sinks.discard(sink)
+            if not sinks:
+                del self.player_sinks[key]
 
     def _notify(self, game: GameSession, kind: Note) -> None:
         self._deliver(game.match.id, game.match.seats, game.match.challenged, kind, game)
@@ -1087,10 +1083,10 @@ class Arbiter:
 
     # -- ladders ------------------------------------------------------------------------
     async def create_ladder(
-        self, token: str | None, name: str, options: LadderOptions
+        self, digest: str | None, name: str, options: LadderOptions
     ) -> tuple[Ladder, bool]:
         """The ladder ``name``, created with ``options`` if it does not exist yet (operator)."""
-        self.require_operator(token)
+        self.require_operator(digest)
         if not NAME.match(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder name is 1-40 letters, digits, '.', '_' or '-'"
@@ -1162,13 +1158,26 @@ class Arbiter:
         except Exception:  # a refresh in the background: the next one may do
             log.exception("ladders not reloaded")
 
+    async def fresh_books(self, name: str) -> None:
+        """Several instances: the ladder's books as the store has them, the same on every
+        instance; read back at most every RELOAD_S per ladder (anyone may ask, and it
+        reads every result of the ladder)."""
+        if self.cluster is None:
+            return
+        now = trio.current_time()
+        if now < self._reloaded.get(name, -math.inf) + RELOAD_S:
+            return
+        if name in self.ladders:  # (a name unknown here: asked each time)
+            self._reloaded[name] = now
+        await self.reload_ladders(name)
+
     def ladder(self, name: str) -> Ladder:
         if name not in self.ladders:
             raise ArbiterError(Code.NOT_FOUND, f"no ladder {name!r}")
         return self.ladders[name]
 
-    async def join_ladder(self, token: str | None, name: str, ready: bool) -> None:
-        principal = self.authenticate(token)
+    async def join_ladder(self, digest: str | None, name: str, ready: bool) -> None:
+        principal = self.authenticate(digest)
         if principal is None or principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "joining a ladder needs a player token")
         player = self.players[principal.player_id]

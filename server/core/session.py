@@ -32,12 +32,12 @@ from nardy.variant import GamePlay as Play
 from nardy.variant import Variant
 from nardy.variant import variant as get_variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
-from server.core.clock import Arrival, Arrivals, Clock, Pace
+from server.core.clock import Arrival, Arrivals, Clock
 from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.core.lockstep import Lockstep
+from server.core.metrics import Metrics
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code
-from server.metrics import Metrics
 
 log = logging.getLogger("nardy.server")
 
@@ -71,8 +71,7 @@ class Sink(Protocol):
 class Host(Protocol):
     """What a match needs from the server that runs it (the arbiter implements it)."""
 
-    arrivals: Arrivals  # plays stamped at the transport, not yet judged
-    pace: Pace  # new turns held back while the transport runs late
+    arrivals: Arrivals  # plays stamped at the edge, not yet judged
     metrics: Metrics  # turns, turn latency, clock lateness
 
     def journal(self, game: GameSession, *events: Event) -> Commit:
@@ -273,7 +272,8 @@ class GameSession:
         from_start: bool,
         own_turns: bool = False,
     ) -> tuple[list[Event], bool]:
-        """Register ``sink``; return the events to send first (no gap) and whether it is live.
+        """Register ``sink`` (again, for another stream it feeds); return the events to send
+        first (no gap) and whether it is live.
 
         A seat that resumes after the TURN_STARTED of a turn still waiting for its play gets
         a SNAPSHOT (with the legal plays) at the end of the backlog, so the pending turn is
@@ -307,9 +307,12 @@ class GameSession:
                 self.all_present.set()
         return backlog, True
 
-    def unsubscribe(self, sink: Sink, seat: int | None) -> None:
+    def unsubscribe(self, sink: Sink, seat: int | None, *, last: bool = True) -> None:
+        """A stream of ``seat`` that ``sink`` fed has ended (``last``: no other stream
+        follows ``sink``)."""
         if sink in self.sinks:
-            del self.sinks[sink]
+            if last:
+                del self.sinks[sink]
             if seat is not None:
                 self.connected[seat] -= 1
 
@@ -463,7 +466,6 @@ class GameSession:
                 await self._clock_turn()
                 continue
             if first is None:
-                await self.match.host.pace.turn_may_start()
                 await self.throw_gate()
                 if self.result is not None:
                     break
@@ -517,23 +519,21 @@ class GameSession:
                     self._wake = trio.Event()
                     await self._wake.wait()
             deadline = clock.deadline
-            # A play that arrived in time may still be on its way to the core (from the
-            # transport's thread, or from a front process), or to the journal: judge it
-            # first. A front also tells when it sent the turn: that may move the deadline.
+            # A play that arrived in time may still be on its way to the core (on the
+            # link), or to the journal: judge it first. The fence returns once every play
+            # the edge stamped before the deadline has been read.
+            fenced = False
             while self._awaiting_play(turn_id):
                 if (pending := self._committing) is not None:
                     await pending.wait()
                 elif arrivals.pending(self.id, before=deadline):
                     self._wake = trio.Event()
                     await self._wake.wait()
-                elif arrivals.upstream is None:
-                    break
+                elif not fenced:
+                    await arrivals.fence(self.id, deadline)
+                    fenced = True
                 else:
-                    waited, sent = await arrivals.upstream(self.id, turn_id, deadline)
-                    if sent is not None:
-                        self.turn_sent(turn_id, sent)
-                    if not waited:
-                        break  # (else a play stamped at the front in time was judged)
+                    break
             arrivals.done_waiting(self.id)
         if self.turn_id != turn_id:
             return  # played (its clock charged); its commit opened the next turn
@@ -625,10 +625,9 @@ class GameSession:
     def _roll_ahead(self) -> Ahead | None:
         """The next turn, thrown as a play is made so that one commit stores the play and
         offers the next turn, when nothing must be waited for before its dice (the other
-        game of a duplicate pair, a transport running late: see _play_on) and it awaits a
-        play."""
-        pace, pair = self.match.host.pace, self.match.pair
-        if self.result is not None or self.match.stopping or (pace.limit and pace.lag > pace.limit):
+        game of a duplicate pair: see _play_on) and it awaits a play."""
+        pair = self.match.pair
+        if self.result is not None or self.match.stopping:
             return None
         if pair is not None and not pair.reached_by_all(self, self.roller.rolled):
             return None  # the other game of the pair is behind: the turn loop waits for it
@@ -696,8 +695,6 @@ class GameSession:
                 f"turn {turn_id} is not the turn awaiting your play (turn {self.turn_id})",
             )
         clock = self.clocks[mover]
-        if arrival is not None and arrival.sent is not None:  # told by a front (server.front)
-            self.turn_sent(turn_id, arrival.sent)
         arrived = trio.current_time() if arrival is None else arrival.time
         if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")

@@ -413,7 +413,7 @@ def test_a_crosstable_is_built_once_per_change_of_the_books(tmp_path):
     viewer) built the crosstable in the trio thread on every call: for 100 bots that met,
     9,900 cells, 93 ms of the core a call, for anyone at 1000 calls/s. It is built once
     for each change of the ladder's books."""
-    from server.service import crosstable_pb
+    from server.core.ladder_views import crosstable_pb
 
     with EmbeddedServer(db=str(tmp_path / "x.db")) as srv:
         auth = (("authorization", f"Bearer {srv.admin_token}"),)

@@ -1,10 +1,10 @@
-"""Clocks (issue 10 "fair clocks under load", issue 13 "one clock object") under trio's
-MockClock: turn time and bank, a play charged up to when it *arrived* at the transport, a
-play that arrived in time accepted however late the core judges it, timeouts that fire
-at the deadline, and the SDK's clock display. Virtual time: no test waits real seconds.
+"""Clocks under trio's MockClock: turn time and bank, a play charged up to when it
+*arrived* at the edge, a play that arrived in time accepted however late the core judges
+it, the fence that asks the edge for plays still on the link, timeouts that fire at the
+deadline, and the SDK's clock display. Virtual time: no test waits real seconds.
 
-The arbiter core runs here with a real SQLite store and no transport: the transport's
-part is :class:`server.core.clock.Arrivals`, whose stamps these tests take themselves.
+The arbiter core runs here with a real SQLite store and no edge: the edge's part is
+:class:`server.core.clock.Arrivals` (its stamps and its fence), which these tests play.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from nardy import Termination
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 from nardy.match import GameOptions
 from nardy.wire import Terms
-from server.core.arbiter import Arbiter
+from server.core.arbiter import Arbiter, token_hash
 from server.core.journal import EventType, Status
 from server.core.session import MatchSpec
 from server.core.store import SQLiteStore
@@ -98,7 +98,8 @@ class Inbox:
 
 async def started_game(nursery, tmp_path, spec: dict | None = None, **terms):
     """An arbiter and a started game between two open seats, on ``terms`` (clocks) and
-    further MatchSpec fields ``spec``; returns (arbiter, game, tokens, inbox)."""
+    further MatchSpec fields ``spec``; returns (arbiter, game, the seats' token digests,
+    inbox)."""
     arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")))
     await nursery.start(arbiter.run)
     spec = MatchSpec(
@@ -112,9 +113,10 @@ async def started_game(nursery, tmp_path, spec: dict | None = None, **terms):
     )
     match, t1, t2 = await arbiter.create_match(None, spec)  # None: the server itself
     game = match.current
-    inbox = Inbox()
-    await arbiter.subscribe_game(t1, game.id, 0, False, inbox)
-    await arbiter.subscribe_game(t2, game.id, 0, False, Inbox())
+    inbox, other = Inbox(), Inbox()
+    t1, t2 = token_hash(t1), token_hash(t2)  # (the edge sends the core tokens' digests)
+    await arbiter.subscribe_game(t1, game.id, 0, False, lambda *_: inbox)
+    await arbiter.subscribe_game(t2, game.id, 0, False, lambda *_: other)
     return arbiter, game, (t1, t2), inbox
 
 
@@ -253,7 +255,7 @@ async def test_timeout_waits_for_an_in_time_play_then_decides(nursery, tmp_path,
 
 async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clock):
     """The mover's stream sent the turn 0.4 s after the core announced it (a busy
-    transport): the timeout fires 0.4 s later and a play is charged from the send."""
+    edge): the timeout fires 0.4 s later and a play is charged from the send."""
     arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
     await inbox.next(EventType.TURN_STARTED)
     announced = trio.current_time()
@@ -274,43 +276,30 @@ async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clo
     assert second > announced
 
 
-async def test_pace_holds_new_turns_back_while_the_transport_runs_late(autojump_clock):
-    from server.core.clock import Pace
-
-    pace = Pace(limit=0.005, most=1.0)
-    pace.lag = 0.001
+async def test_a_timeout_waits_for_the_plays_the_edge_stamped_in_time(
+    nursery, tmp_path, autojump_clock
+):
+    """Past the deadline the turn asks the edge's fence for plays stamped before it and
+    not read yet: the core reads one meanwhile (stamped 0.5 s into the turn, read 4 s
+    late), judges it, and it stands, charged 0.5 s."""
+    arbiter, game, tokens, inbox = await started_game(nursery, tmp_path, turn_time_ms=1000)
+    turn = await inbox.next(EventType.TURN_STARTED)
     start = trio.current_time()
-    await pace.turn_may_start()  # the transport keeps up: at once
-    assert trio.current_time() == start
-    pace.lag = 0.050  # the transport's loop is 50 ms late
-    started: list[int] = []
+    mover = mover_token(game, tokens)
+    fences: list[float] = []
+    answers: list = []
 
-    async def turn(n: int) -> None:
-        await pace.turn_may_start()
-        started.append(n)
+    async def play(arrival) -> None:
+        end = turn.snapshot.legal[0].end.text()
+        answers.append(await arbiter.submit_play(mover, game.id, game.turn_id, None, end, arrival))
 
-    async with trio.open_nursery() as nursery:
-        for n in range(6):
-            nursery.start_soon(turn, n)
-            await trio.sleep(0.01)  # they queue up in this order
-        assert pace.holding == 6 and started == []
-        pace.tick(0.050)  # still late: nobody goes
-        await trio.testing.wait_all_tasks_blocked()
-        assert started == []
-        for let_through in ([0], [0, 1, 2], [0, 1, 2, 3, 4, 5]):  # 1, then 2, then 3
-            pace.tick(0.001)
-            await trio.testing.wait_all_tasks_blocked()
-            assert sorted(started) == let_through  # first come, first served
-    assert pace.holding == 0
-    start = trio.current_time()
-    await pace.turn_may_start()  # the last lag seen was on time
-    assert trio.current_time() == start
-    pace.lag = 10.0  # never caught up: a turn is held back at most `most`
-    await pace.turn_may_start()
-    assert trio.current_time() - start == pytest.approx(pace.most)
-    assert pace.holding == 0
-    off = Pace()
-    off.lag = 10.0
-    start = trio.current_time()
-    await off.turn_may_start()  # no limit: never held
-    assert trio.current_time() == start
+    async def fence(game_id: str, before: float) -> None:  # the edge, behind the link
+        fences.append(before)
+        await trio.sleep(4.0)  # the link is slow: the play is read only now
+        nursery.start_soon(play, arbiter.arrivals.stamp(game_id, start + 0.5))
+
+    arbiter.arrivals.fence = fence
+    made = await inbox.next(EventType.PLAY_MADE)
+    assert fences == [pytest.approx(start + 1.0)]  # asked once, at the deadline
+    assert game.result is None or game.result.termination is not Termination.TIMEOUT
+    assert answers[0].used_ms == made.play.used_ms == pytest.approx(500, abs=1)

@@ -60,7 +60,7 @@ async def one_play_game(client: Client):
 
 async def memory(server: EmbeddedServer) -> dict[str, int]:
     def count():
-        a = server.core.arbiter
+        a = server.arbiter
         return {
             "games": len(a.games),
             "matches": len(a.matches),
@@ -122,7 +122,7 @@ async def test_an_ended_match_leaves_memory_and_is_served_from_the_store(db, sma
 
     with EmbeddedServer(db=db, heartbeat_s=30.0) as server:  # a restart: still bounded
         restored = await memory(server)
-        counts = await trio.to_thread.run_sync(server.call, server.core.arbiter.game_counts)
+        counts = await trio.to_thread.run_sync(server.call, server.arbiter.game_counts)
         assert counts["waiting"] == 1 and counts["finished"] == 3 and counts["aborted"] == 1
         assert restored["games"] == 1 and restored["ended"] <= 1
         assert restored["tokens"] <= 2 + 1  # the waiting match's seat tokens, one recent
@@ -154,7 +154,7 @@ async def test_a_restart_reads_back_only_the_newest_and_the_unfinished_games(db,
     with EmbeddedServer(db=db, heartbeat_s=30.0, store_factory=Counting) as server:
         newest = {r.game_id for r in ended[-2:]}  # the catalogue's window of 2 matches
         assert sorted(journals) == sorted({waiting.game_id, *newest})
-        counts = await trio.to_thread.run_sync(server.call, server.core.arbiter.game_counts)
+        counts = await trio.to_thread.run_sync(server.call, server.arbiter.game_counts)
         assert counts["waiting"] == 1 and counts["finished"] == 5
         async with Client(server.address) as client:
             listed = {g.game_id for g in await client.all_games()}
@@ -262,7 +262,7 @@ async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_pa
                 r, seats = await create(client)
                 assert not await resigned(seats, r.game_id)
                 ended.append(seats[0])
-            gauge = server.core.arbiter.metrics.streams.labels("player")
+            gauge = server.arbiter.metrics.streams.labels("player")
             streams = []
             with trio.fail_after(30):
                 for seat in ended:  # the second one's look-up pushes the first one's out
@@ -279,7 +279,7 @@ async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_pa
                     await trio.sleep(0.01)
 
             def sinks() -> int:  # (asked after the streams' ends were handed to the core)
-                return sum(map(len, server.core.arbiter.player_sinks.values()))
+                return sum(map(len, server.arbiter.player_sinks.values()))
 
             assert await trio.to_thread.run_sync(server.call, sinks) == 0
 
@@ -312,7 +312,7 @@ async def test_ended_matches_leave_no_cyclic_garbage(db, small_caches):
                 await notes.aclose()
 
                 def sessions(ids):
-                    arbiter = server.core.arbiter
+                    arbiter = server.arbiter
                     found = [arbiter.games.get(g) or arbiter.ended[g] for g in ids]
                     parts = [o for g in found for o in (g, g.match, g.match.pair) if o is not None]
                     return [weakref.ref(o) for o in parts]

@@ -1,10 +1,13 @@
 """The server's modules form a layered graph, and so do the benchmarks': no module imports,
 even lazily inside a function, one that imports it back (imports under ``if TYPE_CHECKING:``
-are type hints only and do not count)."""
+are type hints only and do not count). And the server's two halves keep to their runtimes:
+nothing the core runs imports gRPC, nothing the edge runs imports trio."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,12 +30,22 @@ def imports_of(path: Path, package: str = "server") -> set[str]:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         else:
             continue
-        found.update(n for n in names if (ROOT / (n.replace(".", "/") + ".py")).exists())
+        found.update(
+            n
+            for n in names
+            if (ROOT / (n.replace(".", "/") + ".py")).exists()
+            or (ROOT / n.replace(".", "/") / "__init__.py").exists()
+        )
     return {n for n in found if n.startswith(f"{package}.")}
 
 
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def graph(package: str = "server") -> dict[str, set[str]]:
-    return {f"{package}.{p.stem}": imports_of(p, package) for p in (ROOT / package).glob("*.py")}
+    return {module_name(p): imports_of(p, package) for p in (ROOT / package).rglob("*.py")}
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -82,3 +95,27 @@ def test_no_import_cycles_in_bench():
     edges = graph("bench")
     assert "bench.bots" in edges["bench.arbiter"]
     assert find_cycle(edges) is None, " -> ".join(find_cycle(edges) or ())
+
+
+def loaded(modules: list[str]) -> set[str]:
+    """Every module a fresh interpreter holds after importing ``modules``."""
+    code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(' '.join(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+def test_the_core_runs_without_grpc():
+    core = [module_name(p) for p in (ROOT / "server" / "core").rglob("*.py")]
+    modules = loaded(core)
+    assert "server.core.main" in modules and "trio" in modules
+    assert not {m for m in modules if m == "grpc" or m.startswith("grpc.")}
+
+
+def test_the_edge_runs_without_trio():
+    edge = [module_name(p) for p in (ROOT / "server" / "edge").rglob("*.py")]
+    modules = loaded(edge)
+    assert "server.edge.main" in modules and "grpc" in modules
+    assert not {m for m in modules if m == "trio" or m.startswith("trio.")}

@@ -2,7 +2,7 @@
 turns down, plays up. Real servers on loopback, blocking gRPC clients in threads: a whole
 game played over two streams, a refused play that does not end the stream, an idempotent
 re-send; the first message must subscribe; a token without a seat, and a play for another
-game, are refused; behind a front the stream is not offered."""
+game, are refused."""
 
 from __future__ import annotations
 
@@ -187,10 +187,3 @@ def test_a_message_that_is_not_protobuf_is_refused_on_the_stream(srv):
         with pytest.raises(grpc.RpcError) as info:
             next(responses)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-
-
-def test_behind_a_front_the_play_stream_is_not_offered(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "f.db"), front=True) as front_srv:
-        game = new_game(front_srv)
-        code = ended_at_once(front_srv, game.first_seat_token, game)
-        assert code == grpc.StatusCode.UNIMPLEMENTED

@@ -1,9 +1,9 @@
-"""The arbiter's Prometheus metrics (``/metrics`` on the web port).
+"""The core's Prometheus metrics (the edge serves them on ``/metrics`` with its own,
+server.edge.metrics).
 
-One :class:`Metrics` per arbiter, with a registry of its own (tests run several arbiters in
-one process). Counters and histograms are updated where things happen (prometheus-client
-makes them safe from any thread); the gauge of games by status is filled in at scrape time
-from a snapshot taken in the trio thread (:meth:`Metrics.set_games`).
+One :class:`Metrics` per core, with a registry of its own (tests run several arbiters in
+one process). Counters and histograms are updated where things happen; the gauge of games
+by status is filled in at scrape time (:meth:`Metrics.set_games`).
 """
 
 from __future__ import annotations
@@ -85,14 +85,6 @@ class Metrics:
             buckets=COMMIT_BUCKETS,
             registry=r,
         )
-        self.streams = Gauge(
-            "nardy_open_streams", "Server streams open now, by kind.", ["kind"], registry=r
-        )
-        self.refusals = Counter(
-            "nardy_refusals", "Requests refused, by gRPC status code.", ["code"], registry=r
-        )
-        for kind in ("game", "player"):
-            self.streams.labels(kind)
         for how in ("played", "automatic", "passed"):
             self.turns.labels(how)
 

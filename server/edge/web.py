@@ -1,12 +1,9 @@
 """The arbiter's read-only web view and ``/metrics`` (``nardy serve --http-port``).
 
-An aiohttp application on the gRPC transport's asyncio loop (``server/bridge.py``): no
-HTTP is parsed here, and the trio core is never blocked or read from this thread. The
-front page's lists are read in a worker thread from the ListGames catalogue and the games'
-told events (no core work, :func:`query_index`); the other pages ask the core for messages
-through :meth:`Bridge.call` (``GameState``s, events, standings: built in the trio thread
-from frozen snapshots, then only read here). Pages are rendered as HTML and SVG
-(:mod:`nardy.svg`).
+An aiohttp application on the edge's asyncio loop: no HTTP is parsed here. The pages ask
+the core for messages on the link (:class:`Queries`: the front page's games, a game's
+state and events, a ladder's standings and crosstable, the core's metrics), as a
+spectator would, and render them as HTML and SVG (:mod:`nardy.svg`).
 
 Pages: ``/`` (games in progress with live boards, ladders, finished games),
 ``/game/ID`` (a live game; a finished one is a replay: ``?ply=N``, its move list, arrow
@@ -18,7 +15,6 @@ change anything: there is no POST route, and requests are rate-limited per addre
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,16 +22,19 @@ from html import escape
 
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
+from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 
 from nardy import Color, wire
 from nardy.svg import state_svg
-from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from server.bridge import Bridge
-from server.core import views
+from nardy.v1 import ladder_pb2 as ladder_pb
+from server import link
+from server.edge.limits import RateLimiter
+from server.edge.metrics import EdgeMetrics
 from server.errors import ArbiterError, Code
-from server.limits import RateLimiter
-from server.metrics import CONTENT_TYPE, Metrics
+from server.link import link_pb
+
+LADDER = "/nardy.v1.LadderService/"
 
 log = logging.getLogger("nardy.web")
 
@@ -59,42 +58,39 @@ SECURITY_HEADERS = {
 }
 
 
-# -- queries: return messages only ---------------------------------------------------------
-def _last_play(card, told: list) -> pb.PlayRecord | None:
-    for event in reversed(told):
-        if event.play is not None:
-            return views.event_pb(card, event, None).play
-    return None
+# -- queries to the core ----------------------------------------------------------------
+class Queries:
+    """What the pages ask the core for, on the link (anonymous, as a spectator)."""
 
+    def __init__(self, core) -> None:
+        self.core = core  # server.edge.services.Core: the link to the core as it is now
 
-def query_index(arbiter) -> tuple[list, list[api.GameSummary], list[str]]:
-    """Runs in a worker thread, neither in the trio thread nor on the transport's loop:
-    the games from the catalogue (see server.core.catalogue), each live board from the last
-    event its game has told (events are never changed once told; the trio thread only
-    appends)."""
-    live = []
-    playing, _ = arbiter.catalogue.page(pb.GAME_STATUS_IN_PROGRESS, "", LIVE_GAMES, "")
-    for summary in playing:
-        game = arbiter.games.get(summary.game_id)
-        told = list(game.events) if game is not None else []
-        if told:
-            state = views.event_pb(game.card, told[-1], None).state
-            live.append((state, _last_play(game.card, told)))
-    finished, _ = arbiter.catalogue.page(pb.GAME_STATUS_FINISHED, "", FINISHED_GAMES, "")
-    return live, finished, sorted(list(arbiter.ladders))
+    async def _ask(self, method: str, request: bytes, answer):
+        reply = await self.core.link.call(method, request, link_pb.Caller())
+        if reply.code:
+            code = Code.NOT_FOUND if reply.code == Code.NOT_FOUND.status else Code.UNAVAILABLE
+            raise ArbiterError(code, reply.message)
+        return answer.FromString(reply.body)
 
+    async def index(self) -> link_pb.IndexResponse:
+        request = link_pb.IndexRequest(live=LIVE_GAMES, finished=FINISHED_GAMES)
+        return await self._ask(link.INDEX, request.SerializeToString(), link_pb.IndexResponse)
 
-async def query_game(arbiter, game_id: str, with_events: bool) -> tuple[pb.GameState, list]:
-    game = await arbiter.game(game_id)
-    state = views.state_pb(game.card, game.snapshot(), None)
-    history = await game.history() if with_events else []
-    return state, [views.event_pb(game.card, e, None) for e in history]
+    async def game(self, game_id: str, events: bool) -> link_pb.HistoryResponse:
+        request = link_pb.HistoryRequest(game_id=game_id, events=events).SerializeToString()
+        return await self._ask(link.HISTORY, request, link_pb.HistoryResponse)
 
+    async def ladder(self, name: str):
+        request = ladder_pb.GetStandingsRequest(ladder=name).SerializeToString()
+        standings = await self._ask(
+            LADDER + "GetStandings", request, ladder_pb.GetStandingsResponse
+        )
+        request = ladder_pb.GetCrosstableRequest(ladder=name).SerializeToString()
+        cross = await self._ask(LADDER + "GetCrosstable", request, ladder_pb.GetCrosstableResponse)
+        return standings, cross
 
-def query_ladder(arbiter, name: str):
-    from server.service import crosstable_pb, standings_pb
-
-    return standings_pb(arbiter, name), crosstable_pb(arbiter, name)
+    async def metrics(self) -> bytes:
+        return (await self._ask(link.METRICS, b"", link_pb.MetricsResponse)).exposition
 
 
 # -- the application ---------------------------------------------------------------------
@@ -107,9 +103,8 @@ class Replay:
 
 
 class WebView:
-    def __init__(self, arbiter, bridge: Bridge, metrics: Metrics, rate_per_s: float = 50.0):
-        self.arbiter = arbiter
-        self.bridge = bridge
+    def __init__(self, core, metrics: EdgeMetrics, rate_per_s: float = 50.0):
+        self.queries = Queries(core)
         self.metrics = metrics
         self.limiter = RateLimiter(rate_per_s, 2 * rate_per_s)
         self._replays: OrderedDict[str, tuple[pb.GameState, list]] = OrderedDict()
@@ -170,7 +165,8 @@ class WebView:
         if cached is not None:
             self._replays.move_to_end(game_id)
             return cached
-        state, events = await self.bridge.call(query_game, self.arbiter, game_id, with_events)
+        history = await self.queries.game(game_id, with_events)
+        state, events = history.state, list(history.events)
         if with_events and state.status in ENDED:  # an ended game never changes again
             self.limiter.charge(who, len(events))  # (its events were read back)
             self._replays[game_id] = (state, events)
@@ -179,7 +175,7 @@ class WebView:
         return state, events
 
     async def _ladder(self, name: str):
-        return await self.bridge.call(query_ladder, self.arbiter, name)
+        return await self.queries.ladder(name)
 
     # -- pages ---------------------------------------------------------------------------
     async def index(self, request: web.Request) -> web.Response:
@@ -190,7 +186,11 @@ class WebView:
         return _html(await self._index_body())
 
     async def _index_body(self) -> str:
-        live, finished, ladders = await asyncio.to_thread(query_index, self.arbiter)
+        index = await self.queries.index()
+        live = [
+            (board.state, board.last if board.HasField("last") else None) for board in index.live
+        ]
+        finished, ladders = index.finished, index.ladders
         out = ["<h2>Games in progress</h2>"]
         if not live:
             out.append('<p class="none">No game is being played now.</p>')
@@ -331,12 +331,12 @@ class WebView:
 
     # -- JSON and metrics ----------------------------------------------------------------
     async def api_games(self, request: web.Request) -> web.Response:
-        live, finished, ladders = await asyncio.to_thread(query_index, self.arbiter)
+        index = await self.queries.index()
         return web.json_response(
             {
-                "in_progress": [MessageToDict(s) for s, _ in live],
-                "finished": [MessageToDict(g) for g in finished],
-                "ladders": ladders,
+                "in_progress": [MessageToDict(board.state) for board in index.live],
+                "finished": [MessageToDict(g) for g in index.finished],
+                "ladders": list(index.ladders),
             }
         )
 
@@ -356,9 +356,8 @@ class WebView:
         )
 
     async def metrics_page(self, request: web.Request) -> web.Response:
-        counts = await self.bridge.call(self.arbiter.game_counts)
-        self.metrics.set_games(counts)
-        return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+        body = await self.queries.metrics() + self.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
     async def script(self, request: web.Request) -> web.Response:
         return web.Response(text=SCRIPT, content_type="text/javascript")

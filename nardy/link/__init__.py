@@ -1,0 +1,1 @@
+"""The link between an arbiter's edge and core (generated messages in v1/)."""

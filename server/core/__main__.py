@@ -1,0 +1,67 @@
+"""``python -m server.core FD``: the core as a process of its own, started by the edge
+(``nardy serve``). Its configuration comes as one JSON line on stdin (never on the command
+line: it may hold the operator token), the link is the connected socket FD. It stops
+when the link closes or on SIGTERM, and dies with the edge (Linux's parent-death signal).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import socket
+import sys
+
+import trio
+
+from server.config import ServerConfig
+from server.core.main import run
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGTERM this process when the edge that started it dies (even by kill -9)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the link's end still stops the core
+    if os.getppid() != parent:  # the edge died before the signal was set
+        sys.exit(1)
+
+
+async def serve(config: ServerConfig, sock: socket.socket) -> None:
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+    async with trio.open_nursery() as nursery:
+
+        async def on_sigterm() -> None:
+            with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    await stream.aclose()  # as if the edge had closed the link
+                    return
+
+        nursery.start_soon(on_sigterm)
+        await run(config, stream)
+        nursery.cancel_scope.cancel()
+
+
+def main() -> None:
+    parent = os.getppid()
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the edge's to act on
+    config = ServerConfig.from_json(sys.stdin.readline())
+    logging.basicConfig(
+        level=config.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    try:
+        trio.run(serve, config, sock)
+    except* Exception as group:
+        for error in group.exceptions:
+            logging.getLogger("nardy.server").error("the core stopped: %s", error)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

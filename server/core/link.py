@@ -1,0 +1,161 @@
+"""The core's end of the link (server.link): calls in from the edge, answers, taps' messages
+and fences out.
+
+One task reads frames as they come and admits each call at once (a play is stamped as it
+is read: server.core.clock); each call is then answered by a task of its own. Everything
+the core sends in one trio batch goes out in one write, from a writer task woken once per
+batch. A frame the core cannot use is dropped and logged, never fatal: nothing the edge
+can send stops the core, and the link closing (the edge stopped or died) ends its run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import trio
+
+from server.core.api import Api, refusal
+from server.core.taps import Taps
+from server.errors import ArbiterError, Code
+from server.link import Frames, frame, link_pb
+
+log = logging.getLogger("nardy.server")
+
+READ_BYTES = 256 * 1024
+SHUTTING_DOWN = "the server is shutting down"
+
+
+class EdgeLink:
+    """The core's end of one link: serves ``api`` to the edge on ``stream``."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.taps = Taps(self)
+        self.api: Api | None = None
+        self._out: list[bytes] = []
+        self._wake = trio.Event()
+        self._fences: dict[int, trio.Event] = {}
+        self._fence_ids = itertools.count(1)
+        self.offset = 0.0  # the core's clock minus CLOCK_MONOTONIC
+        self.frames = Frames(link_pb.ToCore)
+        self.closed = trio.Event()
+        self._closing_scopes: set[trio.CancelScope] = set()  # fences waiting for the edge
+
+    # -- out ------------------------------------------------------------------------------
+    def send(self, message: link_pb.ToEdge) -> None:
+        self._out.append(frame(message))
+        self._wake.set()
+
+    def tell(self, tap: int, message: bytes, turn_id: int, seq: int) -> None:
+        self.send(
+            link_pb.ToEdge(tell=link_pb.Tell(tap=tap, message=message, turn_id=turn_id, seq=seq))
+        )
+
+    def close_tap(self, tap: int) -> None:
+        self.send(link_pb.ToEdge(close=link_pb.Close(tap=tap)))
+
+    def ready(self, instance: str = "") -> None:
+        self.send(link_pb.ToEdge(ready=link_pb.Ready(instance=instance)))
+
+    async def fence(self, game_id: str, before: float) -> None:
+        """Returns once every play of ``game_id`` that the edge stamped before ``before``
+        (the core's clock) has been read (server.core.clock)."""
+        if self.closed.is_set():
+            return  # no edge: nothing is on its way
+        fence_id = next(self._fence_ids)
+        done = self._fences[fence_id] = trio.Event()
+        fence = link_pb.Fence(id=fence_id, game_id=game_id, before=before - self.offset)
+        self.send(link_pb.ToEdge(fence=fence))
+        try:
+            with trio.CancelScope() as scope:
+                self._closing_scopes.add(scope)
+                await done.wait()
+        finally:
+            self._closing_scopes.discard(scope)
+            self._fences.pop(fence_id, None)
+
+    async def _write(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            data, self._out = b"".join(self._out), []
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the edge is gone: the reader sees it too
+
+    # -- in -------------------------------------------------------------------------------
+    async def serve(self, api: Api, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Serve ``api`` until the edge closes the link."""
+        self.api = api
+        self.offset = api.offset
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._write)
+            task_status.started()
+            try:
+                await self._read()
+            finally:
+                self.closed.set()
+                for scope in self._closing_scopes:
+                    scope.cancel()  # fences: no edge, nothing in flight
+                nursery.cancel_scope.cancel()
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                data = await self.stream.receive_some(READ_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            dropped = self.frames.dropped
+            for message in self.frames.feed(data):
+                self._take(message)
+            if self.frames.dropped > dropped:
+                log.warning(
+                    "link: %d frames dropped (oversize or unreadable)",
+                    self.frames.dropped - dropped,
+                )
+
+    def _take(self, message: link_pb.ToCore) -> None:
+        kind = message.WhichOneof("kind")
+        try:
+            if kind == "call":
+                self._call(message.call)
+            elif kind == "leave":
+                self.api.leave(message.leave.tap)
+            elif kind == "sent":
+                sent = message.sent
+                self.api.arbiter.turn_sent(sent.game_id, sent.turn_id, sent.at + self.offset)
+            elif kind == "fenced":
+                done = self._fences.get(message.fenced.id)
+                if done is not None:
+                    done.set()
+        except Exception:  # a frame the core cannot use: dropped, the link goes on
+            log.exception("link: a %s frame dropped", kind)
+
+    def _call(self, call: link_pb.Call) -> None:
+        try:
+            admitted = self.api.admit(call)
+        except ArbiterError as e:
+            self.send(link_pb.ToEdge(reply=refusal(call.id, e)))
+            return
+        self._nursery.start_soon(self._answer, admitted)
+
+    async def _answer(self, admitted) -> None:
+        call_id = admitted.call.id
+        try:
+            reply = await self.api.answer(admitted)
+        except trio.Cancelled:
+            self.send(
+                link_pb.ToEdge(
+                    reply=refusal(call_id, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
+                )
+            )
+            raise
+        except Exception:
+            log.exception("answering %s", admitted.call.method)
+            reply = refusal(call_id, ArbiterError(Code.INTERNAL, "the server failed to answer"))
+        self.send(link_pb.ToEdge(reply=reply))

@@ -1,0 +1,13 @@
+"""What strangers may do on this server (``nardy serve`` options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Policy:
+    registration_open: bool = True  # False: only the operator registers players
+    players_per_hour: int = 30  # anonymous registrations per peer address per hour
+    open_matches: int = 20  # matches not yet over, per caller (operator: no limit)
+    max_start_timeout_ms: int = 600_000  # how long a created match may wait for its seats

@@ -1,0 +1,185 @@
+"""Who calls: the bearer token, the peer, and the limits keyed on verified identities.
+
+The edge sends the core a token's SHA-256, never the token. It keeps what the core said
+of each token (:class:`Identities`): a known one's key names the principal for the rate
+limit and the quota of streams; an unknown one is refused here at once, without the core
+(a negative cache, so that a stranger repeating a bad token costs the core nothing). A
+token the edge has not seen yet is charged to its peer address while the core is asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import ipaddress
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import grpc
+
+from server.edge.limits import RateLimiter, StreamQuota
+from server.link import link_pb
+
+TOO_FAST = "too many requests; slow down and retry"
+UNKNOWN_TOKEN = "unknown token"
+MALFORMED = "the authorization metadata must be 'Bearer <token>'"
+
+
+def peer_address(context: grpc.aio.ServicerContext) -> str:
+    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"), for limits:
+    an IPv6 host counts by its /64 (one subscriber's usual share: 2^64 addresses, else a
+    budget each), an IPv4-mapped one as IPv4."""
+    peer = unquote(context.peer() or "")
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    host = rest.rpartition(":")[0].strip("[]")
+    if kind == "ipv6":
+        with contextlib.suppress(ValueError):
+            ip = ipaddress.IPv6Address(host.partition("%")[0])
+            mapped = ip.ipv4_mapped
+            return str(mapped) if mapped else str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return host
+
+
+def bearer(context: grpc.aio.ServicerContext) -> tuple[str | None, bool]:
+    """The token of ``authorization: Bearer <token>`` metadata (None: no token), and
+    whether the metadata is malformed (sent, but not ``Bearer <token>``: refused, never
+    served as an anonymous caller's call)."""
+    sent = False
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            sent = True
+            if isinstance(value, str):
+                scheme, _, token = value.partition(" ")
+                if scheme.lower() == "bearer" and token.strip():
+                    return token.strip(), False
+    return None, sent
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    key: str  # for limits and quotas (never the token)
+    operator: bool
+
+
+UNKNOWN = Identity("", False)  # a token the core does not know
+
+
+class Identities:
+    """What the core said of tokens, by digest: at most ``most`` known ones (least recently
+    used out) and ``most`` unknown ones, each for ``unknown_s`` seconds."""
+
+    def __init__(self, most: int = 100_000, unknown_s: float = 600.0) -> None:
+        self.most = most
+        self.unknown_s = unknown_s
+        self._known: OrderedDict[str, Identity] = OrderedDict()
+        self._unknown: OrderedDict[str, float] = OrderedDict()  # digest -> until
+
+    def get(self, digest: str) -> Identity | None:
+        """The token's identity, UNKNOWN, or None (not asked yet)."""
+        identity = self._known.get(digest)
+        if identity is not None:
+            self._known.move_to_end(digest)
+            return identity
+        until = self._unknown.get(digest)
+        if until is not None:
+            if time.monotonic() < until:
+                return UNKNOWN
+            del self._unknown[digest]
+        return None
+
+    def learn(self, digest: str, told: link_pb.Identity) -> None:
+        if told.known:
+            self._unknown.pop(digest, None)
+            self._known[digest] = Identity(told.key, told.operator)
+            self._known.move_to_end(digest)
+            if len(self._known) > self.most:
+                self._known.popitem(last=False)
+        else:
+            self._known.pop(digest, None)
+            self._unknown[digest] = time.monotonic() + self.unknown_s
+            self._unknown.move_to_end(digest)
+            if len(self._unknown) > self.most:
+                self._unknown.popitem(last=False)
+
+    def forget(self, digest: str) -> None:
+        """The core refused a token it knew before (reissued): ask again next time."""
+        self._known.pop(digest, None)
+
+
+@dataclass(slots=True)
+class Who:
+    """A call's caller as checked at the edge."""
+
+    caller: link_pb.Caller
+    key: str
+    operator: bool
+    identify: bool  # the core is to say who the token speaks for
+
+
+class Refused(Exception):
+    """A call refused at the edge, before it reaches the core."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Gate:
+    """Every call's first checks, in order: the token's form, what is known of it, the
+    rate limit of its identity (or of the peer address)."""
+
+    def __init__(self, limiter: RateLimiter, streams: StreamQuota) -> None:
+        self.limiter = limiter
+        self.streams = streams
+        self.identities = Identities()
+
+    def check(self, context: grpc.aio.ServicerContext) -> Who:
+        """The caller, or Refused (no await: a play is written to the link in the same
+        step as it is stamped)."""
+        token, malformed = bearer(context)
+        if malformed:
+            raise Refused(grpc.StatusCode.UNAUTHENTICATED, MALFORMED)
+        address = peer_address(context)
+        caller = link_pb.Caller(address=address)
+        key, operator, identify = f"addr:{address}", False, False
+        if token is not None:
+            caller.digest = digest = hashlib.sha256(token.encode()).hexdigest()
+            identity = self.identities.get(digest)
+            if identity is UNKNOWN:
+                raise Refused(grpc.StatusCode.UNAUTHENTICATED, UNKNOWN_TOKEN)
+            if identity is None:
+                identify = True
+            else:
+                key, operator = identity.key, identity.operator
+        if not self.limiter.allow(key):
+            raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_FAST)
+        return Who(caller, key, operator, identify)
+
+    def answered(self, who: Who, reply: link_pb.Reply) -> None:
+        """Learn from the core's reply what it said of the caller's token."""
+        if who.identify and reply.HasField("identity"):
+            self.identities.learn(who.caller.digest, reply.identity)
+            who.key, who.operator = reply.identity.key, reply.identity.operator
+            who.identify = False
+        elif who.caller.digest and reply.code == grpc.StatusCode.UNAUTHENTICATED.value[0]:
+            self.identities.forget(who.caller.digest)
+
+    def hold(self, who: Who) -> None:
+        """Take a place in the caller's quota of streams and waiting calls (the operator:
+        none); Refused when it holds too many."""
+        if not who.operator and not self.streams.take(who.key):
+            raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, too_many(self.streams))
+
+    def release(self, who: Who) -> None:
+        if not who.operator:
+            self.streams.give_back(who.key)
+
+
+def too_many(streams: StreamQuota) -> str:
+    """The refusal of a call over its caller's quota of streams and waiting calls."""
+    return f"at most {streams.most} streams and waiting calls per caller; end some first"

@@ -1,0 +1,247 @@
+"""The edge: the public gRPC port (TLS, health, reflection), the web view and /metrics, and
+the core it speaks to on the link.
+
+The edge starts its core (:class:`CoreRunner`: a process of its own for ``nardy serve``, a
+thread for an embedded server), waits until it has restored its games, then serves. A
+core that stops on its own is started again: calls meanwhile are answered UNAVAILABLE and
+streams end with UNAVAILABLE (clients resume by seq), and the new core resumes every game
+from the journal. Stopping, the edge first ends every stream with SERVER_SHUTDOWN, then
+gives calls in flight ``grace_s``, then closes the link: the core commits what it accepted
+and closes the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import socket
+from typing import Protocol
+
+import grpc
+from grpc_health.v1 import health, health_pb2
+
+from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflection lists them)
+from server import link
+from server.config import ServerConfig
+from server.edge.callers import Gate, peer_address, too_many
+from server.edge.limits import RateLimiter, StreamQuota
+from server.edge.link import CoreLink
+from server.edge.metrics import EdgeMetrics
+from server.edge.reflection import enable_reflection
+from server.edge.services import ADMIN, ARBITER, LADDER, Core, Services
+from server.edge.web import WebView
+from server.link import link_pb
+
+log = logging.getLogger("nardy.edge")
+
+RESTART_S = (0.2, 5.0)  # a core that keeps stopping is started again at most this often
+
+
+class CoreRunner(Protocol):
+    """Starts cores for an edge: each start returns the edge's end of a new link."""
+
+    async def start(self, config: ServerConfig) -> socket.socket: ...
+    async def wait(self) -> str:
+        """Until the core last started has stopped; why (e.g. its exit status)."""
+        ...
+
+
+class CoreDidNotStart(RuntimeError):
+    """The core stopped before it was ready (its log says why)."""
+
+
+def credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
+    if not config.tls_cert and not config.tls_key:
+        return None
+    if not (config.tls_cert and config.tls_key):
+        raise ValueError("TLS needs both --tls-cert and --tls-key")
+    with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
+        return grpc.ssl_server_credentials([(key.read(), cert.read())])
+
+
+def held(gate: Gate):
+    """Wraps a streaming handler of another service (health's Watch, reflection) so that
+    each of its streams holds a place in its peer address's quota while it is open."""
+
+    def wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        if not handler.response_streaming:
+            return handler
+        kind = "stream_stream" if handler.request_streaming else "unary_stream"
+        behaviour = getattr(handler, kind)
+
+        async def place(context) -> str:
+            key = f"addr:{peer_address(context)}"
+            if not gate.streams.take(key):
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, too_many(gate.streams))
+            return key
+
+        if inspect.isasyncgenfunction(behaviour):
+
+            async def holding(request, context):
+                key = await place(context)
+                try:
+                    async for item in behaviour(request, context):
+                        yield item
+                finally:
+                    gate.streams.give_back(key)
+        else:  # it writes with context.write
+
+            async def holding(request, context):
+                key = await place(context)
+                try:
+                    return await behaviour(request, context)
+                finally:
+                    gate.streams.give_back(key)
+
+        return handler._replace(**{kind: holding})
+
+    return wrap
+
+
+class Edge:
+    """One arbiter's edge, on the running asyncio loop."""
+
+    def __init__(self, config: ServerConfig, runner: CoreRunner) -> None:
+        self.config = config
+        self.runner = runner
+        self.core = Core()
+        self.metrics = EdgeMetrics()
+        self.gate = Gate(
+            RateLimiter(config.rate_per_s, config.rate_burst),
+            StreamQuota(config.streams_per_caller),
+        )
+        self.services = Services(self.core, self.gate, self.metrics, config.heartbeat_s)
+        self.health = health.aio.HealthServicer()
+        self.server: grpc.aio.Server | None = None
+        self.web: WebView | None = None
+        self.port = 0
+        self.http_port: int | None = None
+        self._stopping = False
+        self._watch: asyncio.Task | None = None
+        self.died: BaseException | None = None  # the core could not be started again
+
+    async def start(self) -> int:
+        """Bind, start the core, serve once it is ready; the bound port."""
+        config = self.config
+        server = self.server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", config.max_message_bytes),
+                ("grpc.keepalive_time_ms", 20_000),
+                ("grpc.keepalive_timeout_ms", 10_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.so_reuseport", 0),
+            ],
+            maximum_concurrent_rpcs=config.max_concurrent_rpcs,
+        )
+        for service, handlers in self.services.handlers().items():
+            server.add_generic_rpc_handlers(
+                (grpc.method_handlers_generic_handler(service, handlers),)
+            )
+            server.add_registered_method_handlers(service, handlers)
+        hold = held(self.gate)
+        health_handlers = {
+            "Check": grpc.unary_unary_rpc_method_handler(
+                self.health.Check,
+                request_deserializer=health_pb2.HealthCheckRequest.FromString,
+                response_serializer=health_pb2.HealthCheckResponse.SerializeToString,
+            ),
+            "Watch": hold(
+                grpc.unary_stream_rpc_method_handler(
+                    self.health.Watch,
+                    request_deserializer=health_pb2.HealthCheckRequest.FromString,
+                    response_serializer=health_pb2.HealthCheckResponse.SerializeToString,
+                )
+            ),
+        }
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(health.SERVICE_NAME, health_handlers),)
+        )
+        enable_reflection([ARBITER, LADDER, ADMIN, health.SERVICE_NAME], server, hold)
+        address = f"{config.host}:{config.port}"
+        creds = credentials(config)
+        if creds is None:
+            self.port = server.add_insecure_port(address)
+        else:
+            self.port = server.add_secure_port(address, creds)
+        if not config.advertise:
+            config.advertise = f"{config.host}:{self.port}"
+        await self._start_core()
+        await server.start()
+        for name in ("", ARBITER, LADDER):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if config.http_port is not None:
+            self.web = WebView(self.core, self.metrics)
+            self.http_port = await self.web.start(config.http_host or config.host, config.http_port)
+            log.info("web view on http://%s:%d/", config.http_host or config.host, self.http_port)
+        self._watch = asyncio.create_task(self._keep_core())
+        instance = self.core.link.instance
+        log.info(
+            "serving nardy.v1 on %s:%d tls=%s%s",
+            config.host,
+            self.port,
+            "on" if creds else "off",
+            f" instance={instance}" if instance else "",
+        )
+        return self.port
+
+    async def _start_core(self) -> None:
+        """A new core, connected and ready (CoreDidNotStart if it stops first)."""
+        sock = await self.runner.start(self.config)
+        link_ = CoreLink()
+        loop = asyncio.get_running_loop()
+        await loop.connect_accepted_socket(lambda: link_, sock)
+        self.core.link = link_
+        ready = asyncio.create_task(link_.ready.wait())
+        lost = asyncio.create_task(link_.lost.wait())
+        await asyncio.wait((ready, lost), return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        lost.cancel()
+        if not link_.ready.is_set():
+            why = await self.runner.wait()
+            raise CoreDidNotStart(f"the core stopped before it was ready ({why})")
+
+    async def _keep_core(self) -> None:
+        """Start the core again whenever it stops on its own."""
+        pause = RESTART_S[0]
+        while not self._stopping:
+            await self.core.link.lost.wait()
+            if self._stopping:
+                return
+            why = await self.runner.wait()
+            log.error("the core stopped (%s); starting it again", why)
+            self.metrics.core_restarts.inc()
+            for name in ("", ARBITER, LADDER):
+                await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+            while not self._stopping:
+                try:
+                    await self._start_core()
+                    break
+                except (CoreDidNotStart, OSError) as e:
+                    log.error("%s; trying again in %.1f s", e, pause)
+                    await asyncio.sleep(pause)
+                    pause = min(2 * pause, RESTART_S[1])
+            else:
+                return
+            pause = RESTART_S[0]
+            for name in ("", ARBITER, LADDER):
+                await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+            log.info("the core serves again")
+
+    async def stop(self) -> None:
+        """Stop gracefully: streams end with SERVER_SHUTDOWN, calls in flight get
+        ``grace_s``, then the core commits what it accepted and stops."""
+        self._stopping = True
+        await self.health.enter_graceful_shutdown()  # NOT_SERVING first
+        link_ = self.core.link
+        if link_.ready.is_set() and not link_.lost.is_set():
+            await link_.call(link.SHUTDOWN, b"", link_pb.Caller())
+        if self.web is not None:
+            await self.web.stop()
+        if self.server is not None:
+            await self.server.stop(self.config.grace_s)
+        link_.close()
+        await self.runner.wait()
+        if self._watch is not None:
+            self._watch.cancel()
