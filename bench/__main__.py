@@ -14,6 +14,7 @@ ALL = [
     "arbiter",
     "turns",
     "clock",
+    "crash",
     "memory",
     "ladder",
     "strength",

@@ -1,52 +1,37 @@
-"""Issue 10, "fair clocks under load": are bots charged for their own time only?
+"""Fair clocks under load: are bots charged for their own time only?
 
-A ``nardy serve`` process carries 100 games played flat out by instant bots plus a
-``ListGames`` load (both in a separate client process, the *load*), while probe bots play
-games on a 1 s turn time and answer each turn 150 ms before their deadline as they see it
-(the clock reading in the TURN_STARTED event, counted from when the event arrived).
+A ``nardy serve`` process (default options) carries 100 games played flat out by instant
+bots plus a ``ListGames`` load (both in a separate client process, the *load*), while probe
+bots play games on a 1 s turn time and answer each turn 150 ms before their deadline as
+they see it (the clock reading in the TURN_STARTED event, counted from when the event
+arrived).
 
 What is measured, per probe play: the probe's own thinking (event received -> SubmitPlay
 sent, in the probe) and the time the server charged (``used_ms``). Their difference is what
-the bot paid for beyond its thinking: the server's side (from the moment the TURN_STARTED
-was handed to its transport to the moment the play was stamped on arrival) and the probe's
-side (its host's network stack and event loop, which a real bot pays too). Reported: plays
-refused for time although sent in time, games lost on time (target: none), and the charge
-beyond thinking, p50 / p99 / max (target p99 <= 50 ms under load).
+the bot paid for beyond its thinking: the server's side (from the moment the edge handed
+the TURN_STARTED to its stream to the moment it stamped the play) and the probe's side (its
+host's network stack and event loop, which a real bot pays too). Reported: plays refused
+for time although sent in time, games lost on time (target: none), and the charge beyond
+thinking, p50 / p99 / max (target p99 <= 50 ms under load).
 
 To keep the probe side honest the probes run in a process of their own (this one: the
 server and the load are other processes) that does nothing else, and they measure their
 own event loop's lag (a 10 ms timer's lateness, p99) so a starved probe shows. For the
-server the bench reads its threads' CPU time and run-queue wait
-(``/proc/PID/task/*/schedstat``): how long they were runnable but had no CPU. All of the
+server the bench reads its processes' CPU time and run-queue wait (the edge and its core,
+``/proc/PID/task/*/schedstat``): how long they were runnable but had no CPU. All of the
 bench's processes run at nice -10 where the OS allows it, so that on a shared machine it
 measures the server under its own load more than under other jobs; rounds alternate idle /
 loaded in one run, and the machine's load average is printed with each. A turn lost on time
 is a play charged more than the 150 ms margin beyond its thinking: the p99 "counting
 losses" includes those turns (the measured plays alone are cut off at ~150 ms).
 
-Nine servers take the same load in rounds of their own (:data:`KINDS`): one with
-``--transport-first-ms 0`` (the trio core and the transport share the GIL evenly, as before:
-under saturation plays wait in the transport's loop before they are stamped), one with the
-defaults (the core gives way to a busy transport: server.bridge.TransportFirst; plays
-accepted ahead and stamped as their request is drained: server.bridge.AcceptAhead), one
-with ``--pace-ms 2`` as well (new turns are held back while the transport's loop runs more
-than 2 ms late: server.core.clock.Pace), one with ``--front`` (a front process stamps plays and
-forwards every call to the core: server.front), and the default and ``--front`` servers
-again, started :data:`ABOVE` nice steps above the bench's clients (the load and the
-probes), as an operator starts the arbiter above other work on its machine, and a
-``--front`` server whose core starts at most :data:`ADMIT` calls per trio batch
-(``--calls-per-batch``: server.bridge.Admission), and the default and ``--front`` servers
-with ``--cpu all`` (threads not pinned to one CPU: server.cpu). The load's own
-rate (plays/s) is printed with each loaded round (what each costs the games that play flat
-out), and the servers' nice values (the process's, and its front's).
+Second part: the ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in its own
+process) against another player's ``SubmitPlay`` round trip, alternating rounds without and
+with that load (the catalogue by then holds the first part's thousands of games, so every
+call returns a full page).
 
-Second part: the issue's ``ListGames`` load (30 calls/s of ``ListGames(limit=10000)``, in
-its own process) against another player's ``SubmitPlay`` round trip, alternating rounds
-without and with that load (the catalogue by then holds the first part's thousands of
-games, so every call returns a full page).
-
-``setsid python -m bench clock [--quick] [--rounds N] [--kinds front,front-above,...]``;
-``python -m bench.clock load ADDRESS GAMES RATE`` is the load process.
+``setsid python -m bench clock [--quick] [--rounds N] [--plays N]``; ``python -m bench.clock
+load ADDRESS GAMES RATE`` is the load process.
 """
 
 from __future__ import annotations
@@ -75,40 +60,7 @@ PROBE_GAMES = 10
 PRIORITY = -10  # nice value of the bench's processes, where the OS allows it
 LIST_RATE = 30.0  # ListGames calls per second
 LIST_LIMIT = 10_000  # as in the issue (the server answers at most a page of 500)
-PACE_MS = 2  # --pace-ms of the paced server
-ADMIT = 8  # --calls-per-batch of the front-admit server (server.bridge.Admission)
-# Servers, each run with these options, and the rounds that alternate over them (label,
-# server, loaded): the core and the transport sharing the GIL evenly (as before), the
-# default (the core gives way to a busy transport), the default with pacing, and the
-# default behind a front process (server.front: plays stamped in a process of their own).
-SERVERS = {
-    "even": ("--transport-first-ms", "0"),
-    "default": (),
-    "paced": ("--pace-ms", str(PACE_MS)),
-    "front": ("--front",),
-    "default-above": (),
-    "front-above": ("--front",),
-    "front-admit": ("--front", "--calls-per-batch", str(ADMIT)),
-    "default-spread": ("--cpu", "all"),
-    "front-spread": ("--front", "--cpu", "all"),
-}
-# Servers started ABOVE nice steps above the bench's clients (the load and the probes), as an
-# operator starts the arbiter above other work on its machine (`nice -n -5 nardy serve`,
-# systemd's Nice=-5): with --front the core gives way by as much (--front-nice 5), so it runs
-# level with the clients and only the front is above them.
-ABOVE = 5
-KINDS = (  # (label, server, loaded, name for --kinds)
-    ("idle", "default", False, "idle"),
-    ("loaded, --transport-first-ms 0", "even", True, "even"),
-    ("loaded, default", "default", True, "default"),
-    (f"loaded, --pace-ms {PACE_MS}", "paced", True, "paced"),
-    ("loaded, --front", "front", True, "front"),
-    (f"loaded, default, {ABOVE} steps above", "default-above", True, "default-above"),
-    (f"loaded, --front, {ABOVE} steps above", "front-above", True, "front-above"),
-    (f"loaded, --front --calls-per-batch {ADMIT}", "front-admit", True, "front-admit"),
-    ("loaded, default, --cpu all", "default-spread", True, "default-spread"),
-    ("loaded, --front, --cpu all", "front-spread", True, "front-spread"),
-)
+KINDS = (("idle", False), ("loaded", True))  # rounds: (label, under the load)
 
 
 async def new_game(stub, seed: int, turn_ms: int):
@@ -269,7 +221,7 @@ def raised_priority(nice: int) -> bool:
 
 
 def children(pid: int) -> list[int]:
-    """The processes started by ``pid``'s threads (a front process)."""
+    """The processes started by ``pid``'s threads (the edge's core)."""
     out: list[int] = []
     with contextlib.suppress(OSError):
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -280,7 +232,7 @@ def children(pid: int) -> list[int]:
 
 def schedstat(pid: int) -> tuple[float, float]:
     """(CPU seconds, run-queue wait seconds) summed over the threads of the process and of
-    its children (a front process)."""
+    its children (the edge's core)."""
     cpu = wait = 0.0
     with contextlib.suppress(OSError):
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -317,36 +269,28 @@ def report(label: str, tally: Tally, server: str = "") -> None:
 
 
 def clock_rounds(
-    servers: dict[str, tuple[str, int]],
-    kinds,
-    games: int,
-    plays: int,
-    rounds: int,
-    own_turns: bool = False,
+    address: str, pid: int, games: int, plays: int, rounds: int, own_turns: bool = False
 ) -> dict[str, Tally]:
-    """Alternating rounds over ``kinds`` (of :data:`KINDS`); ``servers`` maps a server's
-    name to its (address, pid)."""
-    totals = {label: Tally(0) for label, _, _, _ in kinds}
+    """Alternating rounds over :data:`KINDS` on the server at ``address`` (process ``pid``)."""
+    totals = {label: Tally(0) for label, _ in KINDS}
     for r in range(rounds):
-        for label, name, loaded, _ in kinds:
-            address, pid = servers[name]
+        for label, loaded in KINDS:
             loader = None
             if loaded:
                 loader = start_load(address, games, LIST_RATE, own_turns)
                 time.sleep(8)  # let the games get going
             cpu0, wait0, t0 = *schedstat(pid), time.monotonic()
             try:
-                t = asyncio.run(probes(address, PROBE_GAMES, plays, seconds=120))
+                t = asyncio.run(probes(address, PROBE_GAMES, plays, seconds=240))
             finally:
                 rate = ""
                 if loader is not None:
                     loader.terminate()
                     rate = f"; load {loader.communicate(timeout=10)[0].strip()} plays/s"
             cpu1, wait1, dt = *schedstat(pid), time.monotonic() - t0
-            nice = "/".join(str(os.getpriority(os.PRIO_PROCESS, p)) for p in (pid, *children(pid)))
             server = (
                 f"{rate}; server CPU {100 * (cpu1 - cpu0) / dt:.0f}%, "
-                f"run-queue wait {100 * (wait1 - wait0) / dt:.0f}% of a core, nice {nice}"
+                f"run-queue wait {100 * (wait1 - wait0) / dt:.0f}% of a core"
             )
             report(f"round {r + 1}, {label}", t, server)
             totals[label].merge(t)
@@ -433,12 +377,8 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m bench clock")
-    ap.add_argument("--rounds", type=int, default=1 if quick else 4, help="of each kind")
-    ap.add_argument(
-        "--kinds",
-        default=",".join(k[3] for k in KINDS),
-        help="which kinds of rounds, of: " + ", ".join(k[3] for k in KINDS),
-    )
+    ap.add_argument("--rounds", type=int, default=1 if quick else 3, help="of each kind")
+    ap.add_argument("--plays", type=int, default=40 if quick else 300, help="probe plays a round")
     ap.add_argument(
         "--load-own-turns",
         action="store_true",
@@ -446,43 +386,28 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
         "SDK's bots do) instead of every event",
     )
     args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
-    kinds = [k for k in KINDS if k[3] in args.kinds.split(",")]
-    games, plays, rounds = (20, 40, args.rounds) if quick else (100, 150, args.rounds)
+    games, plays, rounds = (20 if quick else 100), args.plays, args.rounds
     print(
         f"probes answer {MARGIN_MS} ms before a {TURN_MS} ms deadline; load: {games} games "
         f"flat out ({'own turns' if args.load_own_turns else 'every event'}) + "
-        f"ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f}/s; {rounds} alternating "
-        "rounds of: " + "; ".join(label for label, _, _, _ in kinds)
+        f"ListGames(limit={LIST_LIMIT}) {LIST_RATE:.0f}/s; {rounds} alternating rounds of "
+        f"{plays} probe plays, idle and loaded; `nardy serve` with its default options"
     )
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
-    if raised_priority(PRIORITY):  # the servers, the load and the probes inherit it
+    if raised_priority(PRIORITY):  # the server, the load and the probes inherit it
         print(f"  (all of this bench's processes run at nice {PRIORITY})")
     else:
         print("  (normal priority: raising it was not permitted; other jobs add to the noise)")
-    with contextlib.ExitStack() as stack:
-        servers = {}
-        mine = os.getpriority(os.PRIO_PROCESS, 0)
-        for name in sorted({server for _, server, _, _ in kinds} | {"default"}):
-            above = ABOVE if name.endswith("-above") else 0
-            with contextlib.suppress(OSError):  # (started at a lower nice value, then back)
-                os.setpriority(os.PRIO_PROCESS, 0, mine - above)
-            try:
-                address, proc = stack.enter_context(arbiter(*SERVERS[name]))
-            finally:
-                os.setpriority(os.PRIO_PROCESS, 0, mine)
-            servers[name] = (address, proc.pid)
-        totals = clock_rounds(servers, kinds, games, plays, rounds, args.load_own_turns)
-        for label, _, loaded, _ in kinds:
-            if not loaded:
-                continue
-            t = totals[label]
-            ok = t.refused == 0 and t.lost_on_time == 0
-            ok = ok and bool(t.extra_ms) and p99_with_losses(t) <= 50
-            print(
-                f"  target ({label}): 0 in-time plays refused, none lost on time, p99 charged "
-                "beyond own thinking <= 50 ms: " + ("met" if ok else "NOT met")
-            )
-        listgames_rounds(servers["default"][0], 30 if quick else 200, rounds)
+    with arbiter() as (address, proc):
+        totals = clock_rounds(address, proc.pid, games, plays, rounds, args.load_own_turns)
+        t = totals["loaded"]
+        ok = t.refused == 0 and t.lost_on_time == 0
+        ok = ok and bool(t.extra_ms) and p99_with_losses(t) <= 50
+        print(
+            "  target (loaded): 0 in-time plays refused, none lost on time, p99 charged "
+            "beyond own thinking <= 50 ms: " + ("met" if ok else "NOT met")
+        )
+        listgames_rounds(address, 30 if quick else 200, rounds)
 
 
 if __name__ == "__main__":

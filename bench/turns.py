@@ -1,28 +1,29 @@
-"""P2 and P3 (issue 13): what a turn costs at the arbiter against the transport alone.
+"""What a turn costs at the arbiter against the transport alone.
 
-Three servers, each its own process on loopback, started once and measured in alternating
+Servers, each its own process(es) on loopback, started once and measured in alternating
 rounds (this machine is noisy):
 
-- ``nardy serve`` (fresh SQLite file), driven by instant bots: each seat follows its
-  SubscribeGame stream filtered to its own turns (EVENT_FILTER_OWN_TURNS, as the SDK's and
-  the Node example's bots do) and answers every TURN_STARTED that offers it legal plays
-  with the first one, at once; and the same server with bots that follow every event
-  (no filter: two PLAY_MADE and two TURN_STARTED per turn), as clients that do not ask;
-  and with bots on its bidirectional ``Play`` stream (issue 13 item 7: the seat's own
-  turns down, plays up, each play answered on the stream);
+- ``nardy serve`` (fresh SQLite file, default options: its edge and its core), driven by
+  instant bots in three ways: over the bidirectional ``Play`` stream (the seat's own turns
+  down, plays up, each play answered on the stream); over SubscribeGame filtered to the
+  seat's own turns (EVENT_FILTER_OWN_TURNS) and a SubmitPlay unary call per play; and the
+  same unary way with streams that follow every event (two PLAY_MADE and two TURN_STARTED
+  per turn), as clients that do not ask for the filter;
 - a **relay** speaking the same ArbiterService messages and doing nothing else: per turn
   one stream message to the side to move (a GameEvent captured from the arbiter's own
-  TURN_STARTED, with its legal plays) and one SubmitPlay unary call back. The same bots
-  drive it;
+  TURN_STARTED, with its legal plays) and one SubmitPlay unary call back: the unary way's
+  messages;
 - the same relay over one bidirectional stream per seat (``/bench.Relay/Play``: turns
-  down, plays up, and a small acknowledgement down to the mover, as SubmitPlay's answer):
-  what an optional bidirectional ``Play`` stream (issue 13, item 7) could gain at best;
+  down, plays up, and a small acknowledgement down to the mover, as the Play stream's
+  answer): the Play stream's messages;
 - a raw grpc.aio echo server: one unary call with a 64-byte payload, ping-pong.
 
-P2: turn round trip at one game: a seat receives its TURN_STARTED, sends SubmitPlay, the
-answer comes back and the next turn's event reaches the other seat; p50 against the raw
-unary ping-pong p50 (target <= 2x). P3: turns per second at 1 and at 8 concurrent games,
-arbiter against relay (target >= 50%), with each server's CPU per turn (/proc).
+Turn round trip at one game: a seat receives its TURN_STARTED, sends its play, the answer
+comes back and the next turn's event reaches the other seat; p50 against the raw unary
+ping-pong p50. Turns per second at 1 and at 8 concurrent games, each way of the arbiter
+against the relay that sends the same messages (targets: the Play stream >= 80% of the
+bidirectional relay, the unary way >= 60% of the unary relay), with each server's CPU per
+turn (/proc; the arbiter's edge and core together, and each).
 
 ``python -m bench turns [--quick]``; ``python -m bench.turns relay PORT EVENTS`` runs the
 relay.
@@ -307,9 +308,20 @@ async def capture(address: str, admin: str) -> list[pb.GameEvent]:
 
 
 def cpu_s(pid: int) -> float:
+    """CPU seconds of process ``pid`` and of the processes it started (the edge's core)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_s(child) for child in children(pid))
+
+
+def children(pid: int) -> list[int]:
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += map(int, f.read().split())
+    return out
 
 
 def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
@@ -337,9 +349,9 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
         with process(relay_cmd, relay_port) as relay, process(echo_cmd, echo_port):
             relay_at = f"127.0.0.1:{relay_port}"
             servers = {  # name: (address, pid, bots)
-                "arbiter": (address, proc.pid, OWN),
-                "arbiter, every event": (address, proc.pid, EVERY),
                 "arbiter, Play stream": (address, proc.pid, PLAY),
+                "arbiter, unary": (address, proc.pid, OWN),
+                "arbiter, every event": (address, proc.pid, EVERY),
                 "relay": (relay_at, relay.pid, EVERY),
                 "bidi relay": (relay_at, relay.pid, BIDI),
             }
@@ -369,36 +381,38 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
                         pings += asyncio.run(raw_ping(f"127.0.0.1:{echo_port}", 2000))
     print(f"  load average at end: {os.getloadavg()[0]:.1f}")
     raw = statistics.median(pings)
-    print(f"P2: raw unary ping-pong p50 {raw * 1e3:.3f} ms, p99 {pct(pings, 0.99) * 1e3:.3f} ms")
+    print(f"raw unary ping-pong p50 {raw * 1e3:.3f} ms, p99 {pct(pings, 0.99) * 1e3:.3f} ms")
     for name, h in handover.items():
         print(
-            f"P2: {name} turn round trip (turn received -> play answered -> next turn "
-            f"received) p50 {statistics.median(h) * 1e3:.3f} ms, p99 {pct(h, 0.99) * 1e3:.3f} "
-            f"ms = {statistics.median(h) / raw:.2f}x the raw ping-pong"
-            + (" (target <= 2x)" if name.startswith("arbiter") else "")
+            f"{name}: turn round trip (turn received -> play answered -> next turn received) "
+            f"p50 {statistics.median(h) * 1e3:.3f} ms, p99 {pct(h, 0.99) * 1e3:.3f} ms = "
+            f"{statistics.median(h) / raw:.2f}x the raw ping-pong"
         )
 
-    def against_relay(name: str, games: int) -> list[float]:
-        pairs = zip(results[name, games], results["relay", games], strict=True)
+    def against(name: str, relay: str, games: int) -> list[float]:
+        pairs = zip(results[name, games], results[relay, games], strict=True)
         return [a[0] / b[0] for a, b in pairs]
 
+    same = {"arbiter, Play stream": ("bidi relay", 0.8), "arbiter, unary": ("relay", 0.6)}
     for games in (1, 8):
-        rel = statistics.median(x[0] for x in results["relay", games])
         for name in [k for k in servers if k.startswith("arbiter")]:
             arb = statistics.median(x[0] for x in results[name, games])
-            print(
-                f"P3: {games} game(s): {name} {arb:.0f} turns/s, relay {rel:.0f} turns/s: "
-                f"per round {', '.join(f'{x:.0%}' for x in against_relay(name, games))} "
-                "(target >= 50%)"
-            )
+            for relay in ("bidi relay", "relay"):
+                rel = statistics.median(x[0] for x in results[relay, games])
+                ratios = against(name, relay, games)
+                target = same.get(name)
+                goal = ""
+                if target is not None and target[0] == relay:
+                    met = statistics.median(ratios) >= target[1]
+                    goal = f" (target >= {target[1]:.0%}: {'met' if met else 'NOT met'})"
+                print(
+                    f"{games} game(s): {name} {arb:.0f} turns/s vs {relay} {rel:.0f}: per round "
+                    f"{', '.join(f'{x:.0%}' for x in ratios)}{goal}"
+                )
         cpu = {k: statistics.median(x[1] for x in results[k, games]) for k in servers}
         print(
-            f"P3: {games} game(s): server CPU per turn "
+            f"{games} game(s): server CPU per turn "
             + ", ".join(f"{k} {v:.2f} ms" for k, v in cpu.items())
-        )
-        print(
-            f"item 7: {games} game(s): bidirectional relay / unary+stream relay per round "
-            + ", ".join(f"{x:.2f}x" for x in against_relay("bidi relay", games))
         )
 
 
@@ -416,7 +430,7 @@ if __name__ == "__main__":
             default=[],
             metavar="OPTIONS",
             help="also an arbiter with these `nardy serve` options (e.g. "
-            "--vs='--calls-per-batch 2'), its bots following their own turns",
+            "--vs='--rate 100'), its bots following their own turns",
         )
         args = ap.parse_args()
         main(args.quick, tuple(args.vs))
