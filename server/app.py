@@ -21,8 +21,8 @@ from functools import partial
 import trio
 
 from server.config import ServerConfig
-from server.core.arbiter import new_token
 from server.core.main import open_store, run
+from server.core.principals import new_token
 from server.core.store import SQLStore
 from server.edge.main import CoreDidNotStart, Edge
 

@@ -58,3 +58,16 @@ class Elsewhere(ArbiterError):
     def __init__(self, address: str, message: str) -> None:
         super().__init__(Code.UNAVAILABLE, message)
         self.address = address
+
+
+QUOTE = 100  # characters of a request's text an error message may repeat
+
+
+def clip(text: str, limit: int = 3 * QUOTE) -> str:
+    """An error message cut to a sane length (it may repeat parts of a request)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quote(text: str) -> str:
+    """``text`` as an error message quotes it: repr'd, at most QUOTE characters."""
+    return repr(text if len(text) <= QUOTE else text[:QUOTE] + "…")

@@ -28,7 +28,7 @@ INDEX = "Link/Index"  # IndexRequest -> IndexResponse (the web view's front page
 HISTORY = "Link/History"  # HistoryRequest -> HistoryResponse (a game for the web view)
 METRICS = "Link/Metrics"  # (empty) -> MetricsResponse
 SHUTDOWN = "Link/Shutdown"  # (empty) -> (empty): every stream ends with SERVER_SHUTDOWN
-WHO = "Link/Who"  # (empty, identify) -> (empty): who the caller's token speaks for
+WHO = "Link/Who"  # WhoRequest (identify) -> (empty): who the caller's token speaks for
 
 M = TypeVar("M", bound=Message)
 

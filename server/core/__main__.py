@@ -6,6 +6,7 @@ when the link closes or on SIGTERM, and dies with the edge (Linux's parent-death
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -23,10 +24,8 @@ PR_SET_PDEATHSIG = 1
 
 def die_with_parent(parent: int) -> None:
     """SIGTERM this process when the edge that started it dies (even by kill -9)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # (not Linux: the link's end does)
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: the link's end still stops the core
     if os.getppid() != parent:  # the edge died before the signal was set
         sys.exit(1)
 

@@ -31,14 +31,16 @@ from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from server import link
 from server.core import views
-from server.core.arbiter import Arbiter, Caller, MatchSpec, Note, PlayerNote, clip
+from server.core.arbiter import Arbiter
 from server.core.clock import Arrival
 from server.core.journal import Event, EventType
 from server.core.ladder import LadderOptions
 from server.core.ladder_views import crosstable_pb, ladder_options_pb, standings_pb
-from server.core.session import GameSession
+from server.core.notices import Note, PlayerNote
+from server.core.principals import Caller
+from server.core.session import GameSession, MatchSpec
 from server.core.taps import Tap, Taps
-from server.errors import ArbiterError, Code, Elsewhere
+from server.errors import ArbiterError, Code, Elsewhere, clip
 
 log = logging.getLogger("nardy.server")
 
@@ -123,7 +125,7 @@ class Api:
             link.HISTORY: (link_pb.HistoryRequest, self.history),
             link.METRICS: (link_pb.IndexRequest, self.metrics),
             link.SHUTDOWN: (link_pb.IndexRequest, self.shutdown),
-            link.WHO: (link_pb.IndexRequest, self.who),
+            link.WHO: (link_pb.WhoRequest, self.who),
         }
 
     # -- the call's way in ----------------------------------------------------------------
@@ -152,7 +154,8 @@ class Api:
         call = admitted.call
         reply = link_pb.Reply(id=call.id)
         try:
-            who = await self._who(call, reply)
+            store = not isinstance(admitted.request, link_pb.WhoRequest) or admitted.request.store
+            who = await self._who(call, reply, store)
             if (name := bad_enum(admitted.request)) is not None:
                 raise ArbiterError(Code.INVALID_ARGUMENT, f"{name}: not a value this server knows")
             body = await admitted.handler(admitted.request, who, call.caller.digest)
@@ -169,30 +172,33 @@ class Api:
 
     def _settled(self, arrival: Arrival) -> None:
         if self.arbiter.arrivals.settle(arrival):
-            self.arbiter.arrival_settled(arrival)
+            self.arbiter.actions.arrival_settled(arrival)
 
-    async def _who(self, call: link_pb.Call, reply: link_pb.Reply) -> Caller:
+    async def _who(self, call: link_pb.Call, reply: link_pb.Reply, store: bool) -> Caller:
         """The caller, its token checked before anything else (told in ``reply`` when the
-        edge asks who it is)."""
+        edge asks who it is; ``store``: a token not held in memory is looked up)."""
         digest = call.caller.digest
+        roster = self.arbiter.roster
         principal = None
         if digest and DIGEST.match(digest):  # (the edge sends nothing else)
-            principal = self.arbiter.principal(digest) or await self.arbiter.stored_principal(
-                digest
-            )
+            principal = roster.principal(digest)
+            if principal is None and store:
+                principal = await roster.stored_principal(digest)
         who = Caller(principal, call.caller.address[:100])
         if call.identify:
+            known = not digest or principal is not None
             reply.identity.CopyFrom(
-                link_pb.Identity(known=not digest or principal is not None, key=who.key)
+                link_pb.Identity(known=known, key=who.key, operator=who.admin, final=store)
             )
-            reply.identity.operator = who.admin
         if digest and principal is None:
+            if not store:
+                return who  # (Link/Who in memory only: the identity tells)
             raise ArbiterError(Code.UNAUTHENTICATED, "unknown token")
         return who
 
     # -- ArbiterService ---------------------------------------------------------------
     async def register_player(self, r, who: Caller, digest: str):
-        player_id, token = await self.arbiter.register_player(who, r.name, r.bot, r.owner)
+        player_id, token = await self.arbiter.roster.register(who, r.name, r.bot, r.owner)
         return api.RegisterPlayerResponse(player_id=player_id, token=token)
 
     async def create_match(self, r, who: Caller, digest: str):
@@ -209,7 +215,7 @@ class Api:
             first_seat_white=None if not color else color == pb.COLOR_WHITE,
             dice_script=tuple(r.dice),
         )
-        match, t1, t2 = await self.arbiter.create_match(who, spec)
+        match, t1, t2 = await self.arbiter.seating.create_match(who, spec)
         return api.CreateMatchResponse(
             match_id=match.id,
             game_id=match.current.id,
@@ -220,16 +226,16 @@ class Api:
         )
 
     async def accept_challenge(self, r, who: Caller, digest: str):
-        match = await self.arbiter.accept_challenge(digest, r.match_id)
+        match = await self.arbiter.seating.accept_challenge(digest, r.match_id)
         return api.AcceptChallengeResponse(game_id=match.current.id)
 
     async def decline_challenge(self, r, who: Caller, digest: str):
-        await self.arbiter.decline_challenge(digest, r.match_id)
+        await self.arbiter.seating.decline_challenge(digest, r.match_id)
         return api.DeclineChallengeResponse()
 
     async def list_challenges(self, r, who: Caller, digest: str):
         out = api.ListChallengesResponse()
-        for match in self.arbiter.list_challenges(digest):
+        for match in self.arbiter.seating.list_challenges(digest):
             card = match.current.card
             challenger = next(s for s in card.seats if s.player_id != match.challenged)
             out.challenges.append(
@@ -244,7 +250,7 @@ class Api:
         return out
 
     async def get_game(self, r, who: Caller, digest: str):
-        game, seat = await self.arbiter.view(digest, r.game_id)
+        game, seat = await self.arbiter.actions.viewer(digest, r.game_id, read=True)
         color = None if seat is None else game.color_of(seat)
         return api.GetGameResponse(
             state=views.state_pb(game.card, game.snapshot(), color), last_seq=game.last_seq
@@ -266,7 +272,7 @@ class Api:
 
     async def subscribe_game(self, r, who: Caller, digest: str):
         own = r.filter == api.EVENT_FILTER_OWN_TURNS
-        game, seat, backlog, live = await self.arbiter.subscribe_game(
+        game, seat, backlog, live = await self.arbiter.actions.subscribe(
             digest, r.game_id, r.after_seq, r.from_start, self._game_tap, r.client_seed, own
         )
         card = game.card
@@ -285,11 +291,11 @@ class Api:
         return self.taps.tap(("game", game.id, seat, own), partial(_told_event, game.card, seat))
 
     async def subscribe_player(self, r, who: Caller, digest: str):
-        principal = self.arbiter.authenticate(digest)
+        principal = self.arbiter.roster.authenticate(digest)
         assert principal is not None
-        key = self.arbiter.listener_key(principal)
+        key = principal.listener
         tap = self.taps.tap(("player", key), _told_note)
-        notes = await self.arbiter.subscribe_player(digest, tap)
+        notes = await self.arbiter.notices.subscribe(digest, tap)
         tap.streams += 1
         return link_pb.Opened(
             tap=tap.id, backlog=[player_event(n).SerializeToString() for n in notes]
@@ -306,13 +312,13 @@ class Api:
             self.taps.drop(tap)
         if tap.key[0] == "game":
             _, game_id, seat, _ = tap.key
-            self.arbiter.unsubscribe_game(game_id, tap, seat, last=last)
+            self.arbiter.actions.unsubscribe(game_id, tap, seat, last=last)
         elif last:
-            self.arbiter.unsubscribe_player(tap.key[1], tap)
+            self.arbiter.notices.unsubscribe(tap.key[1], tap)
 
     async def submit_play(self, r, who: Caller, digest: str, *, arrival: Arrival | None = None):
         notation, end = play_text(r)
-        answer = await self.arbiter.submit_play(
+        answer = await self.arbiter.actions.submit_play(
             digest, r.game_id, r.turn_id, notation, end, arrival
         )
         return api.SubmitPlayResponse(
@@ -323,7 +329,7 @@ class Api:
         )
 
     async def resign(self, r, who: Caller, digest: str):
-        result = await self.arbiter.resign(digest, r.game_id)
+        result = await self.arbiter.actions.resign(digest, r.game_id)
         return api.ResignResponse(result=wire.result_pb(result))
 
     # -- LadderService ------------------------------------------------------------------
@@ -340,26 +346,26 @@ class Api:
         }
         # A field left 0 takes LadderOptions' default (the only place defaults are set).
         options = LadderOptions(**{k: v for k, v in given.items() if v})
-        ladder, created = await self.arbiter.create_ladder(digest, r.name, options)
+        ladder, created = await self.arbiter.ladders.create(digest, r.name, options)
         return ladder_pb.CreateLadderResponse(
             name=ladder.name, created=created, options=ladder_options_pb(ladder.options)
         )
 
     async def join_ladder(self, r, who: Caller, digest: str):
-        await self.arbiter.join_ladder(digest, r.ladder, r.ready)
+        await self.arbiter.ladders.join(digest, r.ladder, r.ready)
         return ladder_pb.JoinLadderResponse()
 
     async def standings(self, r, who: Caller, digest: str):
-        await self.arbiter.fresh_books(r.ladder)
+        await self.arbiter.ladders.fresh_books(r.ladder)
         return standings_pb(self.arbiter, r.ladder)
 
     async def crosstable(self, r, who: Caller, digest: str):
-        await self.arbiter.fresh_books(r.ladder)
+        await self.arbiter.ladders.fresh_books(r.ladder)
         return crosstable_pb(self.arbiter, r.ladder)
 
     # -- AdminService -------------------------------------------------------------------
     async def list_players(self, r, who: Caller, digest: str):
-        players = self.arbiter.list_players(digest)
+        players = self.arbiter.roster.list_players(digest)
         return admin_pb.ListPlayersResponse(
             players=[
                 admin_pb.PlayerInfo(
@@ -370,7 +376,7 @@ class Api:
         )
 
     async def void_game(self, r, who: Caller, digest: str):
-        game = await self.arbiter.void_game(digest, r.game_id)
+        game = await self.arbiter.actions.void_game(digest, r.game_id)
         return admin_pb.VoidGameResponse(status=int(game.status))
 
     # -- the link's own -----------------------------------------------------------------
@@ -380,17 +386,17 @@ class Api:
         tap = self.taps.by_id.get(r.tap)
         if tap is None or tap.key[0] != "game":
             raise ArbiterError(Code.NOT_FOUND, "no such stream")
-        game = await self.arbiter.game(tap.key[1], read=True)
+        game = await self.arbiter.tables.game(tap.key[1], read=True)
         event = Event(r.seq, EventType.HEARTBEAT, time.time(), game.snapshot())
         return views.event_wire(game.card, event, tap.key[2])[0]
 
     async def index(self, r, who: Caller, digest: str):
         """The web view's front page, from the catalogue and the games' told events."""
         arbiter = self.arbiter
-        out = link_pb.IndexResponse(ladders=sorted(arbiter.ladders))
+        out = link_pb.IndexResponse(ladders=sorted(arbiter.ladders.by_name))
         playing, _ = arbiter.catalogue.page(pb.GAME_STATUS_IN_PROGRESS, "", r.live, "")
         for summary in playing:
-            game = arbiter.games.get(summary.game_id)
+            game = arbiter.tables.games.get(summary.game_id)
             if game is not None and game.events:
                 board = out.live.add()
                 board.state.CopyFrom(views.event_pb(game.card, game.events[-1], None).state)
@@ -402,14 +408,14 @@ class Api:
         return out
 
     async def history(self, r, who: Caller, digest: str):
-        game = await self.arbiter.game(r.game_id, read=True)
+        game = await self.arbiter.tables.game(r.game_id, read=True)
         out = link_pb.HistoryResponse(state=views.state_pb(game.card, game.snapshot(), None))
         if r.events:
             out.events.extend(views.event_pb(game.card, e, None) for e in await game.history())
         return out
 
     async def metrics(self, r, who: Caller, digest: str):
-        self.arbiter.metrics.set_games(self.arbiter.game_counts())
+        self.arbiter.metrics.set_games(self.arbiter.tables.game_counts())
         return link_pb.MetricsResponse(exposition=self.arbiter.metrics.exposition())
 
     async def who(self, r, who: Caller, digest: str):

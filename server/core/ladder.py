@@ -206,13 +206,13 @@ class Ladder:
             )
             for first, second in ((a, b), (b, a))
         ]
-        pair = await self.arbiter.create_pair(specs)
+        pair = await self.arbiter.seating.create_pair(specs)
         games = [match.current.id for match in pair]
         self.in_progress.update(games)
         a.playing += 2
         b.playing += 2
         self.met[frozenset((a.name, b.name))] += 1
-        await self.arbiter.place_pair(pair_id, [match.id for match in pair])
+        await self.arbiter.owner.place_pair(pair_id, [match.id for match in pair])
         log.info(
             "ladder=%s pair=%s %s vs %s games=%s",
             self.name,

@@ -27,9 +27,9 @@ def ladder_options_pb(o: LadderOptions) -> ladder_pb.LadderOptions:
 
 def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
     """The ladder's rows as a message."""
-    ladder = arbiter.ladder(name)
+    ladder = arbiter.ladders.ladder(name)
     members = {m.name: m for m in ladder.members.values()}
-    owners = {p.name: p.owner for p in arbiter.players.values()}
+    owners = {p.name: p.owner for p in arbiter.roster.players.values()}
     out = ladder_pb.GetStandingsResponse(
         ladder=name,
         finished_games=ladder.finished_games(),
@@ -72,7 +72,7 @@ _CROSSTABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def crosstable_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetCrosstableResponse:
     """Head-to-head records for every two bots that met, built
     once per change of the ladder's books (for 100 bots that met, 9,900 cells: ~0.1 s)."""
-    ladder = arbiter.ladder(name)
+    ladder = arbiter.ladders.ladder(name)
     cached = _CROSSTABLES.get(ladder)
     if cached is not None and cached[0] == ladder.books:
         return cached[1]

@@ -128,7 +128,9 @@ class EdgeLink:
                 self.api.leave(message.leave.tap)
             elif kind == "sent":
                 sent = message.sent
-                self.api.arbiter.turn_sent(sent.game_id, sent.turn_id, sent.at + self.offset)
+                self.api.arbiter.actions.turn_sent(
+                    sent.game_id, sent.turn_id, sent.at + self.offset
+                )
             elif kind == "fenced":
                 done = self._fences.get(message.fenced.id)
                 if done is not None:

@@ -16,10 +16,11 @@ import trio
 
 from server.config import ServerConfig
 from server.core.api import Api
-from server.core.arbiter import Arbiter, new_token, token_hash
+from server.core.arbiter import Arbiter
 from server.core.cluster import Cluster
 from server.core.link import EdgeLink
 from server.core.pgstore import PostgresStore
+from server.core.principals import new_token, token_hash
 from server.core.store import Reader, SQLiteStore, SQLStore, set_setting
 
 log = logging.getLogger("nardy.server")
@@ -69,6 +70,7 @@ async def run(
     try:
         if isinstance(store, PostgresStore):
             cluster = Cluster(store.url, config.lease_s)
+            cluster.address = config.advertise or f"{config.host}:{config.port}"
             await trio.to_thread.run_sync(cluster.open)
         arbiter = Arbiter(
             store,
@@ -89,9 +91,6 @@ async def run(
     async with trio.open_nursery() as nursery:
         try:
             await nursery.start(arbiter.run)
-            if cluster is not None:
-                cluster.address = config.advertise or f"{config.host}:{config.port}"
-                await nursery.start(arbiter.run_cluster)
             link.ready(cluster.id if cluster is not None else "")
             log.info(
                 "core serving db=%s registration=%s%s",

@@ -36,6 +36,7 @@ from server.core.clock import Arrival, Arrivals, Clock
 from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.core.lockstep import Lockstep
 from server.core.metrics import Metrics
+from server.core.principals import Principal
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code
 
@@ -241,6 +242,20 @@ class GameSession:
         assert white is not None
         index = white if color is Color.WHITE else 1 - white
         return self.match.seats[index]
+
+    def seat_in(self, principal: Principal | None) -> int | None:
+        """The seat ``principal`` holds in this game's match, or None."""
+        if principal is None:
+            return None
+        match = self.match
+        if principal.match_id is not None:
+            return principal.seat if principal.match_id == match.id else None
+        if principal.player_id == match.challenged:
+            return None  # not seated until the challenge is accepted
+        for seat in match.seats:
+            if seat.player_id == principal.player_id:
+                return seat.index
+        return None
 
     def awaits(self, seat: int) -> bool:
         """True while the turn in progress waits for ``seat``'s play."""

@@ -2,15 +2,15 @@
 
 Sessions and the arbiter :meth:`JournalWriter.submit` groups of writes and get a
 :class:`Commit` to wait on; one writer task takes everything submitted while the previous
-transaction ran (plus an optional short window) and commits it as one transaction in the
-store's worker thread. Whoever waits is woken when its writes are durable, so a play is
-acknowledged (and shown to anyone) only after its commit, and a slow store delays those
-acknowledgements only: the trio thread, and with it every clock, keeps running.
+transaction ran and commits it as one transaction in the store's worker thread. Whoever
+waits is woken when its writes are durable, so a play is acknowledged (and shown to
+anyone) only after its commit, and a slow store delays those acknowledgements only: the
+trio thread, and with it every clock, keeps running.
 
 A batch that fails is retried group by group, so one refused group (a constraint another
 instance raced us to) fails alone; an unwritable store fails them all with StoreError.
 
-A group may carry a *fence* (server/cluster.py): a statement that fails unless this
+A group may carry a *fence* (server/core/cluster.py): a statement that fails unless this
 instance still owns the group's match. The batch runs each distinct fence once, first, in
 the same transaction as the writes; a group whose fence fails on its own fails with
 LeaseLost, the other groups still commit.
@@ -48,14 +48,8 @@ class Commit:
 
 
 class JournalWriter:
-    def __init__(
-        self,
-        store: Store,
-        window_s: float = 0.0,
-        observe: Callable[[float], None] | None = None,
-    ) -> None:
+    def __init__(self, store: Store, observe: Callable[[float], None] | None = None) -> None:
         self.store = store
-        self.window_s = window_s
         self.observe = observe  # told how long each transaction took (seconds)
         self._pending: list[tuple[Sequence[Write], Commit, Write | None]] = []
         self._wake = trio.Event()
@@ -84,9 +78,7 @@ class JournalWriter:
         while True:
             await self._wake.wait()
             self._wake = trio.Event()
-            if self.window_s:
-                await trio.sleep(self.window_s)
-            elif trio.lowlevel.current_statistics().tasks_runnable:
+            if trio.lowlevel.current_statistics().tasks_runnable:
                 await trio.lowlevel.checkpoint()  # let tasks woken with us queue theirs
             batch, self._pending = self._pending, []
             with trio.CancelScope(shield=True):  # a started transaction is seen through

@@ -139,8 +139,8 @@ class Gate:
         self.identities = Identities()
 
     def check(self, context: grpc.aio.ServicerContext) -> Who:
-        """The caller, or Refused (no await: a play is written to the link in the same
-        step as it is stamped)."""
+        """The caller, or Refused. A token not known here yet is not charged: the caller
+        must be identified first (:attr:`Who.identify`, then :meth:`charge`)."""
         token, malformed = bearer(context)
         if malformed:
             raise Refused(grpc.StatusCode.UNAUTHENTICATED, MALFORMED)
@@ -153,19 +153,26 @@ class Gate:
             if identity is UNKNOWN:
                 raise Refused(grpc.StatusCode.UNAUTHENTICATED, UNKNOWN_TOKEN)
             if identity is None:
-                identify = True
-            else:
-                key, operator = identity.key, identity.operator
-        if not self.limiter.allow(key):
+                return Who(caller, key, operator, True)
+            key, operator = identity.key, identity.operator
+        who = Who(caller, key, operator, identify)
+        self.charge(who)
+        return who
+
+    def charge(self, who: Who) -> None:
+        """One request of ``who``'s against its rate (Refused when over it)."""
+        if not self.limiter.allow(who.key):
             raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_FAST)
-        return Who(caller, key, operator, identify)
 
     def answered(self, who: Who, reply: link_pb.Reply) -> None:
         """Learn from the core's reply what it said of the caller's token."""
         if who.identify and reply.HasField("identity"):
-            self.identities.learn(who.caller.digest, reply.identity)
-            who.key, who.operator = reply.identity.key, reply.identity.operator
-            who.identify = False
+            told = reply.identity
+            if told.known or told.final:
+                self.identities.learn(who.caller.digest, told)
+            if told.known:
+                who.key, who.operator = told.key, told.operator
+                who.identify = False
         elif who.caller.digest and reply.code == grpc.StatusCode.UNAUTHENTICATED.value[0]:
             self.identities.forget(who.caller.digest)
 

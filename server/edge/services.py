@@ -40,6 +40,8 @@ SUBMIT_PLAY = f"/{ARBITER}/SubmitPlay"
 UNPARSABLE = "the request is not a valid protobuf message of its type"
 STATUS = {code.value[0]: code for code in grpc.StatusCode}
 PLAY_EVENT, PLAYED = 1, 2  # PlayResponse's fields: event, played
+IN_MEMORY = link_pb.WhoRequest(store=False).SerializeToString()
+IN_STORE = link_pb.WhoRequest(store=True).SerializeToString()
 
 # Methods that are forwarded as they come, answered as the core answers them.
 FORWARDED = {
@@ -105,12 +107,17 @@ class Services:
         await self._refuse(context, code, reply.message, where)
 
     async def _checked(self, context, *, held: bool = False) -> Who:
-        """The caller, its limits charged (a token the edge has not seen yet is checked
-        by the core first, charged to its peer address); the call is ended if refused."""
+        """The caller, its limits charged; the call is ended if refused. A token the edge
+        has not seen yet is first asked of the core's memory (uncharged: a known token has
+        its own budget), then of its store, charged to the peer address."""
         try:
             who = self.gate.check(context)
             if who.identify:
-                await self._ask(context, who, link.WHO, b"")
+                await self._ask(context, who, link.WHO, IN_MEMORY)
+                if who.identify:  # not in memory
+                    self.gate.charge(who)
+                    await self._ask(context, who, link.WHO, IN_STORE)
+                self.gate.charge(who)
             if held:
                 self.gate.hold(who)
         except Refused as r:

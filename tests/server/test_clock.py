@@ -17,8 +17,9 @@ from nardy import Termination
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 from nardy.match import GameOptions
 from nardy.wire import Terms
-from server.core.arbiter import Arbiter, token_hash
+from server.core.arbiter import Arbiter
 from server.core.journal import EventType, Status
+from server.core.principals import token_hash
 from server.core.session import MatchSpec
 from server.core.store import SQLiteStore
 from server.errors import ArbiterError

@@ -13,8 +13,8 @@ from nardy.v1 import admin_pb2_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.edge.limits import RateLimiter
 from server.edge.callers import peer_address
+from server.edge.limits import RateLimiter
 from tests.server.conftest import create, resigned
 
 

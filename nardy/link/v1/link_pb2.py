@@ -4,15 +4,18 @@
 # source: nardy/link/v1/link.proto
 # Protobuf Python Version: 7.35.1
 """Generated protocol buffer code."""
-
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pool as _descriptor_pool
 from google.protobuf import runtime_version as _runtime_version
 from google.protobuf import symbol_database as _symbol_database
 from google.protobuf.internal import builder as _builder
-
 _runtime_version.ValidateProtobufRuntimeVersion(
-    _runtime_version.Domain.PUBLIC, 7, 35, 1, "", "nardy/link/v1/link.proto"
+    _runtime_version.Domain.PUBLIC,
+    7,
+    35,
+    1,
+    '',
+    'nardy/link/v1/link.proto'
 )
 # @@protoc_insertion_point(imports)
 
@@ -23,55 +26,55 @@ from nardy.v1 import arbiter_pb2 as nardy_dot_v1_dot_arbiter__pb2
 from nardy.v1 import game_pb2 as nardy_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(
-    b'\n\x18nardy/link/v1/link.proto\x12\rnardy.link.v1\x1a\x16nardy/v1/arbiter.proto\x1a\x13nardy/v1/game.proto")\n\x06\x43\x61ller\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t"\xaa\x01\n\x06ToCore\x12#\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x13.nardy.link.v1.CallH\x00\x12%\n\x05leave\x18\x02 \x01(\x0b\x32\x14.nardy.link.v1.LeaveH\x00\x12#\n\x04sent\x18\x03 \x01(\x0b\x32\x13.nardy.link.v1.SentH\x00\x12\'\n\x06\x66\x65nced\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.FencedH\x00\x42\x06\n\x04kind"}\n\x04\x43\x61ll\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x0f\n\x07request\x18\x03 \x01(\x0c\x12%\n\x06\x63\x61ller\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.Caller\x12\x0f\n\x07\x61rrival\x18\x05 \x01(\x01\x12\x10\n\x08identify\x18\x06 \x01(\x08"\x14\n\x05Leave\x12\x0b\n\x03tap\x18\x01 \x01(\x04"4\n\x04Sent\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\r\x12\n\n\x02\x61t\x18\x03 \x01(\x01"\x14\n\x06\x46\x65nced\x12\n\n\x02id\x18\x01 \x01(\x04"\xd1\x01\n\x06ToEdge\x12%\n\x05reply\x18\x01 \x01(\x0b\x32\x14.nardy.link.v1.ReplyH\x00\x12#\n\x04tell\x18\x02 \x01(\x0b\x32\x13.nardy.link.v1.TellH\x00\x12%\n\x05\x63lose\x18\x03 \x01(\x0b\x32\x14.nardy.link.v1.CloseH\x00\x12%\n\x05\x66\x65nce\x18\x04 \x01(\x0b\x32\x14.nardy.link.v1.FenceH\x00\x12%\n\x05ready\x18\x05 \x01(\x0b\x32\x14.nardy.link.v1.ReadyH\x00\x42\x06\n\x04kind"}\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08instance\x18\x04 \x01(\t\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\x12)\n\x08identity\x18\x06 \x01(\x0b\x32\x17.nardy.link.v1.Identity"8\n\x08Identity\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x10\n\x08operator\x18\x03 \x01(\x08"D\n\x06Opened\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07\x62\x61\x63klog\x18\x02 \x03(\x0c\x12\x0f\n\x07game_id\x18\x03 \x01(\t\x12\x0b\n\x03seq\x18\x04 \x01(\x04"B\n\x04Tell\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07message\x18\x02 \x01(\x0c\x12\x0f\n\x07turn_id\x18\x03 \x01(\r\x12\x0b\n\x03seq\x18\x04 \x01(\x04"\x14\n\x05\x43lose\x12\x0b\n\x03tap\x18\x01 \x01(\x04"4\n\x05\x46\x65nce\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0e\n\x06\x62\x65\x66ore\x18\x03 \x01(\x01"\x19\n\x05Ready\x12\x10\n\x08instance\x18\x01 \x01(\t",\n\x10HeartbeatRequest\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04".\n\x0cIndexRequest\x12\x0c\n\x04live\x18\x01 \x01(\r\x12\x10\n\x08\x66inished\x18\x02 \x01(\r"O\n\x05\x42oard\x12"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12"\n\x04last\x18\x02 \x01(\x0b\x32\x14.nardy.v1.PlayRecord"m\n\rIndexResponse\x12"\n\x04live\x18\x01 \x03(\x0b\x32\x14.nardy.link.v1.Board\x12\'\n\x08\x66inished\x18\x02 \x03(\x0b\x32\x15.nardy.v1.GameSummary\x12\x0f\n\x07ladders\x18\x03 \x03(\t"1\n\x0eHistoryRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06\x65vents\x18\x02 \x01(\x08"Z\n\x0fHistoryResponse\x12"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12#\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x13.nardy.v1.GameEvent"%\n\x0fMetricsResponse\x12\x12\n\nexposition\x18\x01 \x01(\x0c\x62\x06proto3'
-)
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18nardy/link/v1/link.proto\x12\rnardy.link.v1\x1a\x16nardy/v1/arbiter.proto\x1a\x13nardy/v1/game.proto\")\n\x06\x43\x61ller\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"\xaa\x01\n\x06ToCore\x12#\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x13.nardy.link.v1.CallH\x00\x12%\n\x05leave\x18\x02 \x01(\x0b\x32\x14.nardy.link.v1.LeaveH\x00\x12#\n\x04sent\x18\x03 \x01(\x0b\x32\x13.nardy.link.v1.SentH\x00\x12\'\n\x06\x66\x65nced\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.FencedH\x00\x42\x06\n\x04kind\"}\n\x04\x43\x61ll\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x0f\n\x07request\x18\x03 \x01(\x0c\x12%\n\x06\x63\x61ller\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.Caller\x12\x0f\n\x07\x61rrival\x18\x05 \x01(\x01\x12\x10\n\x08identify\x18\x06 \x01(\x08\"\x14\n\x05Leave\x12\x0b\n\x03tap\x18\x01 \x01(\x04\"4\n\x04Sent\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\r\x12\n\n\x02\x61t\x18\x03 \x01(\x01\"\x14\n\x06\x46\x65nced\x12\n\n\x02id\x18\x01 \x01(\x04\"\xd1\x01\n\x06ToEdge\x12%\n\x05reply\x18\x01 \x01(\x0b\x32\x14.nardy.link.v1.ReplyH\x00\x12#\n\x04tell\x18\x02 \x01(\x0b\x32\x13.nardy.link.v1.TellH\x00\x12%\n\x05\x63lose\x18\x03 \x01(\x0b\x32\x14.nardy.link.v1.CloseH\x00\x12%\n\x05\x66\x65nce\x18\x04 \x01(\x0b\x32\x14.nardy.link.v1.FenceH\x00\x12%\n\x05ready\x18\x05 \x01(\x0b\x32\x14.nardy.link.v1.ReadyH\x00\x42\x06\n\x04kind\"}\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08instance\x18\x04 \x01(\t\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\x12)\n\x08identity\x18\x06 \x01(\x0b\x32\x17.nardy.link.v1.Identity\"G\n\x08Identity\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x10\n\x08operator\x18\x03 \x01(\x08\x12\r\n\x05\x66inal\x18\x04 \x01(\x08\"\x1b\n\nWhoRequest\x12\r\n\x05store\x18\x01 \x01(\x08\"D\n\x06Opened\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07\x62\x61\x63klog\x18\x02 \x03(\x0c\x12\x0f\n\x07game_id\x18\x03 \x01(\t\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"B\n\x04Tell\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07message\x18\x02 \x01(\x0c\x12\x0f\n\x07turn_id\x18\x03 \x01(\r\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"\x14\n\x05\x43lose\x12\x0b\n\x03tap\x18\x01 \x01(\x04\"4\n\x05\x46\x65nce\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0e\n\x06\x62\x65\x66ore\x18\x03 \x01(\x01\"\x19\n\x05Ready\x12\x10\n\x08instance\x18\x01 \x01(\t\",\n\x10HeartbeatRequest\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\".\n\x0cIndexRequest\x12\x0c\n\x04live\x18\x01 \x01(\r\x12\x10\n\x08\x66inished\x18\x02 \x01(\r\"O\n\x05\x42oard\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12\"\n\x04last\x18\x02 \x01(\x0b\x32\x14.nardy.v1.PlayRecord\"m\n\rIndexResponse\x12\"\n\x04live\x18\x01 \x03(\x0b\x32\x14.nardy.link.v1.Board\x12\'\n\x08\x66inished\x18\x02 \x03(\x0b\x32\x15.nardy.v1.GameSummary\x12\x0f\n\x07ladders\x18\x03 \x03(\t\"1\n\x0eHistoryRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06\x65vents\x18\x02 \x01(\x08\"Z\n\x0fHistoryResponse\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12#\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x13.nardy.v1.GameEvent\"%\n\x0fMetricsResponse\x12\x12\n\nexposition\x18\x01 \x01(\x0c\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, "nardy.link.v1.link_pb2", _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nardy.link.v1.link_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-    DESCRIPTOR._loaded_options = None
-    _globals["_CALLER"]._serialized_start = 88
-    _globals["_CALLER"]._serialized_end = 129
-    _globals["_TOCORE"]._serialized_start = 132
-    _globals["_TOCORE"]._serialized_end = 302
-    _globals["_CALL"]._serialized_start = 304
-    _globals["_CALL"]._serialized_end = 429
-    _globals["_LEAVE"]._serialized_start = 431
-    _globals["_LEAVE"]._serialized_end = 451
-    _globals["_SENT"]._serialized_start = 453
-    _globals["_SENT"]._serialized_end = 505
-    _globals["_FENCED"]._serialized_start = 507
-    _globals["_FENCED"]._serialized_end = 527
-    _globals["_TOEDGE"]._serialized_start = 530
-    _globals["_TOEDGE"]._serialized_end = 739
-    _globals["_REPLY"]._serialized_start = 741
-    _globals["_REPLY"]._serialized_end = 866
-    _globals["_IDENTITY"]._serialized_start = 868
-    _globals["_IDENTITY"]._serialized_end = 924
-    _globals["_OPENED"]._serialized_start = 926
-    _globals["_OPENED"]._serialized_end = 994
-    _globals["_TELL"]._serialized_start = 996
-    _globals["_TELL"]._serialized_end = 1062
-    _globals["_CLOSE"]._serialized_start = 1064
-    _globals["_CLOSE"]._serialized_end = 1084
-    _globals["_FENCE"]._serialized_start = 1086
-    _globals["_FENCE"]._serialized_end = 1138
-    _globals["_READY"]._serialized_start = 1140
-    _globals["_READY"]._serialized_end = 1165
-    _globals["_HEARTBEATREQUEST"]._serialized_start = 1167
-    _globals["_HEARTBEATREQUEST"]._serialized_end = 1211
-    _globals["_INDEXREQUEST"]._serialized_start = 1213
-    _globals["_INDEXREQUEST"]._serialized_end = 1259
-    _globals["_BOARD"]._serialized_start = 1261
-    _globals["_BOARD"]._serialized_end = 1340
-    _globals["_INDEXRESPONSE"]._serialized_start = 1342
-    _globals["_INDEXRESPONSE"]._serialized_end = 1451
-    _globals["_HISTORYREQUEST"]._serialized_start = 1453
-    _globals["_HISTORYREQUEST"]._serialized_end = 1502
-    _globals["_HISTORYRESPONSE"]._serialized_start = 1504
-    _globals["_HISTORYRESPONSE"]._serialized_end = 1594
-    _globals["_METRICSRESPONSE"]._serialized_start = 1596
-    _globals["_METRICSRESPONSE"]._serialized_end = 1633
+  DESCRIPTOR._loaded_options = None
+  _globals['_CALLER']._serialized_start=88
+  _globals['_CALLER']._serialized_end=129
+  _globals['_TOCORE']._serialized_start=132
+  _globals['_TOCORE']._serialized_end=302
+  _globals['_CALL']._serialized_start=304
+  _globals['_CALL']._serialized_end=429
+  _globals['_LEAVE']._serialized_start=431
+  _globals['_LEAVE']._serialized_end=451
+  _globals['_SENT']._serialized_start=453
+  _globals['_SENT']._serialized_end=505
+  _globals['_FENCED']._serialized_start=507
+  _globals['_FENCED']._serialized_end=527
+  _globals['_TOEDGE']._serialized_start=530
+  _globals['_TOEDGE']._serialized_end=739
+  _globals['_REPLY']._serialized_start=741
+  _globals['_REPLY']._serialized_end=866
+  _globals['_IDENTITY']._serialized_start=868
+  _globals['_IDENTITY']._serialized_end=939
+  _globals['_WHOREQUEST']._serialized_start=941
+  _globals['_WHOREQUEST']._serialized_end=968
+  _globals['_OPENED']._serialized_start=970
+  _globals['_OPENED']._serialized_end=1038
+  _globals['_TELL']._serialized_start=1040
+  _globals['_TELL']._serialized_end=1106
+  _globals['_CLOSE']._serialized_start=1108
+  _globals['_CLOSE']._serialized_end=1128
+  _globals['_FENCE']._serialized_start=1130
+  _globals['_FENCE']._serialized_end=1182
+  _globals['_READY']._serialized_start=1184
+  _globals['_READY']._serialized_end=1209
+  _globals['_HEARTBEATREQUEST']._serialized_start=1211
+  _globals['_HEARTBEATREQUEST']._serialized_end=1255
+  _globals['_INDEXREQUEST']._serialized_start=1257
+  _globals['_INDEXREQUEST']._serialized_end=1303
+  _globals['_BOARD']._serialized_start=1305
+  _globals['_BOARD']._serialized_end=1384
+  _globals['_INDEXRESPONSE']._serialized_start=1386
+  _globals['_INDEXRESPONSE']._serialized_end=1495
+  _globals['_HISTORYREQUEST']._serialized_start=1497
+  _globals['_HISTORYREQUEST']._serialized_end=1546
+  _globals['_HISTORYRESPONSE']._serialized_start=1548
+  _globals['_HISTORYRESPONSE']._serialized_end=1638
+  _globals['_METRICSRESPONSE']._serialized_start=1640
+  _globals['_METRICSRESPONSE']._serialized_end=1677
 # @@protoc_insertion_point(module_scope)

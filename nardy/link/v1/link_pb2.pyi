@@ -26,13 +26,7 @@ class ToCore(_message.Message):
     leave: Leave
     sent: Sent
     fenced: Fenced
-    def __init__(
-        self,
-        call: _Optional[_Union[Call, _Mapping]] = ...,
-        leave: _Optional[_Union[Leave, _Mapping]] = ...,
-        sent: _Optional[_Union[Sent, _Mapping]] = ...,
-        fenced: _Optional[_Union[Fenced, _Mapping]] = ...,
-    ) -> None: ...
+    def __init__(self, call: _Optional[_Union[Call, _Mapping]] = ..., leave: _Optional[_Union[Leave, _Mapping]] = ..., sent: _Optional[_Union[Sent, _Mapping]] = ..., fenced: _Optional[_Union[Fenced, _Mapping]] = ...) -> None: ...
 
 class Call(_message.Message):
     __slots__ = ("id", "method", "request", "caller", "arrival", "identify")
@@ -48,15 +42,7 @@ class Call(_message.Message):
     caller: Caller
     arrival: float
     identify: bool
-    def __init__(
-        self,
-        id: _Optional[int] = ...,
-        method: _Optional[str] = ...,
-        request: _Optional[bytes] = ...,
-        caller: _Optional[_Union[Caller, _Mapping]] = ...,
-        arrival: _Optional[float] = ...,
-        identify: _Optional[bool] = ...,
-    ) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., method: _Optional[str] = ..., request: _Optional[bytes] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., arrival: _Optional[float] = ..., identify: _Optional[bool] = ...) -> None: ...
 
 class Leave(_message.Message):
     __slots__ = ("tap",)
@@ -72,12 +58,7 @@ class Sent(_message.Message):
     game_id: str
     turn_id: int
     at: float
-    def __init__(
-        self,
-        game_id: _Optional[str] = ...,
-        turn_id: _Optional[int] = ...,
-        at: _Optional[float] = ...,
-    ) -> None: ...
+    def __init__(self, game_id: _Optional[str] = ..., turn_id: _Optional[int] = ..., at: _Optional[float] = ...) -> None: ...
 
 class Fenced(_message.Message):
     __slots__ = ("id",)
@@ -97,14 +78,7 @@ class ToEdge(_message.Message):
     close: Close
     fence: Fence
     ready: Ready
-    def __init__(
-        self,
-        reply: _Optional[_Union[Reply, _Mapping]] = ...,
-        tell: _Optional[_Union[Tell, _Mapping]] = ...,
-        close: _Optional[_Union[Close, _Mapping]] = ...,
-        fence: _Optional[_Union[Fence, _Mapping]] = ...,
-        ready: _Optional[_Union[Ready, _Mapping]] = ...,
-    ) -> None: ...
+    def __init__(self, reply: _Optional[_Union[Reply, _Mapping]] = ..., tell: _Optional[_Union[Tell, _Mapping]] = ..., close: _Optional[_Union[Close, _Mapping]] = ..., fence: _Optional[_Union[Fence, _Mapping]] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ...) -> None: ...
 
 class Reply(_message.Message):
     __slots__ = ("id", "code", "message", "instance", "body", "identity")
@@ -120,30 +94,25 @@ class Reply(_message.Message):
     instance: str
     body: bytes
     identity: Identity
-    def __init__(
-        self,
-        id: _Optional[int] = ...,
-        code: _Optional[int] = ...,
-        message: _Optional[str] = ...,
-        instance: _Optional[str] = ...,
-        body: _Optional[bytes] = ...,
-        identity: _Optional[_Union[Identity, _Mapping]] = ...,
-    ) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., message: _Optional[str] = ..., instance: _Optional[str] = ..., body: _Optional[bytes] = ..., identity: _Optional[_Union[Identity, _Mapping]] = ...) -> None: ...
 
 class Identity(_message.Message):
-    __slots__ = ("known", "key", "operator")
+    __slots__ = ("known", "key", "operator", "final")
     KNOWN_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
     known: bool
     key: str
     operator: bool
-    def __init__(
-        self,
-        known: _Optional[bool] = ...,
-        key: _Optional[str] = ...,
-        operator: _Optional[bool] = ...,
-    ) -> None: ...
+    final: bool
+    def __init__(self, known: _Optional[bool] = ..., key: _Optional[str] = ..., operator: _Optional[bool] = ..., final: _Optional[bool] = ...) -> None: ...
+
+class WhoRequest(_message.Message):
+    __slots__ = ("store",)
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    store: bool
+    def __init__(self, store: _Optional[bool] = ...) -> None: ...
 
 class Opened(_message.Message):
     __slots__ = ("tap", "backlog", "game_id", "seq")
@@ -155,13 +124,7 @@ class Opened(_message.Message):
     backlog: _containers.RepeatedScalarFieldContainer[bytes]
     game_id: str
     seq: int
-    def __init__(
-        self,
-        tap: _Optional[int] = ...,
-        backlog: _Optional[_Iterable[bytes]] = ...,
-        game_id: _Optional[str] = ...,
-        seq: _Optional[int] = ...,
-    ) -> None: ...
+    def __init__(self, tap: _Optional[int] = ..., backlog: _Optional[_Iterable[bytes]] = ..., game_id: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class Tell(_message.Message):
     __slots__ = ("tap", "message", "turn_id", "seq")
@@ -173,13 +136,7 @@ class Tell(_message.Message):
     message: bytes
     turn_id: int
     seq: int
-    def __init__(
-        self,
-        tap: _Optional[int] = ...,
-        message: _Optional[bytes] = ...,
-        turn_id: _Optional[int] = ...,
-        seq: _Optional[int] = ...,
-    ) -> None: ...
+    def __init__(self, tap: _Optional[int] = ..., message: _Optional[bytes] = ..., turn_id: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class Close(_message.Message):
     __slots__ = ("tap",)
@@ -195,12 +152,7 @@ class Fence(_message.Message):
     id: int
     game_id: str
     before: float
-    def __init__(
-        self,
-        id: _Optional[int] = ...,
-        game_id: _Optional[str] = ...,
-        before: _Optional[float] = ...,
-    ) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., game_id: _Optional[str] = ..., before: _Optional[float] = ...) -> None: ...
 
 class Ready(_message.Message):
     __slots__ = ("instance",)
@@ -230,11 +182,7 @@ class Board(_message.Message):
     LAST_FIELD_NUMBER: _ClassVar[int]
     state: _game_pb2.GameState
     last: _game_pb2.PlayRecord
-    def __init__(
-        self,
-        state: _Optional[_Union[_game_pb2.GameState, _Mapping]] = ...,
-        last: _Optional[_Union[_game_pb2.PlayRecord, _Mapping]] = ...,
-    ) -> None: ...
+    def __init__(self, state: _Optional[_Union[_game_pb2.GameState, _Mapping]] = ..., last: _Optional[_Union[_game_pb2.PlayRecord, _Mapping]] = ...) -> None: ...
 
 class IndexResponse(_message.Message):
     __slots__ = ("live", "finished", "ladders")
@@ -244,12 +192,7 @@ class IndexResponse(_message.Message):
     live: _containers.RepeatedCompositeFieldContainer[Board]
     finished: _containers.RepeatedCompositeFieldContainer[_arbiter_pb2.GameSummary]
     ladders: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(
-        self,
-        live: _Optional[_Iterable[_Union[Board, _Mapping]]] = ...,
-        finished: _Optional[_Iterable[_Union[_arbiter_pb2.GameSummary, _Mapping]]] = ...,
-        ladders: _Optional[_Iterable[str]] = ...,
-    ) -> None: ...
+    def __init__(self, live: _Optional[_Iterable[_Union[Board, _Mapping]]] = ..., finished: _Optional[_Iterable[_Union[_arbiter_pb2.GameSummary, _Mapping]]] = ..., ladders: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("game_id", "events")
@@ -265,11 +208,7 @@ class HistoryResponse(_message.Message):
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     state: _game_pb2.GameState
     events: _containers.RepeatedCompositeFieldContainer[_game_pb2.GameEvent]
-    def __init__(
-        self,
-        state: _Optional[_Union[_game_pb2.GameState, _Mapping]] = ...,
-        events: _Optional[_Iterable[_Union[_game_pb2.GameEvent, _Mapping]]] = ...,
-    ) -> None: ...
+    def __init__(self, state: _Optional[_Union[_game_pb2.GameState, _Mapping]] = ..., events: _Optional[_Iterable[_Union[_game_pb2.GameEvent, _Mapping]]] = ...) -> None: ...
 
 class MetricsResponse(_message.Message):
     __slots__ = ("exposition",)

@@ -1,0 +1,216 @@
+"""The core's ladders: creating and joining them, their books kept with every game's result
+(and void), restored after a restart, and read back from the store when several instances
+share it (the leader pairs; every instance answers the standings alike)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from nardy.variant import variant
+from server.core import store
+from server.core.journal import Status
+from server.core.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.core.roster import NAME
+from server.core.seating import MAX_TURN_TIME_MS
+from server.core.session import GameSession, MatchSession
+from server.core.store import StoreError, Write
+from server.errors import ArbiterError, Code, clip
+
+if TYPE_CHECKING:
+    from server.core.arbiter import Arbiter
+
+log = logging.getLogger("nardy.server")
+
+RELOAD_S = 1.0  # several instances: standings read a ladder's books back this often at most
+
+
+class Ladders:
+    def __init__(self, arbiter: Arbiter) -> None:
+        self.arbiter = arbiter
+        self.by_name: dict[str, Ladder] = {}
+        self._reload_due = False
+        self._reloaded: dict[str, float] = {}  # ladder -> when its books were read back
+
+    def ladder(self, name: str) -> Ladder:
+        if name not in self.by_name:
+            raise ArbiterError(Code.NOT_FOUND, f"no ladder {name!r}")
+        return self.by_name[name]
+
+    async def create(
+        self, digest: str | None, name: str, options: LadderOptions
+    ) -> tuple[Ladder, bool]:
+        """The ladder ``name``, created with ``options`` if it does not exist yet (operator)."""
+        self.arbiter.roster.require_operator(digest)
+        if not NAME.match(name):
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a ladder name is 1-40 letters, digits, '.', '_' or '-'"
+            )
+        if name in self.by_name:
+            return self.by_name[name], False
+        try:
+            variant(options.variant)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
+        if not 0 < options.turn_time_ms <= MAX_TURN_TIME_MS or options.max_games_per_bot < 2:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
+            )
+        await self.arbiter.writer.commit(store.add_ladder(name, options))
+        if name in self.by_name:  # created meanwhile by the same request from elsewhere
+            return self.by_name[name], False
+        ladder = self.open(name, options)
+        self.arbiter.owner.tell("ladder", l=name)
+        log.info("ladder created name=%s %s", name, options)
+        return ladder, True
+
+    def open(self, name: str, options: LadderOptions) -> Ladder:
+        ladder = self.by_name[name] = Ladder(self.arbiter, name, options)
+        ladder.active = self.arbiter.owner.leading
+        self.arbiter.spawn(ladder.run)
+        return ladder
+
+    async def join(self, digest: str | None, name: str, ready: bool) -> None:
+        player = self.arbiter.roster.require_player(digest, "joining a ladder")
+        if name not in self.by_name and self.arbiter.owner.books_shared:
+            await self.reload(name)  # created on another instance
+        ladder = self.ladder(name)
+        await self.arbiter.writer.commit(store.set_ladder_member(name, player.id, ready))
+        ladder.join(player.id, player.name, ready)
+        self.arbiter.owner.tell("ladder", l=name)
+
+    # -- the books ----------------------------------------------------------------------
+    def game_over(self, game: GameSession) -> list[Write]:
+        """What a game's end adds to its ladder's books (written with its end)."""
+        ladder = self.by_name.get(game.match.ladder)
+        record = ladder.game_over(game) if ladder is not None else None
+        return [] if record is None else [store.add_ladder_game(game.match.ladder, record)]
+
+    def counted(self, game: GameSession) -> None:
+        """A ladder game's end is written: the leader counts it (several instances)."""
+        if game.match.ladder in self.by_name and self.arbiter.owner.books_shared:
+            self.arbiter.owner.tell("ladder", l=game.match.ladder)
+            self.reload_soon()
+
+    async def voided(self, game: GameSession) -> list[Write]:
+        """What voiding an ended game changes in its ladder's books."""
+        ladder = self.by_name.get(game.match.ladder)
+        if ladder is None:
+            return []
+        stored = await self.arbiter.reader.ladder_games(ladder.name)
+        record = ladder.void(game.id, [LadderGame(**r) for r in stored])
+        return [] if record is None else [store.add_ladder_game(ladder.name, record)]
+
+    async def restore(self) -> set[str]:
+        """Every ladder with its books and members, after a restart; the games counted."""
+        read = self.arbiter.reader
+        players = self.arbiter.roster.players
+        counted: set[str] = set()
+        for name, options in await read.ladders():
+            ladder = self.open(name, LadderOptions(**options))
+            for record in await read.ladder_games(name):
+                ladder.restore(LadderGame(**record))
+                counted.add(record["game_id"])
+            for player_id, ready in await read.ladder_members(name):
+                if player_id in players:
+                    ladder.members[player_id] = Member(
+                        player_id, players[player_id].name, bool(ready)
+                    )
+        return counted
+
+    async def restore_games(self, match: MatchSession, counted: set[str] | None) -> None:
+        """Put a restored ladder match's games back in its ladder's books (``counted``: the
+        games in them already; None: read them)."""
+        ladder = self.by_name.get(match.ladder)
+        if ladder is None:
+            return
+        if counted is None:
+            counted = {r["game_id"] for r in await self.arbiter.reader.ladder_games(ladder.name)}
+        for game in match.games:
+            if game.id in counted:
+                continue
+            if game.status in (Status.FINISHED, Status.ABORTED):
+                # ended just before the restart, not yet counted
+                record = ladder.game_over(game)
+                await self.arbiter.writer.commit(
+                    store.add_ladder_game(ladder.name, record),
+                    fence=self.arbiter.owner.fence(match),
+                )
+                continue
+            if self.arbiter.owner.books_shared:
+                continue  # the leader's books come from the store (reload)
+            ladder.in_progress.add(game.id)
+            for seat in match.seats:
+                member = ladder.members.get(seat.player_id or "")
+                if member is not None:
+                    member.playing += 1
+
+    # -- several instances: the books as the store has them ------------------------------
+    async def reload(self, only: str = "") -> None:
+        """Ladders, members, results and games in progress as the store has them (every
+        instance writes there), so standings read the same from every instance."""
+        read = self.arbiter.reader
+        for name, options in await read.ladders():
+            if name not in self.by_name:
+                self.open(name, LadderOptions(**options))
+        for name, ladder in self.by_name.items():
+            if only and name != only:
+                continue
+            async with ladder.lock:  # not in the middle of a pairing
+                records = [LadderGame(**record) for record in await read.ladder_games(name)]
+                members = []
+                for player_id, ready in await read.ladder_members(name):
+                    player = await self.arbiter.roster.player(player_id)
+                    if player is not None:
+                        members.append(Member(player_id, player.name, bool(ready)))
+                live = {
+                    game_id: [seat["player_id"] for seat in row["seats"]]
+                    for game_id, row in await read.unfinished_games()
+                    if row["options"].get("ladder") == name
+                }
+                ladder.reload(records, members, live)
+
+    def reload_soon(self) -> None:
+        """Reload the ladders in a moment (news of a result or a member; leader only)."""
+        if self.arbiter.owner.leading and not self._reload_due:
+            self._reload_due = True
+            self.arbiter.spawn(self._reload)
+
+    async def _reload(self) -> None:
+        self._reload_due = False
+        try:
+            await self.reload()
+        except StoreError as e:
+            log.warning("ladders not reloaded: %s", e.message)
+        except Exception:  # a refresh in the background: the next one may do
+            log.exception("ladders not reloaded")
+
+    async def fresh_books(self, name: str) -> None:
+        """Several instances: the ladder's books as the store has them, the same on every
+        instance; read back at most every RELOAD_S per ladder (anyone may ask, and it
+        reads every result of the ladder)."""
+        if not self.arbiter.owner.books_shared:
+            return
+        now = trio.current_time()
+        if now < self._reloaded.get(name, -math.inf) + RELOAD_S:
+            return
+        if name in self.by_name:  # (a name unknown here: asked each time)
+            self._reloaded[name] = now
+        await self.reload(name)
+
+    def news(self, name: str) -> None:
+        """Another instance changed ladder ``name`` (created it, a member, a result)."""
+        if name not in self.by_name:
+            self.arbiter.spawn(self._reload)
+        self.reload_soon()
+
+    async def lead(self, leading: bool) -> None:
+        """This instance leads the ladders now (pairs their games), or no longer does."""
+        if leading:
+            await self.reload()
+        for ladder in self.by_name.values():
+            ladder.active = leading
+            ladder.wake()

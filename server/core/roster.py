@@ -1,0 +1,201 @@
+"""The roster: registered players, and who every token speaks for (players' tokens, the
+seat tokens of matches, the operator's). Tokens are known by their SHA-256 only."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections import deque
+from typing import TYPE_CHECKING
+
+import trio
+
+from server.core import store
+from server.core.policy import Policy
+from server.core.principals import (
+    OPERATOR,
+    Caller,
+    Player,
+    Principal,
+    new_id,
+    new_token,
+    token_hash,
+)
+from server.errors import ArbiterError, Code
+
+if TYPE_CHECKING:
+    from server.core.arbiter import Arbiter
+
+log = logging.getLogger("nardy.server")
+
+NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
+RECENT_TOKENS = 256  # ended matches' seat tokens kept in memory; the others are looked up
+
+
+class Roster:
+    def __init__(self, arbiter: Arbiter, admin_hash: str | None, policy: Policy) -> None:
+        self.arbiter = arbiter
+        self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
+        self.policy = policy
+        self.players: dict[str, Player] = {}
+        self.by_name: dict[str, Player] = {}
+        self.names: set[str] = set()  # registered names, case-folded (display names avoid them)
+        self.tokens: dict[str, Principal] = {}  # players' and live matches' seat tokens
+        self.recent_tokens: dict[str, Principal] = {}  # ended matches' (bounded, oldest out)
+        self.seat_digests: dict[str, list[str]] = {}  # live match id -> its seat tokens
+        self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
+
+    # -- players ------------------------------------------------------------------------
+    async def register(
+        self, caller: Caller, name: str, bot: bool, owner: str = ""
+    ) -> tuple[str, str]:
+        """A new player and its token (anyone may, while registration is open, a few an
+        hour from one address; the operator always)."""
+        if not caller.admin:
+            if not self.policy.registration_open:
+                raise ArbiterError(
+                    Code.PERMISSION_DENIED,
+                    "registration is closed on this server: ask its operator to register you",
+                )
+            self._registration_quota(caller.address)
+        if not NAME.match(name):
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
+            )
+        await self.arbiter.owner.learn_players("lower(name) = lower(?)", name)
+        if name.casefold() in self.names:
+            raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken")
+        if len(owner) > 80 or not owner.isprintable():
+            raise ArbiterError(Code.INVALID_ARGUMENT, "an owner is at most 80 printable characters")
+        player = Player(new_id(), name, bot, owner)
+        token = new_token()
+        self.names.add(name.casefold())  # taken while it is being stored
+        try:
+            await self.arbiter.writer.commit(
+                store.add_player(player.id, name, bot, token_hash(token), owner)
+            )
+        except ArbiterError:
+            self.names.discard(name.casefold())
+            raise
+        self.add(player, token_hash(token))
+        if not caller.admin:
+            self.registrations.setdefault(caller.address, deque()).append(trio.current_time())
+        log.info("player registered name=%s id=%s", name, player.id)
+        return player.id, token
+
+    def add(self, player: Player, digest: str) -> None:
+        self.players[player.id] = self.by_name[player.name] = player
+        self.names.add(player.name.casefold())
+        self.tokens[digest] = Principal(player_id=player.id)
+
+    def forget_tokens(self, player_id: str) -> None:
+        for key, principal in list(self.tokens.items()):
+            if principal.player_id == player_id:
+                del self.tokens[key]
+
+    async def player(self, player_id: str) -> Player | None:
+        """A player by id (registered on another instance: read from the store)."""
+        player = self.players.get(player_id)
+        if player is None:
+            found = await self.arbiter.owner.learn_players("id = ?", player_id)
+            player = found[0] if found else None
+        return player
+
+    def _registration_quota(self, address: str) -> None:
+        recent = self.registrations.setdefault(address, deque())
+        now = trio.current_time()
+        while recent and recent[0] < now - 3600:
+            recent.popleft()
+        if len(recent) >= self.policy.players_per_hour:
+            raise ArbiterError(
+                Code.RESOURCE_EXHAUSTED,
+                f"at most {self.policy.players_per_hour} registrations per hour from one "
+                "address; try again later",
+            )
+
+    def list_players(self, digest: str | None) -> list[Player]:
+        self.require_operator(digest)
+        return list(self.players.values())
+
+    async def reissue_token(self, name: str) -> str:
+        """A new token for a registered player (operator use, e.g. a resumed local ladder);
+        the old one stops working."""
+        player = self.by_name.get(name)
+        if player is None:
+            raise ArbiterError(Code.NOT_FOUND, f"no player named {name!r}")
+        token = new_token()
+        await self.arbiter.writer.commit(store.set_player_token(player.id, token_hash(token)))
+        self.forget_tokens(player.id)
+        self.tokens[token_hash(token)] = Principal(player_id=player.id)
+        self.arbiter.owner.tell("token", p=player.id)  # the old one stops working everywhere
+        return token
+
+    # -- tokens -------------------------------------------------------------------------
+    def principal(self, digest: str | None) -> Principal | None:
+        """Who the token of ``digest`` (its hex SHA-256) speaks for, or None (no token, or
+        one not known in memory): a dict lookup."""
+        if not digest:
+            return None
+        if self.admin_hash is not None and secrets.compare_digest(digest, self.admin_hash):
+            return OPERATOR
+        return self.tokens.get(digest) or self.recent_tokens.get(digest)
+
+    async def stored_principal(self, digest: str) -> Principal | None:
+        """Who the token of ``digest`` speaks for, looking in the store for the seat tokens
+        of matches that ended a while ago, and the tokens other instances issued."""
+        principal = self.principal(digest)
+        if principal is not None:
+            return principal
+        if await self.arbiter.owner.learn_players("token_hash = ?", digest):
+            return self.tokens.get(digest)  # a player registered on another instance
+        row = await self.arbiter.reader.seat_token(digest)
+        if row is None:
+            return None
+        principal = Principal(match_id=row[0], seat=row[1], creator=row[2])
+        self._remember(digest, principal)
+        return principal
+
+    def _remember(self, digest: str, principal: Principal) -> None:
+        self.recent_tokens[digest] = principal
+        while len(self.recent_tokens) > RECENT_TOKENS:
+            del self.recent_tokens[next(iter(self.recent_tokens))]
+
+    def authenticate(self, digest: str | None, *, required: bool = True) -> Principal | None:
+        """Who the caller's token (``digest``) speaks for; UNAUTHENTICATED if it is unknown,
+        or (``required``) missing."""
+        if not digest:
+            if required:
+                raise ArbiterError(
+                    Code.UNAUTHENTICATED, "missing token: send 'authorization: Bearer <token>'"
+                )
+            return None
+        principal = self.principal(digest)
+        if principal is None:
+            raise ArbiterError(Code.UNAUTHENTICATED, "unknown token")
+        return principal
+
+    def require_operator(self, digest: str | None) -> None:
+        principal = self.authenticate(digest)
+        if principal is None or not principal.admin:
+            raise ArbiterError(
+                Code.PERMISSION_DENIED, "only the operator (admin token) may do this"
+            )
+
+    def require_player(self, digest: str | None, what: str) -> Player:
+        """The registered player whose token it is (PERMISSION_DENIED for any other)."""
+        principal = self.authenticate(digest)
+        if principal is None or principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, f"{what} needs a player token")
+        return self.players[principal.player_id]
+
+    def add_seat_token(self, match_id: str, seat: int, digest: str, creator: str) -> None:
+        self.tokens[digest] = Principal(match_id=match_id, seat=seat, creator=creator)
+        self.seat_digests.setdefault(match_id, []).append(digest)
+
+    def match_ended(self, match_id: str) -> None:
+        """An ended match's seat tokens move to the bounded ones (then to the store)."""
+        for digest in self.seat_digests.pop(match_id, ()):
+            principal = self.tokens.pop(digest, None)
+            if principal is not None:
+                self._remember(digest, principal)

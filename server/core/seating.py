@@ -1,0 +1,314 @@
+"""New matches and who may create them: the checks on a match's set-up, consent (a
+registered player is seated only by itself, the operator, or a ladder; seating another
+player is a challenge it answers), the quota of matches not yet over, and storing a new
+match whole before it runs."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nardy import Color
+from nardy.variant import Variant, variant
+from server.core import store
+from server.core.journal import Status
+from server.core.notices import Note, PlayerNote
+from server.core.principals import AS_OPERATOR, Caller, new_id, new_token, token_hash
+from server.core.session import MatchSession, MatchSpec, Seat
+from server.core.store import Write
+from server.errors import ArbiterError, Code, clip, quote
+
+if TYPE_CHECKING:
+    from server.core.arbiter import Arbiter
+
+log = logging.getLogger("nardy.server")
+
+MAX_TARGET = 99
+MAX_SCRIPT = 1000  # scripted dice (stored with the match): more than a game throws
+MAX_TURN_TIME_MS = 24 * 3600 * 1000
+MAX_SEED = 2**63 - 1
+
+
+def stuck(rules: Variant, position) -> bool:
+    """No throw moves either side (e.g. short nardy, both closed out with checkers on the
+    bar): from such a start every turn passes, untimed, for ever. It is never reached in
+    play: a side on the bar moves nothing else, so it cannot close its board or hit."""
+    throws = list(itertools.combinations_with_replacement(range(1, 7), 2))
+    return not any(
+        rules.legal_plays(p, dice) for p in (position, rules.passed(position)) for dice in throws
+    )
+
+
+def spec_rigged(spec: MatchSpec) -> bool:
+    """True when the creator chose something chance or the rules should decide."""
+    return bool(
+        spec.seed is not None
+        or spec.dice_script
+        or spec.start_position
+        or spec.first_seat_white is not None
+    )
+
+
+@dataclass(frozen=True)
+class NewMatch:
+    """A checked, built match not yet stored: its seat tokens (open seats) and writes."""
+
+    match: MatchSession
+    seat_tokens: list[str]
+    writes: list[Write]
+    challenged: str | None
+    creator: str  # the limits key its seats count as ("": the operator's, their own)
+
+
+class Seating:
+    def __init__(self, arbiter: Arbiter) -> None:
+        self.arbiter = arbiter
+        self.unfinished: dict[str, set[str]] = {}  # caller key -> its matches not yet over
+
+    async def create_match(
+        self, caller: Caller | None, spec: MatchSpec
+    ) -> tuple[MatchSession, str, str]:
+        """Check who may create this match, then create it (nothing is written on refusal).
+
+        ``caller`` None is the server itself.
+
+        The operator may seat anyone and set the dice, the seed, the start or the first
+        colour. Anyone may open a casual game between two open seats, set up as they like.
+        A registered player is seated only by itself: seating another registered player
+        makes a challenge that player must accept (see accept_challenge).
+        """
+        caller = caller or AS_OPERATOR
+        new = await self._new_match(caller, spec)
+        await self._store_new(caller, [new])
+        return self._open(new)
+
+    async def create_pair(self, specs: list[MatchSpec]) -> list[MatchSession]:
+        """The server's own matches of a ladder's duplicate pair, stored in one transaction:
+        a crash or a refused commit leaves both or neither, never a game waiting for a
+        partner that does not exist."""
+        news = [await self._new_match(AS_OPERATOR, spec) for spec in specs]
+        await self._store_new(AS_OPERATOR, news)
+        return [self._open(new)[0] for new in news]
+
+    async def _new_match(self, caller: Caller, spec: MatchSpec) -> NewMatch:
+        """Check a match and build it, with what is to be stored; nothing written yet."""
+        arbiter = self.arbiter
+        if arbiter.closing:
+            raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
+        try:
+            variant(spec.options.variant).check(spec.options)
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
+        if not 1 <= spec.target <= MAX_TARGET:
+            raise ArbiterError(Code.INVALID_ARGUMENT, f"target_points must be 1..{MAX_TARGET}")
+        terms = spec.terms
+        if not 0 < terms.turn_time_ms <= MAX_TURN_TIME_MS:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
+        if terms.time_bank_ms > MAX_TURN_TIME_MS:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "time_bank_ms must be at most 24 h")
+        cap = MAX_TURN_TIME_MS if caller.admin else arbiter.roster.policy.max_start_timeout_ms
+        if not 0 < spec.start_timeout_ms <= cap:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, f"start_timeout_ms must be 1..{cap} on this server"
+            )
+        if spec.seed is not None and not 0 <= spec.seed <= MAX_SEED:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "a seed is 0..2^63-1")
+        for name in (spec.first[0], spec.second[0]):
+            if name and name not in arbiter.roster.by_name:  # registered elsewhere?
+                await arbiter.owner.learn_players("name = ?", name)
+        seats = [self._seat(index, *names) for index, names in enumerate((spec.first, spec.second))]
+        if seats[0].player_id and seats[0].player_id == seats[1].player_id:
+            raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
+        challenged = self._consent(spec, seats, caller)
+        if not caller.admin:
+            self._open_quota(caller.key)
+        start = None
+        rules = variant(spec.options.variant)
+        try:
+            if any(not 1 <= d <= 6 for d in spec.dice_script):
+                raise ValueError("scripted dice must be 1..6")
+            if len(spec.dice_script) > MAX_SCRIPT:
+                raise ValueError(f"at most {MAX_SCRIPT} scripted dice")
+            if spec.start_position:
+                start = rules.parse(spec.start_position)
+                if start.turn is not Color.WHITE:  # white moves first (RULES.md §2)
+                    start = rules.passed(start)
+                if rules.result(start, spec.options.rules) is not None:
+                    raise ValueError("the game would be over before it starts")
+                if stuck(rules, start):  # every turn would pass at once, forever
+                    raise ValueError("neither side could ever move: the game would never end")
+        except ValueError as e:
+            raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
+        match = MatchSession(
+            arbiter.tables,
+            new_id(),
+            spec.options,
+            spec.target,
+            (seats[0], seats[1]),
+            turn_time_ms=terms.turn_time_ms,
+            time_bank_ms=terms.time_bank_ms,
+            auto_play_forced=terms.auto_play_forced,
+            seed=spec.seed,
+            script=spec.dice_script,
+            server_seed=spec.server_seed,
+            pair=spec.pair,
+            start=start,
+            start_timeout=spec.start_timeout_ms / 1000,
+            new_id=new_id,
+            illegal_play_limit=terms.illegal_play_limit,
+            ladder=spec.ladder,
+            pair_id=spec.pair_id,
+            first_seat_white=spec.first_seat_white,
+            challenged=challenged,
+        )
+        seat_tokens = ["", ""]
+        creator = "" if caller.admin else caller.key
+        writes = [store.add_match(match)]
+        for seat in seats:
+            if seat.player_id is None:
+                seat_tokens[seat.index] = new_token()
+                digest = token_hash(seat_tokens[seat.index])
+                writes.append(store.add_seat_token(match.id, seat.index, digest, creator))
+        writes += arbiter.owner.claim(match.id, spec.pair_id or match.id)  # run here
+        writes.append(store.add_game(match.current))
+        return NewMatch(match, seat_tokens, writes, challenged, creator)
+
+    async def _store_new(self, caller: Caller, news: list[NewMatch]) -> None:
+        """Store new matches in one transaction (refused: nothing of them is kept)."""
+        ids = {new.match.id for new in news}
+        if not caller.admin:  # counted while they are being stored
+            self.unfinished.setdefault(caller.key, set()).update(ids)
+        try:
+            with self.arbiter.owner.creating(ids):
+                await self.arbiter.writer.commit(*(w for new in news for w in new.writes))
+        except ArbiterError:
+            self.unfinished.get(caller.key, set()).difference_update(ids)
+            raise
+
+    def _open(self, new: NewMatch) -> tuple[MatchSession, str, str]:
+        """Run a stored new match: its seat tokens, its listing, its challenge."""
+        arbiter = self.arbiter
+        match, seat_tokens = new.match, new.seat_tokens
+        arbiter.owner.opened(match.id)
+        for index, token in enumerate(seat_tokens):
+            if token:
+                arbiter.roster.add_seat_token(match.id, index, token_hash(token), new.creator)
+        arbiter.tables.run(match)
+        if new.challenged is not None:
+            seat = next(s.index for s in match.seats if s.player_id == new.challenged)
+            arbiter.notices.to_player(
+                new.challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat)
+            )
+        log.info(
+            "match created id=%s target=%d seats=%s,%s",
+            match.id,
+            match.match.target,
+            match.seats[0].name,
+            match.seats[1].name,
+        )
+        return match, seat_tokens[0], seat_tokens[1]
+
+    def _seat(self, index: int, player_name: str, display: str) -> Seat:
+        roster = self.arbiter.roster
+        if player_name:
+            player = roster.by_name.get(player_name)
+            if player is None:
+                raise ArbiterError(Code.NOT_FOUND, f"no player named {quote(player_name)}")
+            return Seat(index, player.name, player.bot, player.id, player.owner)
+        name = display or f"player {index + 1}"
+        if len(name) > 40 or not name.isprintable():
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "a display name is at most 40 printable characters"
+            )
+        if name.casefold() in roster.names:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT,
+                f"{quote(name)} is a registered player's name; an open seat cannot take it",
+            )
+        return Seat(index, name)
+
+    def _consent(self, spec: MatchSpec, seats: list[Seat], caller: Caller) -> str | None:
+        """Refuse what the caller may not set up; return the player to challenge, if any."""
+        registered = [s for s in seats if s.player_id]
+        if caller.admin or not registered:
+            return None
+        if spec_rigged(spec):
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "seed, dice, start_position and first_seat_color are for the operator, or "
+                "for games between open seats",
+            )
+        me = caller.principal.player_id if caller.principal is not None else None
+        if me is None or me not in {s.player_id for s in registered}:
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "a registered player is seated only by itself (with its own token), by a "
+                "ladder or by the operator",
+            )
+        others = [s.player_id for s in registered if s.player_id != me]
+        return others[0] if others else None
+
+    def _open_quota(self, key: str) -> None:
+        """Refuse a new match to a caller with too many not yet over (waiting for their
+        seats or in progress: a game in progress lives on the server until it ends)."""
+        mine = self.unfinished.get(key)
+        if not mine:
+            return
+        for match_id in list(mine):
+            match = self.arbiter.tables.matches.get(match_id)
+            if match is None or match.decided:  # over (or run by another instance)
+                mine.discard(match_id)
+        if len(mine) >= self.arbiter.roster.policy.open_matches:
+            raise ArbiterError(
+                Code.RESOURCE_EXHAUSTED,
+                f"you have {len(mine)} matches not yet over; finish or let them expire "
+                "before creating more",
+            )
+
+    # -- challenges ---------------------------------------------------------------------
+    async def _challenge(self, digest: str | None, match_id: str) -> MatchSession:
+        arbiter = self.arbiter
+        principal = arbiter.roster.authenticate(digest)
+        match = arbiter.tables.matches.get(match_id)
+        if match is None:
+            await arbiter.owner.match_elsewhere(match_id)
+            raise ArbiterError(Code.NOT_FOUND, f"no match {quote(match_id)}")
+        if principal is None or principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "answering a challenge needs a player token")
+        if match.challenged != principal.player_id:
+            raise ArbiterError(Code.FAILED_PRECONDITION, "no challenge to you is pending there")
+        return match
+
+    async def accept_challenge(self, digest: str | None, match_id: str) -> MatchSession:
+        """The challenged player takes its seat: the match goes ahead like any other."""
+        match = await self._challenge(digest, match_id)
+        challenged, match.challenged = match.challenged, None
+        try:
+            await self.arbiter.writer.commit(
+                store.update_match_options(match), fence=self.arbiter.owner.fence(match)
+            )
+        except ArbiterError:
+            match.challenged = challenged
+            raise
+        self.arbiter.notices.notify(match.current, Note.GAME_ASSIGNED)
+        log.info("challenge accepted match=%s", match.id)
+        return match
+
+    async def decline_challenge(self, digest: str | None, match_id: str) -> None:
+        match = await self._challenge(digest, match_id)
+        await match.call_off("the challenge was declined")
+        log.info("challenge declined match=%s", match.id)
+
+    def list_challenges(self, digest: str | None) -> list[MatchSession]:
+        """The matches waiting for the calling player to accept its challenge, oldest first."""
+        principal = self.arbiter.roster.authenticate(digest)
+        assert principal is not None
+        if principal.player_id is None:
+            raise ArbiterError(Code.PERMISSION_DENIED, "challenges are made to a player token")
+        return [
+            m
+            for m in self.arbiter.tables.matches.values()
+            if m.challenged == principal.player_id and m.current.status is Status.WAITING
+        ]

@@ -1,0 +1,265 @@
+"""The tables: every match and game this core holds, as the Host they run under (their
+journal, their start and end), from creation to the bounded cache of ended games; a game
+found by id (live, ended, or read back from the store); a match run, ended, restored or
+stopped here."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, OrderedDict
+from typing import TYPE_CHECKING
+
+from nardy.variant import Variant
+from server.core import store
+from server.core.journal import Event, EventType, Status
+from server.core.lockstep import Lockstep
+from server.core.notices import Note
+from server.core.principals import new_id
+from server.core.recovery import restore_match
+from server.core.session import GameSession, MatchSession
+from server.core.store import LeaseLost
+from server.core.views import summary_pb
+from server.core.writer import Commit
+from server.errors import ArbiterError, Code, quote
+
+if TYPE_CHECKING:
+    from server.core.arbiter import Arbiter
+
+log = logging.getLogger("nardy.server")
+
+ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
+
+
+class Tables:
+    """The matches and games of this core (the Host of server.core.session)."""
+
+    def __init__(self, arbiter: Arbiter) -> None:
+        self.arbiter = arbiter
+        self.arrivals = arbiter.arrivals  # (for the sessions: plays stamped at the edge)
+        self.metrics = arbiter.metrics
+        # Live matches and games. An ended match leaves them (once its duplicate pair is
+        # over too: until then its seed must stay secret, see ``held``) for the bounded
+        # ``ended`` cache; beyond that its games are read back from the store on demand.
+        self.matches: dict[str, MatchSession] = {}
+        self.games: dict[str, GameSession] = {}
+        self.ended: OrderedDict[str, GameSession] = OrderedDict()
+        self.held: dict[str, list[MatchSession]] = {}  # pair id -> its ended matches
+        self.ended_counts: Counter[Status] = Counter()  # games that left ``games``
+
+    # -- running matches ------------------------------------------------------------------
+    def run(self, match: MatchSession) -> None:
+        """Run a new match (stored already)."""
+        self.matches[match.id] = match
+        self._game_added(match.current)
+        self.arbiter.spawn(self._run_match, match)
+
+    async def _run_match(self, match: MatchSession) -> None:
+        try:
+            await match.run()
+            if match.called_off:
+                await match.settled.wait()  # its abort is written before its end
+            if not self.arbiter.owner.owns(match.id):
+                return  # taken over by another instance: it writes the rest
+            await self._end_match(match)
+        except LeaseLost:
+            self.lose(match.id)
+        except ArbiterError as e:
+            # The journal cannot be written: stop this match where its journal ends; a
+            # restart on a healthy store resumes it from there.
+            log.error("match %s stopped: %s", match.id, e.message)
+            match.current.close_streams(EventType.SERVER_SHUTDOWN)
+
+    async def _finish_ended(self, match: MatchSession) -> None:
+        """A match taken over after its last game ended: only its end is left to write."""
+        try:
+            await self._end_match(match)
+        except LeaseLost:
+            self.lose(match.id)
+        except ArbiterError as e:
+            log.error("match %s: its end not written: %s", match.id, e.message)
+
+    async def _end_match(self, match: MatchSession) -> None:
+        """The match is over: its scores, and its lease given up."""
+        owner = self.arbiter.owner
+        writes = [store.update_match(match), *owner.release(match.id)]
+        await self.arbiter.writer.commit(*writes, fence=owner.fence(match))
+        owner.ended(match.id)
+
+    def lose(self, match_id: str, why: str = "another instance took it over") -> None:
+        """Stop a match here at once, writing nothing more (``why``: another instance
+        runs it now); its streams end (SERVER_SHUTDOWN), so clients come back and are
+        sent there."""
+        self.arbiter.owner.ended(match_id)
+        match = self.matches.pop(match_id, None)
+        if match is None:
+            return
+        match.halt()
+        for game in match.games:
+            self.games.pop(game.id, None)
+            game.close_streams(EventType.SERVER_SHUTDOWN)
+        log.info("match %s: %s; stopped here", match_id, why)
+
+    async def install(self, match: MatchSession, counted: set[str] | None = None) -> bool:
+        """Run a match restored from the journal here (after a restart, or taken over);
+        False if it is over. ``counted``: the ladder games in the books already."""
+        self.matches[match.id] = match
+        for game in match.games:
+            self.games[game.id] = game
+            self.publish(game, new=True, tell=False)
+        await self.arbiter.ladders.restore_games(match, counted)
+        if not match.match.over and match.current.status in (Status.WAITING, Status.IN_PROGRESS):
+            self.arbiter.spawn(self._run_match, match)
+            log.info("match %s restored (game %s)", match.id, match.current.id)
+            return True
+        if self.arbiter.owner.holds(match.id):  # it ended just before its owner stopped
+            self.arbiter.spawn(self._finish_ended, match)
+        return False
+
+    # -- finding games --------------------------------------------------------------------
+    async def game(self, game_id: str, *, read: bool = False) -> GameSession:
+        """A game by id: live, recently ended, or read back from the store. A game another
+        instance runs is answered with where it lives (Elsewhere), or (``read``: only to
+        look at it) read from the store as it is now."""
+        game = self.games.get(game_id)
+        if game is not None:
+            return game
+        game = self.ended.get(game_id)
+        if game is not None:
+            self.ended.move_to_end(game_id)
+            return game
+        game = await self.arbiter.owner.running_elsewhere(game_id, read=read)
+        if game is not None:
+            return game
+        return await self._load_ended(game_id)
+
+    async def read_match(
+        self, row: dict, pairs: dict[str, Lockstep], sizes: Counter | None = None
+    ) -> MatchSession:
+        """A match as its journal has it (not yet running). ``sizes``: how many journaled
+        matches each pair has, so no game of a pair throws before its partner is back."""
+        games = await self.arbiter.reader.match_games(row["id"])
+        pair_id = row["options"].get("pair_id", "")
+        size = sizes[pair_id] if sizes else 1
+        pair = pairs.setdefault(pair_id, Lockstep(pair_id, size)) if pair_id else None
+        return restore_match(self, row, games, new_id, pair)
+
+    async def read_game(self, match_id: str, game_id: str) -> GameSession | None:
+        """A game of a match another instance runs, as the store has it now (to look at)."""
+        row = await self.arbiter.reader.match(match_id)
+        if row is None:
+            return None
+        alone = await self._read_alone(row)
+        match = await self.read_match(row, {alone.pair_id: alone} if alone else {})
+        return next(g for g in match.games if g.id == game_id)
+
+    async def _load_ended(self, game_id: str) -> GameSession:
+        """An ended game's match, read back from the store into the ``ended`` cache."""
+        reader = self.arbiter.reader
+        missing = ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
+        if len(game_id) > 64:
+            raise missing
+        match_id = await reader.match_of(game_id)
+        row = await reader.match(match_id) if match_id is not None else None
+        if row is None:
+            raise missing
+        # each game's last entry only: its state (a replay reads its events on demand)
+        games = await reader.match_ends(match_id)
+        found = self.games.get(game_id) or self.ended.get(game_id)  # loaded meanwhile
+        if found is not None:
+            return found
+        pair = await self._read_alone(row)
+        match = restore_match(self, row, games, new_id, pair)
+        if any(g.status not in (Status.FINISHED, Status.ABORTED) for g in match.games):
+            raise missing  # not ended, and not run here
+        if pair is None or pair.over:  # (else read again once its partner has ended)
+            for g in match.games:
+                self._keep_ended(g)
+        return next(g for g in match.games if g.id == game_id)
+
+    async def _read_alone(self, row: dict) -> Lockstep | None:
+        """The pair of a ladder match read back alone, to be looked at (None: no pair).
+        While the pair's other match still plays on another instance the pair waits for
+        it and is never over, so its seed stays secret: it would tell every coming throw
+        of the other game. (Alone on its store, a pair's ended match stays in memory until
+        the pair is over, see _match_over: one read back here has no partner playing.)"""
+        pair_id = row["options"].get("pair_id", "")
+        if not pair_id:
+            return None
+        playing = await self.arbiter.owner.pair_playing(pair_id)
+        return Lockstep(pair_id, 2 if playing else 1)
+
+    def _keep_ended(self, game: GameSession) -> None:
+        self.ended[game.id] = game
+        self.ended.move_to_end(game.id)
+        while len(self.ended) > ENDED_GAMES:
+            _, old = self.ended.popitem(last=False)
+            if not any(g.id in self.ended for g in old.match.games):
+                old.match.release()
+
+    def match_over(self, match: MatchSession) -> None:
+        """The match's last game has ended: it leaves memory for the bounded caches (with
+        the other match of its duplicate pair, once that has ended too)."""
+        if match.pair is not None and not match.pair.over:
+            self.held.setdefault(match.pair_id, []).append(match)
+            return
+        for ended in (*self.held.pop(match.pair_id, ()), match):
+            self.matches.pop(ended.id, None)
+            self.arbiter.roster.match_ended(ended.id)
+            for game in ended.games:
+                if self.games.pop(game.id, None) is not None:
+                    self.ended_counts[game.status] += 1
+                self._keep_ended(game)
+
+    def publish(self, game: GameSession, *, new: bool = False, tell: bool = True) -> None:
+        """Show the game's (``new``: a new game's) summary to ListGames (see catalogue),
+        here and (``tell``) on the other instances."""
+        summary = summary_pb(game.card, game.snapshot())
+        catalogue = self.arbiter.catalogue
+        if new:
+            catalogue.add(game.id, summary)
+        else:
+            catalogue.publish(game.id, summary)
+        if tell:
+            self.arbiter.owner.tell_summary(game.id, summary, new)
+
+    def game_counts(self) -> dict[str, int]:
+        """How many games are in each status (for /metrics)."""
+        counts = {s.name.lower(): self.ended_counts[s] for s in Status}
+        for game in self.games.values():
+            counts[game.status.name.lower()] += 1
+        return counts
+
+    def shutdown(self) -> None:
+        """Every game stream ends with SERVER_SHUTDOWN."""
+        for game in self.games.values():
+            game.close_streams(EventType.SERVER_SHUTDOWN)
+
+    # -- the Host of sessions ---------------------------------------------------------------
+    def journal(self, game: GameSession, *events: Event) -> Commit:
+        if events[0].type is EventType.GAME_STARTED:
+            self.publish(game)  # the colours are known now
+        writes = [store.append_event(game, event) for event in events]
+        return self.arbiter.writer.submit(*writes, fence=self.arbiter.owner.fence(game.match))
+
+    async def load_events(self, game_id: str, rules: Variant, tail: int = 0) -> list[Event]:
+        return await self.arbiter.reader.events(game_id, rules, tail)
+
+    async def game_created(self, game: GameSession) -> None:
+        fence = self.arbiter.owner.fence(game.match)
+        await self.arbiter.writer.commit(store.add_game(game), fence=fence)
+        self._game_added(game)
+
+    def _game_added(self, game: GameSession) -> None:
+        self.games[game.id] = game
+        self.publish(game, new=True)
+        self.arbiter.notices.notify(game, Note.GAME_ASSIGNED)
+
+    async def game_over(self, game: GameSession) -> None:
+        arbiter = self.arbiter
+        writes = [store.update_game(game), *arbiter.ladders.game_over(game)]
+        await arbiter.writer.commit(*writes, fence=arbiter.owner.fence(game.match))
+        self.publish(game)
+        arbiter.notices.notify(game, Note.GAME_OVER)
+        arbiter.ladders.counted(game)
+        if game is game.match.current:  # the match is over
+            self.match_over(game.match)
