@@ -1,22 +1,24 @@
-"""The arbiter under load, as separate processes on loopback (P4 of issue 13).
+"""The arbiter under load, as separate processes on loopback (the edge and its core).
 
 1. 5,000 idle subscriptions: server memory per subscription and its thread count.
-2. P4: 900 idle games (both seats subscribed, nobody plays) whose clocks all run out, with
-   the server otherwise idle and then while 100 more games are played flat out (1,000
-   concurrent games) by instant bots whose streams are filtered to their own turns (as
-   the SDK's bots do): memory per idle game, and how late the timeouts fire, from the
-   games' event times and from the server's own ``nardy_clock_lateness_seconds``.
+2. Timeouts: 900 idle games (both seats subscribed, nobody plays) whose clocks all run
+   out, with the server otherwise idle and then while 100 more games are played flat out
+   (1,000 concurrent games) by instant bots whose streams are filtered to their own turns
+   (as the SDK's bots do): memory per idle game, and how late the timeouts fire, from the
+   games' event times and from the server's own ``nardy_clock_lateness_seconds`` (target:
+   p99 within 50 ms of the deadline).
 
 ``python -m bench arbiter [--quick]``; ``python -m bench.arbiter --idle-only`` runs only
-P4's idle games on an otherwise idle server; ``--load-only`` only the case under play
+the idle games on an otherwise idle server; ``--load-only`` only the case under play
 load, ``--every-event`` with the load's bots following every event (no filter);
 ``--vs OPTIONS --rounds N``: against servers with other options, in alternating rounds.
-Turn round trip and throughput against the raw transport (P2, P3): ``bench/turns.py``.
+Turn round trip and throughput against the raw transport: ``bench/turns.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import socket
@@ -107,12 +109,27 @@ def arbiter(*extra: str):
 
 
 def proc_status(pid: int) -> dict[str, int]:
-    out = {}
+    """RSS (KiB) and threads of process ``pid`` and of the processes it started (the
+    edge's core)."""
+    out = {"VmRSS": 0, "Threads": 0}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             key, _, value = line.partition(":")
-            if key in ("VmRSS", "Threads"):
-                out[key] = int(value.split()[0])
+            if key in out:
+                out[key] += int(value.split()[0])
+    for child in children(pid):
+        for key, value in proc_status(child).items():
+            out[key] += value
+    return out
+
+
+def children(pid: int) -> list[int]:
+    """The processes ``pid``'s threads started (the edge's core)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += map(int, f.read().split())
     return out
 
 
@@ -121,7 +138,7 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-# -- raw unary ping-pong (the P2 baseline, bench/turns.py) -----------------------------
+# -- raw unary ping-pong (the round trip's baseline, bench/turns.py) --------------------
 async def raw_ping(address: str, n: int) -> list[float]:
     async with grpc.aio.insecure_channel(address) as ch:
         ping = ch.unary_unary("/bench.Echo/Ping")
@@ -172,7 +189,7 @@ def idle_subscriptions(quick: bool) -> None:
     )
 
 
-# -- 2. P4: idle games, timeouts under load ---------------------------------------------------
+# -- 2. idle games, timeouts under load -------------------------------------------------------
 def scrape(url: str) -> dict[str, float]:
     """The nardy_clock_lateness_seconds histogram's cumulative buckets ({le: count})."""
     with urllib.request.urlopen(url, timeout=30) as r:
@@ -265,7 +282,7 @@ async def p4(
 def timeout_lateness(
     quick: bool, cases: str = "both", own: bool = True, servers: tuple[str, ...] = ("",)
 ) -> None:
-    """P4: 1,000 concurrent games, 100 of them flat out; the other 900 idle until their
+    """1,000 concurrent games, 100 of them flat out; the other 900 idle until their
     clocks run out (target: p99 <= 50 ms late; memory <= 100 KB per idle game). ``cases``:
     "both", "idle" or "load"; ``own``: the load's bots follow their own turns only;
     ``servers``: ``nardy serve`` options, one server each, in alternating rounds."""
@@ -323,15 +340,15 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(prog="python -m bench.arbiter")
     ap.add_argument("--quick", action="store_true")
     which = ap.add_mutually_exclusive_group()
-    which.add_argument("--idle-only", action="store_true", help="only P4's idle-server case")
-    which.add_argument("--load-only", action="store_true", help="only P4's case under play load")
+    which.add_argument("--idle-only", action="store_true", help="only the idle-server case")
+    which.add_argument("--load-only", action="store_true", help="only the case under play load")
     ap.add_argument("--every-event", action="store_true", help="the load's bots see every event")
     ap.add_argument(
         "--vs",
         action="append",
         default=[],
         metavar="OPTIONS",
-        help="also a server with these `nardy serve` options (e.g. --vs='--calls-per-batch 8'), "
+        help="also a server with these `nardy serve` options (e.g. --vs='--rate 100'), "
         "in alternating rounds with the default one",
     )
     ap.add_argument("--rounds", type=int, default=1, help="rounds of each server")

@@ -48,7 +48,7 @@ import time
 
 import grpc
 
-from bench.arbiter import arbiter, pct
+from bench.arbiter import arbiter, children, pct
 from bench.bots import ADMIN_ENV, PLAYED, bearer, instant_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
@@ -218,16 +218,6 @@ def raised_priority(nice: int) -> bool:
     with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as f:
         f.write(str(nice))
     return True
-
-
-def children(pid: int) -> list[int]:
-    """The processes started by ``pid``'s threads (the edge's core)."""
-    out: list[int] = []
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += map(int, f.read().split())
-    return out
 
 
 def schedstat(pid: int) -> tuple[float, float]:

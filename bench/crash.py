@@ -35,9 +35,8 @@ import time
 
 import grpc
 
-from bench.arbiter import free_port, process
+from bench.arbiter import children, free_port, process
 from bench.bots import ADMIN_ENV, bearer
-from bench.turns import children
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb

@@ -42,7 +42,7 @@ import time
 
 import grpc
 
-from bench.arbiter import ECHO_SERVER, arbiter, free_port, pct, process, raw_ping
+from bench.arbiter import ECHO_SERVER, arbiter, children, free_port, pct, process, raw_ping
 from bench.bots import ADMIN_ENV, bearer
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
@@ -315,13 +315,6 @@ def cpu_s(pid: int) -> float:
     return own + sum(cpu_s(child) for child in children(pid))
 
 
-def children(pid: int) -> list[int]:
-    out: list[int] = []
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += map(int, f.read().split())
-    return out
 
 
 def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:

@@ -238,7 +238,7 @@ def _token(server: EmbeddedServer, arbiter, name: str) -> str:
         if e.code() != grpc.StatusCode.ALREADY_EXISTS:
             raise
     try:
-        return server.call(server.arbiter.reissue_token, name)
+        return server.call(server.arbiter.roster.reissue_token, name)
     except ArbiterError as e:
         raise SystemExit(f"nardy ladder: {e}") from None
 

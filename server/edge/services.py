@@ -169,7 +169,9 @@ class Services:
     async def subscribe_player(self, request: bytes, context) -> None:
         await self._follow(context, f"/{ARBITER}/SubscribePlayer", request, "player")
 
-    async def _follow(self, context, method: str, request: bytes, kind: str, plays=None) -> None:
+    async def _follow(
+        self, context, method: str, request: bytes, kind: str, plays=None
+    ) -> None:
         """Open a stream on the core and write what its tap tells until it ends; ``plays``
         (a Play stream): a coroutine function answering its plays into the stream."""
         who = await self._checked(context, held=True)
@@ -177,9 +179,12 @@ class Services:
         core = self.core.link
         opened = link_pb.Opened()
         reader = None
+        streams, counted = self.metrics.streams.labels(kind), False
         try:
             reply = await self._ask(context, who, method, request, follower=follow)
             opened = link_pb.Opened.FromString(reply.body)
+            streams.inc()
+            counted = True
             # a replay reads, decodes and encodes every event: each message beyond the
             # first counts as a request
             self.gate.limiter.charge(who.key, max(0, len(opened.backlog) - 1))
@@ -192,6 +197,8 @@ class Services:
                 reader.cancel()
             if opened.tap:
                 core.leave(opened.tap, follow)
+            if counted:  # (after its end is written to the core)
+                streams.dec()
             self.gate.release(who)
 
     async def _write(
@@ -203,36 +210,31 @@ class Services:
         kind: str,
         wrapped: bool,
     ) -> None:
-        streams = self.metrics.streams.labels(kind)
-        streams.inc()
-        try:
-            for message in opened.backlog:
-                await context.write(link.embedded(PLAY_EVENT, message) if wrapped else message)
+        for message in opened.backlog:
+            await context.write(link.embedded(PLAY_EVENT, message) if wrapped else message)
+        follow.sent()
+        if not opened.tap:
+            return  # (a game already over: its backlog is all)
+        seq = opened.seq
+        while (item := await follow.next()) is not END:
+            if item is BEAT:
+                message = await self._beat(core, opened.tap, seq, kind)
+                turn = 0
+            elif type(item) is bytes:  # a Play stream's answer
+                message, turn = item, 0
+            else:
+                message, turn, told_seq = item
+                seq = told_seq or seq
+                if wrapped:
+                    message = link.embedded(PLAY_EVENT, message)
+            if message is None:
+                continue
+            if turn:  # the seat's turn: its clock runs from now
+                core.sent(opened.game_id, turn, time.perf_counter())
+            await context.write(message)
             follow.sent()
-            if not opened.tap:
-                return  # (a game already over: its backlog is all)
-            seq = opened.seq
-            while (item := await follow.next()) is not END:
-                if item is BEAT:
-                    message = await self._beat(core, opened.tap, seq, kind)
-                    turn = 0
-                elif type(item) is bytes:  # a Play stream's answer
-                    message, turn = item, 0
-                else:
-                    message, turn, told_seq = item
-                    seq = told_seq or seq
-                    if wrapped:
-                        message = link.embedded(PLAY_EVENT, message)
-                if message is None:
-                    continue
-                if turn:  # the seat's turn: its clock runs from now
-                    core.sent(opened.game_id, turn, time.perf_counter())
-                await context.write(message)
-                follow.sent()
-            if follow.error is not None and core.lost.is_set():
-                await self._refuse(context, grpc.StatusCode.UNAVAILABLE, follow.error)
-        finally:
-            streams.dec()
+        if follow.error is not None and core.lost.is_set():
+            await self._refuse(context, grpc.StatusCode.UNAVAILABLE, follow.error)
 
     async def _beat(self, core: CoreLink, tap: int, seq: int, kind: str) -> bytes | None:
         if kind == "player":

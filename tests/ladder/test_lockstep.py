@@ -424,7 +424,7 @@ def test_a_crosstable_is_built_once_per_change_of_the_books(tmp_path):
             )
         first, again = (srv.call(crosstable_pb, srv.arbiter, "x") for _ in range(2))
         assert again is first
-        srv.call(lambda: srv.arbiter.ladder("x").restore(_record("a", "b")))  # a result
+        srv.call(lambda: srv.arbiter.ladders.ladder("x").restore(_record("a", "b")))  # a result
         changed = srv.call(crosstable_pb, srv.arbiter, "x")
         assert changed is not first and len(changed.cells) == 2
 

@@ -112,12 +112,12 @@ async def started_game(nursery, tmp_path, spec: dict | None = None, **terms):
         terms=Terms(**terms),
         **(spec or {}),
     )
-    match, t1, t2 = await arbiter.create_match(None, spec)  # None: the server itself
+    match, t1, t2 = await arbiter.seating.create_match(None, spec)  # None: the server itself
     game = match.current
     inbox, other = Inbox(), Inbox()
     t1, t2 = token_hash(t1), token_hash(t2)  # (the edge sends the core tokens' digests)
-    await arbiter.subscribe_game(t1, game.id, 0, False, lambda *_: inbox)
-    await arbiter.subscribe_game(t2, game.id, 0, False, lambda *_: other)
+    await arbiter.actions.subscribe(t1, game.id, 0, False, lambda *_: inbox)
+    await arbiter.actions.subscribe(t2, game.id, 0, False, lambda *_: other)
     return arbiter, game, (t1, t2), inbox
 
 
@@ -138,7 +138,7 @@ async def test_play_is_charged_up_to_its_arrival(nursery, tmp_path, autojump_clo
     await trio.sleep(5.0)  # the core is 5 s behind: past the deadline (start + 1.4 s)
     assert game.result is None  # the timeout waits for the play that arrived in time
     play = turn.snapshot.legal[0]
-    answer = await arbiter.submit_play(
+    answer = await arbiter.actions.submit_play(
         mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
     )
     assert answer.used_ms == pytest.approx(1200, abs=1)
@@ -157,7 +157,7 @@ async def test_play_that_arrived_late_is_refused_and_the_side_loses(
     await trio.sleep(1.0)  # exactly at the deadline: too late
     arrival = arbiter.arrivals.stamp(game.id)
     with pytest.raises(ArbiterError, match="clock ran out|the game is over"):
-        await arbiter.submit_play(
+        await arbiter.actions.submit_play(
             mover_token(game, tokens),
             game.id,
             game.turn_id,
@@ -189,7 +189,7 @@ async def test_illegal_play_in_time_does_not_stop_the_clock(nursery, tmp_path, a
     await trio.sleep(0.3)
     arrival = arbiter.arrivals.stamp(game.id)
     with pytest.raises(ArbiterError, match="illegal play"):
-        await arbiter.submit_play(
+        await arbiter.actions.submit_play(
             mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
         )
     assert game.result is None and game.clocks[game.position.turn].running
@@ -246,7 +246,7 @@ async def test_timeout_waits_for_an_in_time_play_then_decides(nursery, tmp_path,
     assert game.result is None
     judged = trio.current_time()
     with pytest.raises(ArbiterError, match="illegal play"):
-        await arbiter.submit_play(
+        await arbiter.actions.submit_play(
             mover_token(game, tokens), game.id, game.turn_id, "1/off", None, arrival
         )
     await inbox.next(EventType.GAME_FINISHED)
@@ -261,11 +261,11 @@ async def test_turn_sent_late_moves_the_deadline(nursery, tmp_path, autojump_clo
     await inbox.next(EventType.TURN_STARTED)
     announced = trio.current_time()
     await trio.sleep(0.4)
-    arbiter.turn_sent(game.id, game.turn_id, trio.current_time())
+    arbiter.actions.turn_sent(game.id, game.turn_id, trio.current_time())
     await trio.sleep(0.9)  # 1.3 s after the announcement, 0.9 s after the send
     arrival = arbiter.arrivals.stamp(game.id)
     play = game.legal[0]
-    answer = await arbiter.submit_play(
+    answer = await arbiter.actions.submit_play(
         mover_token(game, tokens), game.id, game.turn_id, None, play.end.text(), arrival
     )
     assert answer.used_ms == pytest.approx(900, abs=1)
@@ -292,7 +292,8 @@ async def test_a_timeout_waits_for_the_plays_the_edge_stamped_in_time(
 
     async def play(arrival) -> None:
         end = turn.snapshot.legal[0].end.text()
-        answers.append(await arbiter.submit_play(mover, game.id, game.turn_id, None, end, arrival))
+        answer = await arbiter.actions.submit_play(mover, game.id, game.turn_id, None, end, arrival)
+        answers.append(answer)
 
     async def fence(game_id: str, before: float) -> None:  # the edge, behind the link
         fences.append(before)

@@ -19,8 +19,7 @@ from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.core import arbiter as arbiter_module
-from server.core import catalogue
+from server.core import catalogue, roster, tables
 from server.core.store import SQLiteStore
 from tests.server.conftest import counting, create, resigned
 from tests.server.test_trust import refused
@@ -31,8 +30,8 @@ LAST_CHECKER = "w/0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0,1"
 
 @pytest.fixture
 def small_caches(monkeypatch):
-    monkeypatch.setattr(arbiter_module, "ENDED_GAMES", 1)
-    monkeypatch.setattr(arbiter_module, "RECENT_TOKENS", 1)
+    monkeypatch.setattr(tables, "ENDED_GAMES", 1)
+    monkeypatch.setattr(roster, "RECENT_TOKENS", 1)
     monkeypatch.setattr(catalogue, "WINDOW", 2)
 
 
@@ -62,11 +61,11 @@ async def memory(server: EmbeddedServer) -> dict[str, int]:
     def count():
         a = server.arbiter
         return {
-            "games": len(a.games),
-            "matches": len(a.matches),
-            "ended": len(a.ended),
-            "seat_tokens": len(a.seat_digests),
-            "tokens": len(a.tokens) + len(a.recent_tokens),
+            "games": len(a.tables.games),
+            "matches": len(a.tables.matches),
+            "ended": len(a.tables.ended),
+            "seat_tokens": len(a.roster.seat_digests),
+            "tokens": len(a.roster.tokens) + len(a.roster.recent_tokens),
             "listed": len(a.catalogue),
         }
 
@@ -122,7 +121,7 @@ async def test_an_ended_match_leaves_memory_and_is_served_from_the_store(db, sma
 
     with EmbeddedServer(db=db, heartbeat_s=30.0) as server:  # a restart: still bounded
         restored = await memory(server)
-        counts = await trio.to_thread.run_sync(server.call, server.arbiter.game_counts)
+        counts = await trio.to_thread.run_sync(server.call, server.arbiter.tables.game_counts)
         assert counts["waiting"] == 1 and counts["finished"] == 3 and counts["aborted"] == 1
         assert restored["games"] == 1 and restored["ended"] <= 1
         assert restored["tokens"] <= 2 + 1  # the waiting match's seat tokens, one recent
@@ -154,7 +153,7 @@ async def test_a_restart_reads_back_only_the_newest_and_the_unfinished_games(db,
     with EmbeddedServer(db=db, heartbeat_s=30.0, store_factory=Counting) as server:
         newest = {r.game_id for r in ended[-2:]}  # the catalogue's window of 2 matches
         assert sorted(journals) == sorted({waiting.game_id, *newest})
-        counts = await trio.to_thread.run_sync(server.call, server.arbiter.game_counts)
+        counts = await trio.to_thread.run_sync(server.call, server.arbiter.tables.game_counts)
         assert counts["waiting"] == 1 and counts["finished"] == 5
         async with Client(server.address) as client:
             listed = {g.game_id for g in await client.all_games()}
@@ -262,7 +261,7 @@ async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_pa
                 r, seats = await create(client)
                 assert not await resigned(seats, r.game_id)
                 ended.append(seats[0])
-            gauge = server.arbiter.metrics.streams.labels("player")
+            gauge = server.edge.metrics.streams.labels("player")
             streams = []
             with trio.fail_after(30):
                 for seat in ended:  # the second one's look-up pushes the first one's out
@@ -278,16 +277,18 @@ async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_pa
                 while gauge._value.get():  # their ends are being seen to
                     await trio.sleep(0.01)
 
-            def sinks() -> int:  # (asked after the streams' ends were handed to the core)
-                return sum(map(len, server.arbiter.player_sinks.values()))
+            def sinks() -> int:  # (the streams' ends are on their way to the core)
+                return sum(map(len, server.arbiter.notices.sinks.values()))
 
-            assert await trio.to_thread.run_sync(server.call, sinks) == 0
+            with trio.fail_after(30):
+                while await trio.to_thread.run_sync(server.call, sinks):
+                    await trio.sleep(0.01)
 
 
 async def test_ended_matches_leave_no_cyclic_garbage(db, small_caches):
     """A match that has left every cache is freed by reference counting alone — its games,
     and a duplicate pair's — not left to the cyclic collector, which sees long-lived objects
-    only now and then (server/collector.py freezes them): with the collector off, nothing of
+    only now and then: with the collector off, nothing of
     a ladder pair or of a one-off match stays alive once newer games have pushed them out."""
     gc.disable()
     try:
@@ -313,7 +314,7 @@ async def test_ended_matches_leave_no_cyclic_garbage(db, small_caches):
 
                 def sessions(ids):
                     arbiter = server.arbiter
-                    found = [arbiter.games.get(g) or arbiter.ended[g] for g in ids]
+                    found = [arbiter.tables.games.get(g) or arbiter.tables.ended[g] for g in ids]
                     parts = [o for g in found for o in (g, g.match, g.match.pair) if o is not None]
                     return [weakref.ref(o) for o in parts]
 

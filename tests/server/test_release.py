@@ -22,16 +22,16 @@ async def test_resend_of_the_last_play_after_the_game_ended(nursery, tmp_path):
     turn = await inbox.next(EventType.TURN_STARTED)
     token = mover_token(game, tokens)
     end = turn.snapshot.legal[0].end.text()
-    first = await arbiter.submit_play(token, game.id, game.turn_id, None, end)
+    first = await arbiter.actions.submit_play(token, game.id, game.turn_id, None, end)
     await inbox.next(EventType.GAME_FINISHED)
     await trio.testing.wait_all_tasks_blocked()
     assert game.status is Status.FINISHED and game.accepted == {} and game.legal == ()
-    again = await arbiter.submit_play(token, game.id, turn.snapshot.turn_id, None, end)
+    again = await arbiter.actions.submit_play(token, game.id, turn.snapshot.turn_id, None, end)
     assert again.duplicate and (again.notation, again.end_position) == (
         first.notation,
         first.end_position,
     )
     with pytest.raises(ArbiterError, match="already played"):
-        await arbiter.submit_play(token, game.id, turn.snapshot.turn_id, "-", None)
+        await arbiter.actions.submit_play(token, game.id, turn.snapshot.turn_id, "-", None)
     with pytest.raises(ArbiterError, match="over"):
-        await arbiter.submit_play(token, game.id, turn.snapshot.turn_id + 1, None, end)
+        await arbiter.actions.submit_play(token, game.id, turn.snapshot.turn_id + 1, None, end)

@@ -77,7 +77,7 @@ def test_a_database_from_before_schema_versions_is_migrated(tmp_path):
         conn.executescript(SQLITE_MIGRATIONS[1])
         conn.execute("INSERT INTO ladders VALUES ('old-ladder', '{}')")
     with EmbeddedServer(db=db) as srv:
-        assert "old-ladder" in srv.arbiter.ladders
+        assert "old-ladder" in srv.arbiter.ladders.by_name
     assert execute(db, "SELECT version FROM nardy_schema") == [(SCHEMA_VERSION,)]
 
 
@@ -96,7 +96,7 @@ async def test_a_ladder_stored_by_an_older_version_still_loads(db):
             assert r.options.illegal_play_limit == 2 and r.options.variant == "long"
             await client.standings("old-ladder")
     with EmbeddedServer(db=db) as srv:  # and it stays loadable (nothing rewritten wrongly)
-        assert srv.arbiter.ladders["old-ladder"].options.turn_time_ms == 750
+        assert srv.arbiter.ladders.by_name["old-ladder"].options.turn_time_ms == 750
 
 
 async def test_unwritable_store_refuses_changes_and_the_server_stays_up(db):
