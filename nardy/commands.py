@@ -286,6 +286,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="an arbiter that cannot be reached is retried (with a line on stderr each "
         "time) for this long, then the engine exits with an error (default 120)",
     )
+    p.add_argument(
+        "--unary",
+        action="store_true",
+        help="play over SubscribeGame and a SubmitPlay call per turn instead of the Play "
+        "stream (the default, which falls back to those where the arbiter does not offer it)",
+    )
     p.set_defaults(func=runs("engines.cli"))
 
     p = sub.add_parser(
