@@ -174,6 +174,15 @@ def choice_fields(choice: pb.LegalPlay | str) -> dict[str, str]:
     return {"end_position": choice.end_position}
 
 
+def first_legal_instead(state: pb.GameState, refused: dict[str, str]) -> dict[str, str] | None:
+    """The fields of the turn's first legal play, to play instead of the ``refused`` fields
+    (None when the turn has none, or when that is the play refused)."""
+    if not state.legal_plays:
+        return None
+    first = {"end_position": state.legal_plays[0].end_position}
+    return None if first == refused else first
+
+
 def tls_settings(
     tls: bool | None = None, root_certificates: bytes | None = None
 ) -> tuple[bool, bytes | None]:
@@ -813,16 +822,6 @@ class _Seat:
             self.turn = state
         return self.choice
 
-    def fallback(self, refused: api.SubmitPlayRequest) -> api.SubmitPlayRequest | None:
-        """The first legal play of the refused play's turn, unless that was the one refused."""
-        turn = self.turn
-        if turn is None or turn.turn_id != refused.turn_id or not turn.legal_plays:
-            return None
-        first = turn.legal_plays[0].end_position
-        if refused.WhichOneof("play") == "end_position" and refused.end_position == first:
-            return None
-        return play_request(self.game_id, refused.turn_id, end_position=first)
-
 
 STATUS = {code.value[0]: code for code in grpc.StatusCode}  # PlayRefused.code -> StatusCode
 
@@ -852,7 +851,11 @@ async def _over_play(client: Client, seat: _Seat) -> pb.GameState:
                 continue
             refused = response.refused
             code = STATUS.get(refused.code, grpc.StatusCode.UNKNOWN)
-            instead = seat.fallback(play) if code == grpc.StatusCode.INVALID_ARGUMENT else None
+            turn, instead = seat.turn, None
+            illegal = code == grpc.StatusCode.INVALID_ARGUMENT
+            if illegal and turn is not None and turn.turn_id == play.turn_id:
+                which = play.WhichOneof("play") or "notation"
+                instead = first_legal_instead(turn, {which: getattr(play, which)})
             if code in BACK_OFF:
                 log.info(
                     "game %s turn %d: %s (%s); sending it again in %.1f s",
@@ -865,15 +868,15 @@ async def _over_play(client: Client, seat: _Seat) -> pb.GameState:
                 await trio.sleep(delay)
                 delay = min(2.0, delay * 2)
                 stream.send(play)
-            elif instead is not None:
+            elif turn is not None and instead is not None:
                 log.warning(
                     "game %s turn %d: play refused (%s); playing %s instead",
                     seat.game_id,
                     play.turn_id,
                     refused.message,
-                    seat.turn.legal_plays[0].notation if seat.turn else "",
+                    turn.legal_plays[0].notation,
                 )
-                stream.send(instead)
+                stream.send(play_request(seat.game_id, play.turn_id, **instead))
             else:
                 log.warning("game %s turn %d: %s", seat.game_id, play.turn_id, refused.message)
                 seat.done = max(seat.done, play.turn_id)
@@ -923,7 +926,6 @@ async def submit_play(
     engine loses the quality of a move, not the game on time.
     """
     fields = choice_fields(choice)
-    fallback = {"end_position": state.legal_plays[0].end_position} if state.legal_plays else None
     while True:
         try:
             await client.submit(game_id, state.turn_id, **fields, attempts=attempts)
@@ -931,7 +933,8 @@ async def submit_play(
         except grpc.RpcError as e:
             if e.code() in BACK_OFF:
                 return None  # still unreachable after the retries
-            if e.code() == grpc.StatusCode.INVALID_ARGUMENT and fallback not in (None, fields):
+            fallback = first_legal_instead(state, fields)
+            if e.code() == grpc.StatusCode.INVALID_ARGUMENT and fallback is not None:
                 log.warning(
                     "game %s turn %d: play refused (%s); playing %s instead",
                     game_id,
