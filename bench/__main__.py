@@ -13,6 +13,7 @@ ALL = [
     "engine_speed",
     "arbiter",
     "turns",
+    "sdk",
     "clock",
     "crash",
     "memory",

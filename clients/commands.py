@@ -10,7 +10,7 @@ import argparse
 import getpass
 
 from engines.registry import names
-from nardy.cliargs import add_turn_time_arg, runs
+from nardy.cliargs import add_token_arg, add_turn_time_arg, runs
 from nardy.clock import DEFAULT_TURN_TIME_MS
 from nardy.variant import available
 
@@ -110,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from nardy.cliargs import add_tls_args
 
     add_tls_args(p)
-    p.add_argument("--token", default=None, help="your player or seat token (or $NARDY_TOKEN)")
+    add_token_arg(p, "your player or seat token (or $NARDY_TOKEN)")
     p.add_argument("--game", default=None, help="with --server: the game id to join")
     p.add_argument("--plain", action="store_true", help="line by line output, no live screen")
     p.add_argument("--log", default=None, help="write the client's log to this file")

@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     import os
 
-    from nardy.client import Reconnect, run_engine
+    from nardy.client import PLAY, UNARY, Reconnect, run_engine
 
     server = args.server or os.environ.get("NARDY_SERVER") or "127.0.0.1:50051"
     if not args.give_up > 0:
@@ -47,12 +47,14 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
 
+    transport = UNARY if args.unary else PLAY
     log.info(
-        "engine %s starting (level %s, seed %s, max games %s)",
+        "engine %s starting (level %s, seed %s, max games %s, over %s)",
         args.name,
         args.level,
         args.seed,
         args.max_games,
+        "SubscribeGame and SubmitPlay" if args.unary else "the Play stream",
     )
 
     def lost(why: str, wait: float) -> None:
@@ -71,6 +73,7 @@ def main(args: argparse.Namespace) -> int:
             token=args.token,
             max_games=args.max_games,
             reconnect=reconnect,
+            transport=transport,
         )
     except KeyboardInterrupt:
         return 130

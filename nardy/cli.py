@@ -65,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from nardy.cliargs import apply_tls_args
+    from nardy.cliargs import apply_tls_args, glue_token_values
+
+    args = build_parser().parse_args(glue_token_values(sys.argv[1:] if argv is None else argv))
 
     apply_tls_args(args)
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -112,3 +113,41 @@ def apply_tls_args(args: argparse.Namespace) -> None:
         os.environ["NARDY_TLS_CA"] = os.path.abspath(args.tls_ca)
     if getattr(args, "tls", None):
         os.environ["NARDY_TLS"] = "1"
+
+
+TOKEN_OPTION = "--token"
+# What argparse must still read as an option after --token: -x, --name, --name=value.
+_OPTION = re.compile(r"-[A-Za-z]|--[a-z][a-z0-9-]*(=.*)?", re.DOTALL)
+
+
+def add_token_arg(p: argparse.ArgumentParser, help: str) -> None:
+    """``--token TOKEN`` of a command that plays or acts as a player (``args.token``); a
+    token that begins with ``-`` is read as the token (see :func:`glue_token_values`)."""
+    p.add_argument(TOKEN_OPTION, metavar="TOKEN", help=help)
+
+
+def glue_token_values(argv: list[str]) -> list[str]:
+    """``--token VALUE`` as ``--token=VALUE`` where VALUE begins with ``-``: argparse reads
+    such a value as an option and fails ("expected one argument"), but tokens are opaque
+    text and may begin with ``-``. A VALUE that looks like an option (``-h``,
+    ``--server``) is left alone, and so is everything after ``--`` (an engine's command)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if (
+            arg == TOKEN_OPTION
+            and nxt is not None
+            and nxt.startswith("-")
+            and nxt != "--"
+            and not _OPTION.fullmatch(nxt)
+        ):
+            out.append(f"{TOKEN_OPTION}={nxt}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out

@@ -5,13 +5,19 @@ A Python engine is one function from a :class:`TurnInfo` to a play; :func:`run_e
 resuming a dropped stream from the last sequence number with backoff, idempotent plays
 named by ``turn_id``, and deadlines on every call.
 
+A seat plays its game over the bidirectional ``Play`` stream (:class:`PlayStream`: its own
+turns down, its plays up, one stream per game) unless told ``transport="unary"``; where the
+arbiter does not offer ``Play`` (UNIMPLEMENTED, e.g. behind ``nardy serve --front``) it
+follows the game with ``SubscribeGame`` and answers each turn with a ``SubmitPlay`` call.
+
 There is one client, :class:`Client`, for trio code; every retry, resume and shutdown rule
 lives there. :class:`SimpleClient` is the blocking face of the same client (as
 python-chess's ``SimpleEngine`` wraps its asyncio engine): it runs a ``Client`` on a trio
 loop in a background thread and each of its methods calls the trio method there.
 
 grpcio has no trio support, so unary calls use ``stub.Method.future`` woken through the trio
-token, and each stream is read by one thread feeding a trio memory channel.
+token, and each stream is read by one thread feeding a trio memory channel (a ``Play``
+stream's requests are taken from a queue by grpcio's own sending thread).
 
 Several arbiter instances on one database: a call about a game another instance runs is
 answered UNAVAILABLE with that instance's address in the ``nardy-instance`` trailing
@@ -28,9 +34,11 @@ import functools
 import logging
 import math
 import os
+import queue
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -68,6 +76,10 @@ INSTANCE_KEY = "nardy-instance"  # trailing metadata: the instance that runs the
 GAME_CALLS = {"GetGame", "SubmitPlay", "Resign", "SubscribeGame"}  # sent where the game is
 MAX_HOPS = 4  # redirects followed in a row for one call
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
+# How a seat's game travels: the Play stream (falling back to unary where the arbiter does
+# not offer it), or SubscribeGame + a SubmitPlay call per turn.
+PLAY, UNARY = "play", "unary"
+TRANSPORTS = (PLAY, UNARY)
 
 
 @dataclass
@@ -162,6 +174,15 @@ def choice_fields(choice: pb.LegalPlay | str) -> dict[str, str]:
     return {"end_position": choice.end_position}
 
 
+def first_legal_instead(state: pb.GameState, refused: dict[str, str]) -> dict[str, str] | None:
+    """The fields of the turn's first legal play, to play instead of the ``refused`` fields
+    (None when the turn has none, or when that is the play refused)."""
+    if not state.legal_plays:
+        return None
+    first = {"end_position": state.legal_plays[0].end_position}
+    return None if first == refused else first
+
+
 def tls_settings(
     tls: bool | None = None, root_certificates: bytes | None = None
 ) -> tuple[bool, bytes | None]:
@@ -223,6 +244,7 @@ class Routes:
         self.make = make
         self.games: dict[str, str] = {}
         self.channels: dict[str, grpc.Channel] = {}
+        self.unary: set[str] = set()  # addresses that answered Play with UNIMPLEMENTED
 
     def channel(self, address: str) -> grpc.Channel:
         if address not in self.channels:
@@ -260,6 +282,10 @@ class Client:
     retried with backoff on a transient status; streams resume after a drop or a
     SERVER_SHUTDOWN (games from the last seq seen) as ``reconnect`` says (default: quietly,
     forever); creating calls are never retried.
+
+    ``transport`` is how :func:`play_game` plays a seat's game: ``"play"`` (the default)
+    over the ``Play`` stream, falling back to ``SubscribeGame`` + ``SubmitPlay`` where the
+    arbiter answers ``Play`` with UNIMPLEMENTED; ``"unary"`` over those two RPCs only.
     """
 
     def __init__(
@@ -273,11 +299,15 @@ class Client:
         shared: grpc.Channel | None = None,
         routes: Routes | None = None,
         reconnect: Reconnect | None = None,
+        transport: str = PLAY,
     ) -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.address = address or os.environ.get(ENV_SERVER) or "127.0.0.1:50051"
         self.token = token
         self.timeout = timeout
         self.reconnect = reconnect or Reconnect()
+        self.transport = transport
         self._owns_channel = shared is None
         self.channel = shared or channel(self.address, tls=tls, root_certificates=root_certificates)
         self.stub = api_grpc.ArbiterServiceStub(self.channel)
@@ -295,7 +325,12 @@ class Client:
             shared=self.channel,
             routes=self.routes,
             reconnect=self.reconnect,
+            transport=self.transport,
         )
+
+    def where(self, game_id: str) -> str:
+        """The address that calls about ``game_id`` go to (the instance that runs it)."""
+        return self.routes.games.get(game_id, self.address)
 
     def _stub(self, game_id: str = "") -> api_grpc.ArbiterServiceStub:
         """The stub for calls about ``game_id``: the instance that runs it, if known."""
@@ -439,7 +474,9 @@ class Client:
 
     # -- streams ------------------------------------------------------------------------
     async def _stream(self, method: str, request, game_id: str = "") -> AsyncIterator:
-        """Read a server stream in a helper thread; items arrive through a channel."""
+        """Read a server stream in a helper thread; items arrive through a channel.
+        ``request`` is a message, or an :class:`Outbox` for a bidirectional stream (closed
+        when the stream ends, so that grpcio's sending thread ends too)."""
         send, recv = trio.open_memory_channel(math.inf)
         call = getattr(self._stub(game_id), method)(request, metadata=self.metadata)
         token = trio.lowlevel.current_trio_token()
@@ -472,21 +509,23 @@ class Client:
                     yield item
         finally:
             call.cancel()
+            if isinstance(request, Outbox):
+                request.close()
 
     async def _resuming(
         self,
         method: str,
         request: Callable[[], object],
         *,
-        shutdown: int,
+        shutdown: Callable[[object], bool],
         ends: Callable[[object], bool],
         resume: bool,
         reconnect: Reconnect | None,
         game_id: str = "",
     ) -> AsyncIterator:
         """A stream subscribed again (with ``request()`` built afresh) after a transient
-        drop or a shutdown message, as ``reconnect`` (default: the client's) says; ends
-        after an item for which ``ends``. A game's stream is opened where the game lives
+        drop or an item for which ``shutdown``, as ``reconnect`` (default: the client's)
+        says; ends after an item for which ``ends``. A game's stream is opened where the game lives
         (following redirects)."""
         policy = reconnect or self.reconnect
         backoff = FIRST_BACKOFF_S
@@ -505,7 +544,7 @@ class Client:
                     yield item
                     if ends(item):
                         return
-                    if item.type == shutdown:
+                    if shutdown(item):
                         why = "the arbiter is shutting down"
                         break
             except grpc.RpcError as e:
@@ -568,7 +607,7 @@ class Client:
         async for ev in self._resuming(
             "SubscribeGame",
             request,
-            shutdown=pb.EVENT_TYPE_SERVER_SHUTDOWN,
+            shutdown=lambda ev: ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN,
             ends=lambda ev: ev.type in END_TYPES,
             resume=resume,
             reconnect=reconnect,
@@ -585,12 +624,125 @@ class Client:
         async for ev in self._resuming(
             "SubscribePlayer",
             api.SubscribePlayerRequest,
-            shutdown=api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN,
+            shutdown=lambda ev: ev.type == api.PLAYER_EVENT_TYPE_SERVER_SHUTDOWN,
             ends=lambda _: False,
             resume=resume,
             reconnect=reconnect,
         ):
             yield ev
+
+    def play_stream(
+        self, game_id: str, *, client_seed: str = "", reconnect: Reconnect | None = None
+    ) -> PlayStream:
+        """A seat's game over the ``Play`` stream (see :class:`PlayStream`)."""
+        return PlayStream(self, game_id, client_seed=client_seed, reconnect=reconnect)
+
+
+class Outbox:
+    """The requests of a bidirectional stream: put from trio, taken by grpcio's sending
+    thread, which ends at :meth:`close`."""
+
+    def __init__(self, first) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue.put(first)
+
+    def put(self, request) -> None:
+        self._queue.put(request)
+
+    def close(self) -> None:
+        self._queue.put(None)
+
+    def __iter__(self) -> Outbox:
+        return self
+
+    def __next__(self):
+        request = self._queue.get()
+        if request is None:
+            self._queue.put(None)  # (closed for good)
+            raise StopIteration
+        return request
+
+
+def _is_event(response: api.PlayResponse, types: set[int]) -> bool:
+    return response.WhichOneof("kind") == "event" and response.event.type in types
+
+
+class PlayStream:
+    """A seat's game over the ``Play`` stream: its own turns come down (the events
+    ``SubscribeGame`` with EVENT_FILTER_OWN_TURNS sends), its plays go up, and each play is
+    answered, in order, by ``played`` or ``refused``.
+
+    ``async for response, play in stream`` gives every PlayResponse with, for an answer,
+    the play it answers (None with an event); :meth:`send` sends a play. After a drop or a
+    SERVER_SHUTDOWN the stream is opened again as :meth:`Client.events` is (after the
+    largest seq seen, where the game lives, as ``reconnect`` says), and the plays sent but
+    not answered are sent again on it at once (plays are idempotent: one that had arrived
+    is answered as a ``duplicate``). It ends after GAME_FINISHED / GAME_ABORTED. A server
+    that does not offer ``Play`` raises grpc.RpcError UNIMPLEMENTED.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        game_id: str,
+        *,
+        client_seed: str = "",
+        reconnect: Reconnect | None = None,
+    ) -> None:
+        self.client = client
+        self.game_id = game_id
+        self.client_seed = client_seed
+        self.reconnect = reconnect
+        self.last_seq = 0  # the largest seq seen
+        self.unanswered: deque[api.SubmitPlayRequest] = deque()  # sent, in order
+        self._outbox: Outbox | None = None
+
+    def send(self, play: api.SubmitPlayRequest) -> None:
+        """Send a play (see :func:`play_request`); its answer comes in its turn."""
+        self.unanswered.append(play)
+        if self._outbox is not None:
+            self._outbox.put(api.PlayRequest(play=play))
+
+    def awaits(self, turn_id: int) -> bool:
+        """True while a play sent for ``turn_id`` has not been answered."""
+        return any(play.turn_id == turn_id for play in self.unanswered)
+
+    def _request(self) -> Outbox:
+        """A new stream's requests: the subscription, then every play not yet answered."""
+        subscribe = api.SubscribeGameRequest(
+            game_id=self.game_id,
+            after_seq=self.last_seq,
+            client_seed=self.client_seed,
+            filter=api.EVENT_FILTER_OWN_TURNS,
+        )
+        self._outbox = Outbox(api.PlayRequest(subscribe=subscribe))
+        for play in self.unanswered:
+            self._outbox.put(api.PlayRequest(play=play))
+        return self._outbox
+
+    async def __aiter__(
+        self,
+    ) -> AsyncIterator[tuple[api.PlayResponse, api.SubmitPlayRequest | None]]:
+        try:
+            async for response in self.client._resuming(
+                "Play",
+                self._request,
+                shutdown=lambda r: _is_event(r, {pb.EVENT_TYPE_SERVER_SHUTDOWN}),
+                ends=lambda r: _is_event(r, END_TYPES),
+                resume=True,
+                reconnect=self.reconnect,
+                game_id=self.game_id,
+            ):
+                if response.WhichOneof("kind") == "event":
+                    self.last_seq = max(self.last_seq, response.event.seq)
+                    yield response, None
+                elif self.unanswered:
+                    yield response, self.unanswered.popleft()
+                else:  # (an answer to no play sent: not this protocol)
+                    log.warning("game %s: an answer to no play: %s", self.game_id, response)
+        finally:
+            if self._outbox is not None:
+                self._outbox.close()
 
 
 def my_turn(ev: pb.GameEvent) -> bool:
@@ -605,33 +757,149 @@ def my_turn(ev: pb.GameEvent) -> bool:
     )
 
 
-async def play_game(client: Client, game_id: str, engine: Engine) -> pb.GameState:
+async def play_game(
+    client: Client, game_id: str, engine: Engine, *, transport: str | None = None
+) -> pb.GameState:
     """Play one game with ``engine`` to its end; returns the final state.
 
+    ``transport`` (default: the client's, see :class:`Client`) is ``"play"``: the game over
+    one ``Play`` stream (:class:`PlayStream`), or over ``SubscribeGame`` and ``SubmitPlay``
+    where the arbiter answers ``Play`` with UNIMPLEMENTED (remembered for that address);
+    ``"unary"``: over those two RPCs only. Either way the seat follows its own turns only
+    (EVENT_FILTER_OWN_TURNS: one message per turn of its own), adds a random client seed of
+    its own to the game's dice (see GameState.dice_commitment), asks the engine once per
+    turn, and resumes after drops as the client's ``reconnect`` says.
+
     The engine runs in a worker thread, so a slow one does not hold up the other games of
-    the process; an engine that raises is logged and the first legal play is made instead.
-    If a play cannot reach the arbiter, the game is followed again from a fresh snapshot,
-    which shows whether the turn is still waiting for it. The seat adds a random client
-    seed of its own to the game's dice (see GameState.dice_commitment) and follows its own
-    turns only (EVENT_FILTER_OWN_TURNS): one stream message per turn of its own.
+    the process; an engine that raises is logged and the first legal play is made instead,
+    and so is a play the arbiter refuses as illegal. A play lost in transit is sent again
+    (plays are idempotent): on a resumed ``Play`` stream at once; over unary calls with
+    retries, after which the game is followed again from a fresh snapshot, which shows
+    whether the turn is still waiting for it.
     """
-    state = None
-    played = 0  # the last turn this seat has answered
-    seed = secrets.token_hex(8)
-    while True:
-        async for ev in client.events(game_id, client_seed=seed, own_turns=True):
-            state = ev.state
-            if ev.type in END_TYPES:
-                return state
-            if not my_turn(ev) or state.turn_id <= played:
+    how = transport or client.transport
+    if how not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {how!r}")
+    seat = _Seat(game_id, engine)
+    if how == PLAY and client.where(game_id) not in client.routes.unary:
+        try:
+            return await _over_play(client, seat)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            where = client.where(game_id)
+            client.routes.unary.add(where)
+            log.info(
+                "game %s: %s does not offer Play (%s); SubscribeGame and SubmitPlay instead",
+                game_id,
+                where,
+                e.details(),
+            )
+    return await _over_unary(client, seat)
+
+
+@dataclass
+class _Seat:
+    """What :func:`play_game` knows of its game, whichever transport carries it."""
+
+    game_id: str
+    engine: Engine
+    seed: str = field(default_factory=lambda: secrets.token_hex(8))
+    state: pb.GameState | None = None  # the latest
+    done: int = 0  # the last turn answered (or refused for good)
+    turn: pb.GameState | None = None  # the state of the turn the engine was last asked
+    choice: pb.LegalPlay | str = ""  # its answer
+
+    def wants(self, ev: pb.GameEvent) -> bool:
+        """True when ``ev`` asks for a play this seat has not made."""
+        return my_turn(ev) and ev.state.turn_id > self.done
+
+    async def answer(self, state: pb.GameState) -> pb.LegalPlay | str:
+        """The engine's choice for the turn of ``state``: asked once per turn (a turn
+        announced again after a drop gets the same answer)."""
+        if self.turn is None or self.turn.turn_id != state.turn_id:
+            self.choice = await _think(self.engine, state)
+            self.turn = state
+        return self.choice
+
+
+STATUS = {code.value[0]: code for code in grpc.StatusCode}  # PlayRefused.code -> StatusCode
+
+
+async def _over_play(client: Client, seat: _Seat) -> pb.GameState:
+    """The game over one Play stream (resumed after drops): each turn offered is answered
+    once; a refusal for the moment (rate limit, storage) is sent again after a pause, an
+    illegal play is replaced by the turn's first legal play."""
+    stream = client.play_stream(seat.game_id, client_seed=seat.seed)
+    delay = FIRST_BACKOFF_S
+    async with contextlib.aclosing(aiter(stream)) as responses:
+        async for response, play in responses:
+            kind = response.WhichOneof("kind")
+            if kind == "event":
+                ev = response.event
+                seat.state = ev.state
+                if ev.type in END_TYPES:
+                    return seat.state
+                if seat.wants(ev) and not stream.awaits(ev.state.turn_id):
+                    fields = choice_fields(await seat.answer(ev.state))
+                    stream.send(play_request(seat.game_id, ev.state.turn_id, **fields))
                 continue
-            choice = await _think(engine, state)
-            if await submit_play(client, game_id, state, choice) is None:
+            assert play is not None
+            if kind == "played":
+                seat.done = max(seat.done, play.turn_id)
+                delay = FIRST_BACKOFF_S
+                continue
+            refused = response.refused
+            code = STATUS.get(refused.code, grpc.StatusCode.UNKNOWN)
+            turn, instead = seat.turn, None
+            illegal = code == grpc.StatusCode.INVALID_ARGUMENT
+            if illegal and turn is not None and turn.turn_id == play.turn_id:
+                which = play.WhichOneof("play") or "notation"
+                instead = first_legal_instead(turn, {which: getattr(play, which)})
+            if code in BACK_OFF:
+                log.info(
+                    "game %s turn %d: %s (%s); sending it again in %.1f s",
+                    seat.game_id,
+                    play.turn_id,
+                    code.name,
+                    refused.message,
+                    delay,
+                )
+                await trio.sleep(delay)
+                delay = min(2.0, delay * 2)
+                stream.send(play)
+            elif turn is not None and instead is not None:
+                log.warning(
+                    "game %s turn %d: play refused (%s); playing %s instead",
+                    seat.game_id,
+                    play.turn_id,
+                    refused.message,
+                    turn.legal_plays[0].notation,
+                )
+                stream.send(play_request(seat.game_id, play.turn_id, **instead))
+            else:
+                log.warning("game %s turn %d: %s", seat.game_id, play.turn_id, refused.message)
+                seat.done = max(seat.done, play.turn_id)
+    assert seat.state is not None
+    return seat.state
+
+
+async def _over_unary(client: Client, seat: _Seat) -> pb.GameState:
+    """The game over SubscribeGame and a SubmitPlay call per turn."""
+    while True:
+        async for ev in client.events(seat.game_id, client_seed=seat.seed, own_turns=True):
+            seat.state = ev.state
+            if ev.type in END_TYPES:
+                return seat.state
+            if not seat.wants(ev):
+                continue
+            choice = await seat.answer(ev.state)
+            if await submit_play(client, seat.game_id, ev.state, choice) is None:
                 break  # unreachable: follow the game again from a fresh snapshot
-            played = state.turn_id
+            seat.done = ev.state.turn_id
         else:
-            assert state is not None
-            return state
+            assert seat.state is not None
+            return seat.state
 
 
 async def _think(engine: Engine, state: pb.GameState) -> pb.LegalPlay | str:
@@ -658,7 +926,6 @@ async def submit_play(
     engine loses the quality of a move, not the game on time.
     """
     fields = choice_fields(choice)
-    fallback = {"end_position": state.legal_plays[0].end_position} if state.legal_plays else None
     while True:
         try:
             await client.submit(game_id, state.turn_id, **fields, attempts=attempts)
@@ -666,7 +933,8 @@ async def submit_play(
         except grpc.RpcError as e:
             if e.code() in BACK_OFF:
                 return None  # still unreachable after the retries
-            if e.code() == grpc.StatusCode.INVALID_ARGUMENT and fallback not in (None, fields):
+            fallback = first_legal_instead(state, fields)
+            if e.code() == grpc.StatusCode.INVALID_ARGUMENT and fallback is not None:
                 log.warning(
                     "game %s turn %d: play refused (%s); playing %s instead",
                     game_id,
@@ -717,11 +985,13 @@ async def play_forever(
     token: str | None = None,
     max_games: int | None = None,
     reconnect: Reconnect | None = None,
+    transport: str = PLAY,
 ) -> None:
     """Connect (``$NARDY_SERVER``, ``$NARDY_TOKEN`` by default) and serve games; a lost
-    arbiter is waited for as ``reconnect`` says (default: quietly, forever)."""
+    arbiter is waited for as ``reconnect`` says (default: quietly, forever). ``transport``:
+    see :class:`Client`."""
     token = token if token is not None else os.environ.get(ENV_TOKEN)
-    async with Client(address, token, reconnect=reconnect) as client:
+    async with Client(address, token, reconnect=reconnect, transport=transport) as client:
         await serve_games(client, engine, max_games=max_games)
 
 
@@ -732,11 +1002,18 @@ def run_engine(
     token: str | None = None,
     max_games: int | None = None,
     reconnect: Reconnect | None = None,
+    transport: str = PLAY,
 ) -> None:
-    """The synchronous entry point: play games with ``engine`` until interrupted."""
+    """The synchronous entry point: play games with ``engine`` until interrupted (over the
+    ``Play`` stream by default; ``transport="unary"``: SubscribeGame and SubmitPlay)."""
     trio.run(
         lambda: play_forever(
-            engine, address=address, token=token, max_games=max_games, reconnect=reconnect
+            engine,
+            address=address,
+            token=token,
+            max_games=max_games,
+            reconnect=reconnect,
+            transport=transport,
         )
     )
 
@@ -881,9 +1158,9 @@ class SimpleClient:
     events = _blocking_iter(Client.events)
     player_events = _blocking_iter(Client.player_events)
 
-    def play(self, game_id: str, engine: Engine) -> pb.GameState:
+    def play(self, game_id: str, engine: Engine, *, transport: str | None = None) -> pb.GameState:
         """Play one game with ``engine`` (see :func:`play_game`); returns the final state."""
-        return self._loop.run(play_game, self.client, game_id, engine)
+        return self._loop.run(play_game, self.client, game_id, engine, transport=transport)
 
     def serve_games(self, engine: Engine, *, max_games: int | None = None) -> None:
         """Play every game this player is seated in (see :func:`serve_games`)."""

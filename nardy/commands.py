@@ -9,6 +9,7 @@ import sys
 from nardy.cliargs import (
     add_server_args,
     add_tls_args,
+    add_token_arg,
     add_turn_time_arg,
     read_admin_token,
     runs,
@@ -205,7 +206,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", help="engine name: " + ", ".join(names()))
     p.add_argument("--server", help="arbiter address host:port (default $NARDY_SERVER)")
     add_tls_args(p)
-    p.add_argument("--token", help="player or seat token (default $NARDY_TOKEN)")
+    add_token_arg(p, "player or seat token (default $NARDY_TOKEN)")
     p.add_argument("--level", type=int, default=None, help="strength level, if the engine has one")
     p.add_argument("--seed", type=int, default=None, help="seed for the engine's own randomness")
     p.add_argument("--max-games", type=int, default=None, help="stop after this many games")
@@ -216,6 +217,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="an arbiter that cannot be reached is retried (with a line on stderr each "
         "time) for this long, then the engine exits with an error (default 120)",
+    )
+    p.add_argument(
+        "--unary",
+        action="store_true",
+        help="play over SubscribeGame and a SubmitPlay call per turn instead of the Play "
+        "stream (the default, which falls back to those where the arbiter does not offer it)",
     )
     p.set_defaults(func=runs("engines.cli"))
 
@@ -335,7 +342,7 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
     def player(name: str, help: str, description: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=description)
         add_server_args(p)
-        p.add_argument("--token", help="your player token (default $NARDY_TOKEN)")
+        add_token_arg(p, "your player token (default $NARDY_TOKEN)")
         p.set_defaults(func=runs("clients.challenges"), command=name)
         return p
 

@@ -6,6 +6,14 @@ on every run. The engine under test gets the first seat: CMD is launched as its 
 with NARDY_SERVER and NARDY_TOKEN (the seat token) in its environment. The checker plays the
 second seat in-process with the SDK, follows the game as a spectator and judges it.
 
+Transports: the engine chooses how it plays (the ``Play`` stream, or SubscribeGame and
+SubmitPlay); the checker launches the command as given and cannot choose for it, nor see
+which it chose. Every scenario but one runs on an arbiter that offers both (an engine built
+on the SDK, or the Node example, plays them over ``Play``). The ``no-play-stream`` scenario
+runs on a second arbiter, behind a front process (``nardy serve --front``), which answers
+``Play`` with UNIMPLEMENTED: every engine plays it over SubscribeGame and SubmitPlay, and an
+engine that knows only ``Play`` fails it.
+
 The package: ``scenarios`` (the scripted games), ``judge`` (what each must show),
 ``runner`` (playing them), ``output`` (the PASS/FAIL lines); engines are run by
 :mod:`clients.supervisor`.
@@ -83,16 +91,22 @@ def main(args: argparse.Namespace) -> int:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_term)
-    server = EmbeddedServer(db=os.path.join(logdir, "arbiter.db"))
+    servers = {
+        "plain": EmbeddedServer(db=os.path.join(logdir, "arbiter.db")),
+        "front": EmbeddedServer(db=os.path.join(logdir, "front.db"), front=True),
+    }
+    started: list[EmbeddedServer] = []
     results: list[tuple[str, bool, str]] = []
     try:
-        server.start()
+        for server in servers.values():
+            started.append(server.start())
+        addresses = {kind: server.address for kind, server in servers.items()}
         print(
-            f"checking: {shlex.join(cmd)}  "
-            f"(turn time {args.turn_time_ms} ms, arbiter {server.address})",
+            f"checking: {shlex.join(cmd)}  (turn time {args.turn_time_ms} ms, arbiter "
+            f"{addresses['plain']}; behind a front, without Play: {addresses['front']})",
             flush=True,
         )
-        results = trio.run(run_all, server.address, cmd, args.turn_time_ms, logdir, out)
+        results = trio.run(run_all, addresses, cmd, args.turn_time_ms, logdir, out)
     except BaseException as e:
         if not interrupted(e):
             raise
@@ -101,7 +115,8 @@ def main(args: argparse.Namespace) -> int:
         return 130
     finally:
         stop_all()
-        server.stop()
+        for server in started:
+            server.stop()
         signal.signal(signal.SIGTERM, previous)
     failed = [name for name, ok, _ in results if not ok]
     if failed:

@@ -89,9 +89,15 @@ def common(run: Run) -> list[EngineTurn]:
     """Checks for every scenario; returns the engine's turns."""
     events = run.events
     if any(ev.type == pb.EVENT_TYPE_GAME_ABORTED for ev in events):
+        how = (
+            "this arbiter, behind a front, answers Play with UNIMPLEMENTED: the engine must "
+            "then SubscribeGame and SubmitPlay"
+            if run.scenario.front
+            else "it must SubscribeGame, or open a Play stream, with NARDY_TOKEN"
+        )
         raise Fail(
             f"the engine never joined the game: the arbiter aborted it after "
-            f"{JOIN_MS // 1000} s (it must SubscribeGame with NARDY_TOKEN)"
+            f"{JOIN_MS // 1000} s ({how})"
         )
     started = next((ev for ev in events if ev.type == pb.EVENT_TYPE_GAME_STARTED), None)
     if started is None:
@@ -253,6 +259,14 @@ def judge_resume(run: Run, turns: list[EngineTurn]) -> str:
     return (
         f"killed during turn {killed}, relaunched; resumed with {t.notation} ({t.dice_text}) "
         f"{t.used_ms} ms into turn {t.turn_id}, {len(after)} plays after the relaunch"
+    )
+
+
+def judge_without_play(run: Run, turns: list[EngineTurn]) -> str:
+    plays = played(turns, run.scenario.stop_after or 1)
+    return (
+        f"{len(plays)} plays on an arbiter that answers Play with UNIMPLEMENTED, so over "
+        f"SubscribeGame and SubmitPlay; slowest {max(t.used_ms for t in plays)} ms"
     )
 
 

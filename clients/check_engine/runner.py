@@ -206,15 +206,20 @@ async def run_scenario(
 
 
 async def run_all(
-    address: str, cmd: list[str], base_ms: int, logdir: str, out: Output
+    addresses: dict[str, str], cmd: list[str], base_ms: int, logdir: str, out: Output
 ) -> list[tuple[str, bool, str]]:
+    """Every scenario in turn, each on its arbiter (``addresses``: "plain", and "front" for
+    the arbiter behind a front process)."""
     results = []
     todo = scenarios()
     width = max(len(sc.name) for sc in todo)
-    async with Client(address, token="") as client:
+    async with (
+        Client(addresses["plain"], token="") as plain,
+        Client(addresses["front"], token="") as front,
+    ):
         for i, sc in enumerate(todo, 1):
             path = os.path.join(logdir, f"{i:02d}-{sc.name}.log")
-            ok, text = await run_scenario(client, cmd, sc, base_ms, path)
+            ok, text = await run_scenario(front if sc.front else plain, cmd, sc, base_ms, path)
             out.line(ok, sc.name, text, width)
             results.append((sc.name, ok, text))
     return results

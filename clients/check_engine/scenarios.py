@@ -28,6 +28,7 @@ from clients.check_engine.judge import (
     judge_near_timeout,
     judge_pass,
     judge_resume,
+    judge_without_play,
 )
 from nardy.client import END_TYPES, my_turn
 from nardy.v1 import game_pb2 as pb
@@ -75,6 +76,7 @@ class Scenario:
     engine_color: int = pb.COLOR_WHITE
     variant: str = "long"
     clock: str = "normal"  # "normal": --turn-time-ms; "launch": plus LAUNCH_MS; "short"
+    front: bool = False  # on the arbiter behind a front (it answers Play with UNIMPLEMENTED)
     stop_after: int | None = 1  # engine plays before the checker resigns; None: to the end
     prelude: Callable[[Run], Awaitable[None]] | None = None  # before the engine starts
     # Called around the checker's plays: (run, how many it has made, the turn's id).
@@ -217,6 +219,14 @@ def scenarios() -> list[Scenario]:
             stop_after=3,
             before_checker_play=kill_before_first_reply,
             after_checker_play=relaunch_after_first_reply,
+        ),
+        Scenario(
+            "no-play-stream",
+            START,
+            (*w, 3, 1, 4, 2, 5, 3),
+            judge_without_play,
+            stop_after=2,
+            front=True,
         ),
         Scenario("short-enter-from-bar", ENTER, (*w, 6, 1), judge_enter, variant="short"),
         Scenario("short-closed-board", CLOSED, (*w, 6, 5, 6, 6, 6, 5), judge_pass, variant="short"),

@@ -9,16 +9,22 @@
 //   nardy check-engine -- node examples/node/engine.js
 // Optional: NARDY_TLS_CA (a PEM file: connect with TLS, trusting that root), NARDY_TLS=1
 // (TLS with the system roots), NARDY_PROTO_DIR (where nardy/v1/*.proto live; default the
-// repository's proto/), NARDY_SEED (makes the engine's choices repeatable).
+// repository's proto/), NARDY_SEED (makes the engine's choices repeatable). The flag
+// --unary plays over SubscribeGame and SubmitPlay instead of the Play stream.
 //
 // The life of the bot (docs/PROTOCOL.md):
-//   SubscribePlayer -> GAME_ASSIGNED -> SubscribeGame(game_id) with the token and
-//   filter EVENT_FILTER_OWN_TURNS (only the events a seat needs to play: one message per
-//   turn of ours, none for the opponent's) -> on every event whose state carries legal
-//   plays (our turn, waiting), answer that turn_id once with SubmitPlay(end_position) ->
-//   until GAME_FINISHED / GAME_ABORTED.
-//   A dropped stream or SERVER_SHUTDOWN: subscribe again after a pause with after_seq =
-//   the largest seq seen; the arbiter announces a waiting turn again.
+//   SubscribePlayer -> GAME_ASSIGNED -> for each game, one Play stream with the token:
+//   first PlayRequest{subscribe: {game_id, after_seq, client_seed}}; then the stream sends
+//   our own turns only (one message per turn of ours, none for the opponent's). On every
+//   event whose state carries legal plays (our turn, waiting) we answer that turn_id once
+//   with PlayRequest{play: {turn_id, end_position}} on the same stream; each play is
+//   answered in order by `played` or `refused` -> until GAME_FINISHED / GAME_ABORTED.
+//   A server that answers Play with UNIMPLEMENTED (behind a front), or --unary: the same
+//   game over SubscribeGame(game_id, filter EVENT_FILTER_OWN_TURNS) and one
+//   SubmitPlay(end_position) call per turn.
+//   A dropped stream or SERVER_SHUTDOWN: open it again after a pause with after_seq = the
+//   largest seq seen; the arbiter announces a waiting turn again. A play sent on Play and
+//   not answered is sent again on the new stream (plays are idempotent).
 "use strict";
 
 const crypto = require("node:crypto");
@@ -30,6 +36,7 @@ const protoLoader = require("@grpc/proto-loader");
 const PROTO_DIR = process.env.NARDY_PROTO_DIR || path.join(__dirname, "..", "..", "proto");
 const SERVER = process.env.NARDY_SERVER || "127.0.0.1:50051";
 const TOKEN = process.env.NARDY_TOKEN || "";
+const UNARY = process.argv.slice(2).includes("--unary");
 const CALL_DEADLINE_MS = 10_000;
 const MAX_BACKOFF_MS = 5_000;
 // Worth another try: the server is restarting or briefly unreachable, or we were too fast.
@@ -137,21 +144,118 @@ async function submit(gameId, turnId, play) {
   return false;
 }
 
+// What a game's loop knows, whichever way it plays: the largest seq seen, the last turn
+// answered, the latest state, and (on Play) the plays sent and not yet answered, in order.
+function newGame(gameId) {
+  return {
+    gameId,
+    clientSeed: crypto.randomBytes(16).toString("hex"), // our share of the fair dice
+    lastSeq: 0,
+    answered: 0,
+    state: null,
+    unanswered: [],
+  };
+}
+
+const isEnd = (event) =>
+  event.type === "EVENT_TYPE_GAME_FINISHED" || event.type === "EVENT_TYPE_GAME_ABORTED";
+
+let playOffered = !UNARY; // false once a server answered Play with UNIMPLEMENTED
+
 // Follow one game to its end. Resolves with the last state seen.
 async function playGame(gameId) {
-  let lastSeq = 0;
-  let answered = 0; // the last turn_id this seat has answered
+  const game = newGame(gameId);
+  log(`game ${gameId}: over ${playOffered ? "the Play stream" : "SubscribeGame and SubmitPlay"}`);
+  if (playOffered) {
+    const outcome = await overPlay(game);
+    if (outcome !== "unimplemented") return game.state;
+    playOffered = false;
+    log(`game ${gameId}: the arbiter does not offer Play; SubscribeGame and SubmitPlay instead`);
+  }
+  return overUnary(game);
+}
+
+// The game over Play streams, opened again after drops. Resolves with "over" (the game
+// ended, or was given up) or "unimplemented" (the server does not offer Play).
+async function overPlay(game) {
   let backoff = 100;
-  let state = null;
-  // A fresh random client seed per game: our contribution to the provably fair dice.
-  const clientSeed = crypto.randomBytes(16).toString("hex");
+  for (;;) {
+    const outcome = await new Promise((resolve) => {
+      const call = arbiter.Play(metadata());
+      let open = true;
+      let ended = false;
+      const send = (play) => open && call.write({ play });
+      call.write({
+        subscribe: { game_id: game.gameId, after_seq: game.lastSeq, client_seed: game.clientSeed },
+      });
+      game.unanswered.forEach(send); // sent before the drop, never answered: again
+      call.on("data", (response) => {
+        backoff = 100;
+        if (response.kind === "event") {
+          const event = response.event;
+          game.lastSeq = Math.max(game.lastSeq, Number(event.seq));
+          game.state = event.state;
+          if (isEnd(event)) {
+            ended = true;
+            return;
+          }
+          const turnId = Number(event.state.turn_id);
+          const waiting = game.unanswered.some((p) => p.turn_id === turnId);
+          if (myTurn(event.state) && turnId > game.answered && !waiting) {
+            const play = { turn_id: turnId, end_position: choose(event.state).end_position };
+            game.unanswered.push(play);
+            send(play);
+          }
+          return;
+        }
+        const play = game.unanswered.shift(); // answers come in the order of the plays
+        if (!play) return;
+        if (response.kind === "played") {
+          game.answered = Math.max(game.answered, play.turn_id);
+          const p = response.played;
+          const again = p.duplicate ? ", a duplicate" : "";
+          const turn = `game ${game.gameId} turn ${play.turn_id}`;
+          log(`${turn}: played ${p.notation} (${p.used_ms} ms${again})`);
+        } else if (RETRYABLE.has(response.refused.code)) {
+          game.unanswered.unshift(play); // too fast, or not stored: again after a pause
+          setTimeout(() => send(play), 200);
+        } else {
+          // FAILED_PRECONDITION: the turn is over (timed out, or already played): move on.
+          game.answered = Math.max(game.answered, play.turn_id);
+          log(`game ${game.gameId} turn ${play.turn_id}: refused: ${response.refused.message}`);
+        }
+      });
+      const done = (err) => {
+        if (!open) return;
+        open = false;
+        call.end();
+        resolve({ ended, err });
+      };
+      call.on("error", done);
+      call.on("end", () => done(null));
+    });
+    if (outcome.ended) return "over";
+    if (outcome.err && outcome.err.code === grpc.status.UNIMPLEMENTED) return "unimplemented";
+    if (outcome.err && !RETRYABLE.has(outcome.err.code)) {
+      log(`game ${game.gameId}: ${outcome.err.details || outcome.err.message}; giving it up`);
+      return "over";
+    }
+    await sleep(backoff);
+    backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+  }
+}
+
+// The game over SubscribeGame and a SubmitPlay call per turn. Resolves with the last state.
+async function overUnary(game) {
+  const gameId = game.gameId;
+  let backoff = 100;
   for (;;) {
     const outcome = await new Promise((resolve) => {
       const stream = arbiter.SubscribeGame(
         {
           game_id: gameId,
-          after_seq: lastSeq, // seqs have gaps on a filtered stream: resume still works
-          client_seed: clientSeed,
+          after_seq: game.lastSeq, // seqs have gaps on a filtered stream: resume still works
+          client_seed: game.clientSeed,
           filter: "EVENT_FILTER_OWN_TURNS",
         },
         metadata(),
@@ -159,17 +263,17 @@ async function playGame(gameId) {
       let ended = false;
       stream.on("data", (event) => {
         backoff = 100;
-        lastSeq = Math.max(lastSeq, Number(event.seq));
-        state = event.state;
-        if (event.type === "EVENT_TYPE_GAME_FINISHED" || event.type === "EVENT_TYPE_GAME_ABORTED") {
+        game.lastSeq = Math.max(game.lastSeq, Number(event.seq));
+        game.state = event.state;
+        if (isEnd(event)) {
           ended = true;
           return;
         }
         if (event.type === "EVENT_TYPE_SERVER_SHUTDOWN") return; // the stream ends next
-        const turnId = Number(state.turn_id);
-        if (myTurn(state) && turnId > answered) {
-          answered = turnId;
-          submit(gameId, turnId, choose(state)).then((ok) => {
+        const turnId = Number(event.state.turn_id);
+        if (myTurn(event.state) && turnId > game.answered) {
+          game.answered = turnId;
+          submit(gameId, turnId, choose(event.state)).then((ok) => {
             if (!ok) stream.cancel(); // refused for good: look again from a fresh snapshot
           });
         }
@@ -177,10 +281,10 @@ async function playGame(gameId) {
       stream.on("error", (err) => resolve({ ended, err }));
       stream.on("end", () => resolve({ ended, err: null }));
     });
-    if (outcome.ended) return state;
+    if (outcome.ended) return game.state;
     if (outcome.err && !RETRYABLE.has(outcome.err.code)) {
       log(`game ${gameId}: ${outcome.err.details || outcome.err.message}; giving it up`);
-      return state;
+      return game.state;
     }
     await sleep(backoff);
     backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);

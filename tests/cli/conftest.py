@@ -8,7 +8,6 @@ import contextlib
 import fcntl
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -176,55 +175,3 @@ def bot_match(
     fields.setdefault("options", pb.GameOptions(turn_time_ms=20_000))
     r = create_match(address, **fields)
     return r, Bots(address, r, delay)
-
-
-class Proxy:
-    """A TCP relay to the arbiter that can cut every connection, as a network drop would."""
-
-    def __init__(self, port: int) -> None:
-        self.target = ("127.0.0.1", port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                down, _ = self.listener.accept()
-            except OSError:
-                return
-            up = socket.create_connection(self.target)
-            with self.lock:
-                self.sockets += [down, up]
-            for a, b in ((down, up), (up, down)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(a: socket.socket, b: socket.socket) -> None:
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        for s in (a, b):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        """Drop every open connection (new ones are still let through)."""
-        with self.lock:
-            sockets, self.sockets = self.sockets, []
-        for s in sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-
-    def close(self) -> None:
-        self.listener.close()
-        self.cut()

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from tests.cli.conftest import Bots, Proxy, create_match, finish, spawn
+from tests.cli.conftest import Bots, create_match, finish, spawn
+from tests.relay import Proxy
 
 # White on its points 6, 5, 4 and 3 (eleven off); black has not left its head.
 HOME4 = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,1,1,1,1,0,0"

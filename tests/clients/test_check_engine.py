@@ -1,7 +1,11 @@
-"""`nardy check-engine` as a user runs it: a real subprocess against fixture engines.
+"""`nardy check-engine` as a user runs it: a real subprocess against fixture engines and a
+bundled engine.
 
-The three checks run at the same time (each is mostly waiting on clocks), so the module
-takes about as long as the slowest one.
+An engine on the SDK plays over the Play stream (and falls back to SubscribeGame and
+SubmitPlay on the arbiter behind a front), `nardy engine random --unary` over those two
+only, and both pass every scenario; an engine that knows only Play fails `no-play-stream`
+and nothing else. The checks run at the same time (each is mostly waiting on clocks), so
+the module takes about as long as the slowest one.
 """
 
 from __future__ import annotations
@@ -22,18 +26,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCENARIOS = [sc.name for sc in check_engine.scenarios()]
 
 
-def command(fixture: str, turn_ms: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "nardy",
-        "check-engine",
-        "--turn-time-ms",
-        str(turn_ms),
-        "--",
-        sys.executable,
-        str(FIXTURES / fixture),
-    ]
+def command(engine: list[str], turn_ms: int) -> list[str]:
+    check = [sys.executable, "-m", "nardy", "check-engine", "--turn-time-ms", str(turn_ms)]
+    return [*check, "--", *engine]
+
+
+def fixture(name: str) -> list[str]:
+    return [sys.executable, str(FIXTURES / name)]
 
 
 def environment() -> dict[str, str]:
@@ -48,20 +47,22 @@ def runs():
     # A passing engine answers at once, so its run does not wait on the clock: keep the
     # default 3000 ms. The failing ones wait out every clock: make them short.
     plans = {
-        "random": ("random_engine.py", 3000),
-        "broken": ("broken_engine.py", 1000),
-        "stall": ("stall_engine.py", 1000),
+        "random": (fixture("random_engine.py"), 3000),
+        "unary": ([sys.executable, "-m", "nardy", "engine", "random", "--unary"], 3000),
+        "play-only": (fixture("play_only_engine.py"), 3000),
+        "broken": (fixture("broken_engine.py"), 1000),
+        "stall": (fixture("stall_engine.py"), 1000),
     }
     procs = {
         name: subprocess.Popen(
-            command(fixture, ms),
+            command(engine, ms),
             cwd=ROOT,
             env=environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for name, (fixture, ms) in plans.items()
+        for name, (engine, ms) in plans.items()
     }
     results = {}
     try:
@@ -94,8 +95,9 @@ def test_scenario_setups_hold():
     check_engine.check_setups()
 
 
-def test_random_engine_passes_every_scenario(runs):
-    code, out, err = runs["random"]
+@pytest.mark.parametrize("engine", ["random", "unary"])
+def test_an_sdk_engine_passes_every_scenario_over_either_transport(runs, engine):
+    code, out, err = runs[engine]
     assert code == 0, out + err
     passed = lines(out, "PASS")
     assert sorted(passed) == sorted(SCENARIOS), out
@@ -105,6 +107,17 @@ def test_random_engine_passes_every_scenario(runs):
     assert passed["no-legal-play"].startswith("(turn 1 (6-5) passed by the arbiter")
     assert "refused with INVALID_ARGUMENT" in passed["illegal-play-refused"]
     assert "resumed with" in passed["drop-and-resume"]
+    assert "over SubscribeGame and SubmitPlay" in passed["no-play-stream"]
+
+
+def test_an_engine_that_knows_only_play_fails_where_play_is_not_offered(runs):
+    code, out, err = runs["play-only"]
+    assert code == 1, out + err
+    assert sorted(lines(out, "PASS")) == sorted(set(SCENARIOS) - {"no-play-stream"}), out
+    reason = lines(out, "FAIL")["no-play-stream"]
+    assert reason.startswith("the engine never joined the game"), reason
+    assert "answers Play with UNIMPLEMENTED" in reason
+    assert "[engine log: game " in reason and "UNIMPLEMENTED" in reason.split("[engine log")[1]
 
 
 def test_broken_engine_fails_with_the_refusals_in_the_reason(runs):

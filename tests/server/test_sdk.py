@@ -46,9 +46,11 @@ def run_threads(*targets) -> None:
         raise errors[0]
 
 
-def test_the_blocking_client_rides_out_a_server_restart(tmp_path):
-    """SIGTERM mid-game: both blocking seats get SERVER_SHUTDOWN, wait, resume on the
-    restarted server (same port, same journal) and finish the game."""
+@pytest.mark.parametrize("transport", ["play", "unary"])
+def test_the_blocking_client_rides_out_a_server_restart(tmp_path, transport):
+    """SIGTERM mid-game: both blocking seats get SERVER_SHUTDOWN (on their Play streams, or
+    their SubscribeGame streams), wait, resume on the restarted server (same port, same
+    journal) and finish the game."""
     port, db = free_port(), str(tmp_path / "r.db")
     address = f"127.0.0.1:{port}"
     proc = start_server(port, db)
@@ -61,7 +63,7 @@ def test_the_blocking_client_rides_out_a_server_restart(tmp_path):
 
         def seat(name, token, seed, on_turn=None):
             def run():
-                with SimpleClient(address, token) as c:
+                with SimpleClient(address, token, transport=transport) as c:
                     finals[name] = c.play(r.game_id, engine(seed, on_turn))
 
             return run
