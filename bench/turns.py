@@ -315,8 +315,6 @@ def cpu_s(pid: int) -> float:
     return own + sum(cpu_s(child) for child in children(pid))
 
 
-
-
 def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
     """The rounds; ``vs``: more arbiters, each started with these ``nardy serve`` options."""
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))

@@ -7,7 +7,7 @@ named by ``turn_id``, and deadlines on every call.
 
 A seat plays its game over the bidirectional ``Play`` stream (:class:`PlayStream`: its own
 turns down, its plays up, one stream per game) unless told ``transport="unary"``; where the
-arbiter does not offer ``Play`` (UNIMPLEMENTED, e.g. behind ``nardy serve --front``) it
+arbiter does not offer ``Play`` (UNIMPLEMENTED: a server that predates it) it
 follows the game with ``SubscribeGame`` and answers each turn with a ``SubmitPlay`` call.
 
 There is one client, :class:`Client`, for trio code; every retry, resume and shutdown rule

@@ -33,6 +33,9 @@ class ServerConfig:
     lease_s: float = 10.0  # several instances: a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
     log_level: int | str = "INFO"
+    # Offer ArbiterService.Play (False: the server answers it UNIMPLEMENTED, as one that
+    # predates it: the compliance checker's scenario for engines that must fall back).
+    play_stream: bool = True
 
     @property
     def policy(self) -> Policy:

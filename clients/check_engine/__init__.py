@@ -10,8 +10,8 @@ Transports: the engine chooses how it plays (the ``Play`` stream, or SubscribeGa
 SubmitPlay); the checker launches the command as given and cannot choose for it, nor see
 which it chose. Every scenario but one runs on an arbiter that offers both (an engine built
 on the SDK, or the Node example, plays them over ``Play``). The ``no-play-stream`` scenario
-runs on a second arbiter, behind a front process (``nardy serve --front``), which answers
-``Play`` with UNIMPLEMENTED: every engine plays it over SubscribeGame and SubmitPlay, and an
+runs on a second arbiter that does not offer ``Play`` (it answers UNIMPLEMENTED, as a
+server that predates it): every engine plays it over SubscribeGame and SubmitPlay, and an
 engine that knows only ``Play`` fails it.
 
 The package: ``scenarios`` (the scripted games), ``judge`` (what each must show),
@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_term)
     servers = {
         "plain": EmbeddedServer(db=os.path.join(logdir, "arbiter.db")),
-        "front": EmbeddedServer(db=os.path.join(logdir, "front.db"), front=True),
+        "unary": EmbeddedServer(db=os.path.join(logdir, "unary.db"), play_stream=False),
     }
     started: list[EmbeddedServer] = []
     results: list[tuple[str, bool, str]] = []
@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
         addresses = {kind: server.address for kind, server in servers.items()}
         print(
             f"checking: {shlex.join(cmd)}  (turn time {args.turn_time_ms} ms, arbiter "
-            f"{addresses['plain']}; behind a front, without Play: {addresses['front']})",
+            f"{addresses['plain']}; without Play: {addresses['unary']})",
             flush=True,
         )
         results = trio.run(run_all, addresses, cmd, args.turn_time_ms, logdir, out)

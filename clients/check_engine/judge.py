@@ -90,9 +90,9 @@ def common(run: Run) -> list[EngineTurn]:
     events = run.events
     if any(ev.type == pb.EVENT_TYPE_GAME_ABORTED for ev in events):
         how = (
-            "this arbiter, behind a front, answers Play with UNIMPLEMENTED: the engine must "
-            "then SubscribeGame and SubmitPlay"
-            if run.scenario.front
+            "this arbiter answers Play with UNIMPLEMENTED: the engine must then "
+            "SubscribeGame and SubmitPlay"
+            if run.scenario.unary_only
             else "it must SubscribeGame, or open a Play stream, with NARDY_TOKEN"
         )
         raise Fail(

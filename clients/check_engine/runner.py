@@ -208,18 +208,18 @@ async def run_scenario(
 async def run_all(
     addresses: dict[str, str], cmd: list[str], base_ms: int, logdir: str, out: Output
 ) -> list[tuple[str, bool, str]]:
-    """Every scenario in turn, each on its arbiter (``addresses``: "plain", and "front" for
-    the arbiter behind a front process)."""
+    """Every scenario in turn, each on its arbiter (``addresses``: "plain", and "unary" for
+    the arbiter that does not offer Play)."""
     results = []
     todo = scenarios()
     width = max(len(sc.name) for sc in todo)
     async with (
         Client(addresses["plain"], token="") as plain,
-        Client(addresses["front"], token="") as front,
+        Client(addresses["unary"], token="") as unary,
     ):
         for i, sc in enumerate(todo, 1):
             path = os.path.join(logdir, f"{i:02d}-{sc.name}.log")
-            ok, text = await run_scenario(front if sc.front else plain, cmd, sc, base_ms, path)
+            ok, text = await run_scenario(unary if sc.unary_only else plain, cmd, sc, base_ms, path)
             out.line(ok, sc.name, text, width)
             results.append((sc.name, ok, text))
     return results

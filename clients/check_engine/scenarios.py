@@ -76,7 +76,7 @@ class Scenario:
     engine_color: int = pb.COLOR_WHITE
     variant: str = "long"
     clock: str = "normal"  # "normal": --turn-time-ms; "launch": plus LAUNCH_MS; "short"
-    front: bool = False  # on the arbiter behind a front (it answers Play with UNIMPLEMENTED)
+    unary_only: bool = False  # on the arbiter without Play (it answers it UNIMPLEMENTED)
     stop_after: int | None = 1  # engine plays before the checker resigns; None: to the end
     prelude: Callable[[Run], Awaitable[None]] | None = None  # before the engine starts
     # Called around the checker's plays: (run, how many it has made, the turn's id).
@@ -226,7 +226,7 @@ def scenarios() -> list[Scenario]:
             (*w, 3, 1, 4, 2, 5, 3),
             judge_without_play,
             stop_after=2,
-            front=True,
+            unary_only=True,
         ),
         Scenario("short-enter-from-bar", ENTER, (*w, 6, 1), judge_enter, variant="short"),
         Scenario("short-closed-board", CLOSED, (*w, 6, 5, 6, 6, 6, 5), judge_pass, variant="short"),

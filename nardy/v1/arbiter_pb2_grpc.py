@@ -226,7 +226,7 @@ class ArbiterServiceServicer:
         from when it arrives; each is answered, in order, by `played` (as SubmitPlay's answer,
         idempotent likewise) or `refused` (what SubmitPlay would have failed with), and the
         stream goes on after a refusal. The events come as SubscribeGame's would; the stream
-        ends when the game does. A server behind a front process answers UNIMPLEMENTED (use
+        ends when the game does. A server that does not offer it answers UNIMPLEMENTED (use
         SubscribeGame and SubmitPlay there).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

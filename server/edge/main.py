@@ -111,7 +111,9 @@ class Edge:
             RateLimiter(config.rate_per_s, config.rate_burst),
             StreamQuota(config.streams_per_caller),
         )
-        self.services = Services(self.core, self.gate, self.metrics, config.heartbeat_s)
+        self.services = Services(
+            self.core, self.gate, self.metrics, config.heartbeat_s, config.play_stream
+        )
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.web: WebView | None = None

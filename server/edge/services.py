@@ -70,12 +70,18 @@ class Services:
     """The handlers of the nardy.v1 services, by service and method name."""
 
     def __init__(
-        self, core: Core, gate: Gate, metrics: EdgeMetrics, heartbeat_s: float = 15.0
+        self,
+        core: Core,
+        gate: Gate,
+        metrics: EdgeMetrics,
+        heartbeat_s: float = 15.0,
+        play_stream: bool = True,
     ) -> None:
         self.core = core
         self.gate = gate
         self.metrics = metrics
         self.heartbeat_s = heartbeat_s
+        self.play_stream = play_stream
 
     def handlers(self) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
         out: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
@@ -91,7 +97,8 @@ class Services:
         )
         arbiter["SubscribeGame"] = grpc.unary_stream_rpc_method_handler(self.subscribe_game)
         arbiter["SubscribePlayer"] = grpc.unary_stream_rpc_method_handler(self.subscribe_player)
-        arbiter["Play"] = grpc.stream_stream_rpc_method_handler(self.play)
+        if self.play_stream:  # (else UNIMPLEMENTED, as from any server that predates it)
+            arbiter["Play"] = grpc.stream_stream_rpc_method_handler(self.play)
         return out
 
     # -- answers --------------------------------------------------------------------------
@@ -169,9 +176,7 @@ class Services:
     async def subscribe_player(self, request: bytes, context) -> None:
         await self._follow(context, f"/{ARBITER}/SubscribePlayer", request, "player")
 
-    async def _follow(
-        self, context, method: str, request: bytes, kind: str, plays=None
-    ) -> None:
+    async def _follow(self, context, method: str, request: bytes, kind: str, plays=None) -> None:
         """Open a stream on the core and write what its tap tells until it ends; ``plays``
         (a Play stream): a coroutine function answering its plays into the stream."""
         who = await self._checked(context, held=True)

@@ -2,7 +2,7 @@
 bundled engine.
 
 An engine on the SDK plays over the Play stream (and falls back to SubscribeGame and
-SubmitPlay on the arbiter behind a front), `nardy engine random --unary` over those two
+SubmitPlay on the arbiter without Play), `nardy engine random --unary` over those two
 only, and both pass every scenario; an engine that knows only Play fails `no-play-stream`
 and nothing else. The checks run at the same time (each is mostly waiting on clocks), so
 the module takes about as long as the slowest one.

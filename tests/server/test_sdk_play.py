@@ -1,6 +1,6 @@
 """The SDK's seat over the bidirectional ``Play`` stream: a whole game through ``play_game``,
-the fallback to SubscribeGame + SubmitPlay where the arbiter does not offer Play (behind a
-front) or the client asks for unary calls, a connection lost mid-game (the waiting turn
+the fallback to SubscribeGame + SubmitPlay where the arbiter does not offer Play (one that
+predates it) or the client asks for unary calls, a connection lost mid-game (the waiting turn
 announced again by a SNAPSHOT, a play whose answer was lost sent again and answered as a
 duplicate), and plays refused on the stream. Real arbiters on loopback; which RPCs the SDK
 calls is seen by a client interceptor on its channel, connections are cut by a TCP relay."""
@@ -135,10 +135,10 @@ async def test_a_whole_game_over_play_streams_asks_each_engine_once_per_turn(arb
         b.channel.close()
 
 
-async def test_behind_a_front_the_sdk_falls_back_to_subscribe_game_and_submit_play(tmp_path):
-    """An arbiter behind a front answers Play with UNIMPLEMENTED: the seats play over
+async def test_without_play_the_sdk_falls_back_to_subscribe_game_and_submit_play(tmp_path):
+    """An arbiter without Play answers it with UNIMPLEMENTED: the seats play over
     SubscribeGame and SubmitPlay, and the client remembers it for the next game."""
-    with EmbeddedServer(db=str(tmp_path / "f.db"), front=True) as srv:
+    with EmbeddedServer(db=str(tmp_path / "f.db"), play_stream=False) as srv:
         base, calls = recorded(srv.address)
         try:
             asked = 0
