@@ -11,7 +11,9 @@ hold a value its enum defines.
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -73,6 +75,8 @@ class Admitted:
 
 def bad_enum(msg: Message) -> str | None:
     """The first enum field (at any depth) holding a value its enum does not define."""
+    if not _has_enums(msg.DESCRIPTOR):
+        return None
     for field, value in msg.ListFields():
         if field.type == FieldDescriptor.TYPE_ENUM:
             values = value if field.is_repeated else [value]
@@ -86,6 +90,18 @@ def bad_enum(msg: Message) -> str | None:
             elif (name := bad_enum(value)) is not None:
                 return f"{field.name}.{name}"
     return None
+
+
+@functools.cache
+def _has_enums(descriptor, seen: frozenset = frozenset()) -> bool:
+    """Whether messages of ``descriptor`` hold an enum field at any depth."""
+    for field in descriptor.fields:
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            return True
+        nested = field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type not in seen
+        if nested and _has_enums(field.message_type, seen | {descriptor}):
+            return True
+    return False
 
 
 def refusal(call_id: int, error: ArbiterError) -> link_pb.Reply:
@@ -144,8 +160,11 @@ class Api:
             ) from None
         admitted = Admitted(call, handler, request)
         if call.method == SUBMIT_PLAY:
-            at = call.arrival + self.offset if call.arrival else None
+            at = call.arrival + self.offset if math.isfinite(call.arrival or math.nan) else None
             admitted.arrival = arrival = self.arbiter.arrivals.stamp(request.game_id, at)
+            if call.sent and math.isfinite(call.sent):  # the clock ran from the send
+                sent = call.sent + self.offset
+                self.arbiter.actions.turn_sent(request.game_id, request.turn_id, sent)
             admitted.handler = partial(self.submit_play, arrival=arrival)
         return admitted
 

@@ -3,8 +3,9 @@
 A side is charged from when its turn was sent to when its play *arrived* at the edge,
 never for the time the play then spends on its way to the core or waiting for it. The edge
 stamps every play as it reads it and writes the stamp with the play on the link; it also
-reports when it handed a seat its TURN_STARTED (``GameSession.turn_sent``: the clock runs
-from then, see :meth:`nardy.clock.Clock.sent`). The core keeps the plays it has read and
+notes when it handed a seat its TURN_STARTED and tells the core with the turn's play, or
+with its answer to a fence (``GameSession.turn_sent``: the clock runs from then, see
+:meth:`nardy.clock.Clock.sent`). The core keeps the plays it has read and
 not yet judged (:class:`Arrivals`). A turn whose deadline has passed judges every play of
 its game stamped before the deadline first, and before it declares a timeout it asks the
 edge for a *fence* (:attr:`Arrivals.fence`): the edge answers once every play of that game
@@ -26,8 +27,9 @@ from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 __all__ = ["DEFAULT_TURN_TIME_MS", "Arrival", "Arrivals", "Clock"]
 
 
-async def no_edge(game_id: str, before: float) -> None:
+async def no_edge(game_id: str, turn_id: int, before: float) -> float | None:
     """The fence of a core that no edge feeds (the core's own tests): nothing is in flight."""
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,10 @@ class Arrivals:
         self._ids = itertools.count(1)
         self._pending: dict[str, dict[int, float]] = {}
         self._waiting: set[str] = set()  # games whose turn waits for a stamped play
-        # (game, time) -> returns once every play of the game that the edge stamped before
-        # the time has been read from the link
-        self.fence: Callable[[str, float], Awaitable[None]] = no_edge
+        # (game, turn, time) -> returns once every play of the game that the edge stamped
+        # before the time has been read from the link: when the edge handed the turn to its
+        # seat, if it did (server.core.link.EdgeLink.fence)
+        self.fence: Callable[[str, int, float], Awaitable[float | None]] = no_edge
 
     def stamp(self, game_id: str, at: float | None = None) -> Arrival:
         """A play that reached the edge ``at`` (the core's clock; now if not given)."""

@@ -36,6 +36,7 @@ class EdgeLink:
         self._out: list[bytes] = []
         self._wake = trio.Event()
         self._fences: dict[int, trio.Event] = {}
+        self._fenced: dict[int, float] = {}  # a fence's answer: its turn's send
         self._fence_ids = itertools.count(1)
         self.offset = 0.0  # the core's clock minus CLOCK_MONOTONIC
         self.frames = Frames(link_pb.ToCore)
@@ -58,14 +59,17 @@ class EdgeLink:
     def ready(self, instance: str = "") -> None:
         self.send(link_pb.ToEdge(ready=link_pb.Ready(instance=instance)))
 
-    async def fence(self, game_id: str, before: float) -> None:
+    async def fence(self, game_id: str, turn_id: int, before: float) -> float | None:
         """Returns once every play of ``game_id`` that the edge stamped before ``before``
-        (the core's clock) has been read (server.core.clock)."""
+        (the core's clock) has been read (server.core.clock): when the edge handed its seat
+        turn ``turn_id``, if it did (the core's clock)."""
         if self.closed.is_set():
-            return  # no edge: nothing is on its way
+            return None  # no edge: nothing is on its way
         fence_id = next(self._fence_ids)
         done = self._fences[fence_id] = trio.Event()
-        fence = link_pb.Fence(id=fence_id, game_id=game_id, before=before - self.offset)
+        fence = link_pb.Fence(
+            id=fence_id, game_id=game_id, turn_id=turn_id, before=before - self.offset
+        )
         self.send(link_pb.ToEdge(fence=fence))
         try:
             with trio.CancelScope() as scope:
@@ -74,6 +78,8 @@ class EdgeLink:
         finally:
             self._closing_scopes.discard(scope)
             self._fences.pop(fence_id, None)
+        sent = self._fenced.pop(fence_id, 0.0)
+        return sent + self.offset if sent else None
 
     async def _write(self) -> None:
         while True:
@@ -126,14 +132,10 @@ class EdgeLink:
                 self._call(message.call)
             elif kind == "leave":
                 self.api.leave(message.leave.tap)
-            elif kind == "sent":
-                sent = message.sent
-                self.api.arbiter.actions.turn_sent(
-                    sent.game_id, sent.turn_id, sent.at + self.offset
-                )
             elif kind == "fenced":
                 done = self._fences.get(message.fenced.id)
                 if done is not None:
+                    self._fenced[message.fenced.id] = message.fenced.sent
                     done.set()
         except Exception:  # a frame the core cannot use: dropped, the link goes on
             log.exception("link: a %s frame dropped", kind)

@@ -544,8 +544,10 @@ class GameSession:
                 elif arrivals.pending(self.id, before=deadline):
                     self._wake = trio.Event()
                     await self._wake.wait()
-                elif not fenced:
-                    await arrivals.fence(self.id, deadline)
+                elif not fenced:  # (the edge may tell when it sent the turn: a later deadline)
+                    sent = await arrivals.fence(self.id, turn_id, deadline)
+                    if sent is not None:
+                        self.turn_sent(turn_id, sent)
                     fenced = True
                 else:
                     break

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
@@ -23,6 +24,7 @@ from server.link import Frames, frame, link_pb
 log = logging.getLogger("nardy.edge")
 
 UNREACHABLE = "the server's core is restarting; retry in a moment"
+SENT_GAMES = 100_000  # games whose last turn's send is remembered (the oldest forgotten)
 
 
 class Follower(Protocol):
@@ -51,7 +53,9 @@ class CoreLink(asyncio.Protocol):
         self._on_lost = on_lost
         # plays stamped and not yet written (their caller's token is being checked)
         self._unwritten: dict[int, float] = {}
-        self._fences: list[tuple[int, float]] = []  # fences waiting for those: (id, before)
+        self._fences: list[link_pb.Fence] = []  # fences waiting for those
+        # game -> (turn, when its seat was handed it): the side's clock runs from then
+        self._sent: OrderedDict[str, tuple[int, float]] = OrderedDict()
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -87,7 +91,7 @@ class CoreLink(asyncio.Protocol):
         elif kind == "reply":
             self._replied(message.reply)
         elif kind == "fence":
-            self._fences.append((message.fence.id, message.fence.before))
+            self._fences.append(message.fence)
             self._fence()
         elif kind == "close":
             for follower in list(self._taps.pop(message.close.tap, ())):
@@ -115,11 +119,12 @@ class CoreLink(asyncio.Protocol):
         step that stamps it, unless its token must be checked first)."""
         first = min(self._unwritten.values(), default=float("inf"))
         waiting = []
-        for fence_id, before in self._fences:
-            if first < before:
-                waiting.append((fence_id, before))
+        for fence in self._fences:
+            if first < fence.before:
+                waiting.append(fence)
             else:
-                self._write(link_pb.ToCore(fenced=link_pb.Fenced(id=fence_id)))
+                sent = self.sent_at(fence.game_id, fence.turn_id)
+                self._write(link_pb.ToCore(fenced=link_pb.Fenced(id=fence.id, sent=sent)))
         self._fences = waiting
 
     def stamped(self, at: float) -> int:
@@ -146,6 +151,7 @@ class CoreLink(asyncio.Protocol):
         caller: link_pb.Caller,
         *,
         arrival: float = 0.0,
+        sent: float = 0.0,
         identify: bool = False,
         follower: Follower | None = None,
     ) -> asyncio.Future:
@@ -163,6 +169,7 @@ class CoreLink(asyncio.Protocol):
             request=request,
             caller=caller,
             arrival=arrival,
+            sent=sent,
             identify=identify,
         )
         self._write(link_pb.ToCore(call=call))
@@ -178,8 +185,18 @@ class CoreLink(asyncio.Protocol):
         self._write(link_pb.ToCore(leave=link_pb.Leave(tap=tap)))
 
     def sent(self, game_id: str, turn_id: int, at: float) -> None:
-        """A seat's stream was handed the TURN_STARTED of ``turn_id`` at ``at``."""
-        self._write(link_pb.ToCore(sent=link_pb.Sent(game_id=game_id, turn_id=turn_id, at=at)))
+        """A seat's stream was handed the TURN_STARTED of ``turn_id`` at ``at`` (the first
+        time counts; the core hears of it with the turn's play, or with a fence)."""
+        if self._sent.get(game_id, (None,))[0] != turn_id:
+            self._sent[game_id] = (turn_id, at)
+            self._sent.move_to_end(game_id)
+            if len(self._sent) > SENT_GAMES:
+                self._sent.popitem(last=False)
+
+    def sent_at(self, game_id: str, turn_id: int) -> float:
+        """When the seat was handed ``turn_id`` of ``game_id`` (0.0: not known here)."""
+        turn, at = self._sent.get(game_id, (None, 0.0))
+        return at if turn == turn_id else 0.0
 
     def close(self) -> None:
         if self.transport is not None:

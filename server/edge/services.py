@@ -161,13 +161,23 @@ class Services:
         unwritten = core.stamped(arrival)  # fences wait until its frame is written
         try:
             who = await self._checked(context, held=True)
-            future = core.call(SUBMIT_PLAY, request, who.caller, arrival=arrival)
+            sent = self._sent(core, request)
+            future = core.call(SUBMIT_PLAY, request, who.caller, arrival=arrival, sent=sent)
         finally:
             core.written(unwritten)
         try:
             return (await self._answer(context, who, future)).body
         finally:
             self.gate.release(who)
+
+    @staticmethod
+    def _sent(core: CoreLink, request: bytes) -> float:
+        """When the edge handed the play's seat its turn (0.0: not known)."""
+        try:
+            play = api.SubmitPlayRequest.FromString(request)
+        except DecodeError:
+            return 0.0  # (the core refuses it)
+        return core.sent_at(play.game_id, play.turn_id)
 
     # -- streams --------------------------------------------------------------------------
     async def subscribe_game(self, request: bytes, context) -> None:
@@ -297,9 +307,10 @@ class Services:
         if not self.gate.limiter.allow(who.key):
             return _refused(turn_id, grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_FAST)
         play.game_id = game_id
-        reply = await self.core.link.call(
-            SUBMIT_PLAY, play.SerializeToString(), who.caller, arrival=arrival
-        )
+        core = self.core.link
+        sent = core.sent_at(game_id, turn_id)
+        request = play.SerializeToString()
+        reply = await core.call(SUBMIT_PLAY, request, who.caller, arrival=arrival, sent=sent)
         if reply.code:
             self.metrics.refusals.labels(STATUS.get(reply.code, grpc.StatusCode.UNKNOWN).name).inc()
             return api.PlayResponse(

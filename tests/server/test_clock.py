@@ -295,7 +295,7 @@ async def test_a_timeout_waits_for_the_plays_the_edge_stamped_in_time(
         answer = await arbiter.actions.submit_play(mover, game.id, game.turn_id, None, end, arrival)
         answers.append(answer)
 
-    async def fence(game_id: str, before: float) -> None:  # the edge, behind the link
+    async def fence(game_id: str, turn_id: int, before: float) -> None:  # the edge
         fences.append(before)
         await trio.sleep(4.0)  # the link is slow: the play is read only now
         nursery.start_soon(play, arbiter.arrivals.stamp(game_id, start + 0.5))

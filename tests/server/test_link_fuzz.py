@@ -20,6 +20,7 @@ from server.core.main import run
 from server.link import MAX_FRAME, Frames, frame, link_pb
 
 INTERNAL = 13  # the status of a call the core failed to answer
+ODD_TIMES = [0.0, -1e300, 1e300, float("nan"), float("inf"), -float("inf")]
 
 METHODS = [
     ARBITER + name
@@ -74,16 +75,18 @@ def hostile(rng: random.Random, ids) -> bytes:
         message = link_pb.ToCore(leave=link_pb.Leave(tap=rng.randrange(2**64)))
     elif kind == 3:
         message = link_pb.ToCore(fenced=link_pb.Fenced(id=rng.randrange(2**64)))
-    elif kind == 4:
-        sent = link_pb.Sent(game_id=rng.randbytes(8).hex(), turn_id=rng.randrange(2**32))
-        sent.at = rng.choice([0.0, -1e300, 1e300, float("nan"), float("inf")])
-        message = link_pb.ToCore(sent=sent)
+    elif kind == 4:  # a play with a made-up send and arrival
+        request = api.SubmitPlayRequest(game_id=rng.randbytes(6).hex(), turn_id=rng.randrange(9))
+        call = link_pb.Call(id=next(ids), method=ARBITER + "SubmitPlay")
+        call.request = request.SerializeToString()
+        call.sent, call.arrival = (rng.choice(ODD_TIMES) for _ in range(2))
+        message = link_pb.ToCore(call=call)
     else:  # a call of some method, its request mangled, its caller made up
         call = link_pb.Call(
             id=next(ids),
             method=rng.choice(METHODS),
             request=mangled(rng, rng.choice(REQUESTS)),
-            arrival=rng.choice([0.0, 1e300, -5.0, float("nan")]),
+            arrival=rng.choice(ODD_TIMES),
             identify=rng.random() < 0.5,
         )
         call.caller.digest = rng.choice(["", "00" * 32, rng.randbytes(40).hex(), "é" * 70])

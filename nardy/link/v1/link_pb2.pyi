@@ -17,32 +17,32 @@ class Caller(_message.Message):
     def __init__(self, digest: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class ToCore(_message.Message):
-    __slots__ = ("call", "leave", "sent", "fenced")
+    __slots__ = ("call", "leave", "fenced")
     CALL_FIELD_NUMBER: _ClassVar[int]
     LEAVE_FIELD_NUMBER: _ClassVar[int]
-    SENT_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     call: Call
     leave: Leave
-    sent: Sent
     fenced: Fenced
-    def __init__(self, call: _Optional[_Union[Call, _Mapping]] = ..., leave: _Optional[_Union[Leave, _Mapping]] = ..., sent: _Optional[_Union[Sent, _Mapping]] = ..., fenced: _Optional[_Union[Fenced, _Mapping]] = ...) -> None: ...
+    def __init__(self, call: _Optional[_Union[Call, _Mapping]] = ..., leave: _Optional[_Union[Leave, _Mapping]] = ..., fenced: _Optional[_Union[Fenced, _Mapping]] = ...) -> None: ...
 
 class Call(_message.Message):
-    __slots__ = ("id", "method", "request", "caller", "arrival", "identify")
+    __slots__ = ("id", "method", "request", "caller", "arrival", "identify", "sent")
     ID_FIELD_NUMBER: _ClassVar[int]
     METHOD_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ARRIVAL_FIELD_NUMBER: _ClassVar[int]
     IDENTIFY_FIELD_NUMBER: _ClassVar[int]
+    SENT_FIELD_NUMBER: _ClassVar[int]
     id: int
     method: str
     request: bytes
     caller: Caller
     arrival: float
     identify: bool
-    def __init__(self, id: _Optional[int] = ..., method: _Optional[str] = ..., request: _Optional[bytes] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., arrival: _Optional[float] = ..., identify: _Optional[bool] = ...) -> None: ...
+    sent: float
+    def __init__(self, id: _Optional[int] = ..., method: _Optional[str] = ..., request: _Optional[bytes] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., arrival: _Optional[float] = ..., identify: _Optional[bool] = ..., sent: _Optional[float] = ...) -> None: ...
 
 class Leave(_message.Message):
     __slots__ = ("tap",)
@@ -50,21 +50,13 @@ class Leave(_message.Message):
     tap: int
     def __init__(self, tap: _Optional[int] = ...) -> None: ...
 
-class Sent(_message.Message):
-    __slots__ = ("game_id", "turn_id", "at")
-    GAME_ID_FIELD_NUMBER: _ClassVar[int]
-    TURN_ID_FIELD_NUMBER: _ClassVar[int]
-    AT_FIELD_NUMBER: _ClassVar[int]
-    game_id: str
-    turn_id: int
-    at: float
-    def __init__(self, game_id: _Optional[str] = ..., turn_id: _Optional[int] = ..., at: _Optional[float] = ...) -> None: ...
-
 class Fenced(_message.Message):
-    __slots__ = ("id",)
+    __slots__ = ("id", "sent")
     ID_FIELD_NUMBER: _ClassVar[int]
+    SENT_FIELD_NUMBER: _ClassVar[int]
     id: int
-    def __init__(self, id: _Optional[int] = ...) -> None: ...
+    sent: float
+    def __init__(self, id: _Optional[int] = ..., sent: _Optional[float] = ...) -> None: ...
 
 class ToEdge(_message.Message):
     __slots__ = ("reply", "tell", "close", "fence", "ready")
@@ -145,14 +137,16 @@ class Close(_message.Message):
     def __init__(self, tap: _Optional[int] = ...) -> None: ...
 
 class Fence(_message.Message):
-    __slots__ = ("id", "game_id", "before")
+    __slots__ = ("id", "game_id", "before", "turn_id")
     ID_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     BEFORE_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     game_id: str
     before: float
-    def __init__(self, id: _Optional[int] = ..., game_id: _Optional[str] = ..., before: _Optional[float] = ...) -> None: ...
+    turn_id: int
+    def __init__(self, id: _Optional[int] = ..., game_id: _Optional[str] = ..., before: _Optional[float] = ..., turn_id: _Optional[int] = ...) -> None: ...
 
 class Ready(_message.Message):
     __slots__ = ("instance",)
