@@ -2,16 +2,20 @@
 and fences out.
 
 One task reads frames as they come and admits each call at once (a play is stamped as it
-is read: server.core.clock); each call is then answered by a task of its own. Everything
-the core sends in one trio batch goes out in one write, from a writer task woken once per
-batch. A frame the core cannot use is dropped and logged, never fatal: nothing the edge
-can send stops the core, and the link closing (the edge stopped or died) ends its run.
+is read: server.core.clock); each call is then answered by a task of its own. A frame is
+written as it is made, without waiting for the writer task, while the socket takes it;
+what it does not take waits for the writer, in order. A frame the core cannot use is
+dropped and logged, never fatal: nothing the edge can send stops the core, and the link
+closing (the edge stopped or died) ends its run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import os
+import socket
 
 import trio
 
@@ -33,8 +37,13 @@ class EdgeLink:
         self.stream = stream
         self.taps = Taps(self)
         self.api: Api | None = None
-        self._out: list[bytes] = []
+        self._out = bytearray()  # not written yet, in order
         self._wake = trio.Event()
+        # a socket's own descriptor, non-blocking, to write frames as they are made
+        self._raw: socket.socket | None = None
+        if isinstance(stream, trio.SocketStream):
+            self._raw = socket.socket(fileno=os.dup(stream.socket.fileno()))
+            self._raw.setblocking(False)
         self._fences: dict[int, trio.Event] = {}
         self._fenced: dict[int, float] = {}  # a fence's answer: its turn's send
         self._fence_ids = itertools.count(1)
@@ -45,7 +54,17 @@ class EdgeLink:
 
     # -- out ------------------------------------------------------------------------------
     def send(self, message: link_pb.ToEdge) -> None:
-        self._out.append(frame(message))
+        data = frame(message)
+        if self._raw is not None and not self._out:
+            try:
+                data = data[self._raw.send(data) :]
+            except BlockingIOError:
+                pass
+            except OSError:
+                return  # the edge is gone: the reader sees it too
+            if not data:
+                return
+        self._out += data
         self._wake.set()
 
     def tell(self, tap: int, message: bytes, turn_id: int, seq: int) -> None:
@@ -82,13 +101,20 @@ class EdgeLink:
         return sent + self.offset if sent else None
 
     async def _write(self) -> None:
+        """What the socket did not take at once, once it takes more."""
         while True:
             await self._wake.wait()
             self._wake = trio.Event()
-            data, self._out = b"".join(self._out), []
             try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                while self._out:
+                    if self._raw is None:
+                        data, self._out = bytes(self._out), bytearray()
+                        await self.stream.send_all(data)
+                        continue
+                    await trio.lowlevel.wait_writable(self._raw)
+                    with contextlib.suppress(BlockingIOError):
+                        del self._out[: self._raw.send(self._out)]
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                 return  # the edge is gone: the reader sees it too
 
     # -- in -------------------------------------------------------------------------------
@@ -104,6 +130,9 @@ class EdgeLink:
                 await self._read()
             finally:
                 self.closed.set()
+                if self._raw is not None:
+                    trio.lowlevel.notify_closing(self._raw)
+                    self._raw.close()
                 for scope in self._closing_scopes:
                     scope.cancel()  # fences: no edge, nothing in flight
                 nursery.cancel_scope.cancel()
