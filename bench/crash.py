@@ -141,7 +141,7 @@ async def recorded(address: str, game_ids) -> dict[str, list[tuple[int, str]]]:
 
 def serve(port: int, db: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [*serve_args(port, db), "--log-level", "WARNING", "--rate", "100000"],
+        [*serve_args(port, db), "--log-level", "WARNING"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -192,8 +192,11 @@ def one(kind: str, games: int, seconds: float) -> tuple[int, int, int, int, floa
             await asyncio.to_thread(serving, port)
             back = time.monotonic() - t0
             await asyncio.sleep(seconds / 2)
-            book.stop.set()
-            await task
+            book.stop.set()  # (a play already sent is still answered and noted)
+            await asyncio.sleep(0.5)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
             return back
 
         back = asyncio.run(run())
@@ -214,7 +217,7 @@ def one(kind: str, games: int, seconds: float) -> tuple[int, int, int, int, floa
 
 def serve_args(port: int, db: str) -> list[str]:
     args = [sys.executable, "-m", "nardy", "serve", "--port", str(port), "--db", db]
-    return [*args, "--streams", "100000"]
+    return [*args, "--streams", "100000", "--rate", "100000"]
 
 
 def _alive(pid: int) -> bool:
