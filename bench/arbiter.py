@@ -50,7 +50,7 @@ asyncio.run(main())
 """
 
 
-CREATORS = 4  # idle games created at a time (P4)
+CREATORS = 4  # idle games created at a time
 
 
 def free_port() -> int:
@@ -202,7 +202,7 @@ def scrape(url: str) -> dict[str, float]:
     return out
 
 
-async def p4(
+async def idle_games(
     address: str, pid: int, games: int, turn_ms: int, load_games: int, own: bool, out: dict
 ):
     """``games`` idle games (both seats subscribed, nobody plays) whose clocks all run out,
@@ -298,7 +298,7 @@ def timeout_lateness(
             label += f", {options}"
         with arbiter("--http-port", str(http), *options.split()) as (address, proc):
             out: dict = {}
-            asyncio.run(p4(address, proc.pid, games, turn_ms, load, own, out))
+            asyncio.run(idle_games(address, proc.pid, games, turn_ms, load, own, out))
             hist = scrape(f"http://127.0.0.1:{http}/metrics")
         ms = [x * 1e3 for x in out["lateness"]]
         seen = [x * 1e3 for x in out["seen"]]

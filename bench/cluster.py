@@ -1,4 +1,4 @@
-"""Several instances on one PostgreSQL (issue 15): games per second, and failover.
+"""Several instances on one PostgreSQL: games per second, and failover.
 
 1. Games per second of one ``nardy serve`` instance with 16 concurrent games against two
    instances sharing ONE database with 8 games each (each game created on, and run by, the

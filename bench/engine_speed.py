@@ -1,4 +1,4 @@
-"""Issue 13, engines: time per move of expectimax (full strength, 2 ply, no clock: equal
+"""Engines: time per move of expectimax (full strength, 2 ply, no clock: equal
 depth) and greedy with the compiled accelerators (move generator ``nardy/long/_movegen.c``
 and evaluation ``engines/_evaluate.c``) against the pure-Python reference of both
 (``NARDY_PURE_PYTHON=1``), on the same seeded self-play positions; and whether both

@@ -1,4 +1,4 @@
-"""P5 (issue 13): memory flat over a long run.
+"""Memory flat over a long run.
 
 A ``nardy serve`` process runs a ladder of instant bots (4 registered bots, two games
 each at a time: 4 games at once, in duplicate pairs, from the standard start) until it has

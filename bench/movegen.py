@@ -1,4 +1,4 @@
-"""P1 (issue 13): legal plays on a corpus rich in doubles, bear-offs and blocks.
+"""Legal plays on a corpus rich in doubles, bear-offs and blocks.
 
 Every generator runs over the same (position, dice) corpus, in alternating rounds, and
 each is reported as a ratio to the naive reference measured in the same round:
@@ -126,7 +126,7 @@ def main(quick: bool = False) -> None:
         )
     ratio = min(naive_wall / totals[whole][0], naive_cpu / totals[whole][1])
     print(
-        f"  P1 target: `nardy legal` whole process >= 25x the naive reference: "
+        f"  target: `nardy legal` whole process >= 25x the naive reference: "
         f"{'met' if ratio >= 25 else 'NOT met'} (lower of the two ratios {ratio:.1f}x)"
     )
 

@@ -1,4 +1,4 @@
-"""Issue 14: how well races not yet all home are judged, by the network and by the race
+"""How well races not yet all home are judged, by the network and by the race
 model of engines/bearoff.py, against rollouts that end in the exact bear-off tables.
 
 From each of ``--games`` self-play games of the network at 0 ply (seeded), one position is

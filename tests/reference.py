@@ -1,6 +1,6 @@
 """A deliberately simple reference generator of legal long-nardy plays.
 
-Written only from /work/shared/RULES.md and the position-text format, independently of
+Written only from docs/RULES.md and the position-text format, independently of
 ``nardy.long.movegen`` and ``nardy.long.turn`` (only ``Position`` is used, for input and output).
 It is slow on purpose: it copies the absolute board for every single step, checks every
 rule on the whole board after each step, and tries every die order depth first. Tests

@@ -1,4 +1,4 @@
-"""Property tests of the rules core (hypothesis), citing /work/shared/RULES.md sections.
+"""Property tests of the rules core (hypothesis), citing docs/RULES.md sections.
 
 Random games are played from the start position with random dice and a random legal play
 each turn until a side has borne off all 15 (§4.6). A game is drawn as one seed: the games

@@ -1,4 +1,4 @@
-"""Unit tests of the long nardy rules core against /work/shared/RULES.md.
+"""Unit tests of the long nardy rules core against docs/RULES.md.
 
 Section numbers (§3.5 etc.) refer to RULES.md. Positions are built from absolute indices
 (§1: white's point p is a = 24 - p, black's point q is a = (36 - q) % 24). Every expected

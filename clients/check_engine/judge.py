@@ -2,48 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
 import grpc
 
+from clients.check_engine.model import JOIN_MS, EngineTurn, Fail, Run
 from nardy import wire
 from nardy.game import Color
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import Variant, variant
 
-if TYPE_CHECKING:
-    from clients.check_engine.runner import Run
-
-JOIN_MS = 15_000  # the engine must subscribe to its game within this, or the game aborts
 ILLEGAL = "24/21 24/23"  # with 3-1 from the start: two checkers off the head (RULES §3.4)
 
 TYPE_NAMES = {v.number: v.name.removeprefix("EVENT_TYPE_") for v in pb.EventType.DESCRIPTOR.values}
 
 
-class Fail(Exception):
-    """A scenario failed; the message is the reason printed."""
-
-
 # -- what happened in a game ------------------------------------------------------------
-@dataclass
-class EngineTurn:
-    """One of the engine's turns as the spectator saw it."""
-
-    turn_id: int
-    position: Any  # before the turn, engine to move (a position of the game's variant)
-    dice: tuple[int, int]
-    outcome: str = "open"  # "played", "passed", or "open" (no play seen)
-    end: Any = None
-    notation: str = ""
-    used_ms: int = 0
-    automatic: bool = False
-
-    @property
-    def dice_text(self) -> str:
-        return f"{self.dice[0]}-{self.dice[1]}"
-
-
 def rules_of(events: list[pb.GameEvent]) -> Variant:
     """The variant of the game the events are of."""
     return variant(events[0].state.options.variant if events else "")

@@ -7,64 +7,19 @@ import contextlib
 import os
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import grpc
 import trio
 
-from clients.check_engine.judge import JOIN_MS, TYPE_NAMES, Fail, common
+from clients.check_engine.judge import TYPE_NAMES, common
+from clients.check_engine.model import JOIN_MS, Fail, Run, Scenario
 from clients.check_engine.output import Output
-from clients.check_engine.scenarios import Scenario, scenarios
-from clients.supervisor import EngineProcess
+from clients.check_engine.scenarios import scenarios
 from nardy.client import Client, my_turn
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 
 STOP_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this
-
-
-@dataclass
-class Run:
-    """One scenario being played: the match, the engine launches, and what was seen."""
-
-    scenario: Scenario
-    client: Client
-    cmd: list[str]
-    log_path: str
-    turn_time_ms: int
-    game_id: str = ""
-    engine_token: str = ""
-    checker_token: str = ""
-    events: list[pb.GameEvent] = field(default_factory=list)
-    over: trio.Event = field(default_factory=trio.Event)
-    engines: list[EngineProcess] = field(default_factory=list)
-    exit_code: int | None = None  # of an engine process that ended by itself
-    error: str | None = None
-    notes: dict = field(default_factory=dict)
-
-    @property
-    def engine(self) -> EngineProcess | None:
-        return self.engines[-1] if self.engines else None
-
-    @property
-    def started(self) -> bool:
-        return any(ev.type == pb.EVENT_TYPE_GAME_STARTED for ev in self.events)
-
-    def launch(self) -> None:
-        engine = EngineProcess(
-            "engine",
-            self.cmd,
-            Path(self.log_path),
-            env={"NARDY_SERVER": self.client.address, "NARDY_TOKEN": self.engine_token},
-        )
-        self.engines.append(engine)
-        engine.start()
-
-    async def kill_engine(self) -> None:
-        """Kill the engine as a crash would (SIGKILL), and wait until it is gone."""
-        if self.engine is not None:
-            await trio.to_thread.run_sync(self.engine.kill)
 
 
 # -- the checker's side of a game -------------------------------------------------------

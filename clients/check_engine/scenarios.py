@@ -7,9 +7,6 @@ and (1, 2) black. After the scripted dice run out the arbiter's own dice take ov
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import grpc
 import trio
@@ -17,7 +14,6 @@ import trio
 from clients.check_engine.judge import (
     ILLEGAL,
     JOIN_MS,
-    EngineTurn,
     Fail,
     judge_bear_off,
     judge_enter,
@@ -30,15 +26,10 @@ from clients.check_engine.judge import (
     judge_resume,
     judge_without_play,
 )
+from clients.check_engine.model import Run, Scenario
 from nardy.client import END_TYPES, my_turn
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
-
-if TYPE_CHECKING:
-    from clients.check_engine.runner import Run
-
-LAUNCH_MS = 5_000  # extra clock where the engine is (re)launched during its own turn
-NEAR_TIMEOUT_MS = 1_500
 
 ENGINE_WHITE = (2, 1)  # opening throw: first die (the engine's) higher -> engine is white
 ENGINE_BLACK = (1, 2)
@@ -65,34 +56,6 @@ CLOSED = "w/-2,-2,-2,-2,-2,-2,0,0,0,0,0,5,0,0,0,0,3,0,6,0,0,0,0,0/1,0"
 # White's last checker on its 14 (a=10) with 3-2: its 12 (a=12) is closed, so the only play
 # is 14/11*/9: a hit on black's blot (a=13) in the middle of the turn.
 HIT = "w/-12,0,0,0,0,0,0,0,0,0,1,0,-2,-1,0,0,0,0,0,0,0,0,0,0/0,0"
-
-
-@dataclass
-class Scenario:
-    name: str
-    start: str
-    dice: tuple[int, ...]
-    judge: Callable[[Run, list[EngineTurn]], str]
-    engine_color: int = pb.COLOR_WHITE
-    variant: str = "long"
-    clock: str = "normal"  # "normal": --turn-time-ms; "launch": plus LAUNCH_MS; "short"
-    unary_only: bool = False  # on the arbiter without Play (it answers it UNIMPLEMENTED)
-    stop_after: int | None = 1  # engine plays before the checker resigns; None: to the end
-    prelude: Callable[[Run], Awaitable[None]] | None = None  # before the engine starts
-    # Called around the checker's plays: (run, how many it has made, the turn's id).
-    before_checker_play: Callable[[Run, int, int], Awaitable[None]] | None = None
-    after_checker_play: Callable[[Run, int, int], Awaitable[None]] | None = None
-
-    def turn_time_ms(self, base: int) -> int:
-        if self.clock == "launch":
-            return base + LAUNCH_MS
-        if self.clock == "short":
-            return min(NEAR_TIMEOUT_MS, base)
-        return base
-
-    def limit_s(self, turn_time_ms: int) -> float:
-        turns = 2 * (self.stop_after or 30) + 6
-        return (JOIN_MS + turns * (turn_time_ms + 250)) / 1000 + 10
 
 
 # -- scenario hooks ---------------------------------------------------------------------

@@ -111,7 +111,7 @@ def _personalise(state: pb.GameState, snap: Snapshot, audience: Color | None) ->
 
 # -- GameState.legal_plays, encoded by hand ------------------------------------------------
 # The 20-odd LegalPlay messages of a turn are the costliest part of its events when built
-# as messages (../shared/notes/turn-cost.md); their protobuf encoding is written here
+# as messages (docs/PERFORMANCE.md); their protobuf encoding is written here
 # directly and merged into the state, which upb then serializes canonically: the bytes on
 # the wire are those of wire.legal_pb (tests/server/test_views.py compares them).
 LEGAL_PLAYS = b"\x8a\x01"  # GameState field 17 (legal_plays), length-delimited

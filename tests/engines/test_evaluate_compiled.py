@@ -1,6 +1,6 @@
 """The compiled evaluation (engines/_evaluate.c) against the pure-Python reference
 (engines/evaluate.py): bit-identical estimates and equities, so that greedy and expectimax
-make the same choices with either (issue 13: same seeds, same results).
+make the same choices with either (same seeds, same results).
 
 Corpora: seeded self-play games (every position and every play's end), random valid
 positions of every kind in ``tests/reference.py`` (scattered, bear-off, nearly home, head,

@@ -1,4 +1,4 @@
-"""A ladder's books are running totals (issue 13, "memory flat"): they must say exactly
+"""A ladder's books are running totals: they must say exactly
 what a recount of every stored game record says — rows, crosstable cells with duplicate
 pairs, and the ratings — also after an operator voids a game (rebuilt from the store's
 records plus those counted while they were read)."""

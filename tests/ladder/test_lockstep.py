@@ -1,5 +1,5 @@
 """Duplicate pairs without foresight: a bot that lets one game of its pair lag cannot read
-the coming throws in the other (issue 10, item 4).
+the coming throws in the other.
 
 The two games of a ladder pair have the same dice. The hostile bot plays one game at once
 and stalls in the other; before each of its plays in the lagging game it looks at the fast

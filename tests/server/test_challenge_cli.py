@@ -1,4 +1,4 @@
-"""Consent from the command line (issue 10): `nardy challenge`, `challenges`, `accept`,
+"""Consent from the command line: `nardy challenge`, `challenges`, `accept`,
 `decline` as real processes against a real server, and strangers trying to answer for the
 challenged player."""
 

@@ -1,6 +1,6 @@
 """Three arbiter processes on one PostgreSQL, a ladder of bot processes connected to
-different instances, and one instance killed with kill -9 in the middle of its games
-(issue 15): every game finishes, every play is in the journal once, no result is lost,
+different instances, and one instance killed with kill -9 in the middle of its games:
+every game finishes, every play is in the journal once, no result is lost,
 and the standings read the same from every instance that is left."""
 
 from __future__ import annotations

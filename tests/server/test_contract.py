@@ -1,4 +1,4 @@
-"""The contract as docs/PROTOCOL.md and the .proto comments state it (issue 12), over real
+"""The contract as docs/PROTOCOL.md and the .proto comments state it, over real
 gRPC: resuming re-announces a waiting turn, which events carry legal plays and results,
 what is counted, colours and players before the start, who may view a game."""
 
@@ -74,7 +74,7 @@ async def started(nursery, client, **fields):
 
 
 async def test_resuming_after_your_own_turn_started_announces_the_turn_again(client):
-    """Issue 12 item 2: after_seq = the seq of your unanswered TURN_STARTED gets a SNAPSHOT
+    """after_seq = the seq of your unanswered TURN_STARTED gets a SNAPSHOT
     with the legal plays at once (not after a heartbeat); the other seat gets nothing."""
     async with trio.open_nursery() as n:
         r, white, black, w, b, turn = await started(n, client)
@@ -100,7 +100,7 @@ async def test_resuming_after_your_own_turn_started_announces_the_turn_again(cli
 
 
 async def test_a_heartbeat_carries_the_latest_seq_and_the_full_state(tmp_path):
-    """Issue 12 item 3: HEARTBEAT repeats the latest seq and carries the state, the legal
+    """HEARTBEAT repeats the latest seq and carries the state, the legal
     plays included for the seat whose turn waits."""
     with EmbeddedServer(db=str(tmp_path / "h.db"), heartbeat_s=0.2) as srv:
         async with Client(srv.address) as c, trio.open_nursery() as n:
@@ -116,7 +116,7 @@ async def test_a_heartbeat_carries_the_latest_seq_and_the_full_state(tmp_path):
 
 
 async def test_replayed_turns_that_are_over_carry_no_legal_plays(client):
-    """Issue 12 item 4: from_start replays every event, but only the waiting turn's
+    """from_start replays every event, but only the waiting turn's
     TURN_STARTED still offers plays."""
     async with trio.open_nursery() as n:
         r, white, black, w, b, turn = await started(n, client, dice=[*FIRST_WHITE, 6, 5, 3, 1])
@@ -148,7 +148,7 @@ async def test_replayed_turns_that_are_over_carry_no_legal_plays(client):
 
 
 async def test_snapshot_seq_and_resume_bounds(client):
-    """Issue 12 item 5: a SNAPSHOT repeats the latest seq (0 while waiting); after_seq
+    """a SNAPSHOT repeats the latest seq (0 while waiting); after_seq
     beyond the last event is INVALID_ARGUMENT."""
     r, _ = await create(client)
     async with trio.open_nursery() as n:
@@ -164,7 +164,7 @@ async def test_snapshot_seq_and_resume_bounds(client):
 
 
 async def test_the_result_comes_with_game_finished_not_with_the_last_play(client):
-    """Issue 12 item 6: the deciding PLAY_MADE is IN_PROGRESS without a result; the result
+    """the deciding PLAY_MADE is IN_PROGRESS without a result; the result
     and the match score arrive together on GAME_FINISHED (RULES.md §5: mars, 2 points)."""
     async with trio.open_nursery() as n:
         r, white, black, w, b, turn = await started(n, client, start_position=LAST_TWO)
@@ -182,7 +182,7 @@ async def test_the_result_comes_with_game_finished_not_with_the_last_play(client
 
 @pytest.mark.parametrize("written", ["24/13", "24/19 19/13"], ids=["shorthand", "other-order"])
 async def test_what_counts_as_a_refused_play_and_the_canonical_answer(client, written):
-    """Issue 12 items 7 and 8: an empty request is not counted, an illegal play is; a
+    """an empty request is not counted, an illegal play is; a
     shorthand, or full steps in another legal order, comes back (and is recorded) as the
     legal play's canonical notation."""
     async with trio.open_nursery() as n:
@@ -205,7 +205,7 @@ async def test_what_counts_as_a_refused_play_and_the_canonical_answer(client, wr
 
 
 async def test_colours_and_players_are_known_as_soon_as_they_are_decided(client):
-    """Issue 12 items 9 and 10: first/second player always; white/black and the player
+    """first/second player always; white/black and the player
     stream's colour from creation when no throw decides (a chosen colour; game 2 of a match
     whose colours alternate, RULES.md §2)."""
     r, (first, second) = await create(client, target_points=3, dice=[*FIRST_WHITE, 6, 5])
@@ -245,7 +245,7 @@ async def test_colours_and_players_are_known_as_soon_as_they_are_decided(client)
 
 
 async def test_a_token_must_hold_a_seat_and_get_game_shows_the_seat_its_turn(client):
-    """Issue 12 item 11: a stranger's token is refused on GetGame and SubscribeGame; a seat
+    """a stranger's token is refused on GetGame and SubscribeGame; a seat
     token gets its own view, the legal plays on its waiting turn."""
     stranger = client.with_token(await client.with_token("").register("stranger"))
     async with trio.open_nursery() as n:
@@ -271,7 +271,7 @@ async def test_a_token_must_hold_a_seat_and_get_game_shows_the_seat_its_turn(cli
 
 
 async def test_resigning_on_the_opponents_turn_is_accepted(client):
-    """Issue 12 item 12: Resign works at any moment of a game in progress (RULES.md §5: no
+    """Resign works at any moment of a game in progress (RULES.md §5: no
     checker off, so mars)."""
     async with trio.open_nursery() as n:
         r, white, black, w, b, turn = await started(n, client)
@@ -283,7 +283,7 @@ async def test_resigning_on_the_opponents_turn_is_accepted(client):
 
 
 async def test_a_pass_has_no_turn_started(client):
-    """Issue 12 item 15: a turn without a legal play is TURN_PASSED only; turn_id advances."""
+    """a turn without a legal play is TURN_PASSED only; turn_id advances."""
     async with trio.open_nursery() as n:
         r, (white, black) = await create(
             client, start_position=BLOCKED, dice=[*FIRST_WHITE, 6, 5, 3, 1]
@@ -302,7 +302,7 @@ async def test_a_pass_has_no_turn_started(client):
 
 
 async def test_an_unknown_token_is_refused_even_where_none_is_needed(client):
-    """Issue 12 item 11: tokens are checked before anything else; a wrong one is never
+    """tokens are checked before anything else; a wrong one is never
     served as an anonymous caller, nor is a token sent without `Bearer ` (a seat would
     otherwise follow its game as a spectator and never arrive)."""
     forged = client.with_token("not-a-token")

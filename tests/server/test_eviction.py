@@ -1,4 +1,4 @@
-"""Memory flat over a long run (issue 13, item 6): an ended match leaves the arbiter's
+"""Memory flat over a long run: an ended match leaves the arbiter's
 memory for bounded caches, and everything about it is then answered from the store —
 GetGame and SubscribeGame (by id, with or without its seat token), an idempotent re-send
 of its last play, ListGames (the newest games, and older ones still waiting), the web

@@ -1,4 +1,4 @@
-"""Provably fair dice (issue 10, item 3): commitment first, client seeds, the reveal, and
+"""Provably fair dice: commitment first, client seeds, the reveal, and
 ``nardy verify`` accepting a real game and rejecting it with one die changed."""
 
 from __future__ import annotations

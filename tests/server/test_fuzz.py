@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every RPC (issue 10): random field values, unknown fields and
+"""Property-based fuzzing of every RPC: random field values, unknown fields and
 random bytes, with and without tokens. The server must answer each with a proper status
 (never UNKNOWN or INTERNAL, which mean an unhandled error), keep serving, and leave every
 game it holds as it was: a game in progress is checked before and after, then played on.

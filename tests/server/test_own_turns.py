@@ -35,7 +35,7 @@ async def _play(seat, game_id: str, seed: int, own_turns: bool) -> list:
 
 
 def _concerns(ev, color) -> bool:
-    """The filter as issue 13 specifies it, for the reference stream's events."""
+    """The filter as arbiter.proto specifies it, for the reference stream's events."""
     if ev.type == pb.EVENT_TYPE_TURN_STARTED:
         return ev.state.side_to_move == color
     return ev.type in KEPT
@@ -174,7 +174,7 @@ def _first_or_code(stub, request, md):
 
 
 async def test_filter_refusals(server, client):
-    """Issue 10's rule for enums (a value this server does not know is INVALID_ARGUMENT)
+    """The rule for enums (a value this server does not know is INVALID_ARGUMENT)
     and no own-turns stream for a spectator; the seat is served afterwards."""
     r, _ = await create(client)
     seat = (("authorization", f"Bearer {r.first_seat_token}"),)

@@ -1,4 +1,4 @@
-"""The bidirectional ``Play`` stream (issue 13 item 7): a seat's game on one stream,
+"""The bidirectional ``Play`` stream: a seat's game on one stream,
 turns down, plays up. Real servers on loopback, blocking gRPC clients in threads: a whole
 game played over two streams, a refused play that does not end the stream, an idempotent
 re-send; the first message must subscribe; a token without a seat, and a play for another

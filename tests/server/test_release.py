@@ -1,4 +1,4 @@
-"""An ended game keeps no per-turn state in memory (issue 13, "memory flat"): its events
+"""An ended game keeps no per-turn state in memory: its events
 and the answers to its plays are read back from the journal, so an idempotent re-send of
 the last play still gets its answer (marked duplicate) after the game is over."""
 

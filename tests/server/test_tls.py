@@ -1,4 +1,4 @@
-"""TLS (issue 10, item 7): a TLS client plays a game; a plaintext client is refused on the
+"""TLS: a TLS client plays a game; a plaintext client is refused on the
 TLS port; the command-line clients take ``--tls-ca`` (or ``$NARDY_TLS_CA``).
 
 The certificate is made here, self-signed for 127.0.0.1 and localhost.

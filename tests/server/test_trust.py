@@ -1,4 +1,4 @@
-"""Hostile clients against the arbiter (issue 10): each hole found in the wild, tried again.
+"""Hostile clients against the arbiter: each hole found in the wild, tried again.
 
 Every test plays the stranger: it tries to seat a registered bot without consent, to rig a
 game, to get a rigged game counted, to predict seeded dice, to dodge the rate limit with

@@ -1,6 +1,6 @@
 """A deliberately naive reference generator of legal short-nardy (backgammon) plays.
 
-Written only from /work/shared/RULES.md §8-9, §3.6-3.7 and §4, independently of
+Written only from docs/RULES.md §8-9, §3.6-3.7 and §4, independently of
 ``nardy.short.movegen`` and ``nardy.short.turn`` (only ``Position`` is used, for input and
 output). It is slow on purpose: it copies the absolute board and bar for every single step,
 checks every rule on the whole board, and tries every die order depth first without
