@@ -5,30 +5,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from nardy import GameResult
 from nardy.dice import check_client_seed
-from server.core import store
+from server.core import statements
 from server.core.clock import Arrival
 from server.core.journal import Status
+from server.core.ladders import Ladders
+from server.core.roster import Roster
+from server.core.runtime import Runtime
 from server.core.session import Accepted, GameSession, Sink
 from server.core.store import LeaseLost
+from server.core.tables import Tables
 from server.errors import ArbiterError, Code
-
-if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
 
 log = logging.getLogger("nardy.server")
 
 
 class Actions:
-    def __init__(self, arbiter: Arbiter) -> None:
-        self.arbiter = arbiter
+    def __init__(self, runtime: Runtime, roster: Roster, tables: Tables, ladders: Ladders) -> None:
+        self.runtime = runtime
+        self.roster = roster
+        self.tables = tables
+        self.ladders = ladders
 
     async def _seated(self, digest: str | None, game_id: str) -> tuple[GameSession, int]:
-        principal = self.arbiter.roster.authenticate(digest)
-        game = await self.arbiter.tables.game(game_id)
+        principal = self.roster.authenticate(digest)
+        game = await self.tables.game(game_id)
         seat = game.seat_in(principal)
         if seat is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
@@ -44,8 +47,8 @@ class Actions:
         wrong token is told so instead of silently getting a spectator's view, which never
         carries legal plays.
         """
-        principal = self.arbiter.roster.authenticate(digest, required=False)  # (first)
-        game = await self.arbiter.tables.game(game_id, read=read)
+        principal = self.roster.authenticate(digest, required=False)  # (first)
+        game = await self.tables.game(game_id, read=read)
         seat = game.seat_in(principal)
         if principal is not None and seat is None and not principal.admin:
             raise ArbiterError(
@@ -79,7 +82,7 @@ class Actions:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "EVENT_FILTER_OWN_TURNS is for a seat's stream (its token)"
             )
-        if self.arbiter.closing:
+        if self.runtime.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         if seat is not None:
             game.offer_client_seed(seat, client_seed)
@@ -88,7 +91,7 @@ class Actions:
         return game, seat, backlog, live
 
     def unsubscribe(self, game_id: str, sink: Sink, seat: int | None, *, last: bool = True) -> None:
-        game = self.arbiter.tables.games.get(game_id)
+        game = self.tables.games.get(game_id)
         if game is not None:
             game.unsubscribe(sink, seat, last=last)
 
@@ -111,19 +114,19 @@ class Actions:
                 await self._lost_while_acting(game)
                 raise
         finally:
-            if arrival is not None and self.arbiter.arrivals.settle(arrival):
+            if arrival is not None and self.runtime.arrivals.settle(arrival):
                 self.arrival_settled(arrival)
 
     def turn_sent(self, game_id: str, turn_id: int, at: float) -> None:
         """The edge handed a seat's stream its turn at ``at`` (server.core.clock)."""
-        game = self.arbiter.tables.games.get(game_id)
+        game = self.tables.games.get(game_id)
         if game is not None:
             game.turn_sent(turn_id, at)
 
     def arrival_settled(self, arrival: Arrival) -> None:
         """A stamped play was judged or dropped while its game's turn, past its deadline,
         was waiting for it: let the turn decide."""
-        game = self.arbiter.tables.games.get(arrival.game_id)
+        game = self.tables.games.get(arrival.game_id)
         if game is not None:
             game.arrival_settled()
 
@@ -138,21 +141,20 @@ class Actions:
     async def _lost_while_acting(self, game: GameSession) -> None:
         """A play or resignation met the fence: the game was taken over. Stop it here and
         answer with where it lives now (Elsewhere), if that is known yet."""
-        self.arbiter.tables.lose(game.match.id)
-        await self.arbiter.tables.game(game.id)
+        self.tables.lose(game.match.id)
+        await self.tables.game(game.id)
 
     async def void_game(self, digest: str | None, game_id: str) -> GameSession:
         """Void a game: it ends (or stays ended) without a result that counts anywhere."""
-        arbiter = self.arbiter
-        arbiter.roster.require_operator(digest)
-        tables = arbiter.tables
+        self.roster.require_operator(digest)
+        tables = self.tables
         game = await tables.game(game_id)
         if game.status in (Status.WAITING, Status.IN_PROGRESS):
             await game.match.call_off("voided by the operator")
         elif game.status is Status.FINISHED:
             game.status = Status.ABORTED
-            writes = [store.update_game(game), *await arbiter.ladders.voided(game)]
-            await arbiter.writer.commit(*writes)
+            writes = [statements.update_game(game), *await self.ladders.voided(game)]
+            await self.runtime.writer.commit(*writes)
             if game.id not in tables.games:  # counted among the ended ones already
                 tables.ended_counts[Status.FINISHED] -= 1
                 tables.ended_counts[Status.ABORTED] += 1

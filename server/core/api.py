@@ -38,7 +38,7 @@ from server.core.clock import Arrival
 from server.core.journal import Event, EventType
 from server.core.ladder import LadderOptions
 from server.core.ladder_views import crosstable_pb, ladder_options_pb, standings_pb
-from server.core.notices import Note, PlayerNote
+from server.core.notes import Note, PlayerNote
 from server.core.principals import Caller
 from server.core.session import GameSession, MatchSpec
 from server.core.taps import Tap, Taps
@@ -314,7 +314,9 @@ class Api:
         assert principal is not None
         key = principal.listener
         tap = self.taps.tap(("player", key), _told_note)
-        notes = await self.arbiter.notices.subscribe(digest, tap)
+        notes = await self.arbiter.notices.subscribe(
+            digest, tap, self.arbiter.tables.games.values()
+        )
         tap.streams += 1
         return link_pb.Opened(
             tap=tap.id, backlog=[player_event(n).SerializeToString() for n in notes]

@@ -11,31 +11,30 @@
 
 Everything runs in the core's trio thread. Every change is journaled through the
 group-commit writer and answered only once it is durable; each match is a task in the
-arbiter's nursery.
+arbiter's nursery. The arbiter is the parts' Runtime (server.core.runtime); each part is
+given the others it uses, and none knows the arbiter.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
 
 from server.core.actions import Actions
-from server.core.catalogue import Catalogue
-from server.core.clock import Arrivals
 from server.core.ladders import Ladders
-from server.core.metrics import Metrics
 from server.core.notices import Notices
-from server.core.ownership import Shared, Sole
+from server.core.ownership import Sole
 from server.core.policy import Policy
-from server.core.recovery import restore
+from server.core.restart import Parts, restore
 from server.core.roster import Roster
+from server.core.runtime import Runtime
 from server.core.seating import Seating
-from server.core.store import Reader, Store
+from server.core.session import MatchSession, MatchSpec
+from server.core.shared import Shared
+from server.core.store import Store
 from server.core.tables import Tables
-from server.core.writer import JournalWriter
 
 if TYPE_CHECKING:
     from server.core.cluster import Cluster
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("nardy.server")
 
 
-class Arbiter:
+class Arbiter(Runtime):
     def __init__(
         self,
         db: Store,
@@ -52,21 +51,20 @@ class Arbiter:
         policy: Policy | None = None,
         cluster: Cluster | None = None,
     ) -> None:
-        self.store = db
-        self.reader = Reader(db)
-        self.metrics = Metrics()
-        self.writer = JournalWriter(db, observe=self.metrics.journal_commit.observe)
-        self.arrivals = Arrivals(trio.current_time)  # plays stamped on this run's clock
-        self.catalogue = Catalogue()
-        self.nursery: trio.Nursery | None = None
-        self.closing = False
+        super().__init__(db)
         self.owner: Sole = Sole(self) if cluster is None else Shared(self, cluster)
-        self.roster = Roster(self, admin_hash, policy or Policy())
-        self.seating = Seating(self)
-        self.tables = Tables(self)
-        self.actions = Actions(self)
-        self.notices = Notices(self)
-        self.ladders = Ladders(self)
+        self.roster = Roster(self, self.owner, admin_hash, policy or Policy())
+        self.notices = Notices(self, self.roster, self.owner)
+        self.ladders = Ladders(self, self.roster, self.owner, self._create_pair)
+        self.tables = Tables(self, self.roster, self.notices, self.ladders, self.owner)
+        self.seating = Seating(self, self.roster, self.tables, self.notices, self.owner)
+        self.actions = Actions(self, self.roster, self.tables, self.ladders)
+        if isinstance(self.owner, Shared):
+            self.owner.bind(self.roster, self.tables, self.ladders, self.notices)
+
+    async def _create_pair(self, specs: list[MatchSpec]) -> list[MatchSession]:
+        """(For the ladders: a duplicate pair's matches, stored and running.)"""
+        return await self.seating.create_pair(specs)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Restore what the journal holds, then run every match and ladder until cancelled
@@ -74,16 +72,11 @@ class Arbiter:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
             await nursery.start(self.writer.run)
-            await restore(self)
+            await restore(Parts(self, self.roster, self.ladders, self.tables, self.owner))
             if isinstance(self.owner, Shared):
                 await nursery.start(self.owner.run)
             task_status.started()
             await trio.sleep_forever()
-
-    def spawn(self, fn: Callable[..., Awaitable[None]], *args) -> None:
-        """Run ``fn(*args)`` as a task of the arbiter (a match, a ladder, a reload)."""
-        assert self.nursery is not None
-        self.nursery.start_soon(fn, *args)
 
     def shutdown(self) -> None:
         """End every stream with a final SERVER_SHUTDOWN message and refuse new work."""

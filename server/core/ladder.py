@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import defaultdict, deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 import trio
@@ -27,7 +28,7 @@ from nardy.wire import Terms
 from server.core.clock import DEFAULT_TURN_TIME_MS
 from server.core.journal import Status
 from server.core.lockstep import Lockstep
-from server.core.session import GameSession, MatchSpec
+from server.core.session import GameSession, MatchSession, MatchSpec
 
 log = logging.getLogger("nardy.server")
 
@@ -110,9 +111,18 @@ class Cell:
     pairs: list[int] = field(default_factory=lambda: [0, 0, 0])  # pairs won 0 / 1 / 2 games
 
 
+# the server's part in pairing: store a duplicate pair's matches (both or neither) and run
+# them; then place the pair where it is to run (several instances: the least loaded one)
+CreatePair = Callable[[list[MatchSpec]], Awaitable[list[MatchSession]]]
+PlacePair = Callable[[str, list[str]], Awaitable[None]]
+
+
 class Ladder:
-    def __init__(self, arbiter, name: str, options: LadderOptions) -> None:
-        self.arbiter = arbiter
+    def __init__(
+        self, create_pair: CreatePair, place_pair: PlacePair, name: str, options: LadderOptions
+    ) -> None:
+        self.create_pair = create_pair
+        self.place_pair = place_pair
         self.name = name
         self.options = options
         self.members: dict[str, Member] = {}
@@ -206,13 +216,13 @@ class Ladder:
             )
             for first, second in ((a, b), (b, a))
         ]
-        pair = await self.arbiter.seating.create_pair(specs)
+        pair = await self.create_pair(specs)
         games = [match.current.id for match in pair]
         self.in_progress.update(games)
         a.playing += 2
         b.playing += 2
         self.met[frozenset((a.name, b.name))] += 1
-        await self.arbiter.owner.place_pair(pair_id, [match.id for match in pair])
+        await self.place_pair(pair_id, [match.id for match in pair])
         log.info(
             "ladder=%s pair=%s %s vs %s games=%s",
             self.name,

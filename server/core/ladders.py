@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
 
 import trio
 
 from nardy.variant import variant
-from server.core import store
+from server.core import statements
 from server.core.journal import Status
-from server.core.ladder import Ladder, LadderGame, LadderOptions, Member
-from server.core.roster import NAME
-from server.core.seating import MAX_TURN_TIME_MS
+from server.core.ladder import CreatePair, Ladder, LadderGame, LadderOptions, Member
+from server.core.ownership import Sole
+from server.core.policy import MAX_TURN_TIME_MS
+from server.core.roster import NAME, Roster
+from server.core.runtime import Runtime
 from server.core.session import GameSession, MatchSession
 from server.core.store import StoreError, Write
 from server.errors import ArbiterError, Code, clip
-
-if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
 
 log = logging.getLogger("nardy.server")
 
@@ -29,8 +27,13 @@ RELOAD_S = 1.0  # several instances: standings read a ladder's books back this o
 
 
 class Ladders:
-    def __init__(self, arbiter: Arbiter) -> None:
-        self.arbiter = arbiter
+    def __init__(
+        self, runtime: Runtime, roster: Roster, owner: Sole, create_pair: CreatePair
+    ) -> None:
+        self.runtime = runtime
+        self.roster = roster
+        self.owner = owner
+        self.create_pair = create_pair  # (server.core.seating's)
         self.by_name: dict[str, Ladder] = {}
         self._reload_due = False
         self._reloaded: dict[str, float] = {}  # ladder -> when its books were read back
@@ -44,7 +47,7 @@ class Ladders:
         self, digest: str | None, name: str, options: LadderOptions
     ) -> tuple[Ladder, bool]:
         """The ladder ``name``, created with ``options`` if it does not exist yet (operator)."""
-        self.arbiter.roster.require_operator(digest)
+        self.roster.require_operator(digest)
         if not NAME.match(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder name is 1-40 letters, digits, '.', '_' or '-'"
@@ -59,40 +62,41 @@ class Ladders:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
             )
-        await self.arbiter.writer.commit(store.add_ladder(name, options))
+        await self.runtime.writer.commit(statements.add_ladder(name, options))
         if name in self.by_name:  # created meanwhile by the same request from elsewhere
             return self.by_name[name], False
         ladder = self.open(name, options)
-        self.arbiter.owner.tell("ladder", l=name)
+        self.owner.tell("ladder", l=name)
         log.info("ladder created name=%s %s", name, options)
         return ladder, True
 
     def open(self, name: str, options: LadderOptions) -> Ladder:
-        ladder = self.by_name[name] = Ladder(self.arbiter, name, options)
-        ladder.active = self.arbiter.owner.leading
-        self.arbiter.spawn(ladder.run)
+        ladder = Ladder(self.create_pair, self.owner.place_pair, name, options)
+        self.by_name[name] = ladder
+        ladder.active = self.owner.leading
+        self.runtime.spawn(ladder.run)
         return ladder
 
     async def join(self, digest: str | None, name: str, ready: bool) -> None:
-        player = self.arbiter.roster.require_player(digest, "joining a ladder")
-        if name not in self.by_name and self.arbiter.owner.books_shared:
+        player = self.roster.require_player(digest, "joining a ladder")
+        if name not in self.by_name and self.owner.books_shared:
             await self.reload(name)  # created on another instance
         ladder = self.ladder(name)
-        await self.arbiter.writer.commit(store.set_ladder_member(name, player.id, ready))
+        await self.runtime.writer.commit(statements.set_ladder_member(name, player.id, ready))
         ladder.join(player.id, player.name, ready)
-        self.arbiter.owner.tell("ladder", l=name)
+        self.owner.tell("ladder", l=name)
 
     # -- the books ----------------------------------------------------------------------
     def game_over(self, game: GameSession) -> list[Write]:
         """What a game's end adds to its ladder's books (written with its end)."""
         ladder = self.by_name.get(game.match.ladder)
         record = ladder.game_over(game) if ladder is not None else None
-        return [] if record is None else [store.add_ladder_game(game.match.ladder, record)]
+        return [] if record is None else [statements.add_ladder_game(game.match.ladder, record)]
 
     def counted(self, game: GameSession) -> None:
         """A ladder game's end is written: the leader counts it (several instances)."""
-        if game.match.ladder in self.by_name and self.arbiter.owner.books_shared:
-            self.arbiter.owner.tell("ladder", l=game.match.ladder)
+        if game.match.ladder in self.by_name and self.owner.books_shared:
+            self.owner.tell("ladder", l=game.match.ladder)
             self.reload_soon()
 
     async def voided(self, game: GameSession) -> list[Write]:
@@ -100,14 +104,14 @@ class Ladders:
         ladder = self.by_name.get(game.match.ladder)
         if ladder is None:
             return []
-        stored = await self.arbiter.reader.ladder_games(ladder.name)
+        stored = await self.runtime.reader.ladder_games(ladder.name)
         record = ladder.void(game.id, [LadderGame(**r) for r in stored])
-        return [] if record is None else [store.add_ladder_game(ladder.name, record)]
+        return [] if record is None else [statements.add_ladder_game(ladder.name, record)]
 
     async def restore(self) -> set[str]:
         """Every ladder with its books and members, after a restart; the games counted."""
-        read = self.arbiter.reader
-        players = self.arbiter.roster.players
+        read = self.runtime.reader
+        players = self.roster.players
         counted: set[str] = set()
         for name, options in await read.ladders():
             ladder = self.open(name, LadderOptions(**options))
@@ -128,19 +132,19 @@ class Ladders:
         if ladder is None:
             return
         if counted is None:
-            counted = {r["game_id"] for r in await self.arbiter.reader.ladder_games(ladder.name)}
+            counted = {r["game_id"] for r in await self.runtime.reader.ladder_games(ladder.name)}
         for game in match.games:
             if game.id in counted:
                 continue
             if game.status in (Status.FINISHED, Status.ABORTED):
                 # ended just before the restart, not yet counted
                 record = ladder.game_over(game)
-                await self.arbiter.writer.commit(
-                    store.add_ladder_game(ladder.name, record),
-                    fence=self.arbiter.owner.fence(match),
+                await self.runtime.writer.commit(
+                    statements.add_ladder_game(ladder.name, record),
+                    fence=self.owner.fence(match),
                 )
                 continue
-            if self.arbiter.owner.books_shared:
+            if self.owner.books_shared:
                 continue  # the leader's books come from the store (reload)
             ladder.in_progress.add(game.id)
             for seat in match.seats:
@@ -152,7 +156,7 @@ class Ladders:
     async def reload(self, only: str = "") -> None:
         """Ladders, members, results and games in progress as the store has them (every
         instance writes there), so standings read the same from every instance."""
-        read = self.arbiter.reader
+        read = self.runtime.reader
         for name, options in await read.ladders():
             if name not in self.by_name:
                 self.open(name, LadderOptions(**options))
@@ -163,7 +167,7 @@ class Ladders:
                 records = [LadderGame(**record) for record in await read.ladder_games(name)]
                 members = []
                 for player_id, ready in await read.ladder_members(name):
-                    player = await self.arbiter.roster.player(player_id)
+                    player = await self.roster.player(player_id)
                     if player is not None:
                         members.append(Member(player_id, player.name, bool(ready)))
                 live = {
@@ -175,9 +179,9 @@ class Ladders:
 
     def reload_soon(self) -> None:
         """Reload the ladders in a moment (news of a result or a member; leader only)."""
-        if self.arbiter.owner.leading and not self._reload_due:
+        if self.owner.leading and not self._reload_due:
             self._reload_due = True
-            self.arbiter.spawn(self._reload)
+            self.runtime.spawn(self._reload)
 
     async def _reload(self) -> None:
         self._reload_due = False
@@ -192,7 +196,7 @@ class Ladders:
         """Several instances: the ladder's books as the store has them, the same on every
         instance; read back at most every RELOAD_S per ladder (anyone may ask, and it
         reads every result of the ladder)."""
-        if not self.arbiter.owner.books_shared:
+        if not self.owner.books_shared:
             return
         now = trio.current_time()
         if now < self._reloaded.get(name, -math.inf) + RELOAD_S:
@@ -204,7 +208,7 @@ class Ladders:
     def news(self, name: str) -> None:
         """Another instance changed ladder ``name`` (created it, a member, a result)."""
         if name not in self.by_name:
-            self.arbiter.spawn(self._reload)
+            self.runtime.spawn(self._reload)
         self.reload_soon()
 
     async def lead(self, leading: bool) -> None:

@@ -21,7 +21,8 @@ from server.core.cluster import Cluster
 from server.core.link import EdgeLink
 from server.core.pgstore import PostgresStore
 from server.core.principals import new_token, token_hash
-from server.core.store import Reader, SQLiteStore, SQLStore, set_setting
+from server.core.statements import set_setting
+from server.core.store import Reader, SQLiteStore, SQLStore
 
 log = logging.getLogger("nardy.server")
 

@@ -3,86 +3,39 @@ assigned, a challenge, a game over — and the sinks that follow them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import IntEnum
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
-from nardy import Color
 from server.core.journal import Status
+from server.core.notes import Note, PlayerNote, RemoteCard, colour
+from server.core.ownership import Sole
 from server.core.principals import Principal
-from server.core.session import GameCard, GameSession, Seat, Sink
+from server.core.roster import Roster
+from server.core.runtime import Runtime
+from server.core.session import GameSession, Seat, Sink
 from server.errors import ArbiterError, Code
-
-if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
-
-
-class Note(IntEnum):
-    """What a player stream reports (see PlayerEventType)."""
-
-    GAME_ASSIGNED = 1
-    GAME_OVER = 2
-    HEARTBEAT = 3
-    SERVER_SHUTDOWN = 4
-    CHALLENGE = 5
-
-
-@dataclass(frozen=True)
-class RemoteCard:
-    """What a player stream tells of a game another instance runs (from its news)."""
-
-    game_id: str
-    match_id: str
-    seats: tuple[Seat, Seat]
-
-
-@dataclass(frozen=True)
-class PlayerNote:
-    """A message for a player's stream, frozen when it is made."""
-
-    type: Note
-    game: GameCard | RemoteCard | None = None
-    seat: int = 0
-    color: Color | None = None
-
-    @classmethod
-    def about(cls, kind: Note, game: GameSession, seat: int) -> PlayerNote:
-        return cls(kind, game.card, seat, game.color_of(seat))
-
-
-def colour(seat: int, white_seat: int | None) -> Color | None:
-    """The colour of ``seat`` when ``white_seat`` plays white (None until known)."""
-    if white_seat is None:
-        return None
-    return Color.WHITE if seat == white_seat else Color.BLACK
-
-
-def seats_of(rows: list) -> tuple[Seat, Seat]:
-    """Seats as a news item or a ``matches`` row holds them."""
-    a, b = (
-        Seat(i, s["name"], s["bot"], s["player_id"], s.get("owner", "")) for i, s in enumerate(rows)
-    )
-    return a, b
 
 
 class Notices:
     """The player streams' sinks, by listener (a player, or a match's seat)."""
 
-    def __init__(self, arbiter: Arbiter) -> None:
-        self.arbiter = arbiter
+    def __init__(self, runtime: Runtime, roster: Roster, owner: Sole) -> None:
+        self.runtime = runtime
+        self.roster = roster
+        self.owner = owner
         self.sinks: dict[str, set[Sink]] = {}
 
-    async def subscribe(self, digest: str | None, sink: Sink) -> list[PlayerNote]:
+    async def subscribe(
+        self, digest: str | None, sink: Sink, games: Iterable[GameSession]
+    ) -> list[PlayerNote]:
         """Follow a player's games (or, with a seat token, the games of that seat's match),
-        on every instance; the notices to send first."""
-        arbiter = self.arbiter
-        principal = arbiter.roster.authenticate(digest)
+        on every instance; the notices to send first (``games``: those held here)."""
+        principal = self.roster.authenticate(digest)
         assert principal is not None
-        if arbiter.closing:
+        if self.runtime.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
-        notes = await arbiter.owner.games_elsewhere(principal)
+        notes = await self.owner.games_elsewhere(principal)
         self.sinks.setdefault(principal.listener, set()).add(sink)
-        for game in arbiter.tables.games.values():
+        for game in games:
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
                 notes += self._notes_of(game, principal)
         return notes
@@ -108,7 +61,7 @@ class Notices:
     def notify(self, game: GameSession, kind: Note) -> None:
         """Tell the seats of ``game`` (here and, through the news, on other instances)."""
         self.deliver(game.match.id, game.match.seats, game.match.challenged, kind, game)
-        self.arbiter.owner.tell_note(game, kind)
+        self.owner.tell_note(game, kind)
 
     def deliver(
         self,

@@ -1,36 +1,23 @@
-"""Which instance runs which match: :class:`Sole` for an arbiter alone on its store (it owns
-everything, and every hook here does nothing), :class:`Shared` for several instances on
-one PostgreSQL (server/core/cluster.py): leases and their fences on every journal write,
-taking over the matches of instances that stopped, sending callers where a game runs,
-news between instances, the players and games other instances hold, and the leader that
-pairs ladder games.
-
-The rest of the core asks its owner, never whether there are several instances.
+"""Which instance runs which match, as the rest of the core asks it: :class:`Sole`, an
+arbiter alone on its store, owns everything and every hook here does nothing; several
+instances on one PostgreSQL are server.core.shared's ``Shared``. The rest of the core asks
+its owner, never whether there are several instances.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import trio
-
 from nardy.v1 import arbiter_pb2 as api
-from server.core.lockstep import Lockstep
-from server.core.notices import Note, PlayerNote, RemoteCard, colour, seats_of
 from server.core.principals import Player, Principal
-from server.core.store import StoreError, Write
-from server.errors import ArbiterError, Code, Elsewhere
+from server.core.runtime import Runtime
+from server.core.store import Write
 
 if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
-    from server.core.cluster import Beat, Cluster, Place
+    from server.core.notes import Note, PlayerNote
     from server.core.session import GameSession, MatchSession
-
-log = logging.getLogger("nardy.server")
 
 
 class Sole:
@@ -39,8 +26,8 @@ class Sole:
     leading = True  # pairs ladder games
     books_shared = False  # the ladders' books are this instance's alone
 
-    def __init__(self, arbiter: Arbiter) -> None:
-        self.arbiter = arbiter
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
 
     @property
     def id(self) -> str:
@@ -114,253 +101,3 @@ class Sole:
 
     async def place_pair(self, pair_id: str, match_ids: list[str]) -> None:
         """Hand a new ladder pair to the instance running the fewest matches."""
-
-
-class Shared(Sole):
-    """One of several instances on one PostgreSQL (server/core/cluster.py)."""
-
-    books_shared = True
-
-    def __init__(self, arbiter: Arbiter, cluster: Cluster) -> None:
-        super().__init__(arbiter)
-        self.cluster = cluster
-        self.leases: dict[str, int] = {}  # match id -> epoch of the lease held
-        self.leading = False
-        self._creating: set[str] = set()  # matches being created here
-        self._to_adopt: set[str] = set()  # leases taken, their matches not yet running
-        self._beat_now = trio.Event()  # an early heartbeat: a match was handed to us
-
-    @property
-    def id(self) -> str:
-        return self.cluster.id
-
-    # -- leases -----------------------------------------------------------------------
-    def fence(self, match: MatchSession) -> Write | None:
-        return self.cluster.fence(match.id, self.leases.get(match.id, -1))
-
-    def claim(self, match_id: str, group: str) -> list[Write]:
-        return [self.cluster.lease(match_id, group)]
-
-    def release(self, match_id: str) -> list[Write]:
-        return [self.cluster.release(match_id)]
-
-    def opened(self, match_id: str) -> None:
-        self.leases[match_id] = 1
-
-    def ended(self, match_id: str) -> None:
-        self.leases.pop(match_id, None)
-
-    def owns(self, match_id: str) -> bool:
-        return match_id in self.leases
-
-    def holds(self, match_id: str) -> bool:
-        return match_id in self.leases
-
-    @contextlib.contextmanager
-    def creating(self, match_ids: set[str]) -> Iterator[None]:
-        self._creating |= match_ids
-        try:
-            yield
-        finally:
-            self._creating -= match_ids
-
-    async def leased(self) -> set[str]:
-        return {row[0] for row in await self.arbiter.store.query("SELECT match_id FROM leases")}
-
-    # -- what other instances hold --------------------------------------------------------
-    async def learn_players(self, condition: str, *params) -> list[Player]:
-        roster = self.arbiter.roster
-        found = []
-        for player_id, name, bot, digest, owner in await self.arbiter.reader.players_where(
-            condition, *params
-        ):
-            if roster.tokens.get(digest) != Principal(player_id=player_id):
-                roster.forget_tokens(player_id)  # its token was reissued elsewhere
-                roster.add(Player(player_id, name, bool(bot), owner), digest)
-            found.append(roster.players[player_id])
-        return found
-
-    async def _place(self, sql: str, key: str) -> Place | None:
-        return self.cluster.place(await self.arbiter.store.query(sql, (key,)))
-
-    async def running_elsewhere(self, game_id: str, *, read: bool) -> GameSession | None:
-        if len(game_id) > 64:
-            return None
-        place = await self._place(self.cluster.PLACE_OF_GAME, game_id)
-        if place is None or place.owner is None:
-            return None  # over (or unknown): read back as an ended game
-        if not read:
-            self._elsewhere(place)
-        return await self.arbiter.tables.read_game(place.match_id, game_id)
-
-    async def match_elsewhere(self, match_id: str) -> None:
-        place = await self._place(self.cluster.PLACE_OF_MATCH, match_id)
-        if place is not None and place.owner is not None:
-            self._elsewhere(place)
-
-    def _elsewhere(self, place: Place) -> None:
-        if place.owner == self.cluster.id or not place.live or not place.address:
-            raise ArbiterError(
-                Code.UNAVAILABLE,
-                "this game's instance stopped and another is taking it over; retry in a moment",
-            )
-        raise Elsewhere(
-            place.address, f"this game is run by the instance at {place.address}; call it there"
-        )
-
-    async def pair_playing(self, pair_id: str) -> bool:
-        return await self.arbiter.reader.pair_playing(pair_id)
-
-    async def games_elsewhere(self, principal: Principal) -> list[PlayerNote]:
-        notes = []
-        for game_id, row in await self.arbiter.reader.unfinished_games():
-            if game_id in self.arbiter.tables.games:
-                continue
-            seats = seats_of(row["seats"])
-            card = RemoteCard(game_id, row["id"], seats)
-            challenged = row["options"].get("challenged")
-            if principal.match_id is not None:
-                if principal.match_id == row["id"] and principal.seat is not None:
-                    notes.append(PlayerNote(Note.GAME_ASSIGNED, card, principal.seat))
-                continue
-            for seat in seats:
-                if seat.player_id and seat.player_id == principal.player_id:
-                    kind = Note.CHALLENGE if seat.player_id == challenged else Note.GAME_ASSIGNED
-                    notes.append(PlayerNote(kind, card, seat.index))
-        return notes
-
-    # -- telling the others -----------------------------------------------------------------
-    def tell(self, kind: str, **fields) -> None:
-        self.arbiter.writer.submit(self.cluster.news(kind, **fields))
-
-    def tell_note(self, game: GameSession, kind: Note) -> None:
-        seats = [
-            {"name": s.name, "bot": s.bot, "player_id": s.player_id, "owner": s.owner}
-            for s in game.match.seats
-        ]
-        self.tell(
-            "note",
-            n=int(kind),
-            g=game.id,
-            m=game.match.id,
-            seats=seats,
-            w=game.known_white,
-            c=game.match.challenged,
-        )
-
-    def tell_summary(self, game_id: str, summary: api.GameSummary, new: bool) -> None:
-        data = base64.b64encode(summary.SerializeToString()).decode()
-        self.tell("summary", g=game_id, s=data, new=new)
-
-    async def place_pair(self, pair_id: str, match_ids: list[str]) -> None:
-        try:
-            rows = await self.arbiter.store.query(self.cluster.LEAST_LOADED)
-            if not rows or rows[0][0] == self.cluster.id:
-                return
-            await self.arbiter.writer.commit(self.cluster.hand_over(pair_id, rows[0][0]))
-        except StoreError as e:
-            log.warning("pair %s stays here: %s", pair_id, e.message)
-            return
-        for match_id in match_ids:
-            self.arbiter.tables.lose(match_id, f"handed to instance {rows[0][0]}")
-        self.tell("adopt", to=rows[0][0])
-
-    def _news(self, news: dict) -> None:
-        """News from another instance (see Cluster.listen)."""
-        arbiter = self.arbiter
-        kind = news.get("k")
-        if kind == "summary":
-            summary = api.GameSummary.FromString(base64.b64decode(news["s"]))
-            if news["g"] not in arbiter.tables.games:
-                if news.get("new"):
-                    arbiter.catalogue.add(news["g"], summary)
-                else:
-                    arbiter.catalogue.publish(news["g"], summary)
-        elif kind == "note":
-            seats = seats_of(news["seats"])
-            card = RemoteCard(news["g"], news["m"], seats)
-            note = Note(news["n"])
-            if note is Note.CHALLENGE:
-                index = next(s.index for s in seats if s.player_id == news["c"])
-                arbiter.notices.to_player(
-                    news["c"], PlayerNote(note, card, index, colour(index, news["w"]))
-                )
-            else:
-                arbiter.notices.deliver(
-                    news["m"], seats, news["c"], note, card=card, white=news["w"]
-                )
-        elif kind == "ladder":
-            arbiter.ladders.news(news["l"])
-        elif kind == "token":
-            arbiter.roster.forget_tokens(news["p"])
-        elif kind == "adopt" and news["to"] == self.cluster.id:
-            self._beat_now.set()  # a match was handed to us: take it now
-
-    # -- the heartbeat ------------------------------------------------------------------
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Renew this instance's lease, take over the matches of instances that stopped,
-        stop the matches it lost, lead the ladders while it holds the lock."""
-        cluster = self.cluster
-        cluster.listen(self._news)
-        first = True
-        while not cluster.closed:
-            before = dict(self.leases)
-            try:
-                beat = await cluster.beat(claim=not self.arbiter.closing)
-            except StoreError as e:
-                log.warning("%s", e.message)
-            else:
-                await self._after_beat(beat, before)
-            if first:  # started once the games orphaned by a stopped instance run here
-                task_status.started()
-                first = False
-            with trio.move_on_after(cluster.interval_s):
-                await self._beat_now.wait()
-            self._beat_now = trio.Event()
-
-    async def _after_beat(self, beat: Beat, before: dict[str, int]) -> None:
-        tables = self.arbiter.tables
-        for match_id, epoch in before.items():
-            if beat.held.get(match_id) != epoch and self.leases.get(match_id) == epoch:
-                tables.lose(match_id)
-        for match_id, epoch in beat.held.items():  # claimed now, or handed to us
-            new = match_id not in before and match_id not in self.leases
-            if new and match_id not in self._creating and match_id not in tables.matches:
-                self.leases[match_id] = epoch
-                self._to_adopt.add(match_id)
-                log.info("match %s: lease taken (epoch %d)", match_id, epoch)
-        todo = [m for m in self._to_adopt if m in self.leases and m not in tables.matches]
-        self._to_adopt = set(todo)  # kept until adopted (a failed read is tried again)
-        try:
-            await self._adopt(todo)
-        except (StoreError, ValueError, KeyError, TypeError, IndexError) as e:
-            log.error("matches not taken over yet: %r", e)
-        else:
-            self._to_adopt.difference_update(todo)
-        if beat.leader != self.leading:
-            self.leading = beat.leader
-            log.info(
-                "instance %s %s the ladders",
-                self.cluster.id,
-                "leads" if beat.leader else "no longer leads",
-            )
-            await self.arbiter.ladders.lead(self.leading)
-
-    async def _adopt(self, match_ids: list[str]) -> None:
-        """Run matches whose leases this instance just took, from their journal. All are
-        read before any runs: a duplicate pair's two games throw in lockstep, so neither
-        may start throwing before the other is there."""
-        arbiter = self.arbiter
-        pairs: dict[str, Lockstep] = {}
-        read = []
-        for match_id in match_ids:
-            row = await arbiter.reader.match(match_id)
-            if row is not None:
-                read.append(await arbiter.tables.read_match(row, pairs))
-        for match in read:
-            if match.ladder and match.ladder not in arbiter.ladders.by_name:
-                await arbiter.ladders.reload(match.ladder)  # its result is counted here
-            if match.id in self.leases and match.id not in arbiter.tables.matches:
-                await arbiter.tables.install(match)
-                if match.ladder:
-                    arbiter.ladders.reload_soon()

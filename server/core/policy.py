@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_TURN_TIME_MS = 24 * 3600 * 1000  # a turn's time, and a bank's, at most
+
 
 @dataclass(frozen=True)
 class Policy:

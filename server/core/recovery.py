@@ -3,27 +3,20 @@
 Every event was committed before anyone was told of it, so the journal holds the whole
 history: finished games come back as they ended, and games in progress go on from their
 last event (see GameSession.resume): the same position, the same dice for a turn awaiting
-its play, and a fresh clock for the side to move. A restart (:func:`restore`) rebuilds
+its play, and a fresh clock for the side to move. A restart (server.core.restart) rebuilds
 only what it must, so that it costs the same after a year of games as after a day.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
 from nardy.variant import variant
 from server.core.journal import EventType, Status, decode_event
 from server.core.lockstep import Lockstep
-from server.core.principals import Player
 from server.core.session import Accepted, GameSession, Host, MatchSession, Seat
-from server.core.store import StoreError
-
-if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
 
 # One game as the store gives it back: (game id, number in the match, server seed in hex,
 # journal entries, status in the games table).
@@ -119,69 +112,3 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
         game.clocks[color] = replace(game.match.fresh_clock(), bank_ms=bank_ms)  # not running
     if game.status in (Status.FINISHED, Status.ABORTED):
         game.release()
-
-
-async def restore(arbiter: Arbiter) -> None:
-    """Load what outlives a restart: players and their tokens, ladders and results,
-    matches and games (in progress ones go on). A damaged store stops the server with
-    a StoreError rather than half-loading it."""
-    try:
-        await _restore(arbiter)
-    except (ValueError, KeyError, TypeError, IndexError, AssertionError) as e:
-        raise StoreError(
-            f"{arbiter.store.name}: the journal is damaged ({e!r}); refusing to start from it"
-        ) from None
-
-
-async def _restore(arbiter: Arbiter) -> None:
-    read, tables = arbiter.reader, arbiter.tables
-    for player_id, name, bot, digest, owner in await read.players():
-        arbiter.roster.add(Player(player_id, name, bool(bot), owner), digest)
-    counted = await arbiter.ladders.restore()  # ladder games in the books
-    pairs: dict[str, Lockstep] = {}
-    leased = await arbiter.owner.leased()  # unfinished, run by whoever holds their lease
-    over: list[MatchSession] = []
-    rows = await read.matches()
-    replay = await _replayed(arbiter, rows, leased, counted)
-    for match_id, seat, digest, creator in await read.seat_tokens():
-        if match_id in replay:  # the others are looked up in the store when asked for
-            arbiter.roster.add_seat_token(match_id, seat, digest, creator)
-    sizes = Counter(row["options"].get("pair_id", "") for row in rows)
-    for row in rows:
-        if row["id"] not in replay:
-            continue
-        match = await tables.read_match(row, pairs, sizes)
-        if row["id"] in leased:
-            for game in match.games:  # ListGames shows it; its owner runs it
-                tables.publish(game, new=True, tell=False)
-            continue
-        if not await tables.install(match, counted):
-            over.append(match)
-    for match in over:  # once every pair is whole: an ended game's partner may run on
-        tables.match_over(match)
-
-
-async def _replayed(
-    arbiter: Arbiter, rows: list[dict], leased: set[str], counted: set[str]
-) -> set[str]:
-    """The matches (of ``rows``) a restart rebuilds from their journals: the newest ones,
-    which ListGames lists (catalogue window), any with a game not over, any with a ladder
-    game not yet in the books (``counted``), and the whole duplicate pair of each. The
-    others stay in the store (read back when asked for). Their games count for /metrics."""
-    replay = {row["id"] for row in rows[-arbiter.catalogue.window :]} | leased
-    ladders = arbiter.ladders.by_name
-    ladder = {row["id"] for row in rows if row["options"].get("ladder") in ladders}
-    ended: list[tuple[str, int]] = []
-    for match_id, game_id, status in await arbiter.reader.game_statuses():
-        if status in (Status.WAITING, Status.IN_PROGRESS) or (
-            match_id in ladder and game_id not in counted
-        ):
-            replay.add(match_id)
-        else:
-            ended.append((match_id, status))
-    pairs = {row["options"].get("pair_id") for row in rows if row["id"] in replay}
-    replay |= {row["id"] for row in rows if row["options"].get("pair_id") in pairs - {None, ""}}
-    arbiter.tables.ended_counts.update(
-        Status(status) for match_id, status in ended if match_id not in replay
-    )
-    return replay

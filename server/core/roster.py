@@ -7,11 +7,11 @@ import logging
 import re
 import secrets
 from collections import deque
-from typing import TYPE_CHECKING
 
 import trio
 
-from server.core import store
+from server.core import statements
+from server.core.ownership import Sole
 from server.core.policy import Policy
 from server.core.principals import (
     OPERATOR,
@@ -22,10 +22,8 @@ from server.core.principals import (
     new_token,
     token_hash,
 )
+from server.core.runtime import Runtime
 from server.errors import ArbiterError, Code
-
-if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
 
 log = logging.getLogger("nardy.server")
 
@@ -34,8 +32,11 @@ RECENT_TOKENS = 256  # ended matches' seat tokens kept in memory; the others are
 
 
 class Roster:
-    def __init__(self, arbiter: Arbiter, admin_hash: str | None, policy: Policy) -> None:
-        self.arbiter = arbiter
+    def __init__(
+        self, runtime: Runtime, owner: Sole, admin_hash: str | None, policy: Policy
+    ) -> None:
+        self.runtime = runtime
+        self.owner = owner
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
         self.policy = policy
         self.players: dict[str, Player] = {}
@@ -63,7 +64,7 @@ class Roster:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
             )
-        await self.arbiter.owner.learn_players("lower(name) = lower(?)", name)
+        await self.owner.learn_players("lower(name) = lower(?)", name)
         if name.casefold() in self.names:
             raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken")
         if len(owner) > 80 or not owner.isprintable():
@@ -72,8 +73,8 @@ class Roster:
         token = new_token()
         self.names.add(name.casefold())  # taken while it is being stored
         try:
-            await self.arbiter.writer.commit(
-                store.add_player(player.id, name, bot, token_hash(token), owner)
+            await self.runtime.writer.commit(
+                statements.add_player(player.id, name, bot, token_hash(token), owner)
             )
         except ArbiterError:
             self.names.discard(name.casefold())
@@ -98,7 +99,7 @@ class Roster:
         """A player by id (registered on another instance: read from the store)."""
         player = self.players.get(player_id)
         if player is None:
-            found = await self.arbiter.owner.learn_players("id = ?", player_id)
+            found = await self.owner.learn_players("id = ?", player_id)
             player = found[0] if found else None
         return player
 
@@ -125,10 +126,10 @@ class Roster:
         if player is None:
             raise ArbiterError(Code.NOT_FOUND, f"no player named {name!r}")
         token = new_token()
-        await self.arbiter.writer.commit(store.set_player_token(player.id, token_hash(token)))
+        await self.runtime.writer.commit(statements.set_player_token(player.id, token_hash(token)))
         self.forget_tokens(player.id)
         self.tokens[token_hash(token)] = Principal(player_id=player.id)
-        self.arbiter.owner.tell("token", p=player.id)  # the old one stops working everywhere
+        self.owner.tell("token", p=player.id)  # the old one stops working everywhere
         return token
 
     # -- tokens -------------------------------------------------------------------------
@@ -147,9 +148,9 @@ class Roster:
         principal = self.principal(digest)
         if principal is not None:
             return principal
-        if await self.arbiter.owner.learn_players("token_hash = ?", digest):
+        if await self.owner.learn_players("token_hash = ?", digest):
             return self.tokens.get(digest)  # a player registered on another instance
-        row = await self.arbiter.reader.seat_token(digest)
+        row = await self.runtime.reader.seat_token(digest)
         if row is None:
             return None
         principal = Principal(match_id=row[0], seat=row[1], creator=row[2])

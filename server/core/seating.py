@@ -8,26 +8,27 @@ from __future__ import annotations
 import itertools
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from nardy import Color
 from nardy.variant import Variant, variant
-from server.core import store
+from server.core import statements
 from server.core.journal import Status
-from server.core.notices import Note, PlayerNote
+from server.core.notes import Note, PlayerNote
+from server.core.notices import Notices
+from server.core.ownership import Sole
+from server.core.policy import MAX_TURN_TIME_MS
 from server.core.principals import AS_OPERATOR, Caller, new_id, new_token, token_hash
+from server.core.roster import Roster
+from server.core.runtime import Runtime
 from server.core.session import MatchSession, MatchSpec, Seat
 from server.core.store import Write
+from server.core.tables import Tables
 from server.errors import ArbiterError, Code, clip, quote
-
-if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
 
 log = logging.getLogger("nardy.server")
 
 MAX_TARGET = 99
 MAX_SCRIPT = 1000  # scripted dice (stored with the match): more than a game throws
-MAX_TURN_TIME_MS = 24 * 3600 * 1000
 MAX_SEED = 2**63 - 1
 
 
@@ -63,8 +64,14 @@ class NewMatch:
 
 
 class Seating:
-    def __init__(self, arbiter: Arbiter) -> None:
-        self.arbiter = arbiter
+    def __init__(
+        self, runtime: Runtime, roster: Roster, tables: Tables, notices: Notices, owner: Sole
+    ) -> None:
+        self.runtime = runtime
+        self.roster = roster
+        self.tables = tables
+        self.notices = notices
+        self.owner = owner
         self.unfinished: dict[str, set[str]] = {}  # caller key -> its matches not yet over
 
     async def create_match(
@@ -94,8 +101,7 @@ class Seating:
 
     async def _new_match(self, caller: Caller, spec: MatchSpec) -> NewMatch:
         """Check a match and build it, with what is to be stored; nothing written yet."""
-        arbiter = self.arbiter
-        if arbiter.closing:
+        if self.runtime.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")
         try:
             variant(spec.options.variant).check(spec.options)
@@ -108,7 +114,7 @@ class Seating:
             raise ArbiterError(Code.INVALID_ARGUMENT, "turn_time_ms must be 1 ms to 24 h")
         if terms.time_bank_ms > MAX_TURN_TIME_MS:
             raise ArbiterError(Code.INVALID_ARGUMENT, "time_bank_ms must be at most 24 h")
-        cap = MAX_TURN_TIME_MS if caller.admin else arbiter.roster.policy.max_start_timeout_ms
+        cap = MAX_TURN_TIME_MS if caller.admin else self.roster.policy.max_start_timeout_ms
         if not 0 < spec.start_timeout_ms <= cap:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, f"start_timeout_ms must be 1..{cap} on this server"
@@ -116,8 +122,8 @@ class Seating:
         if spec.seed is not None and not 0 <= spec.seed <= MAX_SEED:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a seed is 0..2^63-1")
         for name in (spec.first[0], spec.second[0]):
-            if name and name not in arbiter.roster.by_name:  # registered elsewhere?
-                await arbiter.owner.learn_players("name = ?", name)
+            if name and name not in self.roster.by_name:  # registered elsewhere?
+                await self.owner.learn_players("name = ?", name)
         seats = [self._seat(index, *names) for index, names in enumerate((spec.first, spec.second))]
         if seats[0].player_id and seats[0].player_id == seats[1].player_id:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
@@ -142,7 +148,7 @@ class Seating:
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
         match = MatchSession(
-            arbiter.tables,
+            self.tables,
             new_id(),
             spec.options,
             spec.target,
@@ -165,14 +171,14 @@ class Seating:
         )
         seat_tokens = ["", ""]
         creator = "" if caller.admin else caller.key
-        writes = [store.add_match(match)]
+        writes = [statements.add_match(match)]
         for seat in seats:
             if seat.player_id is None:
                 seat_tokens[seat.index] = new_token()
                 digest = token_hash(seat_tokens[seat.index])
-                writes.append(store.add_seat_token(match.id, seat.index, digest, creator))
-        writes += arbiter.owner.claim(match.id, spec.pair_id or match.id)  # run here
-        writes.append(store.add_game(match.current))
+                writes.append(statements.add_seat_token(match.id, seat.index, digest, creator))
+        writes += self.owner.claim(match.id, spec.pair_id or match.id)  # run here
+        writes.append(statements.add_game(match.current))
         return NewMatch(match, seat_tokens, writes, challenged, creator)
 
     async def _store_new(self, caller: Caller, news: list[NewMatch]) -> None:
@@ -181,24 +187,23 @@ class Seating:
         if not caller.admin:  # counted while they are being stored
             self.unfinished.setdefault(caller.key, set()).update(ids)
         try:
-            with self.arbiter.owner.creating(ids):
-                await self.arbiter.writer.commit(*(w for new in news for w in new.writes))
+            with self.owner.creating(ids):
+                await self.runtime.writer.commit(*(w for new in news for w in new.writes))
         except ArbiterError:
             self.unfinished.get(caller.key, set()).difference_update(ids)
             raise
 
     def _open(self, new: NewMatch) -> tuple[MatchSession, str, str]:
         """Run a stored new match: its seat tokens, its listing, its challenge."""
-        arbiter = self.arbiter
         match, seat_tokens = new.match, new.seat_tokens
-        arbiter.owner.opened(match.id)
+        self.owner.opened(match.id)
         for index, token in enumerate(seat_tokens):
             if token:
-                arbiter.roster.add_seat_token(match.id, index, token_hash(token), new.creator)
-        arbiter.tables.run(match)
+                self.roster.add_seat_token(match.id, index, token_hash(token), new.creator)
+        self.tables.run(match)
         if new.challenged is not None:
             seat = next(s.index for s in match.seats if s.player_id == new.challenged)
-            arbiter.notices.to_player(
+            self.notices.to_player(
                 new.challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat)
             )
         log.info(
@@ -211,7 +216,7 @@ class Seating:
         return match, seat_tokens[0], seat_tokens[1]
 
     def _seat(self, index: int, player_name: str, display: str) -> Seat:
-        roster = self.arbiter.roster
+        roster = self.roster
         if player_name:
             player = roster.by_name.get(player_name)
             if player is None:
@@ -257,10 +262,10 @@ class Seating:
         if not mine:
             return
         for match_id in list(mine):
-            match = self.arbiter.tables.matches.get(match_id)
+            match = self.tables.matches.get(match_id)
             if match is None or match.decided:  # over (or run by another instance)
                 mine.discard(match_id)
-        if len(mine) >= self.arbiter.roster.policy.open_matches:
+        if len(mine) >= self.roster.policy.open_matches:
             raise ArbiterError(
                 Code.RESOURCE_EXHAUSTED,
                 f"you have {len(mine)} matches not yet over; finish or let them expire "
@@ -269,11 +274,10 @@ class Seating:
 
     # -- challenges ---------------------------------------------------------------------
     async def _challenge(self, digest: str | None, match_id: str) -> MatchSession:
-        arbiter = self.arbiter
-        principal = arbiter.roster.authenticate(digest)
-        match = arbiter.tables.matches.get(match_id)
+        principal = self.roster.authenticate(digest)
+        match = self.tables.matches.get(match_id)
         if match is None:
-            await arbiter.owner.match_elsewhere(match_id)
+            await self.owner.match_elsewhere(match_id)
             raise ArbiterError(Code.NOT_FOUND, f"no match {quote(match_id)}")
         if principal is None or principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "answering a challenge needs a player token")
@@ -286,13 +290,13 @@ class Seating:
         match = await self._challenge(digest, match_id)
         challenged, match.challenged = match.challenged, None
         try:
-            await self.arbiter.writer.commit(
-                store.update_match_options(match), fence=self.arbiter.owner.fence(match)
+            await self.runtime.writer.commit(
+                statements.update_match_options(match), fence=self.owner.fence(match)
             )
         except ArbiterError:
             match.challenged = challenged
             raise
-        self.arbiter.notices.notify(match.current, Note.GAME_ASSIGNED)
+        self.notices.notify(match.current, Note.GAME_ASSIGNED)
         log.info("challenge accepted match=%s", match.id)
         return match
 
@@ -303,12 +307,12 @@ class Seating:
 
     def list_challenges(self, digest: str | None) -> list[MatchSession]:
         """The matches waiting for the calling player to accept its challenge, oldest first."""
-        principal = self.arbiter.roster.authenticate(digest)
+        principal = self.roster.authenticate(digest)
         assert principal is not None
         if principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "challenges are made to a player token")
         return [
             m
-            for m in self.arbiter.tables.matches.values()
+            for m in self.tables.matches.values()
             if m.challenged == principal.player_id and m.current.status is Status.WAITING
         ]

@@ -20,7 +20,6 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import outcome
@@ -31,8 +30,6 @@ from server.errors import ArbiterError, Code
 
 if TYPE_CHECKING:
     from nardy.variant import Variant
-    from server.core.ladder import LadderGame, LadderOptions
-    from server.core.session import GameSession, MatchSession
 
 T = TypeVar("T")
 
@@ -90,97 +87,6 @@ class Store(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-# -- the statements the core writes -----------------------------------------------------
-def add_player(player_id: str, name: str, bot: bool, token_hash: str, owner: str = "") -> Write:
-    return (
-        "INSERT INTO players (id, name, bot, token_hash, owner) VALUES (?,?,?,?,?)",
-        (player_id, name, int(bot), token_hash, owner),
-    )
-
-
-def set_player_token(player_id: str, token_hash: str) -> Write:
-    return ("UPDATE players SET token_hash=? WHERE id=?", (token_hash, player_id))
-
-
-def set_setting(key: str, value: str) -> Write:
-    return (
-        "INSERT INTO settings (key, value) VALUES (?,?) "
-        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-        (key, value),
-    )
-
-
-def add_seat_token(match_id: str, seat: int, token_hash: str, creator: str) -> Write:
-    return (
-        "INSERT INTO seat_tokens (match_id, seat, token_hash, creator) VALUES (?,?,?,?)",
-        (match_id, seat, token_hash, creator),
-    )
-
-
-def add_match(match: MatchSession) -> Write:
-    return (
-        f"INSERT INTO matches ({', '.join(journal.MATCH_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
-        journal.encode_match(match),
-    )
-
-
-def update_match_options(match: MatchSession) -> Write:
-    """The options column again (a challenge accepted)."""
-    return ("UPDATE matches SET options=? WHERE id=?", (journal.encode_match(match)[2], match.id))
-
-
-def update_match(match: MatchSession) -> Write:
-    return (
-        "UPDATE matches SET scores=? WHERE id=?",
-        (journal.encode_json(match.match.scores), match.id),
-    )
-
-
-def add_game(game: GameSession) -> Write:
-    return (
-        "INSERT INTO games (id, match_id, number, status, server_seed) VALUES (?,?,?,?,?)",
-        (game.id, game.match.id, game.number, int(game.status), game.roller.server_seed.hex()),
-    )
-
-
-def update_game(game: GameSession) -> Write:
-    return (
-        "UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
-        (int(game.status), game.white_seat, journal.encode_game_result(game.result), game.id),
-    )
-
-
-def append_event(game: GameSession, event: journal.Event) -> Write:
-    data = journal.encode_event(event, game.white_seat, game.roller.rolled)
-    return (
-        "INSERT INTO events (game_id, seq, type, time, data) VALUES (?,?,?,?,?)",
-        (game.id, event.seq, int(event.type), event.time, data),
-    )
-
-
-def add_ladder(name: str, options: LadderOptions) -> Write:
-    return (
-        "INSERT INTO ladders (name, options) VALUES (?,?)",
-        (name, journal.encode_json(asdict(options))),
-    )
-
-
-def set_ladder_member(ladder: str, player_id: str, ready: bool) -> Write:
-    return (
-        "INSERT INTO ladder_members (ladder, player_id, ready) VALUES (?,?,?) "
-        "ON CONFLICT (ladder, player_id) DO UPDATE SET ready=excluded.ready",
-        (ladder, player_id, int(ready)),
-    )
-
-
-def add_ladder_game(ladder: str, record: LadderGame) -> Write:
-    return (
-        "INSERT INTO ladder_games (ladder, game_id, record) VALUES (?,?,?) "
-        "ON CONFLICT (game_id) DO UPDATE SET record=excluded.record",
-        (ladder, record.game_id, journal.encode_ladder_game(record)),
-    )
 
 
 # -- what recovery reads ------------------------------------------------------------------

@@ -7,23 +7,24 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, OrderedDict
-from typing import TYPE_CHECKING
 
 from nardy.variant import Variant
-from server.core import store
+from server.core import statements
 from server.core.journal import Event, EventType, Status
+from server.core.ladders import Ladders
 from server.core.lockstep import Lockstep
-from server.core.notices import Note
+from server.core.notes import Note
+from server.core.notices import Notices
+from server.core.ownership import Sole
 from server.core.principals import new_id
 from server.core.recovery import restore_match
+from server.core.roster import Roster
+from server.core.runtime import Runtime
 from server.core.session import GameSession, MatchSession
 from server.core.store import LeaseLost
 from server.core.views import summary_pb
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code, quote
-
-if TYPE_CHECKING:
-    from server.core.arbiter import Arbiter
 
 log = logging.getLogger("nardy.server")
 
@@ -33,10 +34,16 @@ ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are rea
 class Tables:
     """The matches and games of this core (the Host of server.core.session)."""
 
-    def __init__(self, arbiter: Arbiter) -> None:
-        self.arbiter = arbiter
-        self.arrivals = arbiter.arrivals  # (for the sessions: plays stamped at the edge)
-        self.metrics = arbiter.metrics
+    def __init__(
+        self, runtime: Runtime, roster: Roster, notices: Notices, ladders: Ladders, owner: Sole
+    ) -> None:
+        self.runtime = runtime
+        self.roster = roster
+        self.notices = notices
+        self.ladders = ladders
+        self.owner = owner
+        self.arrivals = runtime.arrivals  # (for the sessions: plays stamped at the edge)
+        self.metrics = runtime.metrics
         # Live matches and games. An ended match leaves them (once its duplicate pair is
         # over too: until then its seed must stay secret, see ``held``) for the bounded
         # ``ended`` cache; beyond that its games are read back from the store on demand.
@@ -51,14 +58,14 @@ class Tables:
         """Run a new match (stored already)."""
         self.matches[match.id] = match
         self._game_added(match.current)
-        self.arbiter.spawn(self._run_match, match)
+        self.runtime.spawn(self._run_match, match)
 
     async def _run_match(self, match: MatchSession) -> None:
         try:
             await match.run()
             if match.called_off:
                 await match.settled.wait()  # its abort is written before its end
-            if not self.arbiter.owner.owns(match.id):
+            if not self.owner.owns(match.id):
                 return  # taken over by another instance: it writes the rest
             await self._end_match(match)
         except LeaseLost:
@@ -80,16 +87,16 @@ class Tables:
 
     async def _end_match(self, match: MatchSession) -> None:
         """The match is over: its scores, and its lease given up."""
-        owner = self.arbiter.owner
-        writes = [store.update_match(match), *owner.release(match.id)]
-        await self.arbiter.writer.commit(*writes, fence=owner.fence(match))
+        owner = self.owner
+        writes = [statements.update_match(match), *owner.release(match.id)]
+        await self.runtime.writer.commit(*writes, fence=owner.fence(match))
         owner.ended(match.id)
 
     def lose(self, match_id: str, why: str = "another instance took it over") -> None:
         """Stop a match here at once, writing nothing more (``why``: another instance
         runs it now); its streams end (SERVER_SHUTDOWN), so clients come back and are
         sent there."""
-        self.arbiter.owner.ended(match_id)
+        self.owner.ended(match_id)
         match = self.matches.pop(match_id, None)
         if match is None:
             return
@@ -106,13 +113,13 @@ class Tables:
         for game in match.games:
             self.games[game.id] = game
             self.publish(game, new=True, tell=False)
-        await self.arbiter.ladders.restore_games(match, counted)
+        await self.ladders.restore_games(match, counted)
         if not match.match.over and match.current.status in (Status.WAITING, Status.IN_PROGRESS):
-            self.arbiter.spawn(self._run_match, match)
+            self.runtime.spawn(self._run_match, match)
             log.info("match %s restored (game %s)", match.id, match.current.id)
             return True
-        if self.arbiter.owner.holds(match.id):  # it ended just before its owner stopped
-            self.arbiter.spawn(self._finish_ended, match)
+        if self.owner.holds(match.id):  # it ended just before its owner stopped
+            self.runtime.spawn(self._finish_ended, match)
         return False
 
     # -- finding games --------------------------------------------------------------------
@@ -127,7 +134,7 @@ class Tables:
         if game is not None:
             self.ended.move_to_end(game_id)
             return game
-        game = await self.arbiter.owner.running_elsewhere(game_id, read=read)
+        game = await self.owner.running_elsewhere(game_id, read=read)
         if game is not None:
             return game
         return await self._load_ended(game_id)
@@ -137,7 +144,7 @@ class Tables:
     ) -> MatchSession:
         """A match as its journal has it (not yet running). ``sizes``: how many journaled
         matches each pair has, so no game of a pair throws before its partner is back."""
-        games = await self.arbiter.reader.match_games(row["id"])
+        games = await self.runtime.reader.match_games(row["id"])
         pair_id = row["options"].get("pair_id", "")
         size = sizes[pair_id] if sizes else 1
         pair = pairs.setdefault(pair_id, Lockstep(pair_id, size)) if pair_id else None
@@ -145,7 +152,7 @@ class Tables:
 
     async def read_game(self, match_id: str, game_id: str) -> GameSession | None:
         """A game of a match another instance runs, as the store has it now (to look at)."""
-        row = await self.arbiter.reader.match(match_id)
+        row = await self.runtime.reader.match(match_id)
         if row is None:
             return None
         alone = await self._read_alone(row)
@@ -154,7 +161,7 @@ class Tables:
 
     async def _load_ended(self, game_id: str) -> GameSession:
         """An ended game's match, read back from the store into the ``ended`` cache."""
-        reader = self.arbiter.reader
+        reader = self.runtime.reader
         missing = ArbiterError(Code.NOT_FOUND, f"no game {quote(game_id)}")
         if len(game_id) > 64:
             raise missing
@@ -185,7 +192,7 @@ class Tables:
         pair_id = row["options"].get("pair_id", "")
         if not pair_id:
             return None
-        playing = await self.arbiter.owner.pair_playing(pair_id)
+        playing = await self.owner.pair_playing(pair_id)
         return Lockstep(pair_id, 2 if playing else 1)
 
     def _keep_ended(self, game: GameSession) -> None:
@@ -204,7 +211,7 @@ class Tables:
             return
         for ended in (*self.held.pop(match.pair_id, ()), match):
             self.matches.pop(ended.id, None)
-            self.arbiter.roster.match_ended(ended.id)
+            self.roster.match_ended(ended.id)
             for game in ended.games:
                 if self.games.pop(game.id, None) is not None:
                     self.ended_counts[game.status] += 1
@@ -214,13 +221,13 @@ class Tables:
         """Show the game's (``new``: a new game's) summary to ListGames (see catalogue),
         here and (``tell``) on the other instances."""
         summary = summary_pb(game.card, game.snapshot())
-        catalogue = self.arbiter.catalogue
+        catalogue = self.runtime.catalogue
         if new:
             catalogue.add(game.id, summary)
         else:
             catalogue.publish(game.id, summary)
         if tell:
-            self.arbiter.owner.tell_summary(game.id, summary, new)
+            self.owner.tell_summary(game.id, summary, new)
 
     def game_counts(self) -> dict[str, int]:
         """How many games are in each status (for /metrics)."""
@@ -238,28 +245,27 @@ class Tables:
     def journal(self, game: GameSession, *events: Event) -> Commit:
         if events[0].type is EventType.GAME_STARTED:
             self.publish(game)  # the colours are known now
-        writes = [store.append_event(game, event) for event in events]
-        return self.arbiter.writer.submit(*writes, fence=self.arbiter.owner.fence(game.match))
+        writes = [statements.append_event(game, event) for event in events]
+        return self.runtime.writer.submit(*writes, fence=self.owner.fence(game.match))
 
     async def load_events(self, game_id: str, rules: Variant, tail: int = 0) -> list[Event]:
-        return await self.arbiter.reader.events(game_id, rules, tail)
+        return await self.runtime.reader.events(game_id, rules, tail)
 
     async def game_created(self, game: GameSession) -> None:
-        fence = self.arbiter.owner.fence(game.match)
-        await self.arbiter.writer.commit(store.add_game(game), fence=fence)
+        fence = self.owner.fence(game.match)
+        await self.runtime.writer.commit(statements.add_game(game), fence=fence)
         self._game_added(game)
 
     def _game_added(self, game: GameSession) -> None:
         self.games[game.id] = game
         self.publish(game, new=True)
-        self.arbiter.notices.notify(game, Note.GAME_ASSIGNED)
+        self.notices.notify(game, Note.GAME_ASSIGNED)
 
     async def game_over(self, game: GameSession) -> None:
-        arbiter = self.arbiter
-        writes = [store.update_game(game), *arbiter.ladders.game_over(game)]
-        await arbiter.writer.commit(*writes, fence=arbiter.owner.fence(game.match))
+        writes = [statements.update_game(game), *self.ladders.game_over(game)]
+        await self.runtime.writer.commit(*writes, fence=self.owner.fence(game.match))
         self.publish(game)
-        arbiter.notices.notify(game, Note.GAME_OVER)
-        arbiter.ladders.counted(game)
+        self.notices.notify(game, Note.GAME_OVER)
+        self.ladders.counted(game)
         if game is game.match.current:  # the match is over
             self.match_over(game.match)
