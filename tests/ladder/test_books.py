@@ -112,7 +112,7 @@ def books(ladder: Ladder) -> tuple[dict, dict]:
 def test_running_totals_match_a_recount_and_survive_a_void():
     rng = random.Random(13)
     games = records(rng, 60)
-    ladder = Ladder(None, "l", LadderOptions())
+    ladder = Ladder(None, None, "l", LadderOptions())
     for r in games:
         ladder.restore(r)
     assert books(ladder) == recount(games)
@@ -125,7 +125,7 @@ def test_running_totals_match_a_recount_and_survive_a_void():
     assert voided is not None and voided.voided and voided.game_id == target.game_id
     after = [voided if r.game_id == target.game_id else r for r in games]
     assert books(ladder) == recount(after)
-    fresh = Ladder(None, "l", LadderOptions())
+    fresh = Ladder(None, None, "l", LadderOptions())
     for r in after:
         fresh.restore(r)
     for name in NAMES:  # the ratings replayed in the same order
