@@ -370,13 +370,16 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=1 if quick else 3, help="of each kind")
     ap.add_argument("--plays", type=int, default=40 if quick else 300, help="probe plays a round")
     ap.add_argument(
+        "--load-games", type=int, default=20 if quick else 100, help="games the load plays flat out"
+    )
+    ap.add_argument(
         "--load-own-turns",
         action="store_true",
         help="the load's bots follow their own turns only (EVENT_FILTER_OWN_TURNS, as the "
         "SDK's bots do) instead of every event",
     )
     args, _ = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
-    games, plays, rounds = (20 if quick else 100), args.plays, args.rounds
+    games, plays, rounds = args.load_games, args.plays, args.rounds
     print(
         f"probes answer {MARGIN_MS} ms before a {TURN_MS} ms deadline; load: {games} games "
         f"flat out ({'own turns' if args.load_own_turns else 'every event'}) + "

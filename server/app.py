@@ -20,6 +20,7 @@ from functools import partial
 
 import trio
 
+from server.collector import FrozenGenerations
 from server.config import ServerConfig
 from server.core.main import open_store, run
 from server.core.principals import new_token
@@ -113,6 +114,8 @@ def unwrap(error: BaseException) -> BaseException:
 
 def run_forever(config: ServerConfig) -> None:
     """``nardy serve``: serve until SIGINT or SIGTERM, then shut down gracefully."""
+
+    FrozenGenerations().install()
 
     async def main() -> None:
         edge = Edge(config, CoreProcess())

@@ -8,9 +8,11 @@ with its answer to a fence (``GameSession.turn_sent``: the clock runs from then,
 :meth:`nardy.clock.Clock.sent`). The core keeps the plays it has read and
 not yet judged (:class:`Arrivals`). A turn whose deadline has passed judges every play of
 its game stamped before the deadline first, and before it declares a timeout it asks the
-edge for a *fence* (:attr:`Arrivals.fence`): the edge answers once every play of that game
-it stamped before the deadline is written to the link, and the link keeps the order, so by
-then the core has read them all. Enforcement may lag behind a busy core; what a side is
+edge for a *fence* (:attr:`Arrivals.fence`): the edge answers once its own clock has passed
+the deadline and every play of that game it stamped before it is written to the link, and
+the link keeps the order, so by then the core has read them all. A turn asks a little
+before its deadline (``FENCE_LEAD_S``), so that the answer is there when the deadline is.
+Enforcement may lag behind a busy core; what a side is
 charged never does.
 
 The per-side arithmetic (turn time, bank, deadline, charge) is :class:`nardy.clock.Clock`.
@@ -19,17 +21,44 @@ The per-side arithmetic (turn time, bank, deadline, charge) is :class:`nardy.clo
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
+
+import trio
 
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 
 __all__ = ["DEFAULT_TURN_TIME_MS", "Arrival", "Arrivals", "Clock"]
 
 
-async def no_edge(game_id: str, turn_id: int, before: float) -> float | None:
+class Fence(Protocol):
+    """A fence asked of the edge (server.core.link.EdgeLink.fence)."""
+
+    before: float
+
+    async def answer(self) -> float | None:
+        """Once every play of the game that the edge stamped before :attr:`before` has been
+        read: when the edge handed the turn to its seat, if it did."""
+        ...
+
+
+class Passed:
     """The fence of a core that no edge feeds (the core's own tests): nothing is in flight."""
-    return None
+
+    def __init__(self, before: float) -> None:
+        self.before = before
+        self.done = trio.Event()
+        self.done.set()
+        self.sent: float | None = None
+
+    async def answer(self) -> float | None:
+        await self.done.wait()
+        return self.sent
+
+
+def no_edge(game_id: str, turn_id: int, before: float) -> Fence:
+    return Passed(before)
 
 
 @dataclass(frozen=True)
@@ -49,10 +78,9 @@ class Arrivals:
         self._ids = itertools.count(1)
         self._pending: dict[str, dict[int, float]] = {}
         self._waiting: set[str] = set()  # games whose turn waits for a stamped play
-        # (game, turn, time) -> returns once every play of the game that the edge stamped
-        # before the time has been read from the link: when the edge handed the turn to its
-        # seat, if it did (server.core.link.EdgeLink.fence)
-        self.fence: Callable[[str, int, float], Awaitable[float | None]] = no_edge
+        # (game, turn, time) -> a fence asked of the edge now, answered once every play of
+        # the game that the edge stamped before the time has been read from the link
+        self.fence: Callable[[str, int, float], Fence] = no_edge
 
     def stamp(self, game_id: str, at: float | None = None) -> Arrival:
         """A play that reached the edge ``at`` (the core's clock; now if not given)."""

@@ -20,13 +20,14 @@ import socket
 import trio
 
 from server.core.api import Api, refusal
+from server.core.clock import Passed
 from server.core.taps import Taps
 from server.errors import ArbiterError, Code
 from server.link import Frames, frame, link_pb
 
 log = logging.getLogger("nardy.server")
 
-READ_BYTES = 256 * 1024
+READ_BYTES = 16 * 1024  # frames read at a time: a core batch stays short (timers between)
 SHUTTING_DOWN = "the server is shutting down"
 
 
@@ -44,13 +45,11 @@ class EdgeLink:
         if isinstance(stream, trio.SocketStream):
             self._raw = socket.socket(fileno=os.dup(stream.socket.fileno()))
             self._raw.setblocking(False)
-        self._fences: dict[int, trio.Event] = {}
-        self._fenced: dict[int, float] = {}  # a fence's answer: its turn's send
+        self._fences: dict[int, Passed] = {}  # asked of the edge, not answered yet
         self._fence_ids = itertools.count(1)
         self.offset = 0.0  # the core's clock minus CLOCK_MONOTONIC
         self.frames = Frames(link_pb.ToCore)
         self.closed = trio.Event()
-        self._closing_scopes: set[trio.CancelScope] = set()  # fences waiting for the edge
 
     # -- out ------------------------------------------------------------------------------
     def send(self, message: link_pb.ToEdge) -> None:
@@ -78,27 +77,21 @@ class EdgeLink:
     def ready(self, instance: str = "") -> None:
         self.send(link_pb.ToEdge(ready=link_pb.Ready(instance=instance)))
 
-    async def fence(self, game_id: str, turn_id: int, before: float) -> float | None:
-        """Returns once every play of ``game_id`` that the edge stamped before ``before``
-        (the core's clock) has been read (server.core.clock): when the edge handed its seat
-        turn ``turn_id``, if it did (the core's clock)."""
+    def fence(self, game_id: str, turn_id: int, before: float) -> Passed:
+        """Ask the edge now for a fence of ``game_id`` at ``before`` (the core's clock),
+        answered once every play it stamped before then has been read (server.core.clock),
+        with when it handed its seat turn ``turn_id``, if it did (the core's clock)."""
+        ticket = Passed(before)
         if self.closed.is_set():
-            return None  # no edge: nothing is on its way
+            return ticket  # no edge: nothing is on its way
+        ticket.done = trio.Event()
         fence_id = next(self._fence_ids)
-        done = self._fences[fence_id] = trio.Event()
+        self._fences[fence_id] = ticket
         fence = link_pb.Fence(
             id=fence_id, game_id=game_id, turn_id=turn_id, before=before - self.offset
         )
         self.send(link_pb.ToEdge(fence=fence))
-        try:
-            with trio.CancelScope() as scope:
-                self._closing_scopes.add(scope)
-                await done.wait()
-        finally:
-            self._closing_scopes.discard(scope)
-            self._fences.pop(fence_id, None)
-        sent = self._fenced.pop(fence_id, 0.0)
-        return sent + self.offset if sent else None
+        return ticket
 
     async def _write(self) -> None:
         """What the socket did not take at once, once it takes more."""
@@ -133,8 +126,9 @@ class EdgeLink:
                 if self._raw is not None:
                     trio.lowlevel.notify_closing(self._raw)
                     self._raw.close()
-                for scope in self._closing_scopes:
-                    scope.cancel()  # fences: no edge, nothing in flight
+                for ticket in self._fences.values():
+                    ticket.done.set()  # no edge: nothing is in flight
+                self._fences.clear()
                 nursery.cancel_scope.cancel()
 
     async def _read(self) -> None:
@@ -162,10 +156,11 @@ class EdgeLink:
             elif kind == "leave":
                 self.api.leave(message.leave.tap)
             elif kind == "fenced":
-                done = self._fences.get(message.fenced.id)
-                if done is not None:
-                    self._fenced[message.fenced.id] = message.fenced.sent
-                    done.set()
+                ticket = self._fences.pop(message.fenced.id, None)
+                if ticket is not None:
+                    sent = message.fenced.sent
+                    ticket.sent = sent + self.offset if sent else None
+                    ticket.done.set()
         except Exception:  # a frame the core cannot use: dropped, the link goes on
             log.exception("link: a %s frame dropped", kind)
 

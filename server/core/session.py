@@ -45,6 +45,9 @@ log = logging.getLogger("nardy.server")
 # A turn's time runs from when the mover's stream sent it, at most this long after the core
 # announced it (a slow or stalled reader of its own stream gains no more than this).
 MAX_SEND_DELAY_S = 2.0
+# A turn asks the edge for its fence this long before its deadline, so that the answer is
+# there when the deadline passes (server.core.clock).
+FENCE_LEAD_S = 0.1
 # A resend to an ended game is answered from its journal's last events (read back from the
 # store, for anyone holding a seat token): the last play's TURN_STARTED and PLAY_MADE and
 # what ended the game after it. An earlier turn of an ended game is just over.
@@ -529,14 +532,21 @@ class GameSession:
         arrivals = self.match.host.arrivals
         deadline = -math.inf
         while self._awaiting_play(turn_id) and clock.deadline > deadline:
+            fence = None
             with trio.CancelScope(deadline=clock.deadline) as self._turn_scope:
+                with trio.move_on_at(clock.deadline - FENCE_LEAD_S):
+                    while self._awaiting_play(turn_id):
+                        self._wake = trio.Event()
+                        await self._wake.wait()
+                if self._awaiting_play(turn_id):  # the fence asked ahead of the deadline
+                    fence = arrivals.fence(self.id, turn_id, clock.deadline)
                 while self._awaiting_play(turn_id):
                     self._wake = trio.Event()
                     await self._wake.wait()
             deadline = clock.deadline
             # A play that arrived in time may still be on its way to the core (on the
-            # link), or to the journal: judge it first. The fence returns once every play
-            # the edge stamped before the deadline has been read.
+            # link), or to the journal: judge it first. The fence is answered once every
+            # play the edge stamped before the deadline has been read.
             fenced = False
             while self._awaiting_play(turn_id):
                 if (pending := self._committing) is not None:
@@ -545,7 +555,9 @@ class GameSession:
                     self._wake = trio.Event()
                     await self._wake.wait()
                 elif not fenced:  # (the edge may tell when it sent the turn: a later deadline)
-                    sent = await arrivals.fence(self.id, turn_id, deadline)
+                    if fence is None or fence.before != deadline:
+                        fence = arrivals.fence(self.id, turn_id, deadline)
+                    sent = await fence.answer()
                     if sent is not None:
                         self.turn_sent(turn_id, sent)
                     fenced = True

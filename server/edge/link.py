@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
@@ -92,7 +93,7 @@ class CoreLink(asyncio.Protocol):
             self._replied(message.reply)
         elif kind == "fence":
             self._fences.append(message.fence)
-            self._fence()
+            self._due(message.fence)
         elif kind == "close":
             for follower in list(self._taps.pop(message.close.tap, ())):
                 follower.closed(None)
@@ -115,17 +116,27 @@ class CoreLink(asyncio.Protocol):
             future.set_result(reply)
 
     def _fence(self) -> None:
-        """Answer the fences that no unwritten play holds back (a play is written in the
-        step that stamps it, unless its token must be checked first)."""
+        """Answer the fences whose time has come (the core asks a little ahead) and that no
+        unwritten play holds back (a play is written in the step that stamps it, unless its
+        token must be checked first)."""
         first = min(self._unwritten.values(), default=float("inf"))
+        now = time.perf_counter()
         waiting = []
         for fence in self._fences:
-            if first < fence.before:
+            if fence.before > now or first < fence.before:  # (its own timer: _due)
                 waiting.append(fence)
             else:
                 sent = self.sent_at(fence.game_id, fence.turn_id)
                 self._write(link_pb.ToCore(fenced=link_pb.Fenced(id=fence.id, sent=sent)))
         self._fences = waiting
+
+    def _due(self, fence: link_pb.Fence) -> None:
+        """A fence's time: answer it (and any other that may be), or wait until it comes."""
+        ahead = fence.before - time.perf_counter()
+        if ahead > 0:
+            asyncio.get_running_loop().call_later(ahead, self._due, fence)
+        else:
+            self._fence()
 
     def stamped(self, at: float) -> int:
         """A play stamped ``at`` that cannot be written yet: fences wait for it

@@ -295,13 +295,21 @@ async def test_a_timeout_waits_for_the_plays_the_edge_stamped_in_time(
         answer = await arbiter.actions.submit_play(mover, game.id, game.turn_id, None, end, arrival)
         answers.append(answer)
 
-    async def fence(game_id: str, turn_id: int, before: float) -> None:  # the edge
-        fences.append(before)
-        await trio.sleep(4.0)  # the link is slow: the play is read only now
-        nursery.start_soon(play, arbiter.arrivals.stamp(game_id, start + 0.5))
+    class SlowLink:  # the edge, behind a slow link
+        def __init__(self, game_id: str, before: float) -> None:
+            self.game_id, self.before = game_id, before
+            fences.append((trio.current_time(), before))
+
+        async def answer(self) -> None:
+            await trio.sleep(4.0)  # the play is read only now
+            nursery.start_soon(play, arbiter.arrivals.stamp(self.game_id, start + 0.5))
+
+    def fence(game_id: str, turn_id: int, before: float) -> SlowLink:
+        return SlowLink(game_id, before)
 
     arbiter.arrivals.fence = fence
     made = await inbox.next(EventType.PLAY_MADE)
-    assert fences == [pytest.approx(start + 1.0)]  # asked once, at the deadline
+    # asked once, a little ahead of the deadline
+    assert fences == [(pytest.approx(start + 0.9), pytest.approx(start + 1.0))]
     assert game.result is None or game.result.termination is not Termination.TIMEOUT
     assert answers[0].used_ms == made.play.used_ms == pytest.approx(500, abs=1)
