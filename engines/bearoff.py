@@ -41,7 +41,7 @@ past point 6 are not lost: a checker that comes home deeper saves them in the be
 which the table of the board with it on point 6 charges. Against rollouts that end in the
 exact tables (both sides playing the network's 0-ply choice, 200 each) on 327 such
 positions of 400 self-play games: a mean error of 0.033 points of equity, the network's
-own 0.079 (``python -m bench race``; README, "The network engine").
+own 0.079 (``python -m bench race``; docs/ENGINES.md, "The network engine").
 """
 
 from __future__ import annotations

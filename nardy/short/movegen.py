@@ -287,7 +287,7 @@ def _search(turn: Turn) -> list[tuple[int, Path]]:
         states = [(m | h << HITS, steps) for m, _, h, _, steps, _ in level.values()] if most else []
     # ... where a play that ends the game counts the dice it really played (§3.6; the rest
     # lapse, §4.6): bearing off the last checker with one die is not legal when another
-    # play uses both, e.g. hitting a blot on the way off (gnubg agrees; README, Rules notes).
+    # play uses both, e.g. hitting a blot on the way off (gnubg agrees; docs/RULES.md, Readings).
     longest = max(map(len, finished.values()), default=0)
     if longest > most:
         most, states = longest, []

@@ -23,8 +23,8 @@ from tests.server.test_recovery import free_port, start_server
 
 BOT = Path(__file__).resolve().parents[2] / "examples" / "stranger_bot.py"
 # White bears off from a six-point block in its home that no black checker is ahead of
-# (a hand-made position): bearing off is never refused by the six-point rule (README,
-# "Rules notes", §3.5).
+# (a hand-made position): bearing off is never refused by the six-point rule (docs/RULES.md,
+# "Readings", §3.5).
 HANDMADE = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,3,3,3,2,2,2"
 
 
