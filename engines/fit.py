@@ -1,7 +1,7 @@
 """Fitting rounds of the value network after TD(lambda): ``engines.train --fit-rounds N``.
 
 TD(lambda) self-play (engines/train.py) left the network far from the values of its own play
-(docs/ENGINES.md, "The network engine": an equity error of ~0.18 points against rollouts) and, on the
+(an equity error of ~0.18 points against rollouts: engines/weights/README.md) and, on the
 end positions of the plays it does *not* choose, inconsistent with its own one-roll lookahead:
 the positions a choice compares, which self-play never visits. Each **round** makes two data
 sets with the current network N and fits N to them (a form of expert iteration):
