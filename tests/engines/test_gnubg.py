@@ -8,7 +8,6 @@ play gnubg's side made must be the play gnubg chooses for that turn.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import subprocess
@@ -19,7 +18,7 @@ import pytest
 
 from engines import gnubg as gnubg_module
 from engines.base import Unavailable
-from engines.gnubg import Gnubg, GnubgEngine, end_of, gnubg_path, key, to_gnubg
+from engines.gnubg import Gnubg, GnubgEngine, end_of, key, to_gnubg
 from engines.registry import make_engine, make_judge
 from nardy import Color, variant
 from nardy.client import SimpleClient
@@ -33,14 +32,8 @@ SHORT = variant("short")
 
 
 @pytest.fixture(scope="module")
-def installed() -> str:
-    path = gnubg_path()
-    if path is None:
-        message = "gnubg is not installed (make gnubg installs Debian's package)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+def installed(gnubg_installed) -> str:
+    return gnubg_installed
 
 
 @pytest.fixture(scope="module")
