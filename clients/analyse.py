@@ -49,10 +49,11 @@ def judge_line(g: GameAnalysis) -> str:
 def side_line(colour: str, s) -> str:
     from engines.analysis import MARKS
 
-    counts = ", ".join(f"{s.marks[m]} {name}" for _, m, name in MARKS)
+    counts = ", ".join(f"{m} {s.marks[m]}" for _, m, _ in MARKS)
+    plays = f"{s.plays} play{'' if s.plays == 1 else 's'}"
     return (
-        f"{colour} {s.name}: {s.plays} plays judged, error rate {s.error_rate:.1f} "
-        f"(mean loss x1000; total {s.loss:.3f}); {counts}"
+        f"{colour} {s.name}: {plays} judged, error rate {s.error_rate:.1f} "
+        f"(total loss {s.loss:.3f}); {counts}"
     )
 
 
@@ -63,16 +64,33 @@ def blunder_line(p) -> str:
     )
 
 
-def summary_lines(g: GameAnalysis) -> list[str]:
-    """A game's summary: the judge, each side's error rate and marks, the biggest losses."""
+def summary_lines(g: GameAnalysis, *, worst: bool = True) -> list[str]:
+    """A game's summary: the judge, each side's error rate and marks, and (``worst``) the
+    biggest losses."""
     lines = [f"Game {g.number} ({g.variant} nardy), {judge_line(g)}:"]
     lines += [f"  {side_line(c.name.lower(), s)}" for c, s in g.sides.items()]
-    worst = g.blunders()
-    if worst:
+    if not worst:
+        return lines
+    if g.blunders():
         lines.append("  biggest losses:")
-        lines += [f"    {blunder_line(p)}" for p in worst]
+        lines += [f"    {blunder_line(p)}" for p in g.blunders()]
     else:
         lines.append("  no play lost anything by the judge's values")
+    return lines
+
+
+def brief(g: GameAnalysis, you=None) -> list[str]:
+    """A game's summary and its marked plays, for the terminal client (``you``: the
+    person's colour, whose plays are named so)."""
+    lines = summary_lines(g, worst=False)
+    marked = [p for p in g.plays if p.mark]
+    lines.append("  marked plays:" if marked else "  no play marked")
+    for p in marked:
+        who = "you" if p.side is you else g.sides[p.side].name
+        lines.append(
+            f"    {p.mark:<2} turn {p.turn} {who} {p.dice[0]}-{p.dice[1]}: {p.played} "
+            f"(best {p.best}) -{p.loss:.3f}"
+        )
     return lines
 
 

@@ -166,7 +166,7 @@ def test_the_command_as_text_and_its_errors(tmp_path, gnubg_installed):
     assert out.returncode == 0, out.stderr
     assert "judge gnubg at 0 ply (money equity in points, cubeless)" in out.stdout
     assert "13/10 6/5" in out.stdout and "8/5 6/5" in out.stdout and "??" in out.stdout
-    assert "white alice: 1 plays judged" in out.stdout
+    assert "white alice: 1 play judged, error rate" in out.stdout
     bad = tmp_path / "bad.nrd"
     bad.write_text(record("short", None, ["w 3-1 13/7"]))
     for args, status, says in (
