@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -89,6 +91,14 @@ def test_an_ended_game_is_analysed_once_and_kept(game):
     assert get(url) == (200, body)  # kept: no second child process
     assert time.perf_counter() - t0 < 2
     assert get(f"{game.http_url}/api/game/nosuchgame/analysis")[0] == 404
+    # the command fetches the same game from the arbiter by its id
+    out = subprocess.run(
+        [sys.executable, "-m", "nardy", "analyse", game.game_id, "--server", game.address,
+         "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["games"][0]["plays"][0] == p
 
 
 def test_analyses_are_bounded_for_everyone():
