@@ -5,7 +5,8 @@ installs it in /usr/games) runs as one long-lived process per engine, driven thr
 embedded Python by :mod:`engines.gnubg_worker` on a pair of pipes. For each turn gnubg is
 given the board and the dice and asked for its best move (``findbestmove``); the move is
 applied to the board here and the legal play with that end position is played. A move that
-matches none is logged as an error and the first legal play is played instead (a
+matches none, or no answer before the turn's time runs out (gnubg is then stopped and
+started again), is logged as an error and the first legal play is played instead (a
 *fallback*, counted: :attr:`GnubgEngine.fallbacks`).
 
 gnubg's settings (docs/ENGINES.md, "GNU Backgammon as an opponent"): money play, cubeless
@@ -43,6 +44,7 @@ PLIES = (0, 1, 2, 3)
 WORKER = Path(__file__).with_name("gnubg_worker.py")
 START_S = 60.0  # gnubg loads its networks and bear-off databases: about 0.2-3 s here
 ANSWER_S = 300.0  # the longest one request may take before gnubg is given up
+SAFETY_S = 0.2  # kept back from the turn's time for the play to reach the arbiter
 CHECKERS = 15
 
 GnubgBoard = tuple[tuple[int, ...], tuple[int, ...]]  # (opponent, on roll), 25 counts each
@@ -83,6 +85,8 @@ class Gnubg:
         except OSError as e:
             for fd in (req_r, req_w, ans_r, ans_w):
                 os.close(fd)
+            self._errors.close()
+            self.home.cleanup()
             raise Unavailable(f"cannot start gnubg ({exe}): {e}") from None
         os.close(req_r)
         os.close(ans_w)
@@ -234,13 +238,14 @@ class GnubgEngine(Engine):
     def summary(self) -> str:
         return f"gnubg {self.ply}-ply chose {self.plays} plays, {self.fallbacks} fallbacks"
 
-    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Ask gnubg, starting it again once if it has stopped."""
+    def _ask(self, request: dict[str, Any], timeout: float = ANSWER_S) -> dict[str, Any]:
+        """Ask gnubg, starting it again first if it has stopped (or was stopped for taking
+        too long)."""
         if not self.gnubg.alive:
             log.error("gnubg had stopped; starting it again")
             self.gnubg.close()
             self.gnubg = Gnubg(self.path)
-        return self.gnubg.ask(request)
+        return self.gnubg.ask(request, timeout)
 
     def pick(
         self,
@@ -254,8 +259,11 @@ class GnubgEngine(Engine):
         rules = self.rules
         board = to_gnubg(rules, position)
         request = {"op": "best", "board": board, "dice": list(dice), "ply": self.ply}
+        timeout = ANSWER_S
+        if time_left_ms is not None:  # an answer too late for the clock is no answer
+            timeout = min(timeout, max(0.1, time_left_ms / 1000 - SAFETY_S))
         try:
-            steps = [tuple(s) for s in self._ask(request)["steps"]]
+            steps = [tuple(s) for s in self._ask(request, timeout)["steps"]]
             found = {key(rules.board(p.end)): p for p in plays}.get(end_of(rules, position, steps))
             why = "matches none of the legal plays"
         except (GnubgError, ValueError) as e:

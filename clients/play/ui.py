@@ -69,6 +69,7 @@ class PlayUI:
     _clock_key: tuple = ()
     _pause_scope: trio.CancelScope | None = None
     _pause_text: str = ""
+    _analysing: bool = False  # one analysis at a time (a judge is not shared by threads)
 
     # -- running ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -441,19 +442,23 @@ class PlayUI:
         if not self._game_over() or self.state is None:
             self.note("Analysis is offered once the game is over.")
             return
+        if self._analysing:
+            self.note("The analysis is under way.")
+            return
         if self._pause_scope is not None:
             self._pause_scope.deadline = float("inf")  # the person reads first
             self.screen.set_status(Text(self._pause_text, style="bold"))
         self.note("Analysing the game...", "grey50")
         self.redraw()
+        self._analysing = True
         try:
-            lines = await trio.to_thread.run_sync(
-                self._analysis, self.game_id, abandon_on_cancel=True
-            )
+            lines = await trio.to_thread.run_sync(self._analysis, self.game_id)
         except Exception as e:  # the arbiter, the judge (gnubg), the record
             detail = e.details() if isinstance(e, grpc.RpcError) else str(e)
             self.note(f"Cannot analyse the game: {detail}", "bold red")
             return
+        finally:
+            self._analysing = False
         for line in lines:
             self.note(line)
         if self.between is not None:
