@@ -3,8 +3,9 @@
 * greedy vs random: 200 games, colours alternating, greedy's win rate with a 95% Wilson
   interval;
 * duplicate matches (:data:`MATCHES`), 200 pairs (400 games) each: expectimax (level 3)
-  vs greedy, the network engine (full level) vs greedy and vs expectimax level 3, and the
-  network alone (0 ply, level 2) vs greedy. Both
+  vs greedy, the network engine (full level) vs greedy and vs expectimax level 3, the
+  network alone (0 ply, level 2) vs greedy, and in short nardy greedy vs GNU Backgammon
+  (``gnubg``, at ``--gnubg-ply``, 0 by default; run only where gnubg is installed). Both
   games of a pair use the same dice sequence with the colours swapped, which cancels most
   of the luck. Score, win rate and points share with 95% confidence intervals from the
   pair results, plus the average thinking time per move of each engine;
@@ -12,10 +13,10 @@
 
 Games are spread over two worker processes. Run ``python -m bench strength`` or
 ``python -m bench.strength [--pairs N] [--only network-greedy,...] [--minutes M]
-[--workers W]``; ``--minutes`` reports, per match, the pairs finished within M minutes
-(always the first ones, in order: a time limit keeps no pair for being quick), and the
-run prints the score so far as it goes; ``--quick`` plays a handful of games as a smoke
-test.
+[--workers W] [--gnubg-ply N]``; ``--minutes`` reports, per match, the pairs finished
+within M minutes (always the first ones, in order: a time limit keeps no pair for being
+quick), and the run prints the score so far as it goes; ``--quick`` plays a handful of
+games as a smoke test.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from engines.arena import GameRecord, mean_ci, play_game, wilson  # noqa: E402
 from engines.registry import make_engine  # noqa: E402
 from nardy import Color  # noqa: E402
+from nardy.variant import variant  # noqa: E402
 
 WORKERS = 2
 
@@ -45,13 +47,27 @@ def _single(job: tuple) -> list[GameRecord]:
     return [play_game(make_engine(*wspec), make_engine(*bspec), seed)]
 
 
+_KEPT: dict[tuple, object] = {}  # a worker's engines, kept from pair to pair
+
+
+def _engine(spec: tuple, variant_name: str):
+    """The engine of ``spec`` (``(name, level, seed)``, then optionally a dict of options
+    such as ``{"ply": 0}``) for ``variant_name``, made once per worker process: an engine
+    with a process of its own (gnubg) is started once, not for every pair."""
+    key = (repr(spec), variant_name)
+    if key not in _KEPT:
+        name, level, seed, *options = spec
+        _KEPT[key] = make_engine(name, level, seed, variant_name, **(options[0] if options else {}))
+    return _KEPT[key]
+
+
 def _pair(job: tuple) -> list[GameRecord]:
-    """A duplicate pair: the same dice seed with the colours swapped."""
-    aspec, bspec, seed = job
-    return [
-        play_game(make_engine(*aspec), make_engine(*bspec), seed),
-        play_game(make_engine(*bspec), make_engine(*aspec), seed),
-    ]
+    """A duplicate pair: the same dice seed with the colours swapped (of ``job``'s variant,
+    long nardy if it names none)."""
+    aspec, bspec, seed, *rest = job
+    name = rest[0] if rest else "long"
+    a, b, rules = _engine(aspec, name), _engine(bspec, name), variant(name)
+    return [play_game(a, b, seed, rules=rules), play_game(b, a, seed, rules=rules)]
 
 
 def _run(
@@ -125,12 +141,21 @@ def greedy_vs_random(games: int, seed: int = 1) -> dict:
 
 
 def duplicate(
-    a: tuple, b: tuple, pairs: int, seed: int, deadline: float | None = None, workers: int = WORKERS
+    a: tuple,
+    b: tuple,
+    pairs: int,
+    seed: int,
+    deadline: float | None = None,
+    workers: int = WORKERS,
+    variant_name: str = "long",
 ) -> dict:
-    """``a`` against ``b`` (engine specs ``(name, level, seed)``) over duplicate-dice pairs
-    (the first ones of them finished by ``deadline``, if given)."""
+    """``a`` against ``b`` (engine specs ``(name, level, seed[, options])``) over
+    duplicate-dice pairs of ``variant_name`` (the first ones of them finished by
+    ``deadline``, if given)."""
     label = f"{_spec_name(a)} vs {_spec_name(b)}"
-    jobs = [(a, b, seed * 100_000 + i) for i in range(pairs)]
+    if variant_name != "long":
+        label += f" ({variant_name} nardy)"
+    jobs = [(a, b, seed * 100_000 + i, variant_name) for i in range(pairs)]
     results = _run(_pair, jobs, label, deadline, workers)
     if not results:
         raise SystemExit(f"{label}: no pair finished in the time limit")
@@ -170,7 +195,12 @@ def duplicate(
 
 
 def _spec_name(spec: tuple) -> str:
-    return spec[0] + (f" L{spec[1]}" if spec[1] is not None else "")
+    options = spec[3] if len(spec) > 3 else {}
+    return (
+        spec[0]
+        + (f" L{spec[1]}" if spec[1] is not None else "")
+        + (f" {options['ply']}-ply" if "ply" in options else "")
+    )
 
 
 def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
@@ -179,12 +209,13 @@ def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
     return f"{x:+.3f}  [{lo:+.3f}, {hi:+.3f}]"
 
 
-#: The duplicate matches of the full bench: (engine, opponent, dice seed).
+#: The duplicate matches of the full bench: (engine, opponent, dice seed[, variant]).
 MATCHES = {
     "expectimax-greedy": (("expectimax", 3, 2), ("greedy", None, 2), 2),
     "network-greedy": (("network", 3, 3), ("greedy", None, 3), 3),
     "network0-greedy": (("network", 2, 5), ("greedy", None, 5), 5),
     "network-expectimax": (("network", 3, 4), ("expectimax", 3, 4), 4),
+    "greedy-gnubg": (("greedy", None, 6), ("gnubg", None, 6, {"ply": 0}), 6, "short"),
 }
 
 
@@ -204,6 +235,9 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
         help="per match: report the pairs finished within this time (the first ones, in order)",
     )
     ap.add_argument("--workers", type=int, default=WORKERS, help=f"processes (default {WORKERS})")
+    ap.add_argument(
+        "--gnubg-ply", type=int, default=0, metavar="N", help="gnubg's plies (default 0)"
+    )
     ap.add_argument(
         "--weights",
         default=None,
@@ -231,11 +265,18 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
                 "win rate " + _fmt_ci(gr["rate"], *gr["ci"]) + " (Wilson)",
             )
         )
-    for key, (a, b, seed) in MATCHES.items():
+    for key, (a, b, seed, *rest) in MATCHES.items():
         if key not in only:
             continue
+        if "gnubg" in (a[0], b[0]):
+            from engines.gnubg import gnubg_path
+
+            if gnubg_path() is None:
+                print(f"  {key}: skipped, gnubg is not installed (make gnubg)", file=sys.stderr)
+                continue
+            a, b = (_with_ply(s, args.gnubg_ply) for s in (a, b))
         limit = None if args.minutes is None else time.perf_counter() + 60 * args.minutes
-        ex = duplicate(a, b, n_pairs, seed, limit, args.workers)
+        ex = duplicate(a, b, n_pairs, seed, limit, args.workers, *rest)
         all_recs += ex["records"]
         m, lo, hi = ex["rate"]
         rows.append(
@@ -263,12 +304,17 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
     print("-" * 110)
     print("Average thinking time per move (turns with at least one legal play):")
-    for name in ("random", "greedy", "expectimax", "network"):
+    for name in ("random", "greedy", "expectimax", "network", "gnubg"):
         secs, n = _times(all_recs, name)
         if n:
             print(f"  {name:<11} {1000 * secs / n:8.2f} ms  over {n} moves")
     print(f"(total {elapsed:.0f} s on {args.workers} worker processes)")
     move_times(quick)
+
+
+def _with_ply(spec: tuple, ply: int) -> tuple:
+    """gnubg's spec at ``ply`` plies (other engines' as they are)."""
+    return (*spec[:3], {"ply": ply}) if spec[0] == "gnubg" else spec
 
 
 def _made(meta: dict) -> str:

@@ -10,6 +10,10 @@ Play = Any  # a play of the engine's variant (nardy.variant.GamePlay)
 Position = Any  # a position of the engine's variant (nardy.variant.GamePosition)
 
 
+class Unavailable(RuntimeError):
+    """An engine that cannot run here: a program it needs is missing or does not start."""
+
+
 class Engine:
     """An engine picks one of a turn's legal plays. Subclasses implement :meth:`pick`,
     which is called only when there is a real choice (two plays or more).
@@ -35,6 +39,13 @@ class Engine:
         if len(plays) == 1:
             return plays[0]  # a forced play: no thinking
         return self.pick(position, dice, plays, time_left_ms=time_left_ms, match=match)
+
+    def summary(self) -> str:
+        """A line on what the engine did, for its log when it stops ("" for nothing)."""
+        return ""
+
+    def close(self) -> None:
+        """Release what the engine holds (a process of its own); nothing by default."""
 
     def pick(
         self,

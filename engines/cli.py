@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from engines.base import Unavailable
 from engines.registry import ENGINES, make_engine, sdk_adapter
 
 log = logging.getLogger("nardy.engines")
@@ -13,6 +14,8 @@ log = logging.getLogger("nardy.engines")
 
 def main(args: argparse.Namespace) -> int:
     """Build the engine named ``args.name`` and play games with it until ``max_games``."""
+    import os
+
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
@@ -25,16 +28,6 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        engine = make_engine(args.name, level=args.level, seed=args.seed)
-    except ValueError as e:
-        print(f"nardy engine {args.name}: {e}", file=sys.stderr)
-        return 2
-    import os
-
-    from nardy.client import PLAY, UNARY, Reconnect, run_engine
-
-    server = args.server or os.environ.get("NARDY_SERVER") or "127.0.0.1:50051"
     if not args.give_up > 0:
         print(f"nardy engine {args.name}: --give-up is a number of seconds above 0",
               file=sys.stderr)  # fmt: skip
@@ -46,6 +39,29 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        engine = make_engine(
+            args.name,
+            level=args.level,
+            seed=args.seed,
+            variant_name=ENGINES[args.name].variants[0],  # each turn says its own
+            ply=getattr(args, "ply", None),
+        )
+    except (ValueError, Unavailable) as e:
+        print(f"nardy engine {args.name}: {e}", file=sys.stderr)
+        return 2
+    try:
+        return _play(
+            args, engine, args.server or os.environ.get("NARDY_SERVER") or "127.0.0.1:50051"
+        )
+    finally:
+        if engine.summary():
+            log.info("%s", engine.summary())
+        engine.close()
+
+
+def _play(args: argparse.Namespace, engine, server: str) -> int:
+    from nardy.client import PLAY, UNARY, Reconnect, run_engine
 
     transport = UNARY if args.unary else PLAY
     log.info(

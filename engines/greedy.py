@@ -21,11 +21,29 @@ class GreedyEngine(Engine):
     :mod:`engines.evaluate`, short nardy by :mod:`engines.evaluate_short`."""
 
     name = "greedy"
+    judge_plies = (0,)  # analysis: its evaluation, one ply
+
+    @property
+    def judge_in_points(self) -> bool:
+        """Long nardy's evaluation is an equity in points; short nardy's a score."""
+        return self.rules.name != "short"
 
     def __init__(
         self, seed: int | None = None, level: int | None = None, rules: Variant | None = None
     ) -> None:
         super().__init__(rules=rules)
+
+    def judge(
+        self, position: Position, dice: tuple[int, int], plays: list[Play], played: int, ply: int
+    ) -> dict[int, float]:
+        """Every play's value by the evaluation, for the side to move (analysis)."""
+        return dict(enumerate(self._values(position, plays, None)))
+
+    def _values(self, position: Position, plays: list[Play], match) -> list[float]:
+        mover = position.turn
+        if self.rules.name == "short":
+            return [evaluate_short.evaluate(self.rules, p.end, mover) for p in plays]
+        return evaluate_ends(plays, mover, values_for(match))
 
     def pick(
         self,
@@ -36,8 +54,5 @@ class GreedyEngine(Engine):
         time_left_ms: int | None,
         match,
     ) -> Play:
-        if self.rules.name == "short":
-            mover = position.turn
-            scores = [evaluate_short.evaluate(self.rules, p.end, mover) for p in plays]
-            return plays[max(range(len(plays)), key=lambda i: (scores[i], -i))]
-        return rank(plays, position.turn, values_for(match))[0][2]
+        scores = self._values(position, plays, match)
+        return plays[max(range(len(plays)), key=lambda i: (scores[i], -i))]

@@ -35,6 +35,8 @@ from engines.network import Network, equity, lookahead, shipped
 from nardy import Play, Position
 
 SAFETY_MS = 50  # kept back from the time budget for messaging
+JUDGE_K = 8  # analysis deeper than 0 ply: the candidates searched ...
+JUDGE_MARGIN = 0.3  # ... within this many points of the 0-ply best
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ class NetworkEngine(Engine):
     """The value network with a 0-ply pruning pass and 1-ply lookahead; see the module doc."""
 
     name = "network"
+    #: The depths :meth:`judge` searches (analysis: ``nardy analyse --ply``).
+    judge_plies = (0, 1, 2)
+    judge_in_points = True
 
     def __init__(
         self,
@@ -117,6 +122,22 @@ class NetworkEngine(Engine):
                     self.deepened += 1
                     scores = deeper
         return plays[self._choose(scores)]
+
+    def judge(
+        self, position: Position, dice: tuple[int, int], plays: list[Play], played: int, ply: int
+    ) -> dict[int, float]:
+        """Money equity (points, for the side to move) of plays, for analysis: every play
+        at 0 ply; deeper, the best :data:`JUDGE_K` within :data:`JUDGE_MARGIN` points of
+        the best at 0 ply and always ``plays[played]``, each looking ``ply`` rolls ahead."""
+        eq0 = equity(self.net.after(plays))
+        if ply == 0:
+            return {i: float(v) for i, v in enumerate(eq0)}
+        order = [int(i) for i in np.argsort(-eq0, kind="stable")]
+        close = [i for i in order[:JUDGE_K] if eq0[i] >= eq0[order[0]] - JUDGE_MARGIN]
+        return {
+            i: float(equity(lookahead(self.net, plays[i].end, depth=ply)))
+            for i in dict.fromkeys([*close, played])
+        }
 
     def _search(
         self,

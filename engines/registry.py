@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engines.base import Engine, Unavailable
 from nardy.game import Color
 from nardy.variant import variant
 
@@ -41,8 +42,13 @@ ENGINES: dict[str, Entry] = {
         Entry("greedy", "engines.greedy:GreedyEngine", ("long", "short"), "best 1-ply evaluation"),
         Entry("expectimax", "engines.expectimax:ExpectimaxEngine", ("long",), "2-ply search"),
         Entry("network", "engines.neural:NetworkEngine", ("long",), "value network"),
+        Entry("gnubg", "engines.gnubg:GnubgEngine", ("short",), "GNU Backgammon (its own install)"),
     )
 }
+
+#: The engines that judge plays in analysis (``nardy analyse``), strongest first, for each
+#: variant: the first one that runs here is used (gnubg only where it is installed).
+JUDGES: dict[str, tuple[str, ...]] = {"long": ("network",), "short": ("gnubg", "greedy")}
 
 
 def names(variant_name: str | None = None) -> list[str]:
@@ -51,15 +57,31 @@ def names(variant_name: str | None = None) -> list[str]:
 
 
 def make_engine(
-    name: str, level: int | None = None, seed: int | None = None, variant_name: str = "long"
+    name: str,
+    level: int | None = None,
+    seed: int | None = None,
+    variant_name: str = "long",
+    ply: int | None = None,
 ):
-    """A new engine object by name for ``variant_name``.
+    """A new engine object by name for ``variant_name``, searching ``ply`` plies if it
+    takes a depth.
 
     KeyError for an unknown name; ValueError for a variant the engine does not play or a
-    level it does not have."""
+    level or depth it does not have; :class:`engines.base.Unavailable` for an engine that
+    cannot run here (gnubg not installed)."""
     entry = ENGINES[name]
     if level is not None and not levels(name):
         raise ValueError(f"the {name} engine has no levels")
+    options = {}
+    if ply is not None:
+        if ply not in plies(name):
+            offered = ", ".join(map(str, plies(name)))
+            raise ValueError(
+                f"the {name} engine searches {offered} plies, not {ply}"
+                if offered
+                else f"the {name} engine has no --ply"
+            )
+        options["ply"] = ply
     if variant_name not in entry.variants:
         raise ValueError(
             f"engine {name} plays {', '.join(entry.variants)} nardy, not {variant_name}; "
@@ -67,11 +89,26 @@ def make_engine(
         )
     factory = _class(name)
     if len(entry.variants) > 1:  # an engine for several variants is told which it plays
-        engine = factory(level=level, seed=seed, rules=variant(variant_name))
+        engine = factory(level=level, seed=seed, rules=variant(variant_name), **options)
     else:
-        engine = factory(level=level, seed=seed)
+        engine = factory(level=level, seed=seed, **options)
     engine.variants = entry.variants
     return engine
+
+
+def make_judge(variant_name: str) -> tuple[Engine, list[str]]:
+    """The strongest engine of :data:`JUDGES` for ``variant_name`` that runs here, and why
+    each stronger one did not (:class:`engines.base.Unavailable` if none runs)."""
+    passed: list[str] = []
+    for name in JUDGES.get(variant_name, ()):
+        try:
+            return make_engine(name, variant_name=variant_name), passed
+        except Unavailable as e:
+            passed.append(f"{name}: {e}")
+    raise Unavailable(
+        f"no engine judges {variant_name} nardy here"
+        + (f" ({'; '.join(passed)})" if passed else "")
+    )
 
 
 def _class(name: str):
@@ -83,6 +120,12 @@ def levels(name: str) -> tuple[int, ...]:
     """The strength levels the engine offers (its module's ``LEVELS``; empty: none)."""
     module = sys.modules[_class(name).__module__]
     return tuple(sorted(getattr(module, "LEVELS", {})))
+
+
+def plies(name: str) -> tuple[int, ...]:
+    """The search depths ``--ply`` may give the engine (its module's ``PLIES``; empty: none)."""
+    module = sys.modules[_class(name).__module__]
+    return tuple(getattr(module, "PLIES", ()))
 
 
 def match_of(turn: TurnInfo) -> tuple[int, int, int] | None:

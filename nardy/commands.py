@@ -21,6 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from nardy.variant import available
 
     register_clients(sub)  # play, watch, replay, standings (programs for people)
+    from clients.analyse import register as register_analyse
+
+    register_analyse(sub)  # analyse
     p = sub.add_parser(
         "serve",
         help="run the arbiter (gRPC server) for others to connect to",
@@ -208,6 +211,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_tls_args(p)
     add_token_arg(p, "player or seat token (default $NARDY_TOKEN)")
     p.add_argument("--level", type=int, default=None, help="strength level, if the engine has one")
+    p.add_argument(
+        "--ply",
+        type=int,
+        default=None,
+        metavar="N",
+        help="search depth, for an engine that takes one (gnubg: 0-3, default 0)",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed for the engine's own randomness")
     p.add_argument("--max-games", type=int, default=None, help="stop after this many games")
     p.add_argument(

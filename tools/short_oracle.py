@@ -24,7 +24,6 @@ import gzip
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from engines.gnubg import gnubg_path
 from nardy.game import Color
 from nardy.short.movegen import Play, Turn, legal_plays
 from nardy.short.position import BAR, CHECKERS, OFF, Position, absolute
@@ -62,11 +62,6 @@ TAGS = (
     "game-end",  # some play bears off the 15th checker (§4.6)
     "hit-on-the-way-off",  # ... and hits on the way (§3.6 with §4.6)
 )
-
-
-def gnubg_path() -> str | None:
-    """gnubg's executable (Debian installs it in /usr/games), or None."""
-    return shutil.which("gnubg", path=os.environ.get("PATH", "") + os.pathsep + "/usr/games")
 
 
 def gnubg_version(gnubg: str) -> str:

@@ -14,7 +14,8 @@ Commands (your turn):
   undo  (u)     take back the last step           done (d)   submit the play
   hint  (h)     the engine's best plays, valued   hint all   every legal play
   resign        resign this game (asks)           help       this text
-  quit  (q)     leave (asks; says what becomes of the game)"""
+  quit  (q)     leave (asks; says what becomes of the game)
+  analyse       once a game is over: each play's equity loss against the best play found"""
 
 WORDS = {
     "": "enter",
@@ -37,13 +38,15 @@ WORDS = {
     "next": "next",
     "c": "next",
     "continue": "next",
+    "analyse": "analyse",
+    "analyze": "analyse",
 }
 
 
 @dataclass(frozen=True)
 class Command:
     """``kind``: enter, help, quit, resign, hint, hint-all, undo, done, off, yes, next,
-    point (``point`` set) or moves (``text``: notation to read by the rules)."""
+    analyse, point (``point`` set) or moves (``text``: notation to read by the rules)."""
 
     kind: str
     text: str = ""

@@ -65,7 +65,11 @@ class PlayUI:
     games: list[str] = field(default_factory=list)  # every game id followed, in order
     saved: object = None  # the record's Path once saved, or why it was not
     give_up_s: float = 60.0  # a lost connection is retried this long
+    judges: dict = field(default_factory=dict)  # analysis: the judge of each variant
     _clock_key: tuple = ()
+    _pause_scope: trio.CancelScope | None = None
+    _pause_text: str = ""
+    _analysing: bool = False  # one analysis at a time (a judge is not shared by threads)
 
     # -- running ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -80,6 +84,8 @@ class PlayUI:
                 await self._games()
             finally:
                 nursery.cancel_scope.cancel()
+                for judge, _ in self.judges.values():
+                    judge.close()
 
     async def _games(self) -> None:
         game_id = self.game_id
@@ -104,25 +110,32 @@ class PlayUI:
             if final.type == pb.EVENT_TYPE_GAME_ABORTED:
                 await self._pause("Press Enter to leave.", None)
                 return
+            self.note("Type analyse for each play's equity loss against the best play.", "grey50")
             if st.next_game_id:
                 await self._pause(
                     f"Game {st.game_number + 1} starts in {NEXT_GAME_S:.0f} s: press Enter "
                     "to start now.",
                     NEXT_GAME_S,
+                    held=f"Game {st.game_number + 1} waits: press Enter to start it.",
                 )
                 game_id = st.next_game_id
             else:
                 await self._pause("The match is over. Press Enter to leave.", None)
                 return
 
-    async def _pause(self, text: str, timeout: float | None) -> None:
+    async def _pause(self, text: str, timeout: float | None, held: str = "") -> None:
+        """Wait for Enter, or ``timeout`` seconds; ``held`` is the prompt once the person
+        holds the wait (analyse)."""
         self.between = trio.Event()
+        self._pause_text = held or text
         self.screen.set_status(Text(text, style="bold"))
         if not self.screen.live:
             self.screen.say(text)
         self.redraw()
-        with trio.move_on_after(timeout if timeout is not None else float("inf")):
+        with trio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+            self._pause_scope = scope
             await self.between.wait()
+        self._pause_scope = None
         self.between = None
 
     async def _signals(self) -> None:
@@ -374,6 +387,9 @@ class PlayUI:
             for text in HELP.splitlines():
                 self.note(text)
             return
+        if kind == "analyse":
+            await self._analyse()
+            return
         if kind == "quit":
             self.confirm = "quit"
             if self.between is not None or self._game_over():
@@ -419,6 +435,47 @@ class PlayUI:
         else:
             await self._moves(cmd.text)
         self.status_line()
+
+    async def _analyse(self) -> None:
+        """Analyse the game just ended (engines/analysis.py), in a worker thread, and show
+        each side's error rate and the biggest losses; the next game of a match waits."""
+        if not self._game_over() or self.state is None:
+            self.note("Analysis is offered once the game is over.")
+            return
+        if self._analysing:
+            self.note("The analysis is under way.")
+            return
+        if self._pause_scope is not None:
+            self._pause_scope.deadline = float("inf")  # the person reads first
+            self.screen.set_status(Text(self._pause_text, style="bold"))
+        self.note("Analysing the game...", "grey50")
+        self.redraw()
+        self._analysing = True
+        try:
+            lines = await trio.to_thread.run_sync(self._analysis, self.game_id)
+        except Exception as e:  # the arbiter, the judge (gnubg), the record
+            detail = e.details() if isinstance(e, grpc.RpcError) else str(e)
+            self.note(f"Cannot analyse the game: {detail}", "bold red")
+            return
+        finally:
+            self._analysing = False
+        for line in lines:
+            self.note(line)
+        if self.between is not None:
+            self.note(self._pause_text, "bold")
+
+    def _analysis(self, game_id: str) -> list[str]:
+        """The analysis's lines for game ``game_id`` (blocking: run in a thread)."""
+        from clients.analyse import brief
+        from clients.export import game_events, record_from_events
+        from engines.analysis import analyse_game
+        from engines.registry import make_judge
+
+        game = record_from_events(game_events(self.client.stub, game_id))
+        name = game.rules.name
+        if name not in self.judges:
+            self.judges[name] = make_judge(name)
+        return brief(analyse_game(game, self.judges[name][0]), self.me)
 
     def _game_over(self) -> bool:
         return self.state is None or self.state.status in (

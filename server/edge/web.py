@@ -9,8 +9,10 @@ Pages: ``/`` (games in progress with live boards, ladders, finished games),
 ``/game/ID`` (a live game; a finished one is a replay: ``?ply=N``, its move list, arrow
 keys), ``/ladder/NAME`` (standings and crosstable). Live parts refresh themselves from
 ``/fragment/...`` once a second (a few lines of script; the pages work without it).
-JSON for tools: ``/api/games``, ``/api/game/ID``, ``/api/ladder/NAME``. Nothing here can
-change anything: there is no POST route, and requests are rate-limited per address.
+JSON for tools: ``/api/games``, ``/api/game/ID``, ``/api/ladder/NAME``, and an ended
+game's analysis ``/api/game/ID/analysis`` (made once in a child process, kept, shown as
+marks on the replay: :mod:`server.edge.analysis`). Nothing here can change anything:
+there is no POST route, and requests are rate-limited per address.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from nardy.svg import state_svg
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from server import link
+from server.edge import analysis
 from server.edge.limits import RateLimiter
 from server.edge.metrics import EdgeMetrics
 from server.errors import ArbiterError, Code
@@ -108,6 +111,7 @@ class WebView:
         self.metrics = metrics
         self.limiter = RateLimiter(rate_per_s, 2 * rate_per_s)
         self._replays: OrderedDict[str, tuple[pb.GameState, list]] = OrderedDict()
+        self.analyses = analysis.Analyses()
         self.runner: web.AppRunner | None = None
         self.port = 0
 
@@ -124,6 +128,8 @@ class WebView:
         r.add_get("/api/games", self.api_games)
         r.add_get("/api/game/{id}", self.api_game)
         r.add_get("/api/ladder/{name}", self.api_ladder)
+        r.add_get("/api/game/{id}/analysis", self.api_analysis)
+        r.add_get("/static/analysis.js", self.analysis_script)
         r.add_get("/metrics", self.metrics_page)
         r.add_get("/static/live.js", self.script)
         r.add_get("/static/style.css", self.style)
@@ -138,6 +144,7 @@ class WebView:
         return self.port
 
     async def stop(self) -> None:
+        await self.analyses.close()
         if self.runner is not None:
             await self.runner.cleanup()
 
@@ -254,6 +261,7 @@ class WebView:
             out.append(_nav(game_id, shown, len(plays)))
             out.append(board)
             out.append(_move_list(game_id, plays, shown))
+            out.append(analysis.panel(game_id, self.analyses.kept_for(game_id) is not None))
         else:
             last = plays[-1].play if plays else None
             out.append(f'<p class="status">{_status(state)} · {_clocks(state)}</p>')
@@ -354,6 +362,31 @@ class WebView:
         return web.json_response(
             {"standings": MessageToDict(st), "crosstable": MessageToDict(cross)}
         )
+
+    async def api_analysis(self, request: web.Request) -> web.Response:
+        """An ended game's analysis (server/edge/analysis.py): kept, or made in a child
+        process (charged to the caller), never for a game in progress."""
+        game_id, who = request.match_info["id"], _who(request)
+        found = self.analyses.kept_for(game_id)
+        if found is None:
+            state, events = await self._game(game_id, True, who)
+            if state.status not in ENDED:
+                return web.Response(status=409, text="the game is not over: no analysis yet\n")
+            if not self.analyses.pending(game_id):
+                self.limiter.charge(who, analysis.COST)
+            replay = _replay(state, events)
+            try:
+                found = await self.analyses.analysis(
+                    game_id, analysis.record_text(replay.start, replay.plays)
+                )
+            except analysis.Busy as e:
+                return web.Response(status=503, text=f"{e}\n", headers={"Retry-After": "30"})
+            except analysis.Failed as e:
+                return web.Response(status=500, text=f"no analysis: {e}\n")
+        return web.Response(body=found, content_type="application/json")
+
+    async def analysis_script(self, request: web.Request) -> web.Response:
+        return web.Response(text=analysis.SCRIPT, content_type="text/javascript")
 
     async def metrics_page(self, request: web.Request) -> web.Response:
         body = await self.queries.metrics() + self.metrics.exposition()
@@ -547,6 +580,8 @@ ol.moves { columns: 3; font-family: ui-monospace, monospace; font-size: .9em; }
 ol.moves li.current { background: #d8f5dc; font-weight: bold; }
 .none, .note { color: #777; }
 nav.replay a { margin-right: .5em; }
+#moves .mark { color: #b00; font-weight: bold; }
+#analysis-out.summary { white-space: pre-line; margin: .5em 0; }
 """
 
 
