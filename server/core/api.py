@@ -201,7 +201,9 @@ class Api:
         principal = None
         if digest and DIGEST.match(digest):  # (the edge sends nothing else)
             principal = roster.principal(digest)
-            if principal is None and store:
+            if principal is None and not store and roster.never_issued(digest):
+                store = True  # unknown for good, without the store
+            elif principal is None and store:
                 principal = await roster.stored_principal(digest)
         who = Caller(principal, call.caller.address[:100])
         if call.identify:
