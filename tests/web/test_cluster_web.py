@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -103,6 +104,21 @@ def test_every_instances_games_are_on_each_instances_web_view(pair):
         other = theirs if server is a else ours
         page = get(f"{server.http_url}/game/{other.game_id}")
         assert 'class="nardy-board"' in page and "to play" in page
+
+    # a seat's calls for it on this instance's web port: sent to the instance that runs it
+    call = urllib.request.Request(
+        a.http_url + "/api/nardy.v1.ArbiterService/SubscribeGame",
+        data=json.dumps({"gameId": theirs.game_id}).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {theirs.first_seat_token}",
+        },
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(call, timeout=30)
+    assert refused.value.code == 503
+    answer = json.loads(refused.value.read())
+    assert answer["code"] == "UNAVAILABLE" and answer["instance"] == b.address
 
     # its spectators share one read of it a second (the page refreshes once a second)
     a.match_reads.clear()

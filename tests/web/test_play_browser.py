@@ -214,3 +214,55 @@ def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, b
             == "finished"
         ),
     )
+
+
+def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
+    """A registered player signs in with its player token: the challenges made to it are
+    listed; it declines one and accepts the other, which takes it to that game, where it
+    resigns (two clicks)."""
+    stub = arbiter.stub
+
+    def register(name: str) -> tuple[str, tuple]:
+        token = stub.RegisterPlayer(api.RegisterPlayerRequest(name=name)).token
+        return token, (("authorization", f"Bearer {token}"),)
+
+    bob_token, bob = register("bob")
+    challenges = {}
+    for name in ("alice", "carol"):
+        _, md = register(name)
+        r = stub.CreateMatch(
+            api.CreateMatchRequest(
+                first=api.SeatSpec(player_name=name), second=api.SeatSpec(player_name="bob")
+            ),
+            metadata=md,
+        )
+        assert r.challenge
+        challenges[name] = (r, md)
+
+    browser.get(arbiter.http_url + "/play")
+    browser.find_element(By.ID, "token").send_keys(bob_token)
+    browser.find_element(By.ID, "signin-button").click()
+    rows = wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 2)
+    assert rows
+    carol = challenges["carol"][0]
+    browser.find_element(By.CSS_SELECTOR, f'li[data-match="{carol.match_id}"] .decline').click()
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 1)
+    left = stub.ListChallenges(api.ListChallengesRequest(), metadata=bob).challenges
+    assert [c.match_id for c in left] == [challenges["alice"][0].match_id]
+    alice, alice_md = challenges["alice"]
+    row = browser.find_element(By.CSS_SELECTOR, f'li[data-match="{alice.match_id}"]')
+    assert "from alice" in row.text
+    row.find_element(By.CSS_SELECTOR, ".accept").click()
+    wait(browser, lambda d: d.current_url.endswith(f"/play/game/{alice.game_id}"))
+    stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=alice.game_id), metadata=alice_md)
+    wait(browser, lambda d: "Your turn" in page(d)["status"] or "to play" in page(d)["status"])
+    resign = browser.find_element(By.ID, "resign")
+    resign.click()
+    assert resign.text == "Really resign?"
+    resign.click()
+    wait(browser, lambda d: page(d)["status"].startswith("alice wins"))
+    for ev in stream:
+        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+            assert ev.state.result.termination == pb.TERMINATION_RESIGNATION
+            break
+    stream.cancel()

@@ -30,6 +30,7 @@
     const error = new Error(data.message || response.statusText || "refused");
     error.status = response.status;
     error.code = data.code || "";
+    error.instance = data.instance || "";  // (several instances: the one that runs the game)
     return error;
   }
 
@@ -285,6 +286,10 @@
         if (e.status >= 400 && e.status < 500 && e.status !== 429) {
           text($("status"), e.message);
           return;
+        }
+        if (e.instance) {  // (asked again: it may come to this instance)
+          text($("status"), "Another instance of this arbiter runs this game (" + e.instance +
+               "): play it on that instance's web view.");
         }
       }
       if (game.over) return;
