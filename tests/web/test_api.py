@@ -126,6 +126,9 @@ def test_bodies_are_limited_and_must_be_json_of_the_request(server):
             assert (status, body["code"]) == (400, "INVALID_ARGUMENT")
             status, body = await post(s, server, "SubmitPlay", {"noSuchField": 1})
             assert status == 400
+            deep = b"[" * 2000 + b"]" * 2000  # (within the size: nested past the parser's depth)
+            status, body = await post(s, server, "SubmitPlay", deep, r.first_seat_token)
+            assert (status, body["code"]) == (400, "INVALID_ARGUMENT")
             status, _ = await post(
                 s,
                 server,
