@@ -65,9 +65,9 @@ class Calls:
     # -- the caller -------------------------------------------------------------------------
     async def caller(self, credentials: Credentials, *, held: bool = False) -> Who:
         """The caller, its limits charged (Refused if refused). A token the edge has not
-        seen yet is first asked of the core's memory (charged to its peer address's budget
-        of lookups only: a known token has its own), then of its store, charged to the
-        peer address."""
+        seen yet (and that the server may have issued) is first asked of the core's memory
+        (uncharged: a known token has its own budget; with several instances, from its
+        peer address's budget of lookups), then of its store, charged to the address."""
         who = self.gate.check(credentials)
         if who.identify:
             await self.ask(who, link.WHO, IN_MEMORY)
