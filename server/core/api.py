@@ -201,7 +201,9 @@ class Api:
         principal = None
         if digest and DIGEST.match(digest):  # (the edge sends nothing else)
             principal = roster.principal(digest)
-            if principal is None and store:
+            if principal is None and not store and roster.never_issued(digest):
+                store = True  # unknown for good, without the store
+            elif principal is None and store:
                 principal = await roster.stored_principal(digest)
         who = Caller(principal, call.caller.address[:100])
         if call.identify:
@@ -412,12 +414,17 @@ class Api:
         return views.event_wire(game.card, event, tap.key[2])[0]
 
     async def index(self, r, who: Caller, digest: str):
-        """The web view's front page, from the catalogue and the games' told events."""
+        """The web view's front page, from the catalogue and the games' told events (the
+        games other instances run: their journals' last entries, read in one go)."""
         arbiter = self.arbiter
         out = link_pb.IndexResponse(ladders=sorted(arbiter.ladders.by_name))
         playing, _ = arbiter.catalogue.page(pb.GAME_STATUS_IN_PROGRESS, "", r.live, "")
+        games = {s.game_id: arbiter.tables.games.get(s.game_id) for s in playing}
+        elsewhere = [s for s in playing if games[s.game_id] is None]
+        if elsewhere:
+            games.update((g.id, g) for g in await arbiter.tables.glance(elsewhere))
         for summary in playing:
-            game = arbiter.tables.games.get(summary.game_id)
+            game = games.get(summary.game_id)
             if game is not None and game.events:
                 board = out.live.add()
                 board.state.CopyFrom(views.event_pb(game.card, game.events[-1], None).state)

@@ -74,8 +74,11 @@ class EdgeLink:
     def close_tap(self, tap: int) -> None:
         self.send(link_pb.ToEdge(close=link_pb.Close(tap=tap)))
 
-    def ready(self, instance: str = "") -> None:
-        self.send(link_pb.ToEdge(ready=link_pb.Ready(instance=instance)))
+    def ready(self, instance: str = "", tokens: bytes = b"") -> None:
+        self.send(link_pb.ToEdge(ready=link_pb.Ready(instance=instance, tokens=tokens)))
+
+    def issued(self, digests: list[str]) -> None:
+        self.send(link_pb.ToEdge(issued=link_pb.Issued(digests=digests)))
 
     def fence(self, game_id: str, turn_id: int, before: float) -> Passed:
         """Ask the edge now for a fence of ``game_id`` at ``before`` (the core's clock),

@@ -23,6 +23,7 @@ from server.core.pgstore import PostgresStore
 from server.core.principals import new_token, token_hash
 from server.core.statements import set_setting
 from server.core.store import Reader, SQLiteStore, SQLStore
+from server.link import MAX_FRAME
 
 log = logging.getLogger("nardy.server")
 
@@ -57,6 +58,18 @@ async def admin_hash(config: ServerConfig, store: SQLStore) -> str:
     return token_hash(token)
 
 
+def tokens_for_edge(arbiter: Arbiter) -> bytes:
+    """The filter of every token issued, for the edge to refuse made-up ones by itself
+    (empty: it asks the core; several instances, or a filter too big for one frame)."""
+    if not arbiter.owner.issues_every_token:
+        return b""
+    tokens = arbiter.roster.issued.dump()
+    if len(tokens) > MAX_FRAME // 2:
+        log.warning("%d tokens: the edge asks the core of each new one", len(arbiter.roster.issued))
+        return b""
+    return tokens
+
+
 async def run(
     config: ServerConfig,
     stream: trio.abc.Stream,
@@ -87,12 +100,13 @@ async def run(
         raise
     link = EdgeLink(stream)
     arbiter.arrivals.fence = link.fence
+    arbiter.roster.on_issued = link.issued
     # the edge stamps on CLOCK_MONOTONIC, the core's clock is trio's
     api = Api(arbiter, link.taps, offset=trio.current_time() - time.perf_counter())
     async with trio.open_nursery() as nursery:
         try:
             await nursery.start(arbiter.run)
-            link.ready(cluster.id if cluster is not None else "")
+            link.ready(cluster.id if cluster is not None else "", tokens_for_edge(arbiter))
             log.info(
                 "core serving db=%s registration=%s%s",
                 store.name,

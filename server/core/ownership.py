@@ -25,6 +25,7 @@ class Sole:
 
     leading = True  # pairs ladder games
     books_shared = False  # the ladders' books are this instance's alone
+    issues_every_token = True  # a token it did not issue (or restore) is unknown
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime

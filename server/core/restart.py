@@ -55,6 +55,8 @@ async def _restore(core: Parts) -> None:
     for match_id, seat, digest, creator in await read.seat_tokens():
         if match_id in replay:  # the others are looked up in the store when asked for
             core.roster.add_seat_token(match_id, seat, digest, creator)
+        else:
+            core.roster.issued.add(digest)
     sizes = Counter(row["options"].get("pair_id", "") for row in rows)
     for row in rows:
         if row["id"] not in replay:

@@ -1,5 +1,7 @@
 """The roster: registered players, and who every token speaks for (players' tokens, the
-seat tokens of matches, the operator's). Tokens are known by their SHA-256 only."""
+seat tokens of matches, the operator's). Tokens are known by their SHA-256 only; every
+one issued is in :attr:`Roster.issued` (server.issued), which the edge mirrors to refuse
+made-up tokens without asking."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import logging
 import re
 import secrets
 from collections import deque
+from collections.abc import Callable
 
 import trio
 
@@ -24,6 +27,7 @@ from server.core.principals import (
 )
 from server.core.runtime import Runtime
 from server.errors import ArbiterError, Code
+from server.issued import Issued
 
 log = logging.getLogger("nardy.server")
 
@@ -46,6 +50,11 @@ class Roster:
         self.recent_tokens: dict[str, Principal] = {}  # ended matches' (bounded, oldest out)
         self.seat_digests: dict[str, list[str]] = {}  # live match id -> its seat tokens
         self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
+        self.issued = Issued()  # every token issued (here, or restored from the store)
+        if admin_hash is not None:
+            self.issued.add(admin_hash)
+        # told of tokens as they are issued, before anyone is handed them (the edge)
+        self.on_issued: Callable[[list[str]], None] = lambda digests: None
 
     # -- players ------------------------------------------------------------------------
     async def register(
@@ -80,6 +89,7 @@ class Roster:
             self.names.discard(name.casefold())
             raise
         self.add(player, token_hash(token))
+        self.issue([token_hash(token)])
         if not caller.admin:
             self.registrations.setdefault(caller.address, deque()).append(trio.current_time())
         log.info("player registered name=%s id=%s", name, player.id)
@@ -89,6 +99,21 @@ class Roster:
         self.players[player.id] = self.by_name[player.name] = player
         self.names.add(player.name.casefold())
         self.tokens[digest] = Principal(player_id=player.id)
+        self.issued.add(digest)
+
+    def issue(self, digests: list[str]) -> None:
+        """Tokens just issued here, before they are handed out: told to the edge (and to
+        the other instances, whose edges may have concluded something of them)."""
+        for digest in digests:
+            self.issued.add(digest)
+        self.on_issued(digests)
+        self.owner.tell("issued", d=digests)
+
+    def heard_issued(self, digests: list[str]) -> None:
+        """Tokens another instance issued."""
+        for digest in digests:
+            self.issued.add(digest)
+        self.on_issued(digests)
 
     def forget_tokens(self, player_id: str) -> None:
         for key, principal in list(self.tokens.items()):
@@ -129,6 +154,7 @@ class Roster:
         await self.runtime.writer.commit(statements.set_player_token(player.id, token_hash(token)))
         self.forget_tokens(player.id)
         self.tokens[token_hash(token)] = Principal(player_id=player.id)
+        self.issue([token_hash(token)])
         self.owner.tell("token", p=player.id)  # the old one stops working everywhere
         return token
 
@@ -142,12 +168,19 @@ class Roster:
             return OPERATOR
         return self.tokens.get(digest) or self.recent_tokens.get(digest)
 
+    def never_issued(self, digest: str) -> bool:
+        """Whether the token of ``digest`` was surely never issued (alone on the store: it
+        issued every token there; several instances: not known here)."""
+        return self.owner.issues_every_token and digest not in self.issued
+
     async def stored_principal(self, digest: str) -> Principal | None:
         """Who the token of ``digest`` speaks for, looking in the store for the seat tokens
         of matches that ended a while ago, and the tokens other instances issued."""
         principal = self.principal(digest)
         if principal is not None:
             return principal
+        if self.never_issued(digest):
+            return None  # nothing to look up
         if await self.owner.learn_players("token_hash = ?", digest):
             return self.tokens.get(digest)  # a player registered on another instance
         row = await self.runtime.reader.seat_token(digest)
@@ -193,6 +226,7 @@ class Roster:
     def add_seat_token(self, match_id: str, seat: int, digest: str, creator: str) -> None:
         self.tokens[digest] = Principal(match_id=match_id, seat=seat, creator=creator)
         self.seat_digests.setdefault(match_id, []).append(digest)
+        self.issued.add(digest)
 
     def match_ended(self, match_id: str) -> None:
         """An ended match's seat tokens move to the bounded ones (then to the store)."""

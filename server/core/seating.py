@@ -197,9 +197,13 @@ class Seating:
         """Run a stored new match: its seat tokens, its listing, its challenge."""
         match, seat_tokens = new.match, new.seat_tokens
         self.owner.opened(match.id)
+        issued = []
         for index, token in enumerate(seat_tokens):
             if token:
-                self.roster.add_seat_token(match.id, index, token_hash(token), new.creator)
+                issued.append(token_hash(token))
+                self.roster.add_seat_token(match.id, index, issued[-1], new.creator)
+        if issued:
+            self.roster.issue(issued)
         self.tables.run(match)
         if new.challenged is not None:
             seat = next(s.index for s in match.seats if s.player_id == new.challenged)

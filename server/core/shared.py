@@ -38,6 +38,7 @@ class Shared(Sole):
     """One of several instances on one PostgreSQL (server/core/cluster.py)."""
 
     books_shared = True
+    issues_every_token = False  # the others issue tokens too
 
     def __init__(self, runtime: Runtime, cluster: Cluster) -> None:
         super().__init__(runtime)
@@ -212,6 +213,8 @@ class Shared(Sole):
             self.ladders.news(news["l"])
         elif kind == "token":
             self.roster.forget_tokens(news["p"])
+        elif kind == "issued":
+            self.roster.heard_issued(news["d"])
         elif kind == "adopt" and news["to"] == self.cluster.id:
             self._beat_now.set()  # a match was handed to us: take it now
 

@@ -213,6 +213,33 @@ class Reader:
             for game_id, number, seed, status, seq, kind, t, data in rows
         ]
 
+    async def glances(self, game_ids: list[str]) -> list[tuple[str, dict, list]]:
+        """(game id, its match row, its last two journal entries) of each of ``game_ids``
+        that is stored, in two reads however many: boards to look at."""
+        if not game_ids:
+            return []
+        marks = ",".join("?" * len(game_ids))
+        rows = await self.store.query(
+            "SELECT e.game_id, e.seq, e.type, e.time, e.data FROM events e "
+            f"WHERE e.game_id IN ({marks}) AND e.seq >= "
+            "(SELECT MAX(seq) FROM events WHERE game_id = e.game_id) - 1 ORDER BY e.seq",
+            tuple(game_ids),
+        )
+        entries: dict[str, list] = {}
+        for game_id, *entry in rows:
+            entries.setdefault(game_id, []).append(_entry(*entry))
+        cols = ", ".join(f"m.{c}" for c in journal.MATCH_COLUMNS)
+        rows = await self.store.query(
+            f"SELECT g.id, {cols} FROM games g JOIN matches m ON m.id = g.match_id "
+            f"WHERE g.id IN ({marks})",
+            tuple(game_ids),
+        )
+        return [
+            (row[0], journal.decode_match(row[1:]), entries[row[0]])
+            for row in rows
+            if row[0] in entries
+        ]
+
     async def entries(self, game_id: str, *, tail: int = 0) -> list[tuple[int, int, float, dict]]:
         """A game's journal entries in order (``tail``: its last ``tail`` entries only)."""
         if tail:

@@ -8,6 +8,9 @@ from __future__ import annotations
 import logging
 from collections import Counter, OrderedDict
 
+import trio
+
+from nardy.v1 import arbiter_pb2 as api
 from nardy.variant import Variant
 from server.core import statements
 from server.core.journal import Event, EventType, Status
@@ -29,6 +32,7 @@ from server.errors import ArbiterError, Code, quote
 log = logging.getLogger("nardy.server")
 
 ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
+LOOKED_AT_S = 1.0  # a game another instance runs, read from the store, is shown this long
 
 
 class Tables:
@@ -52,6 +56,8 @@ class Tables:
         self.ended: OrderedDict[str, GameSession] = OrderedDict()
         self.held: dict[str, list[MatchSession]] = {}  # pair id -> its ended matches
         self.ended_counts: Counter[Status] = Counter()  # games that left ``games``
+        # games other instances run, as last read from the store (newest used)
+        self.looked_at: OrderedDict[str, tuple[float, GameSession]] = OrderedDict()
 
     # -- running matches ------------------------------------------------------------------
     def run(self, match: MatchSession) -> None:
@@ -126,7 +132,7 @@ class Tables:
     async def game(self, game_id: str, *, read: bool = False) -> GameSession:
         """A game by id: live, recently ended, or read back from the store. A game another
         instance runs is answered with where it lives (Elsewhere), or (``read``: only to
-        look at it) read from the store as it is now."""
+        look at it) read from the store as it is now, or was at most a second ago."""
         game = self.games.get(game_id)
         if game is not None:
             return game
@@ -134,6 +140,9 @@ class Tables:
         if game is not None:
             self.ended.move_to_end(game_id)
             return game
+        held = self.looked_at.get(game_id) if read else None
+        if held is not None and held[0] + LOOKED_AT_S > trio.current_time():
+            return held[1]
         game = await self.owner.running_elsewhere(game_id, read=read)
         if game is not None:
             return game
@@ -151,13 +160,30 @@ class Tables:
         return restore_match(self, row, games, new_id, pair)
 
     async def read_game(self, match_id: str, game_id: str) -> GameSession | None:
-        """A game of a match another instance runs, as the store has it now (to look at)."""
+        """A game of a match another instance runs, as the store has it now (to look at;
+        kept a second: its spectators, and anyone's GetGame, share one read)."""
         row = await self.runtime.reader.match(match_id)
         if row is None:
             return None
         alone = await self._read_alone(row)
         match = await self.read_match(row, {alone.pair_id: alone} if alone else {})
-        return next(g for g in match.games if g.id == game_id)
+        game = next(g for g in match.games if g.id == game_id)
+        self.looked_at[game_id] = (trio.current_time(), game)
+        self.looked_at.move_to_end(game_id)
+        while len(self.looked_at) > ENDED_GAMES:
+            self.looked_at.popitem(last=False)
+        return game
+
+    async def glance(self, summaries: list[api.GameSummary]) -> list[GameSession]:
+        """Games other instances run, as their journals' last entries have them now: boards
+        to look at (the web view's front page), in two store reads."""
+        numbers = {s.game_id: (s.game_number, s.status) for s in summaries}
+        out = []
+        for game_id, row, entries in await self.runtime.reader.glances(list(numbers)):
+            number, status = numbers[game_id]
+            match = restore_match(self, row, [(game_id, number, "", entries, status)], new_id)
+            out.append(match.games[0])
+        return out
 
     async def _load_ended(self, game_id: str) -> GameSession:
         """An ended game's match, read back from the store into the ``ended`` cache."""

@@ -4,7 +4,12 @@ The edge sends the core a token's SHA-256, never the token. It keeps what the co
 of each token (:class:`Identities`): a known one's key names the principal for the rate
 limit and the quota of streams; an unknown one is refused here at once, without the core
 (a negative cache, so that a stranger repeating a bad token costs the core nothing). A
-token the edge has not seen yet is charged to its peer address while the core is asked.
+token the server never issued is refused without the core: the core sends the edge a
+filter of every token it issued (server.issued), and each new one before it is handed
+out. Another token the edge has not seen yet is charged to its peer address while the
+core is asked (with several instances, which issue tokens too, and no filter: each
+address with a budget of such asks of its own). Every transport (gRPC, the web view's HTTP
+API) gives its calls' :class:`Credentials` to the same :class:`Gate`.
 """
 
 from __future__ import annotations
@@ -12,51 +17,76 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import ipaddress
+import logging
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 import grpc
 
 from server.edge.limits import RateLimiter, StreamQuota
+from server.issued import Issued
 from server.link import link_pb
+
+log = logging.getLogger("nardy.edge")
 
 TOO_FAST = "too many requests; slow down and retry"
 UNKNOWN_TOKEN = "unknown token"
 MALFORMED = "the authorization metadata must be 'Bearer <token>'"
 
 
-def peer_address(context: grpc.aio.ServicerContext) -> str:
-    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"), for limits:
-    an IPv6 host counts by its /64 (one subscriber's usual share: 2^64 addresses, else a
-    budget each), an IPv4-mapped one as IPv4."""
-    peer = unquote(context.peer() or "")
-    kind, _, rest = peer.partition(":")
-    if kind not in ("ipv4", "ipv6"):
-        return peer
-    host = rest.rpartition(":")[0].strip("[]")
-    if kind == "ipv6":
-        with contextlib.suppress(ValueError):
-            ip = ipaddress.IPv6Address(host.partition("%")[0])
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What a call says of its caller: its bearer token (None: none sent), whether its
+    authorization was malformed (sent, but not ``Bearer <token>``: refused, never served
+    as an anonymous caller's call), and its peer address (see :func:`address_of`)."""
+
+    token: str | None
+    malformed: bool
+    address: str
+
+
+def address_of(host: str) -> str:
+    """A peer's host as limits count it: an IPv6 host by its /64 (one subscriber's usual
+    share: 2^64 addresses, else a budget each), an IPv4-mapped one as IPv4."""
+    with contextlib.suppress(ValueError):
+        ip = ipaddress.ip_address(host.partition("%")[0])
+        if isinstance(ip, ipaddress.IPv6Address):
             mapped = ip.ipv4_mapped
             return str(mapped) if mapped else str(ipaddress.IPv6Network((ip, 64), strict=False))
     return host
 
 
-def bearer(context: grpc.aio.ServicerContext) -> tuple[str | None, bool]:
-    """The token of ``authorization: Bearer <token>`` metadata (None: no token), and
-    whether the metadata is malformed (sent, but not ``Bearer <token>``: refused, never
-    served as an anonymous caller's call)."""
+def peer_address(context: grpc.aio.ServicerContext) -> str:
+    """A gRPC caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"), for
+    limits (:func:`address_of`)."""
+    peer = unquote(context.peer() or "")
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return peer
+    return address_of(rest.rpartition(":")[0].strip("[]"))
+
+
+def bearer(values: Iterable[str]) -> tuple[str | None, bool]:
+    """The token of the ``authorization`` values ``Bearer <token>`` (None: no token), and
+    whether they are malformed (sent, but not ``Bearer <token>``)."""
     sent = False
-    for key, value in context.invocation_metadata() or ():
-        if key == "authorization":
-            sent = True
-            if isinstance(value, str):
-                scheme, _, token = value.partition(" ")
-                if scheme.lower() == "bearer" and token.strip():
-                    return token.strip(), False
+    for value in values:
+        sent = True
+        if isinstance(value, str):
+            scheme, _, token = value.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip(), False
     return None, sent
+
+
+def grpc_credentials(context: grpc.aio.ServicerContext) -> Credentials:
+    """A gRPC call's credentials: its ``authorization`` metadata and its peer."""
+    values = [v for k, v in context.invocation_metadata() or () if k == "authorization"]
+    token, malformed = bearer(values)
+    return Credentials(token, malformed, peer_address(context))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +139,14 @@ class Identities:
         """The core refused a token it knew before (reissued): ask again next time."""
         self._known.pop(digest, None)
 
+    def issued(self, digest: str) -> None:
+        """The server has just issued the token of ``digest``: whatever was concluded of it
+        before is forgotten (it is asked again)."""
+        self._unknown.pop(digest, None)
+
+    def __len__(self) -> int:
+        return len(self._known) + len(self._unknown)
+
 
 @dataclass(slots=True)
 class Who:
@@ -121,12 +159,14 @@ class Who:
 
 
 class Refused(Exception):
-    """A call refused at the edge, before it reaches the core."""
+    """A call refused, at the edge or by the core; ``instance``: the address of the
+    instance that runs the game (the ``nardy-instance`` trailing metadata)."""
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+    def __init__(self, code: grpc.StatusCode, message: str, instance: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.instance = instance
 
 
 class Gate:
@@ -137,14 +177,36 @@ class Gate:
         self.limiter = limiter
         self.streams = streams
         self.identities = Identities()
+        # tokens not seen yet asked of the core without a filter, per peer address: a
+        # budget of their own, so that a flood of requests does not lock a verified
+        # newcomer of that address out, nor made-up tokens cost the core beyond a rate
+        self.lookups = RateLimiter(limiter.rate, limiter.burst, limiter.max_keys)
+        # every token the server issued (None: not known here, the core is asked)
+        self.issued: Issued | None = None
 
-    def check(self, context: grpc.aio.ServicerContext) -> Who:
-        """The caller, or Refused. A token not known here yet is not charged: the caller
-        must be identified first (:attr:`Who.identify`, then :meth:`charge`)."""
-        token, malformed = bearer(context)
-        if malformed:
+    # -- what the core tells of tokens (server.edge.link.Tokens) -----------------------------
+    def tokens_ready(self, tokens: bytes) -> None:
+        """A core is ready: the filter of every token it issued (empty: none, ask it)."""
+        try:
+            self.issued = Issued.load(tokens) if tokens else None
+        except ValueError:
+            log.error("the core's filter of tokens is unreadable; asking it of each token")
+            self.issued = None
+
+    def tokens_issued(self, digests: list[str]) -> None:
+        """Tokens just issued (before they are handed out)."""
+        for digest in digests:
+            if self.issued is not None:
+                self.issued.add(digest)
+            self.identities.issued(digest)
+
+    def check(self, credentials: Credentials) -> Who:
+        """The caller, or Refused. A token never issued is refused (its address charged);
+        another token not known here yet is not charged: the caller must be identified
+        first (:attr:`Who.identify`, then :meth:`charge`)."""
+        token, address = credentials.token, credentials.address
+        if credentials.malformed:
             raise Refused(grpc.StatusCode.UNAUTHENTICATED, MALFORMED)
-        address = peer_address(context)
         caller = link_pb.Caller(address=address)
         key, operator, identify = f"addr:{address}", False, False
         if token is not None:
@@ -153,6 +215,11 @@ class Gate:
             if identity is UNKNOWN:
                 raise Refused(grpc.StatusCode.UNAUTHENTICATED, UNKNOWN_TOKEN)
             if identity is None:
+                if self.issued is not None and digest not in self.issued:
+                    self.charge(Who(caller, key, operator, False))  # (a made-up token)
+                    raise Refused(grpc.StatusCode.UNAUTHENTICATED, UNKNOWN_TOKEN)
+                if self.issued is None and not self.lookups.allow(key):
+                    raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_FAST)
                 return Who(caller, key, operator, True)
             key, operator = identity.key, identity.operator
         who = Who(caller, key, operator, identify)

@@ -35,6 +35,13 @@ class Follower(Protocol):
     def closed(self, error: str | None) -> None: ...
 
 
+class Tokens(Protocol):
+    """What the core tells of tokens (server.edge.callers.Gate)."""
+
+    def tokens_ready(self, tokens: bytes) -> None: ...
+    def tokens_issued(self, digests: list[str]) -> None: ...
+
+
 def unavailable(call_id: int, message: str = UNREACHABLE) -> link_pb.Reply:
     return link_pb.Reply(id=call_id, code=Code.UNAVAILABLE.status, message=message)
 
@@ -42,7 +49,9 @@ def unavailable(call_id: int, message: str = UNREACHABLE) -> link_pb.Reply:
 class CoreLink(asyncio.Protocol):
     """One connection to the core; :attr:`lost` is set once it is gone."""
 
-    def __init__(self, on_lost: Callable[[CoreLink], None] | None = None) -> None:
+    def __init__(
+        self, on_lost: Callable[[CoreLink], None] | None = None, tokens: Tokens | None = None
+    ) -> None:
         self.transport: asyncio.Transport | None = None
         self.frames = Frames(link_pb.ToEdge)
         self._ids = itertools.count(1)
@@ -52,6 +61,7 @@ class CoreLink(asyncio.Protocol):
         self.lost = asyncio.Event()
         self.instance = ""  # the core's instance id (several instances on one database)
         self._on_lost = on_lost
+        self._tokens = tokens
         # plays stamped and not yet written (their caller's token is being checked)
         self._unwritten: dict[int, float] = {}
         self._fences: list[link_pb.Fence] = []  # fences waiting for those
@@ -97,8 +107,13 @@ class CoreLink(asyncio.Protocol):
         elif kind == "close":
             for follower in list(self._taps.pop(message.close.tap, ())):
                 follower.closed(None)
+        elif kind == "issued":
+            if self._tokens is not None:
+                self._tokens.tokens_issued(list(message.issued.digests))
         elif kind == "ready":
             self.instance = message.ready.instance
+            if self._tokens is not None:
+                self._tokens.tokens_ready(message.ready.tokens)
             self.ready.set()
 
     def _replied(self, reply: link_pb.Reply) -> None:

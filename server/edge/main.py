@@ -25,11 +25,12 @@ from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflectio
 from server import link
 from server.config import ServerConfig
 from server.edge.callers import Gate, peer_address, too_many
+from server.edge.calls import Calls, Core
 from server.edge.limits import RateLimiter, StreamQuota
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
 from server.edge.reflection import enable_reflection
-from server.edge.services import ADMIN, ARBITER, LADDER, Core, Services
+from server.edge.services import ADMIN, ARBITER, LADDER, Services
 from server.edge.web import WebView
 from server.link import link_pb
 
@@ -111,9 +112,8 @@ class Edge:
             RateLimiter(config.rate_per_s, config.rate_burst),
             StreamQuota(config.streams_per_caller),
         )
-        self.services = Services(
-            self.core, self.gate, self.metrics, config.heartbeat_s, config.play_stream
-        )
+        self.calls = Calls(self.core, self.gate, self.metrics, config.heartbeat_s)
+        self.services = Services(self.calls, self.metrics, config.play_stream)
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.web: WebView | None = None
@@ -174,7 +174,7 @@ class Edge:
         for name in ("", ARBITER, LADDER):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if config.http_port is not None:
-            self.web = WebView(self.core, self.metrics)
+            self.web = WebView(self.core, self.metrics, calls=self.calls)
             self.http_port = await self.web.start(config.http_host or config.host, config.http_port)
             log.info("web view on http://%s:%d/", config.http_host or config.host, self.http_port)
         self._watch = asyncio.create_task(self._keep_core())
@@ -191,7 +191,7 @@ class Edge:
     async def _start_core(self) -> None:
         """A new core, connected and ready (CoreDidNotStart if it stops first)."""
         sock = await self.runner.start(self.config)
-        link_ = CoreLink()
+        link_ = CoreLink(tokens=self.gate)
         loop = asyncio.get_running_loop()
         await loop.connect_accepted_socket(lambda: link_, sock)
         self.core.link = link_

@@ -187,3 +187,22 @@ def test_a_message_that_is_not_protobuf_is_refused_on_the_stream(srv):
         with pytest.raises(grpc.RpcError) as info:
             next(responses)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_an_idle_play_stream_is_sent_heartbeats_as_events(tmp_path):
+    """A heartbeat on a Play stream is a PlayResponse's ``event`` (HEARTBEAT, the game's
+    state), like every event on it: it was written bare, and read as an empty ``refused``."""
+    with EmbeddedServer(db=str(tmp_path / "h.db"), heartbeat_s=0.2) as server:
+        game = new_game(server)
+        seat = Seat(server, game.first_seat_token, game.game_id)  # the other seat never comes
+        try:
+            seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
+            first = next(seat.responses)
+            assert first.WhichOneof("kind") == "event"
+            beat = next(seat.responses)
+            assert beat.WhichOneof("kind") == "event", beat
+            assert beat.event.type == pb.EVENT_TYPE_HEARTBEAT
+            assert beat.event.state.game_id == game.game_id
+            assert beat.event.seq == first.event.seq
+        finally:
+            seat.close()

@@ -1,4 +1,4 @@
-"""The web view's analysis of an ended game (server/edge/analysis.py): refused while the
+"""The web view's analysis of an ended game (server/edge/web/analysis.py): refused while the
 game is on, made once in a child process and kept, bounded for everyone together, and
 shown on the replay page as marks on the move list (a real browser)."""
 
@@ -20,7 +20,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from nardy.client import SimpleClient
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.edge.analysis import Analyses, Busy
+from server.edge.web.analysis import Analyses, Busy
 
 # Long nardy, a race (RULES.md §4): white's 6, 5 and 1 (two) points against black's six
 # checkers at home; 6-5: 6/off 5/off wins for sure, 6/1 5/off is a blunder.

@@ -26,7 +26,7 @@ from nardy.v1 import arbiter_pb2 as nardy_dot_v1_dot_arbiter__pb2
 from nardy.v1 import game_pb2 as nardy_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18nardy/link/v1/link.proto\x12\rnardy.link.v1\x1a\x16nardy/v1/arbiter.proto\x1a\x13nardy/v1/game.proto\")\n\x06\x43\x61ller\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"\x8b\x01\n\x06ToCore\x12#\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x13.nardy.link.v1.CallH\x00\x12%\n\x05leave\x18\x02 \x01(\x0b\x32\x14.nardy.link.v1.LeaveH\x00\x12\'\n\x06\x66\x65nced\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.FencedH\x00\x42\x06\n\x04kindJ\x04\x08\x03\x10\x04\"\x8b\x01\n\x04\x43\x61ll\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x0f\n\x07request\x18\x03 \x01(\x0c\x12%\n\x06\x63\x61ller\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.Caller\x12\x0f\n\x07\x61rrival\x18\x05 \x01(\x01\x12\x10\n\x08identify\x18\x06 \x01(\x08\x12\x0c\n\x04sent\x18\x07 \x01(\x01\"\x14\n\x05Leave\x12\x0b\n\x03tap\x18\x01 \x01(\x04\"\"\n\x06\x46\x65nced\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04sent\x18\x02 \x01(\x01\"\xd1\x01\n\x06ToEdge\x12%\n\x05reply\x18\x01 \x01(\x0b\x32\x14.nardy.link.v1.ReplyH\x00\x12#\n\x04tell\x18\x02 \x01(\x0b\x32\x13.nardy.link.v1.TellH\x00\x12%\n\x05\x63lose\x18\x03 \x01(\x0b\x32\x14.nardy.link.v1.CloseH\x00\x12%\n\x05\x66\x65nce\x18\x04 \x01(\x0b\x32\x14.nardy.link.v1.FenceH\x00\x12%\n\x05ready\x18\x05 \x01(\x0b\x32\x14.nardy.link.v1.ReadyH\x00\x42\x06\n\x04kind\"}\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08instance\x18\x04 \x01(\t\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\x12)\n\x08identity\x18\x06 \x01(\x0b\x32\x17.nardy.link.v1.Identity\"G\n\x08Identity\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x10\n\x08operator\x18\x03 \x01(\x08\x12\r\n\x05\x66inal\x18\x04 \x01(\x08\"\x1b\n\nWhoRequest\x12\r\n\x05store\x18\x01 \x01(\x08\"D\n\x06Opened\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07\x62\x61\x63klog\x18\x02 \x03(\x0c\x12\x0f\n\x07game_id\x18\x03 \x01(\t\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"B\n\x04Tell\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07message\x18\x02 \x01(\x0c\x12\x0f\n\x07turn_id\x18\x03 \x01(\r\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"\x14\n\x05\x43lose\x12\x0b\n\x03tap\x18\x01 \x01(\x04\"E\n\x05\x46\x65nce\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0e\n\x06\x62\x65\x66ore\x18\x03 \x01(\x01\x12\x0f\n\x07turn_id\x18\x04 \x01(\r\"\x19\n\x05Ready\x12\x10\n\x08instance\x18\x01 \x01(\t\",\n\x10HeartbeatRequest\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\".\n\x0cIndexRequest\x12\x0c\n\x04live\x18\x01 \x01(\r\x12\x10\n\x08\x66inished\x18\x02 \x01(\r\"O\n\x05\x42oard\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12\"\n\x04last\x18\x02 \x01(\x0b\x32\x14.nardy.v1.PlayRecord\"m\n\rIndexResponse\x12\"\n\x04live\x18\x01 \x03(\x0b\x32\x14.nardy.link.v1.Board\x12\'\n\x08\x66inished\x18\x02 \x03(\x0b\x32\x15.nardy.v1.GameSummary\x12\x0f\n\x07ladders\x18\x03 \x03(\t\"1\n\x0eHistoryRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06\x65vents\x18\x02 \x01(\x08\"Z\n\x0fHistoryResponse\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12#\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x13.nardy.v1.GameEvent\"%\n\x0fMetricsResponse\x12\x12\n\nexposition\x18\x01 \x01(\x0c\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18nardy/link/v1/link.proto\x12\rnardy.link.v1\x1a\x16nardy/v1/arbiter.proto\x1a\x13nardy/v1/game.proto\")\n\x06\x43\x61ller\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"\x8b\x01\n\x06ToCore\x12#\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x13.nardy.link.v1.CallH\x00\x12%\n\x05leave\x18\x02 \x01(\x0b\x32\x14.nardy.link.v1.LeaveH\x00\x12\'\n\x06\x66\x65nced\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.FencedH\x00\x42\x06\n\x04kindJ\x04\x08\x03\x10\x04\"\x8b\x01\n\x04\x43\x61ll\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x0f\n\x07request\x18\x03 \x01(\x0c\x12%\n\x06\x63\x61ller\x18\x04 \x01(\x0b\x32\x15.nardy.link.v1.Caller\x12\x0f\n\x07\x61rrival\x18\x05 \x01(\x01\x12\x10\n\x08identify\x18\x06 \x01(\x08\x12\x0c\n\x04sent\x18\x07 \x01(\x01\"\x14\n\x05Leave\x12\x0b\n\x03tap\x18\x01 \x01(\x04\"\"\n\x06\x46\x65nced\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04sent\x18\x02 \x01(\x01\"\xfa\x01\n\x06ToEdge\x12%\n\x05reply\x18\x01 \x01(\x0b\x32\x14.nardy.link.v1.ReplyH\x00\x12#\n\x04tell\x18\x02 \x01(\x0b\x32\x13.nardy.link.v1.TellH\x00\x12%\n\x05\x63lose\x18\x03 \x01(\x0b\x32\x14.nardy.link.v1.CloseH\x00\x12%\n\x05\x66\x65nce\x18\x04 \x01(\x0b\x32\x14.nardy.link.v1.FenceH\x00\x12%\n\x05ready\x18\x05 \x01(\x0b\x32\x14.nardy.link.v1.ReadyH\x00\x12\'\n\x06issued\x18\x06 \x01(\x0b\x32\x15.nardy.link.v1.IssuedH\x00\x42\x06\n\x04kind\"}\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08instance\x18\x04 \x01(\t\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\x12)\n\x08identity\x18\x06 \x01(\x0b\x32\x17.nardy.link.v1.Identity\"G\n\x08Identity\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x10\n\x08operator\x18\x03 \x01(\x08\x12\r\n\x05\x66inal\x18\x04 \x01(\x08\"\x1b\n\nWhoRequest\x12\r\n\x05store\x18\x01 \x01(\x08\"D\n\x06Opened\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07\x62\x61\x63klog\x18\x02 \x03(\x0c\x12\x0f\n\x07game_id\x18\x03 \x01(\t\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"B\n\x04Tell\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0f\n\x07message\x18\x02 \x01(\x0c\x12\x0f\n\x07turn_id\x18\x03 \x01(\r\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"\x14\n\x05\x43lose\x12\x0b\n\x03tap\x18\x01 \x01(\x04\"E\n\x05\x46\x65nce\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0e\n\x06\x62\x65\x66ore\x18\x03 \x01(\x01\x12\x0f\n\x07turn_id\x18\x04 \x01(\r\")\n\x05Ready\x12\x10\n\x08instance\x18\x01 \x01(\t\x12\x0e\n\x06tokens\x18\x02 \x01(\x0c\"\x19\n\x06Issued\x12\x0f\n\x07\x64igests\x18\x01 \x03(\t\",\n\x10HeartbeatRequest\x12\x0b\n\x03tap\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\".\n\x0cIndexRequest\x12\x0c\n\x04live\x18\x01 \x01(\r\x12\x10\n\x08\x66inished\x18\x02 \x01(\r\"O\n\x05\x42oard\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12\"\n\x04last\x18\x02 \x01(\x0b\x32\x14.nardy.v1.PlayRecord\"m\n\rIndexResponse\x12\"\n\x04live\x18\x01 \x03(\x0b\x32\x14.nardy.link.v1.Board\x12\'\n\x08\x66inished\x18\x02 \x03(\x0b\x32\x15.nardy.v1.GameSummary\x12\x0f\n\x07ladders\x18\x03 \x03(\t\"1\n\x0eHistoryRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06\x65vents\x18\x02 \x01(\x08\"Z\n\x0fHistoryResponse\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12#\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x13.nardy.v1.GameEvent\"%\n\x0fMetricsResponse\x12\x12\n\nexposition\x18\x01 \x01(\x0c\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,35 +44,37 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FENCED']._serialized_start=437
   _globals['_FENCED']._serialized_end=471
   _globals['_TOEDGE']._serialized_start=474
-  _globals['_TOEDGE']._serialized_end=683
-  _globals['_REPLY']._serialized_start=685
-  _globals['_REPLY']._serialized_end=810
-  _globals['_IDENTITY']._serialized_start=812
-  _globals['_IDENTITY']._serialized_end=883
-  _globals['_WHOREQUEST']._serialized_start=885
-  _globals['_WHOREQUEST']._serialized_end=912
-  _globals['_OPENED']._serialized_start=914
-  _globals['_OPENED']._serialized_end=982
-  _globals['_TELL']._serialized_start=984
-  _globals['_TELL']._serialized_end=1050
-  _globals['_CLOSE']._serialized_start=1052
-  _globals['_CLOSE']._serialized_end=1072
-  _globals['_FENCE']._serialized_start=1074
-  _globals['_FENCE']._serialized_end=1143
-  _globals['_READY']._serialized_start=1145
-  _globals['_READY']._serialized_end=1170
-  _globals['_HEARTBEATREQUEST']._serialized_start=1172
-  _globals['_HEARTBEATREQUEST']._serialized_end=1216
-  _globals['_INDEXREQUEST']._serialized_start=1218
-  _globals['_INDEXREQUEST']._serialized_end=1264
-  _globals['_BOARD']._serialized_start=1266
-  _globals['_BOARD']._serialized_end=1345
-  _globals['_INDEXRESPONSE']._serialized_start=1347
-  _globals['_INDEXRESPONSE']._serialized_end=1456
-  _globals['_HISTORYREQUEST']._serialized_start=1458
-  _globals['_HISTORYREQUEST']._serialized_end=1507
-  _globals['_HISTORYRESPONSE']._serialized_start=1509
-  _globals['_HISTORYRESPONSE']._serialized_end=1599
-  _globals['_METRICSRESPONSE']._serialized_start=1601
-  _globals['_METRICSRESPONSE']._serialized_end=1638
+  _globals['_TOEDGE']._serialized_end=724
+  _globals['_REPLY']._serialized_start=726
+  _globals['_REPLY']._serialized_end=851
+  _globals['_IDENTITY']._serialized_start=853
+  _globals['_IDENTITY']._serialized_end=924
+  _globals['_WHOREQUEST']._serialized_start=926
+  _globals['_WHOREQUEST']._serialized_end=953
+  _globals['_OPENED']._serialized_start=955
+  _globals['_OPENED']._serialized_end=1023
+  _globals['_TELL']._serialized_start=1025
+  _globals['_TELL']._serialized_end=1091
+  _globals['_CLOSE']._serialized_start=1093
+  _globals['_CLOSE']._serialized_end=1113
+  _globals['_FENCE']._serialized_start=1115
+  _globals['_FENCE']._serialized_end=1184
+  _globals['_READY']._serialized_start=1186
+  _globals['_READY']._serialized_end=1227
+  _globals['_ISSUED']._serialized_start=1229
+  _globals['_ISSUED']._serialized_end=1254
+  _globals['_HEARTBEATREQUEST']._serialized_start=1256
+  _globals['_HEARTBEATREQUEST']._serialized_end=1300
+  _globals['_INDEXREQUEST']._serialized_start=1302
+  _globals['_INDEXREQUEST']._serialized_end=1348
+  _globals['_BOARD']._serialized_start=1350
+  _globals['_BOARD']._serialized_end=1429
+  _globals['_INDEXRESPONSE']._serialized_start=1431
+  _globals['_INDEXRESPONSE']._serialized_end=1540
+  _globals['_HISTORYREQUEST']._serialized_start=1542
+  _globals['_HISTORYREQUEST']._serialized_end=1591
+  _globals['_HISTORYRESPONSE']._serialized_start=1593
+  _globals['_HISTORYRESPONSE']._serialized_end=1683
+  _globals['_METRICSRESPONSE']._serialized_start=1685
+  _globals['_METRICSRESPONSE']._serialized_end=1722
 # @@protoc_insertion_point(module_scope)

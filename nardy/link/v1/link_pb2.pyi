@@ -59,18 +59,20 @@ class Fenced(_message.Message):
     def __init__(self, id: _Optional[int] = ..., sent: _Optional[float] = ...) -> None: ...
 
 class ToEdge(_message.Message):
-    __slots__ = ("reply", "tell", "close", "fence", "ready")
+    __slots__ = ("reply", "tell", "close", "fence", "ready", "issued")
     REPLY_FIELD_NUMBER: _ClassVar[int]
     TELL_FIELD_NUMBER: _ClassVar[int]
     CLOSE_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
+    ISSUED_FIELD_NUMBER: _ClassVar[int]
     reply: Reply
     tell: Tell
     close: Close
     fence: Fence
     ready: Ready
-    def __init__(self, reply: _Optional[_Union[Reply, _Mapping]] = ..., tell: _Optional[_Union[Tell, _Mapping]] = ..., close: _Optional[_Union[Close, _Mapping]] = ..., fence: _Optional[_Union[Fence, _Mapping]] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ...) -> None: ...
+    issued: Issued
+    def __init__(self, reply: _Optional[_Union[Reply, _Mapping]] = ..., tell: _Optional[_Union[Tell, _Mapping]] = ..., close: _Optional[_Union[Close, _Mapping]] = ..., fence: _Optional[_Union[Fence, _Mapping]] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ..., issued: _Optional[_Union[Issued, _Mapping]] = ...) -> None: ...
 
 class Reply(_message.Message):
     __slots__ = ("id", "code", "message", "instance", "body", "identity")
@@ -149,10 +151,18 @@ class Fence(_message.Message):
     def __init__(self, id: _Optional[int] = ..., game_id: _Optional[str] = ..., before: _Optional[float] = ..., turn_id: _Optional[int] = ...) -> None: ...
 
 class Ready(_message.Message):
-    __slots__ = ("instance",)
+    __slots__ = ("instance", "tokens")
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
     instance: str
-    def __init__(self, instance: _Optional[str] = ...) -> None: ...
+    tokens: bytes
+    def __init__(self, instance: _Optional[str] = ..., tokens: _Optional[bytes] = ...) -> None: ...
+
+class Issued(_message.Message):
+    __slots__ = ("digests",)
+    DIGESTS_FIELD_NUMBER: _ClassVar[int]
+    digests: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, digests: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("tap", "seq")

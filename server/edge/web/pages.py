@@ -1,4 +1,5 @@
-"""The arbiter's read-only web view and ``/metrics`` (``nardy serve --http-port``).
+"""The arbiter's read-only web view and ``/metrics`` (``nardy serve --http-port``), and the
+application that also serves the play pages and their calls (server.edge.web.play, .api).
 
 An aiohttp application on the edge's asyncio loop: no HTTP is parsed here. The pages ask
 the core for messages on the link (:class:`Queries`: the front page's games, a game's
@@ -11,13 +12,16 @@ keys), ``/ladder/NAME`` (standings and crosstable). Live parts refresh themselve
 ``/fragment/...`` once a second (a few lines of script; the pages work without it).
 JSON for tools: ``/api/games``, ``/api/game/ID``, ``/api/ladder/NAME``, and an ended
 game's analysis ``/api/game/ID/analysis`` (made once in a child process, kept, shown as
-marks on the replay: :mod:`server.edge.analysis`). Nothing here can change anything:
-there is no POST route, and requests are rate-limited per address.
+marks on the replay: :mod:`server.edge.web.analysis`). Nothing on these can change anything,
+and they are rate-limited per address; what a token may do on this port is
+server.edge.web.api's (limited as on the gRPC port).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from html import escape
@@ -31,9 +35,13 @@ from nardy.svg import state_svg
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from server import link
-from server.edge import analysis
+from server.edge.calls import Calls
 from server.edge.limits import RateLimiter
 from server.edge.metrics import EdgeMetrics
+from server.edge.web.analysis import COST, Analyses, Busy, Failed, panel, record_text
+from server.edge.web.analysis import SCRIPT as ANALYSIS_SCRIPT
+from server.edge.web.api import MAX_BODY, PREFIX, HttpApi
+from server.edge.web.play import PlayPages
 from server.errors import ArbiterError, Code
 from server.link import link_pb
 
@@ -96,6 +104,28 @@ class Queries:
         return (await self._ask(link.METRICS, b"", link_pb.MetricsResponse)).exposition
 
 
+class Fresh:
+    """One answer shared by every viewer for ``fresh_s`` seconds, and one question in
+    flight: a crowd on the front page asks the core once a second."""
+
+    def __init__(self, ask, fresh_s: float = 1.0) -> None:
+        self.ask = ask
+        self.fresh_s = fresh_s
+        self._asked = -fresh_s
+        self._answer: asyncio.Future | None = None
+
+    async def get(self):
+        now = time.monotonic()
+        if self._answer is None or self._asked + self.fresh_s < now:
+            self._asked, self._answer = now, asyncio.ensure_future(self.ask())
+            self._answer.add_done_callback(self._failed)
+        return await asyncio.shield(self._answer)
+
+    def _failed(self, answer: asyncio.Future) -> None:
+        if (answer.cancelled() or answer.exception() is not None) and answer is self._answer:
+            self._answer = None  # (asked again next time)
+
+
 # -- the application ---------------------------------------------------------------------
 @dataclass
 class Replay:
@@ -106,18 +136,27 @@ class Replay:
 
 
 class WebView:
-    def __init__(self, core, metrics: EdgeMetrics, rate_per_s: float = 50.0):
+    """The web view's application; with ``calls``, also the play pages and their calls."""
+
+    def __init__(
+        self, core, metrics: EdgeMetrics, rate_per_s: float = 50.0, calls: Calls | None = None
+    ):
         self.queries = Queries(core)
         self.metrics = metrics
         self.limiter = RateLimiter(rate_per_s, 2 * rate_per_s)
+        self.api = None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS)
         self._replays: OrderedDict[str, tuple[pb.GameState, list]] = OrderedDict()
-        self.analyses = analysis.Analyses()
+        self.analyses = Analyses()
+        self._index = Fresh(self.queries.index)
         self.runner: web.AppRunner | None = None
         self.port = 0
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._guard])
+        app = web.Application(middlewares=[self._guard], client_max_size=MAX_BODY)
         r = app.router
+        if self.api is not None:
+            self.api.add_routes(r)
+            PlayPages().add_routes(r)
         r.add_get("/", self.index)
         r.add_get("/game/{id}", self.game_page)
         r.add_get("/game/{id}/board.svg", self.board)
@@ -136,7 +175,8 @@ class WebView:
         return app
 
     async def start(self, host: str, port: int) -> int:
-        self.runner = web.AppRunner(self.app(), access_log=None)
+        # (a browser that goes away ends its handler at once: its streams' places freed)
+        self.runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port, reuse_address=True)
         await site.start()
@@ -150,6 +190,8 @@ class WebView:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler):
+        if request.path.startswith(PREFIX):  # (limited on the caller's identity there)
+            return await handler(request)
         if not self.limiter.allow(_who(request)):
             return web.Response(status=429, text="too many requests; slow down\n")
         try:
@@ -193,7 +235,7 @@ class WebView:
         return _html(await self._index_body())
 
     async def _index_body(self) -> str:
-        index = await self.queries.index()
+        index = await self._index.get()
         live = [
             (board.state, board.last if board.HasField("last") else None) for board in index.live
         ]
@@ -261,7 +303,7 @@ class WebView:
             out.append(_nav(game_id, shown, len(plays)))
             out.append(board)
             out.append(_move_list(game_id, plays, shown))
-            out.append(analysis.panel(game_id, self.analyses.kept_for(game_id) is not None))
+            out.append(panel(game_id, self.analyses.kept_for(game_id) is not None))
         else:
             last = plays[-1].play if plays else None
             out.append(f'<p class="status">{_status(state)} · {_clocks(state)}</p>')
@@ -339,7 +381,7 @@ class WebView:
 
     # -- JSON and metrics ----------------------------------------------------------------
     async def api_games(self, request: web.Request) -> web.Response:
-        index = await self.queries.index()
+        index = await self._index.get()
         return web.json_response(
             {
                 "in_progress": [MessageToDict(board.state) for board in index.live],
@@ -364,7 +406,7 @@ class WebView:
         )
 
     async def api_analysis(self, request: web.Request) -> web.Response:
-        """An ended game's analysis (server/edge/analysis.py): kept, or made in a child
+        """An ended game's analysis (server/edge/web/analysis.py): kept, or made in a child
         process (charged to the caller), never for a game in progress."""
         game_id, who = request.match_info["id"], _who(request)
         found = self.analyses.kept_for(game_id)
@@ -373,20 +415,20 @@ class WebView:
             if state.status not in ENDED:
                 return web.Response(status=409, text="the game is not over: no analysis yet\n")
             if not self.analyses.pending(game_id):
-                self.limiter.charge(who, analysis.COST)
+                self.limiter.charge(who, COST)
             replay = _replay(state, events)
             try:
                 found = await self.analyses.analysis(
-                    game_id, analysis.record_text(replay.start, replay.plays)
+                    game_id, record_text(replay.start, replay.plays)
                 )
-            except analysis.Busy as e:
+            except Busy as e:
                 return web.Response(status=503, text=f"{e}\n", headers={"Retry-After": "30"})
-            except analysis.Failed as e:
+            except Failed as e:
                 return web.Response(status=500, text=f"no analysis: {e}\n")
         return web.Response(body=found, content_type="application/json")
 
     async def analysis_script(self, request: web.Request) -> web.Response:
-        return web.Response(text=analysis.SCRIPT, content_type="text/javascript")
+        return web.Response(text=ANALYSIS_SCRIPT, content_type="text/javascript")
 
     async def metrics_page(self, request: web.Request) -> web.Response:
         body = await self.queries.metrics() + self.metrics.exposition()

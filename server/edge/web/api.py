@@ -1,0 +1,187 @@
+"""The public calls a person's browser makes, as JSON over HTTP on the web view's port:
+each maps one to one onto the gRPC method of the same name and goes through the same
+checks, limits, stamps and answers (server.edge.calls).
+
+``POST /api/nardy.v1.ArbiterService/METHOD`` with ``Content-Type: application/json``, the
+request message in protobuf's JSON mapping as the body (at most :data:`MAX_BODY` bytes),
+and the token as ``Authorization: Bearer <token>`` (never a cookie: a page of another
+site cannot make a call with it). A unary method answers its response message as JSON; a
+streaming one answers ``text/event-stream``: each message one Server-Sent Event, its JSON
+as ``data`` (a game event's seq as ``id``), and ``event: error`` if the stream ends early.
+A refusal is the HTTP status of its gRPC code (google.rpc's mapping: UNAUTHENTICATED 401,
+PERMISSION_DENIED 403, RESOURCE_EXHAUSTED 429, ...) with ``{"code", "message"}`` (and
+``instance``: the gRPC address of the instance that runs the game).
+
+Only a seat's and a player's own business is offered: playing (SubmitPlay, Resign),
+following (SubscribeGame, SubscribePlayer, GetGame) and answering challenges
+(ListChallenges, AcceptChallenge, DeclineChallenge). Nothing is logged of a request.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import grpc
+from aiohttp import web
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
+from server.edge.callers import Credentials, Refused, address_of, bearer
+from server.edge.calls import ARBITER, Calls
+from server.edge.metrics import EdgeMetrics
+
+PREFIX = f"/api/{ARBITER}/"
+MAX_BODY = 4096  # the largest request is a play: 200 characters of notation and its ids
+JSON = "application/json"
+
+# method -> (request, response, held: waits for the game holding a place in the quota)
+UNARY: dict[str, tuple[type[Message], type[Message], bool]] = {
+    "SubmitPlay": (api.SubmitPlayRequest, api.SubmitPlayResponse, True),
+    "Resign": (api.ResignRequest, api.ResignResponse, True),
+    "GetGame": (api.GetGameRequest, api.GetGameResponse, False),
+    "ListChallenges": (api.ListChallengesRequest, api.ListChallengesResponse, False),
+    "AcceptChallenge": (api.AcceptChallengeRequest, api.AcceptChallengeResponse, False),
+    "DeclineChallenge": (api.DeclineChallengeRequest, api.DeclineChallengeResponse, False),
+}
+# method -> (request, each message, the kind of stream)
+STREAMS: dict[str, tuple[type[Message], type[Message], str]] = {
+    "SubscribeGame": (api.SubscribeGameRequest, pb.GameEvent, "game"),
+    "SubscribePlayer": (api.SubscribePlayerRequest, api.PlayerEvent, "player"),
+}
+
+# google.rpc.Code's HTTP mapping (google/rpc/code.proto)
+HTTP_STATUS = {
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+}
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def credentials(request: web.Request) -> Credentials:
+    """An HTTP call's credentials: its ``Authorization`` header and its peer."""
+    token, malformed = bearer(request.headers.getall("Authorization", []))
+    return Credentials(token, malformed, address_of(request.remote or ""))
+
+
+class HttpApi:
+    """The handlers of ``/api/nardy.v1.ArbiterService/METHOD``."""
+
+    def __init__(self, calls: Calls, metrics: EdgeMetrics, headers: dict[str, str]) -> None:
+        self.calls = calls
+        self.metrics = metrics
+        self.headers = headers  # every answer's (the web view's security headers)
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post(PREFIX + "{method}", self.call)
+
+    async def call(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["method"]
+        if method not in UNARY and method not in STREAMS:
+            return self._refused(Refused(grpc.StatusCode.UNIMPLEMENTED, f"no method {method!r}"))
+        if request.content_type != JSON:
+            return self._error(415, "UNSUPPORTED_MEDIA_TYPE", f"send the request as {JSON}")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return self._error(413, "PAYLOAD_TOO_LARGE", f"a request is at most {MAX_BODY} bytes")
+        arrival = time.perf_counter()  # a play is charged up to here: its whole request read
+        kinds = UNARY.get(method) or STREAMS[method]
+        try:
+            message = json_format.Parse(body or b"{}", kinds[0]())
+        except (json_format.ParseError, UnicodeDecodeError) as e:
+            why = f"not a {kinds[0].__name__}: {str(e)[:100]}"
+            return self._refused(Refused(grpc.StatusCode.INVALID_ARGUMENT, why))
+        data = message.SerializeToString()
+        who = credentials(request)
+        if method in STREAMS:
+            return await self._stream(request, method, who, data)
+        request_kind, response_kind, held = UNARY[method]
+        try:
+            if method == "SubmitPlay":
+                answer = await self.calls.submit_play(who, data, arrival)
+            else:
+                answer = await self.calls.unary(who, f"/{ARBITER}/{method}", data, held=held)
+        except Refused as r:
+            return self._refused(r)
+        text = json_format.MessageToJson(response_kind.FromString(answer), indent=None)
+        return web.Response(text=text, content_type=JSON, headers={**self.headers, **NO_STORE})
+
+    async def _stream(
+        self, request: web.Request, method: str, who: Credentials, data: bytes
+    ) -> web.StreamResponse:
+        """A streaming method as Server-Sent Events, from the moment the core opens it."""
+        _, kind, stream = STREAMS[method]
+        response = web.StreamResponse(
+            headers={
+                **self.headers,
+                **NO_STORE,
+                "Content-Type": "text/event-stream",
+                "X-Accel-Buffering": "no",  # (a proxy in front passes each event on)
+            }
+        )
+
+        async def opened() -> None:
+            await response.prepare(request)
+
+        async def write(message: bytes) -> None:
+            event = kind.FromString(message)
+            text = json_format.MessageToJson(event, indent=None)
+            head = f"id: {event.seq}\n" if stream == "game" else ""
+            await response.write(f"{head}data: {text}\n\n".encode())
+
+        try:
+            await self.calls.follow(who, f"/{ARBITER}/{method}", data, stream, write, opened=opened)
+        except Refused as r:
+            if not response.prepared:
+                return self._refused(r)
+            self.metrics.refusals.labels(r.code.name).inc()
+            error = json.dumps({"code": r.code.name, "message": r.message})
+            await response.write(f"event: error\ndata: {error}\n\n".encode())
+        except ConnectionResetError:
+            pass  # (the browser went away)
+        return response
+
+    def _refused(self, refusal: Refused) -> web.Response:
+        self.metrics.refusals.labels(refusal.code.name).inc()
+        status = HTTP_STATUS.get(refusal.code, 500)
+        extra = {}
+        if refusal.code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+            extra["Retry-After"] = "1"
+        elif refusal.code is grpc.StatusCode.UNAUTHENTICATED:
+            extra["WWW-Authenticate"] = "Bearer"
+        return self._error(status, refusal.code.name, refusal.message, refusal.instance, extra)
+
+    def _error(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        instance: str = "",
+        extra: dict[str, str] | None = None,
+    ) -> web.Response:
+        body = {"code": code, "message": message}
+        if instance:
+            body["instance"] = instance
+        return web.json_response(
+            body, status=status, headers={**self.headers, **NO_STORE, **(extra or {})}
+        )
+
+
+__all__ = ["MAX_BODY", "PREFIX", "HttpApi"]

@@ -1,0 +1,681 @@
+// Playing on the arbiter from a browser: sign in with a token, follow your games, play.
+// The token stays in this tab's sessionStorage and goes only in the Authorization header
+// of this page's own calls (/api/nardy.v1.ArbiterService/...). The rules stay on the
+// server: a turn's legal plays, with their steps, come in the game's events, and a play is
+// built by following those steps.
+(function () {
+  "use strict";
+  const API = "/api/nardy.v1.ArbiterService/";
+  const KEY = "nardy-token";
+  const SVG = "http://www.w3.org/2000/svg";
+  const COLOR = {COLOR_WHITE: "white", COLOR_BLACK: "black"};
+  const OTHER = {white: "black", black: "white"};
+  const $ = (id) => document.getElementById(id);
+  const token = () => sessionStorage.getItem(KEY);
+  const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+  // -- calls ------------------------------------------------------------------------------
+  function options(body, signal) {
+    return {
+      method: "POST",
+      headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token()},
+      body: JSON.stringify(body || {}),
+      cache: "no-store",
+      signal: signal,
+    };
+  }
+
+  async function refusal(response) {
+    const data = await response.json().catch(() => ({}));
+    const error = new Error(data.message || response.statusText || "refused");
+    error.status = response.status;
+    error.code = data.code || "";
+    error.instance = data.instance || "";  // (several instances: the one that runs the game)
+    return error;
+  }
+
+  async function call(method, body) {
+    const response = await fetch(API + method, options(body));
+    if (!response.ok) throw await refusal(response);
+    return response.json();
+  }
+
+  // A streaming method: onOpen() once it is open, then each Server-Sent Event to
+  // onEvent(kind, data) until it ends.
+  async function stream(method, body, onEvent, onOpen) {
+    const response = await fetch(API + method, options(body));
+    if (!response.ok) throw await refusal(response);
+    if (onOpen) onOpen();
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, {stream: true});
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let kind = "message", data = "";
+        for (const line of block.split("\n")) {
+          if (line.startsWith("data:")) data += line.slice(5).trim();
+          else if (line.startsWith("event:")) kind = line.slice(6).trim();
+        }
+        if (data) onEvent(kind, JSON.parse(data));
+      }
+    }
+  }
+
+  function text(element, words, cls) {
+    element.textContent = words;
+    if (cls !== undefined) element.className = cls;
+  }
+
+  // -- /play: sign in, your games, your challenges ---------------------------------------------
+  function home() {
+    const next = new URLSearchParams(location.search).get("next") || "";
+    const safeNext = /^\/play\/game\/[^/]+$/.test(next) ? next : "";
+    const form = $("signin");
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      const value = $("token").value.trim();
+      if (!value) return;
+      sessionStorage.setItem(KEY, value);
+      $("token").value = "";
+      signedIn(safeNext);
+    });
+    $("signout").addEventListener("click", function () {
+      sessionStorage.removeItem(KEY);
+      location.reload();
+    });
+    if (token()) signedIn(safeNext);
+    else form.hidden = false;
+  }
+
+  function signedIn(next) {
+    $("signin").hidden = true;
+    $("mine").hidden = false;
+    followPlayer(next);
+    challenges();
+  }
+
+  function signInAgain(why) {
+    sessionStorage.removeItem(KEY);
+    $("mine").hidden = true;
+    $("signin").hidden = false;
+    text($("signin-error"), why);
+  }
+
+  async function followPlayer(next) {
+    const games = new Map();
+    let delay = 500;
+    for (;;) {
+      try {
+        await stream("SubscribePlayer", {}, function (kind, ev) {
+          if (kind !== "error") playerEvent(ev, games);
+        }, function () {
+          delay = 500;
+          if (next) location.assign(next);  // (the token works)
+        });
+      } catch (e) {
+        if (e.status === 401) { signInAgain("This arbiter does not know that token."); return; }
+        if (e.status >= 400 && e.status < 500 && e.status !== 429) {
+          text($("home-error"), e.message);
+          return;
+        }
+      }
+      await sleep(delay);
+      delay = Math.min(2 * delay, 10000);
+    }
+  }
+
+  function playerEvent(ev, games) {
+    const type = ev.type || "";
+    if (type.endsWith("CHALLENGE")) { challenges(); return; }
+    if (!ev.gameId || !(type.endsWith("GAME_ASSIGNED") || type.endsWith("GAME_OVER"))) return;
+    let item = games.get(ev.gameId);
+    if (!item) {
+      item = document.createElement("li");
+      item.dataset.game = ev.gameId;
+      const link = document.createElement("a");
+      link.href = "/play/game/" + encodeURIComponent(ev.gameId);
+      const colour = COLOR[ev.color] ? " (you: " + COLOR[ev.color] + ")" : "";
+      link.textContent = "game " + ev.gameId + " against " +
+        ((ev.opponent && ev.opponent.name) || "?") + colour;
+      item.appendChild(link);
+      games.set(ev.gameId, item);
+      $("games").prepend(item);
+    }
+    if (type.endsWith("GAME_OVER")) item.classList.add("over");
+    $("no-games").hidden = [...games.values()].some((li) => !li.classList.contains("over"));
+  }
+
+  async function challenges() {
+    let got;
+    try {
+      got = await call("ListChallenges", {});
+    } catch (e) {
+      if (e.status !== 403) text($("home-error"), e.message);  // (a seat token: none)
+      return;
+    }
+    $("challenges-section").hidden = false;
+    const list = $("challenges");
+    list.replaceChildren();
+    const all = got.challenges || [];
+    $("no-challenges").hidden = all.length > 0;
+    for (const c of all) {
+      const item = document.createElement("li");
+      item.dataset.match = c.matchId;
+      const o = c.options || {};
+      const seconds = Math.round(Number(o.turnTimeMs || 120000) / 1000);
+      item.append(
+        "from " + ((c.challenger && c.challenger.name) || "?") + " · " +
+        (o.variant || "long") + " nardy · " + (c.targetPoints || 1) + " points · " +
+        seconds + " s per turn "
+      );
+      item.appendChild(button("Accept", "accept", async function () {
+        try {
+          const r = await call("AcceptChallenge", {matchId: c.matchId});
+          location.assign("/play/game/" + encodeURIComponent(r.gameId));
+        } catch (e) { text($("home-error"), e.message); }
+      }));
+      item.appendChild(button("Decline", "decline", async function () {
+        try {
+          await call("DeclineChallenge", {matchId: c.matchId});
+        } catch (e) { text($("home-error"), e.message); }
+        challenges();
+      }));
+      list.appendChild(item);
+    }
+  }
+
+  function button(label, cls, onClick) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = cls;
+    b.textContent = label;
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  // -- /play/game/ID: the board, the clocks, building a play ----------------------------------
+  const W = 40, R = 17, BAR_W = 34, EDGE = 12, TRAY = 46, NUM_H = 22, STACK = 5;
+  const HALF_H = 2 * R * STACK + 8, GAP = 44;
+  const BOARD_W = EDGE + 6 * W + BAR_W + 6 * W + EDGE, WIDTH = BOARD_W + TRAY;
+  const HEIGHT = NUM_H + EDGE + HALF_H + GAP + HALF_H + EDGE + NUM_H;
+  const TOP_Y = NUM_H + EDGE, BOTTOM_Y = TOP_Y + HALF_H + GAP + HALF_H;
+  const FILL = {white: "#f7f3e8", black: "#2b2b2b"}, INK = {white: "#2b2b2b", black: "#f7f3e8"};
+
+  const game = {
+    id: "", maps: {}, state: null, me: null, lastSeq: 0, seen: new Set(),
+    turn: null, made: [], selected: null, busy: false, clockAt: 0, over: false,
+  };
+
+  function play() {
+    const root = $("play");
+    game.id = root.dataset.game;
+    game.maps = JSON.parse(root.dataset.points);
+    if (!token()) {
+      $("signin-needed").hidden = false;
+      $("signin-needed").querySelector("a").href =
+        "/play?next=" + encodeURIComponent(location.pathname);
+      text($("status"), "");
+      return;
+    }
+    $("board").addEventListener("click", onBoardClick);
+    $("undo").addEventListener("click", function () {
+      if (game.made.length) game.made.pop();
+      game.selected = null;
+      render();
+    });
+    $("send").addEventListener("click", sendBuilt);
+    $("typed").addEventListener("submit", function (e) {
+      e.preventDefault();
+      const notation = $("notation").value.trim();
+      if (notation) send({notation: notation}, true);
+    });
+    document.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && e.target === document.body) sendBuilt();
+      if (e.key === "Escape") { game.selected = null; render(); }
+    });
+    let armed = null;
+    $("resign").addEventListener("click", async function () {
+      if (!armed) {
+        text($("resign"), "Really resign?");
+        armed = setTimeout(function () { armed = null; text($("resign"), "Resign"); }, 4000);
+        return;
+      }
+      clearTimeout(armed);
+      armed = null;
+      text($("resign"), "Resign");
+      try {
+        await call("Resign", {gameId: game.id});
+      } catch (e) { say(e.message, "refused"); }
+    });
+    setInterval(showClocks, 200);
+    followGame();
+  }
+
+  // a seat's contribution to the dice (provably fair dice), the same on every resume
+  function clientSeed() {
+    const key = "nardy-seed-" + game.id;
+    let seed = sessionStorage.getItem(key);
+    if (!seed) {
+      const bytes = crypto.getRandomValues(new Uint8Array(16));
+      seed = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+      sessionStorage.setItem(key, seed);
+    }
+    return seed;
+  }
+
+  async function followGame() {
+    let delay = 500;
+    while (!game.over) {
+      const request = {gameId: game.id, clientSeed: clientSeed()};
+      if (game.lastSeq) request.afterSeq = String(game.lastSeq);
+      else request.fromStart = true;
+      try {
+        await stream("SubscribeGame", request, function (kind, data) {
+          if (kind === "error") { say(data.message, "refused"); return; }
+          delay = 500;
+          onGameEvent(data);
+        });
+      } catch (e) {
+        if (e.status === 401) { say("This arbiter does not know your token: sign in again.", "refused"); return; }
+        if (e.status >= 400 && e.status < 500 && e.status !== 429) {
+          text($("status"), e.message);
+          return;
+        }
+        if (e.instance) {  // (asked again: it may come to this instance)
+          text($("status"), "Another instance of this arbiter runs this game (" + e.instance +
+               "): play it on that instance's web view.");
+        }
+      }
+      if (game.over) return;
+      await sleep(delay);
+      delay = Math.min(2 * delay, 10000);
+    }
+  }
+
+  function onGameEvent(ev) {
+    const seq = Number(ev.seq || 0);
+    const type = ev.type || "";
+    if (ev.play && (type.endsWith("PLAY_MADE") || type.endsWith("TURN_PASSED")) &&
+        !game.seen.has(seq)) {
+      game.seen.add(seq);
+      addMove(ev.play);
+    }
+    game.lastSeq = Math.max(game.lastSeq, seq);
+    if (ev.state) showState(ev.state);
+  }
+
+  function addMove(p) {
+    const item = document.createElement("li");
+    const side = COLOR[p.side] === "white" ? "w" : "b";
+    item.textContent = side + " " + (p.dice || []).join("-") + " " + (p.notation || "-");
+    $("moves").appendChild(item);
+    const mine = COLOR[p.side] === game.me;
+    if (!mine && game.me) say((p.notation ? "They played " + p.notation : "They could not move"));
+  }
+
+  function showState(state) {
+    game.state = state;
+    game.me = COLOR[state.yourColor] || null;
+    game.clockAt = performance.now();
+    const status = state.status || "";
+    game.over = status.endsWith("FINISHED") || status.endsWith("ABORTED");
+    const turnId = Number(state.turnId || 0);
+    const plays = state.legalPlays || [];
+    const mine = status.endsWith("IN_PROGRESS") && game.me &&
+      state.sideToMove === state.yourColor && plays.length > 0;
+    if (!mine) {
+      game.turn = null;
+    } else if (!game.turn || game.turn.id !== turnId) {
+      game.turn = {
+        id: turnId,
+        color: game.me,
+        dice: state.dice || [],
+        base: boardOf(state),
+        plays: plays.map((p) => ({
+          notation: p.notation || "-",
+          end: p.endPosition,
+          steps: (p.steps || []).map((s) => ({from: s.from || 0, to: s.to || 0, die: s.die || 0})),
+        })),
+        sent: false,
+      };
+      game.made = [];
+      game.selected = null;
+    }
+    const white = (state.white && state.white.name) || "white";
+    const black = (state.black && state.black.name) || "black";
+    const m = state.match || {};
+    let title = white + " (white) vs " + black + " (black) · game " + (state.gameNumber || 1);
+    if (Number(m.target || 1) > 1) {
+      title += " · match to " + m.target + ": " + (m.whitePoints || 0) + "-" + (m.blackPoints || 0);
+    }
+    text($("title"), title);
+    text($("status"), statusLine(state, white, black));
+    if (state.nextGameId) {
+      const next = $("next-game");
+      next.href = "/play/game/" + encodeURIComponent(state.nextGameId);
+      next.hidden = false;
+    }
+    $("resign").disabled = game.over || !game.me;
+    render();
+  }
+
+  function statusLine(state, white, black) {
+    const status = state.status || "";
+    const names = {white: white, black: black};
+    if (status.endsWith("WAITING")) return "Waiting for both seats to come.";
+    if (status.endsWith("ABORTED")) return "The game was called off.";
+    if (status.endsWith("FINISHED")) {
+      const r = state.result || {};
+      const winner = COLOR[r.winner];
+      const kind = (r.kind || "").replace("RESULT_KIND_", "").toLowerCase();
+      const how = (r.termination || "").replace("TERMINATION_", "").toLowerCase();
+      const who = winner === game.me ? "You win" : (names[winner] || "?") + " wins";
+      return who + ": " + kind + ", " + (r.points || 0) + " point" +
+        (r.points === 1 ? "" : "s") + " (" + how.replace("_", " ") + ")";
+    }
+    const side = COLOR[state.sideToMove];
+    const dice = (state.dice || []).join("-");
+    if (!side) return "";
+    if (side === game.me) return game.turn ? "Your turn: " + dice : "Your turn" + (dice ? ": " + dice : "");
+    return (game.me ? "They are" : names[side] + " is") + " to play" + (dice ? " " + dice : "");
+  }
+
+  function boardOf(state) {
+    const b = state.board || {};
+    return {
+      points: (b.points || []).map(Number).concat(Array(24).fill(0)).slice(0, 24),
+      off: {white: b.whiteOff || 0, black: b.blackOff || 0},
+      bar: {white: b.whiteBar || 0, black: b.blackBar || 0},
+    };
+  }
+
+  function map() {
+    const variant = (game.state && game.state.options && game.state.options.variant) || "long";
+    return game.maps[variant] || game.maps.long;
+  }
+
+  // the board after the steps made so far: checkers moved, a lone opposing one hit
+  function boardNow() {
+    const turn = game.turn;
+    if (!turn) return game.state ? boardOf(game.state) : null;
+    const board = JSON.parse(JSON.stringify(turn.base));
+    const index = map()[turn.color];
+    const sign = turn.color === "white" ? 1 : -1;
+    for (const s of game.made) {
+      if (s.from === 25) board.bar[turn.color] -= 1;
+      else board.points[index[s.from - 1]] -= sign;
+      if (s.to === 0) { board.off[turn.color] += 1; continue; }
+      const i = index[s.to - 1];
+      if (board.points[i] === -sign) { board.points[i] = 0; board.bar[OTHER[turn.color]] += 1; }
+      board.points[i] += sign;
+    }
+    return board;
+  }
+
+  // -- the legal plays, followed step by step --------------------------------------------------
+  const same = (a, b) => a.from === b.from && a.to === b.to && a.die === b.die;
+
+  // the legal plays the steps made so far belong to, each with its steps still to make
+  function candidates() {
+    const out = [];
+    for (const p of game.turn.plays) {
+      const rest = p.steps.slice();
+      let fits = true;
+      for (const m of game.made) {
+        const i = rest.findIndex((s) => same(s, m));
+        if (i < 0) { fits = false; break; }
+        rest.splice(i, 1);
+      }
+      if (fits) out.push({play: p, rest: rest});
+    }
+    return out;
+  }
+
+  function sources() {
+    const out = new Set();
+    for (const c of candidates()) for (const s of c.rest) out.add(s.from);
+    return out;
+  }
+
+  // where a checker on `from` can go: each point with the fewest steps that reach it
+  function targets(from) {
+    const out = new Map();
+    function walk(at, rest, chain) {
+      rest.forEach(function (s, i) {
+        if (s.from !== at) return;
+        const next = chain.concat([s]);
+        const known = out.get(s.to);
+        if (!known || known.length > next.length) out.set(s.to, next);
+        if (s.to !== 0) walk(s.to, rest.slice(0, i).concat(rest.slice(i + 1)), next);
+      });
+    }
+    for (const c of candidates()) walk(from, c.rest, []);
+    return out;
+  }
+
+  function completed() {
+    const whole = candidates().find((c) => c.rest.length === 0);
+    return whole ? whole.play : null;
+  }
+
+  function onBoardClick(e) {
+    const turn = game.turn;
+    const hit = e.target.closest("[data-point]");
+    if (!turn || turn.sent || !hit) return;
+    const point = Number(hit.dataset.point);
+    if (game.selected !== null) {
+      const chain = targets(game.selected).get(point);
+      if (chain) {
+        game.made.push(...chain);
+        game.selected = null;
+        render();
+        return;
+      }
+    }
+    game.selected = game.selected !== point && sources().has(point) ? point : null;
+    render();
+  }
+
+  function sendBuilt() {
+    const whole = game.turn && completed();
+    if (whole) send({endPosition: whole.end}, false);
+  }
+
+  async function send(play, typed) {
+    const turn = game.turn;
+    if (!turn || turn.sent || game.busy) {
+      if (!turn) say("It is not your turn.", "refused");
+      return;
+    }
+    game.busy = true;
+    try {
+      const body = Object.assign({gameId: game.id, turnId: String(turn.id)}, play);
+      const r = await call("SubmitPlay", body);
+      turn.sent = true;
+      if (typed) $("notation").value = "";
+      say("You played " + (r.notation || "-"));
+    } catch (e) {
+      say("Refused: " + e.message, "refused");
+    } finally {
+      game.busy = false;
+      render();
+    }
+  }
+
+  function say(words, cls) {
+    text($("message"), words, "message" + (cls ? " " + cls : ""));
+  }
+
+  // -- drawing -------------------------------------------------------------------------------
+  function el(name, attrs, parent) {
+    const node = document.createElementNS(SVG, name);
+    for (const k in attrs) node.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  function pointX(p) {
+    const col = p >= 13 ? p - 13 : 12 - p;
+    return EDGE + col * W + (col >= 6 ? BAR_W : 0);
+  }
+
+  // the centre of the n-th checker (0 = nearest the edge) on point p, or on the bar/tray
+  function spot(p, n) {
+    const top = p >= 13;
+    const k = Math.min(n, STACK - 1);
+    const y = top ? TOP_Y + R + 2 * R * k : BOTTOM_Y - R - 2 * R * k;
+    return [pointX(p) + W / 2, y];
+  }
+
+  function render() {
+    const state = game.state;
+    const holder = $("board");
+    if (!state) return;
+    const board = boardNow();
+    const me = game.me || "white";
+    const index = map()[me];
+    const turn = game.turn;
+    const svg = el("svg", {
+      xmlns: SVG, class: "nardy-board play", viewBox: "0 0 " + WIDTH + " " + HEIGHT,
+      width: WIDTH, height: HEIGHT, role: "img", "aria-label": "the board",
+    });
+    svg.dataset.turn = turn ? String(turn.id) : "";
+    svg.dataset.position = state.position || "";
+    el("rect", {x: 0, y: NUM_H, width: BOARD_W, height: HEIGHT - 2 * NUM_H, fill: "#5a3a1c", rx: 6}, svg);
+    el("rect", {x: EDGE, y: TOP_Y, width: BOARD_W - 2 * EDGE, height: BOTTOM_Y - TOP_Y, fill: "#e8d3a9"}, svg);
+    const barX = EDGE + 6 * W;
+    el("rect", {x: barX, y: NUM_H, width: BAR_W, height: HEIGHT - 2 * NUM_H, fill: "#5a3a1c"}, svg);
+    const movable = turn && !turn.sent ? sources() : new Set();
+    const reach = turn && game.selected !== null ? targets(game.selected) : new Map();
+    for (let p = 1; p <= 24; p++) {
+      const x = pointX(p), top = p >= 13;
+      const base = top ? TOP_Y : BOTTOM_Y, tip = top ? TOP_Y + HALF_H : BOTTOM_Y - HALF_H;
+      el("polygon", {
+        class: "point", "data-point": p, fill: p % 2 ? "#7c4a22" : "#b5793f",
+        points: x + "," + base + " " + (x + W) + "," + base + " " + (x + W / 2) + "," + tip,
+      }, svg);
+      el("text", {x: x + W / 2, y: top ? NUM_H - 6 : HEIGHT - 6, "text-anchor": "middle",
+                  "font-size": 13, fill: "#444"}, svg).textContent = String(p);
+      const count = board.points[index[p - 1]] || 0;
+      const owner = count > 0 ? "white" : "black";
+      const n = Math.abs(count), shown = Math.min(n, STACK);
+      for (let i = 0; i < shown; i++) {
+        const [cx, cy] = spot(p, i);
+        const last = i === shown - 1;
+        const cls = "checker " + owner + (last && movable.has(p) ? " movable" : "") +
+          (last && game.selected === p ? " selected" : "");
+        el("circle", {class: cls, cx: cx, cy: cy, r: R - 1, fill: FILL[owner]}, svg);
+        if (last && n > STACK) {
+          el("text", {x: cx, y: cy + 5, "text-anchor": "middle", "font-size": 14,
+                      "font-weight": "bold", fill: INK[owner]}, svg).textContent = String(n);
+        }
+      }
+      if (reach.has(p)) {
+        const [cx, cy] = spot(p, n && owner === me ? n : 0);
+        el("circle", {class: "target", "data-point": p, cx: cx, cy: cy, r: R - 3}, svg);
+      }
+    }
+    for (const color of ["white", "black"]) {  // the bar (short nardy)
+      const n = board.bar[color];
+      if (!n) continue;
+      const cy = color === me ? TOP_Y + HALF_H / 2 : BOTTOM_Y - HALF_H / 2;
+      const cls = "checker " + color + (color === me && movable.has(25) ? " movable" : "") +
+        (color === me && game.selected === 25 ? " selected" : "");
+      el("circle", {class: cls, cx: barX + BAR_W / 2, cy: cy, r: R - 1, fill: FILL[color]}, svg);
+      if (n > 1) {
+        el("text", {x: barX + BAR_W / 2, y: cy + 5, "text-anchor": "middle", "font-size": 14,
+                    fill: INK[color]}, svg).textContent = String(n);
+      }
+    }
+    const trayX = BOARD_W + 6;
+    for (const color of ["white", "black"]) {  // borne off
+      const y = color === me ? BOTTOM_Y - 30 : TOP_Y + 6;
+      el("rect", {x: trayX, y: y, width: TRAY - 10, height: 24, rx: 4, fill: FILL[color],
+                  stroke: "#6b5b3e"}, svg);
+      el("text", {class: "off " + color, x: trayX + (TRAY - 10) / 2, y: y + 17,
+                  "text-anchor": "middle", "font-size": 13, fill: INK[color]},
+         svg).textContent = String(board.off[color]);
+    }
+    if (reach.has(0)) {
+      el("rect", {class: "target", "data-point": 0, x: trayX - 2, y: BOTTOM_Y - 70,
+                  width: TRAY - 6, height: 66, rx: 6}, svg);
+    }
+    drawDice(svg, state, me, barX);
+    // what a click picks: a point's half, the bar, the tray (drawn last, invisible)
+    for (let p = 1; p <= 24; p++) {
+      const top = p >= 13;
+      el("rect", {class: "hit", "data-point": p, x: pointX(p), y: top ? TOP_Y : BOTTOM_Y - HALF_H,
+                  width: W, height: HALF_H}, svg);
+    }
+    el("rect", {class: "hit", "data-point": 25, x: barX, y: TOP_Y, width: BAR_W, height: HALF_H}, svg);
+    el("rect", {class: "hit", "data-point": 0, x: trayX - 4, y: BOTTOM_Y - HALF_H,
+                width: TRAY - 2, height: HALF_H}, svg);
+    holder.replaceChildren(svg);
+    showBuilding();
+  }
+
+  function drawDice(svg, state, me, barX) {
+    const dice = state.dice || [];
+    if (!dice.length) return;
+    const used = game.turn ? game.made.map((s) => s.die) : [];
+    const right = COLOR[state.sideToMove] === me;
+    const x0 = right ? barX + BAR_W + 3 * W - 36 : EDGE + 3 * W - 36;
+    const midY = TOP_Y + HALF_H + GAP / 2;
+    const all = dice.length === 2 && dice[0] === dice[1] ? [dice[0], dice[0], dice[0], dice[0]] : dice;
+    all.forEach(function (d, i) {
+      const u = used.indexOf(d);
+      if (u >= 0) used.splice(u, 1);
+      const x = x0 + i * 40 - (all.length > 2 ? 40 : 0);
+      el("rect", {class: "die" + (u >= 0 ? " used" : ""), x: x, y: midY - 16, width: 32,
+                  height: 32, rx: 6}, svg);
+      el("text", {x: x + 16, y: midY + 7, "text-anchor": "middle", "font-size": 20,
+                  "font-weight": "bold"}, svg).textContent = String(d);
+    });
+  }
+
+  function showBuilding() {
+    const turn = game.turn;
+    const whole = turn && !turn.sent ? completed() : null;
+    $("send").disabled = !whole || game.busy;
+    $("undo").disabled = !turn || turn.sent || !game.made.length;
+    $("send-typed").disabled = !turn || turn.sent || game.busy;
+    let words = "";
+    if (turn && !turn.sent) {
+      const made = game.made.map((s) => (s.from === 25 ? "bar" : s.from) + "/" + (s.to || "off"));
+      if (whole) words = "Play " + whole.notation + "? (Play, or Enter)";
+      else if (made.length) words = "So far: " + made.join(" ");
+      else words = "Pick a checker, then where it goes; or type the play.";
+    }
+    text($("building"), words);
+  }
+
+  function clock(ms) {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
+  }
+
+  function showClocks() {
+    const state = game.state;
+    if (!state) return;
+    const running = (state.status || "").endsWith("IN_PROGRESS") && (state.dice || []).length
+      ? COLOR[state.sideToMove] : null;
+    const passed = performance.now() - game.clockAt;
+    for (const color of ["white", "black"]) {
+      const c = state[color + "Clock"] || {};
+      const left = Number(c.remainingMs || 0) - (color === running ? passed : 0);
+      const name = (state[color] && state[color].name) || color;
+      const you = color === game.me ? " (you)" : "";
+      text($("clock-" + color), name + you + " · " + clock(left),
+           "clock" + (color === running ? " running" : ""));
+    }
+  }
+
+  if ($("home")) home();
+  if ($("play")) play();
+})();
