@@ -38,9 +38,10 @@ from server.core.clock import Arrival
 from server.core.journal import Event, EventType
 from server.core.ladder import LadderOptions
 from server.core.ladder_views import crosstable_pb, ladder_options_pb, standings_pb
+from server.core.match import MatchSpec
 from server.core.notes import Note, PlayerNote
 from server.core.principals import Caller
-from server.core.session import GameSession, MatchSpec
+from server.core.session import GameSession
 from server.core.taps import Tap, Taps
 from server.errors import ArbiterError, Code, Elsewhere, clip
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from nardy import Color
-from server.core.session import GameCard, GameSession, Seat
+from server.core.match import Seat
+from server.core.session import GameCard, GameSession
 
 
 class Note(IntEnum):

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from server.core.journal import Status
+from server.core.match import Seat
 from server.core.notes import Note, PlayerNote, RemoteCard, colour
 from server.core.ownership import Sole
 from server.core.principals import Principal
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import GameSession, Seat, Sink
+from server.core.session import GameSession, Sink
 from server.errors import ArbiterError, Code
 
 

@@ -16,7 +16,8 @@ from nardy.match import Colours, GameOptions, Opening
 from nardy.variant import variant
 from server.core.journal import EventType, Status, decode_event
 from server.core.lockstep import Lockstep
-from server.core.session import Accepted, GameSession, Host, MatchSession, Seat
+from server.core.match import Host, MatchSession, Seat
+from server.core.session import Accepted, GameSession
 
 # One game as the store gives it back: (game id, number in the match, server seed in hex,
 # journal entries, status in the games table).
