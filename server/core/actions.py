@@ -9,12 +9,13 @@ from collections.abc import Callable
 from nardy import GameResult
 from nardy.dice import check_client_seed
 from server.core import statements
+from server.core.audience import Sink
 from server.core.clock import Arrival
 from server.core.journal import Status
 from server.core.ladders import Ladders
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import Accepted, GameSession, Sink
+from server.core.session import Accepted, GameSession
 from server.core.store import LeaseLost
 from server.core.tables import Tables
 from server.errors import ArbiterError, Code
@@ -93,7 +94,7 @@ class Actions:
     def unsubscribe(self, game_id: str, sink: Sink, seat: int | None, *, last: bool = True) -> None:
         game = self.tables.games.get(game_id)
         if game is not None:
-            game.unsubscribe(sink, seat, last=last)
+            game.audience.unsubscribe(sink, seat, last=last)
 
     async def submit_play(
         self,

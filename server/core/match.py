@@ -227,9 +227,10 @@ class MatchSession:
                 assert white is not None
                 result = await game.resume()
             else:
+                audience = game.audience
                 with trio.move_on_after(self.start_timeout):
-                    await game.all_present.wait()
-                if game.all_present.is_set():
+                    await audience.all_present.wait()
+                if audience.all_present.is_set():
                     game.fix_client_seeds()
                     await game.throw_gate()
                     white, throws = game.planned_white, []
@@ -237,7 +238,7 @@ class MatchSession:
                         opening = partial(opening_throw, game.roller.die)
                         white, throws = self.match.next_white(opening)
                     result = await game.run(white, throws)
-                elif self.ladder and len(game.present) == 1:
+                elif self.ladder and len(audience.present) == 1:
                     # a ladder bot learns its opponent before it comes: were a seat that
                     # does not come let off, a bot would play only the opponents it likes
                     white = 0 if game.planned_white is None else game.planned_white

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from server.core.audience import Sink
 from server.core.journal import Status
 from server.core.match import Seat
 from server.core.notes import Note, PlayerNote, RemoteCard, colour
@@ -12,7 +13,7 @@ from server.core.ownership import Sole
 from server.core.principals import Principal
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import GameSession, Sink
+from server.core.session import GameSession
 from server.errors import ArbiterError, Code
 
 

@@ -84,7 +84,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     """Replay journal entries into ``game``: its events, state, and answered plays."""
     for seq, kind, when, e in entries:
         event = decode_event(seq, kind, when, e, game.variant)
-        game.events.append(event)
+        game.audience.events.append(event)
         play = event.play
         if event.type is EventType.GAME_STARTED:
             game.white_seat = e["white_seat"]
@@ -96,9 +96,9 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
             if not play.automatic:
                 game.used_ms[play.side] += play.used_ms
                 game.plays_made[play.side] += 1
-    if not game.events:
+    if not game.audience.events:
         return
-    last = game.events[-1].snapshot
+    last = game.audience.events[-1].snapshot
     if game.white_seat is None:  # no GAME_STARTED read (an ended game: its last entry only)
         game.white_seat = last.white_seat
         game.roller.client_seeds = last.client_seeds

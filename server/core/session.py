@@ -18,7 +18,8 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -29,6 +30,7 @@ from nardy.match import GameOptions, Opening
 from nardy.variant import GamePlay as Play
 from nardy.variant import variant as get_variant
 from nardy.wire import Terms
+from server.core.audience import Audience, Sink
 from server.core.clock import Arrival
 from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.core.principals import Principal
@@ -50,13 +52,6 @@ FENCE_LEAD_S = 0.1
 # store, for anyone holding a seat token): the last play's TURN_STARTED and PLAY_MADE and
 # what ended the game after it. An earlier turn of an ended game is just over.
 RESEND_TAIL = 4
-
-
-class Sink(Protocol):
-    """Where a subscription's messages go; the transport supplies the implementation."""
-
-    def send(self, item: Any) -> None: ...
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -153,16 +148,11 @@ class GameSession:
         self.clocks = {color: match.fresh_clock() for color in Color}
         self.result: GameResult | None = None
         self.next_game_id = ""
-        self.events: list[Event] = []  # told events; emptied once the game ends (release)
-        self.released = 0  # how many events the ended game left in the journal only
+        self.audience = Audience(self.card, partial(match.host.load_events, game_id, self.variant))
         self.open_turn = False  # the turn was told and awaits its play
         self._committing: trio.Event | None = None  # set when the pending play's commit ends
         self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
         self.end_error: ArbiterError | None = None
-        self.sinks: dict[Sink, int | None] = {}  # -> the seat of an own-turns stream
-        self.present: set[int] = set()  # seats that have subscribed at least once
-        self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
-        self.all_present = trio.Event()
         self.accepted: dict[int, Accepted] = {}  # turn_id -> the answer to its play
         self.refused = {Color.WHITE: 0, Color.BLACK: 0}  # plays refused as illegal, per side
         self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
@@ -214,19 +204,6 @@ class GameSession:
             and self.color_of(seat) is self.position.turn
         )
 
-    # -- subscriptions (called from the bridge) -----------------------------------------
-    @property
-    def last_seq(self) -> int:
-        """The seq of the last event told (and journaled)."""
-        return self.released or len(self.events)
-
-    async def history(self, tail: int = 0) -> list[Event]:
-        """Every event told so far (an ended game's are read back from the journal: with
-        ``tail``, only its last ``tail`` events)."""
-        if self.released:
-            return await self.match.host.load_events(self.id, self.variant, tail)
-        return list(self.events)
-
     async def subscribe(
         self,
         sink: Sink,
@@ -235,60 +212,18 @@ class GameSession:
         from_start: bool,
         own_turns: bool = False,
     ) -> tuple[list[Event], bool]:
-        """Register ``sink`` (again, for another stream it feeds); return the events to send
-        first (no gap) and whether it is live.
-
-        A seat that resumes after the TURN_STARTED of a turn still waiting for its play gets
-        a SNAPSHOT (with the legal plays) at the end of the backlog, so the pending turn is
-        always announced again. A finished game keeps no subscribers: its stream ends after
-        the backlog. ``own_turns`` (a seat's only): the stream is sent only the events
-        that seat needs to play (:meth:`concerns`), the backlog too.
-        """
-        if after_seq > self.last_seq:
-            raise ArbiterError(
-                Code.INVALID_ARGUMENT,
-                f"after_seq {after_seq} is beyond the last event ({self.last_seq})",
-            )
-        if from_start:
-            backlog = await self.history()
-        elif after_seq:
-            backlog = (await self.history())[after_seq:]
-            if not backlog and seat is not None and self.awaits(seat):
-                backlog.append(self._event(EventType.SNAPSHOT))
-        else:
-            backlog = [self._event(EventType.SNAPSHOT)]
-        own = seat if own_turns else None
-        if own is not None:
-            backlog = [event for event in backlog if self.concerns(event, own)]
-        if self.status in (Status.FINISHED, Status.ABORTED):
-            return backlog, False
-        self.sinks[sink] = own
-        if seat is not None:
-            self.connected[seat] += 1
-            self.present.add(seat)
-            if len(self.present) == 2:
-                self.all_present.set()
-        return backlog, True
-
-    def unsubscribe(self, sink: Sink, seat: int | None, *, last: bool = True) -> None:
-        """A stream of ``seat`` that ``sink`` fed has ended (``last``: no other stream
-        follows ``sink``)."""
-        if sink in self.sinks:
-            if last:
-                del self.sinks[sink]
-            if seat is not None:
-                self.connected[seat] -= 1
-
-    def concerns(self, event: Event, seat: int) -> bool:
-        """Whether ``seat`` needs ``event`` to play (EVENT_FILTER_OWN_TURNS): everything
-        but the plays, the passes and the opponent's TURN_STARTED (the next event's state
-        shows what they did)."""
-        kind = event.type
-        if kind is EventType.TURN_STARTED:
-            return event.snapshot.position.turn is self.card.color_of(
-                seat, event.snapshot.white_seat
-            )
-        return kind is not EventType.PLAY_MADE and kind is not EventType.TURN_PASSED
+        """Follow the game with ``sink`` (called from the bridge): the events to send first
+        and whether it is live (see Audience.subscribe)."""
+        return await self.audience.subscribe(
+            sink,
+            seat,
+            after_seq,
+            from_start,
+            own_turns,
+            snapshot=self.snapshot,
+            awaited=seat is not None and self.awaits(seat),
+            ended=self.status in (Status.FINISHED, Status.ABORTED),
+        )
 
     # -- events -------------------------------------------------------------------------
     def snapshot(self, *, offer: bool = False, ahead: Ahead | None = None) -> Snapshot:
@@ -319,24 +254,14 @@ class GameSession:
             server_seed=self.revealed_seed(),
         )
 
-    def _event(self, kind: EventType, **extra) -> Event:
-        """An unrecorded event (a snapshot, a shutdown notice) at the last told seq."""
-        return Event(self.last_seq, kind, time.time(), self.snapshot(), **extra)
-
     def _record(self, kind: EventType, *, offer: bool = False, **extra) -> tuple[Event, Commit]:
-        """The next event, queued for the journal; tell it (``_tell``) once durable."""
+        """The next event, queued for the journal; tell it once durable."""
         event = self._next_event(kind, offer=offer, **extra)
         return event, self.match.host.journal(self, event)
 
     def _next_event(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
         snap = self.snapshot(offer=offer)
-        return Event(len(self.events) + 1, kind, time.time(), snap, **extra)
-
-    def _tell(self, event: Event) -> None:
-        self.events.append(event)
-        for sink, own in list(self.sinks.items()):
-            if own is None or self.concerns(event, own):
-                sink.send(event)
+        return Event(len(self.audience.events) + 1, kind, time.time(), snap, **extra)
 
     async def emit(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
         """Journal an event and, once it is durable, tell every subscriber. The wait is
@@ -344,17 +269,13 @@ class GameSession:
         event, commit = self._record(kind, offer=offer, **extra)
         with trio.CancelScope(shield=True):
             await commit.wait()
-        self._tell(event)
+        self.audience.tell(event)
         return event
 
     def close_streams(self, final: EventType | None = None) -> None:
-        """End every stream (after a final unrecorded event such as SERVER_SHUTDOWN)."""
-        last = self._event(final) if final else None
-        for sink in list(self.sinks):
-            if last is not None:
-                sink.send(last)
-            sink.close()
-        self.sinks.clear()
+        """End every stream (after a ``final`` unrecorded event such as SERVER_SHUTDOWN)."""
+        audience = self.audience
+        audience.close(audience.unrecorded(final, self.snapshot()) if final else None)
 
     # -- the game -----------------------------------------------------------------------
     def log(self, msg: str, *args) -> None:
@@ -517,7 +438,7 @@ class GameSession:
             late = trio.current_time() - deadline
             self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
-            why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
+            why = Termination.TIMEOUT if self.audience.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             clock.bank_ms = 0  # used up: the final state shows no bank left
             self.legal = ()
@@ -586,12 +507,12 @@ class GameSession:
         finally:
             self._committing = None
             done.set()
-        self._tell(event)
+        self.audience.tell(event)
         metrics = self.match.host.metrics
         metrics.turns.labels("automatic" if automatic else "played").inc()
         if not automatic:
             metrics.turn_latency.observe(used_ms / 1000)
-        self._retire_announcement()
+        self.audience.retire_announcement()
         if ahead is not None:
             self._open_ahead(ahead, offer)
         return answer
@@ -617,21 +538,10 @@ class GameSession:
         self.turn_id = ahead.turn_id
         if self.result is None and not self.match.stopping:
             self.dice, self.legal = ahead.dice, ahead.legal
-            self._tell(event)
+            self.audience.tell(event)
             self._open_turn()
         else:  # resigned or called off meanwhile: the turn is told, never offered
-            self._tell(replace(event, snapshot=event.snapshot._replace(legal=()), views={}))
-
-    def _retire_announcement(self) -> None:
-        """The turn is over: its TURN_STARTED event stops carrying the legal plays, so that
-        a replay (from_start, after_seq) never offers a turn that can no longer be played."""
-        for i in range(len(self.events) - 1, max(-1, len(self.events) - 3), -1):
-            event = self.events[i]
-            if event.type is EventType.TURN_STARTED:
-                if event.snapshot.legal:
-                    snap = event.snapshot._replace(legal=())
-                    self.events[i] = replace(event, snapshot=snap, views={})
-                return
+            self.audience.tell(replace(event, snapshot=event.snapshot._replace(legal=()), views={}))
 
     # -- actions (called from the bridge) -----------------------------------------------
     async def submit(
@@ -726,7 +636,7 @@ class GameSession:
         before the last play's (see RESEND_TAIL)."""
         if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
             return None
-        for event in reversed(await self.history(RESEND_TAIL)):
+        for event in reversed(await self.audience.history(RESEND_TAIL)):
             play = event.play
             if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
                 return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
@@ -734,7 +644,7 @@ class GameSession:
 
     async def _replay_end(self, turn_id: int, notation: str | None) -> Any:
         """The end position ``notation`` would have given on an already played turn."""
-        for event in reversed(await self.history(RESEND_TAIL)):
+        for event in reversed(await self.audience.history(RESEND_TAIL)):
             if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
                 snap = event.snapshot
                 try:
@@ -792,7 +702,7 @@ class GameSession:
         """The seat that never came loses by abandonment, nothing thrown, ``white_seat``
         playing white (a ladder game whose other seat came; the caller finishes it)."""
         self.white_seat = white_seat
-        (here,) = self.present
+        (here,) = self.audience.present
         absent = self.color_of(1 - here)
         assert absent is not None
         self.result = self.variant.forfeit(self.position, absent, Termination.ABANDONMENT)
@@ -826,7 +736,7 @@ class GameSession:
         self._ended()  # a pair's partner may go on; the seed is revealed once both ended
         self.dice = ()
         self.legal = ()
-        self._retire_announcement()
+        self.audience.retire_announcement()
         try:
             await self.emit(kind)
         except ArbiterError as e:
@@ -849,8 +759,7 @@ class GameSession:
         """An ended game keeps its events in the journal only: they are read back when
         someone replays the game, so a ladder that runs for weeks does not fill memory.
         So are the answers to its plays (for an idempotent re-send, see submit)."""
-        self.released = self.events[-1].seq if self.events else 0
-        self.events = []
+        self.audience.release()
         self.accepted = {}
         self.legal = ()
         self._offer = ((), {})
