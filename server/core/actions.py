@@ -33,7 +33,7 @@ class Actions:
     async def _seated(self, digest: str | None, game_id: str) -> tuple[GameSession, int]:
         principal = self.roster.authenticate(digest)
         game = await self.tables.game(game_id)
-        seat = game.seat_in(principal)
+        seat = game.match.seat_in(principal)
         if seat is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
@@ -50,7 +50,7 @@ class Actions:
         """
         principal = self.roster.authenticate(digest, required=False)  # (first)
         game = await self.tables.game(game_id, read=read)
-        seat = game.seat_in(principal)
+        seat = game.match.seat_in(principal)
         if principal is not None and seat is None and not principal.admin:
             raise ArbiterError(
                 Code.PERMISSION_DENIED,

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import trio
 
 from nardy import Match, opening_throw
+from nardy.dice import Dice, seeded_server_seed
 from nardy.match import GameOptions
 from nardy.variant import Variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
@@ -19,7 +20,8 @@ from server.core.clock import Arrivals, Clock
 from server.core.journal import Event, Status
 from server.core.lockstep import Lockstep
 from server.core.metrics import Metrics
-from server.core.session import GameSession
+from server.core.principals import Principal
+from server.core.session import GameCard, GameSession
 from server.core.writer import Commit
 
 
@@ -183,8 +185,49 @@ class MatchSession:
             return s[0], s[1]
         return s[white], s[1 - white]
 
+    def dice(self, number: int, server_seed: bytes | None) -> Dice:
+        """The dice of the match's game ``number``: a public seed's, the pair's
+        (``server_seed``), or a fresh secret server seed's."""
+        if self.seed is not None:
+            server_seed = seeded_server_seed(self.seed, number)
+        return Dice(server_seed, self.script if number == 1 else ())
+
+    def card(self, game_id: str, number: int, dice: Dice) -> GameCard:
+        """What never changes in the match's game ``number``, thrown with ``dice``."""
+        terms = Terms(
+            self.turn_time_ms, self.time_bank_ms, self.auto_play_forced, self.illegal_play_limit
+        )
+        return GameCard(
+            game_id,
+            self.id,
+            number,
+            self.options,
+            terms,
+            self.seats,
+            self.match.target,
+            self.seeded,
+            self.rated,
+            self.ladder,
+            dice.commitment,
+            public_seed=self.seed is not None,
+            scripted_dice=len(dice.script),
+        )
+
     def seat_index(self, player_id: str | None) -> int:
         return next(s.index for s in self.seats if s.player_id == player_id)
+
+    def seat_in(self, principal: Principal | None) -> int | None:
+        """The seat ``principal`` holds in this match, or None."""
+        if principal is None:
+            return None
+        if principal.match_id is not None:
+            return principal.seat if principal.match_id == self.id else None
+        if principal.player_id == self.challenged:
+            return None  # not seated until the challenge is accepted
+        for seat in self.seats:
+            if seat.player_id == principal.player_id:
+                return seat.index
+        return None
 
     async def call_off(self, why: str) -> None:
         """End the match now: its current game is aborted (voided) with ``why``."""

@@ -44,7 +44,7 @@ class Notices:
 
     @staticmethod
     def _notes_of(game: GameSession, principal: Principal) -> list[PlayerNote]:
-        seat = game.seat_in(principal)
+        seat = game.match.seat_in(principal)
         if seat is not None:
             return [PlayerNote.about(Note.GAME_ASSIGNED, game, seat)]
         if principal.player_id and game.match.challenged == principal.player_id:

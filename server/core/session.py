@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from nardy import Color, GameResult, Termination
-from nardy.dice import Dice, seeded_server_seed
 from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
 from nardy.variant import GamePlay as Play
@@ -33,7 +32,6 @@ from nardy.wire import Terms
 from server.core.audience import Audience, Sink
 from server.core.clock import Arrival
 from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
-from server.core.principals import Principal
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code
 
@@ -109,36 +107,14 @@ class GameSession:
         self.match = match
         self.id = game_id
         self.number = number
-        # The game's dice: a public seed's, the pair's, or a fresh secret server seed.
-        if match.seed is not None:
-            server_seed = seeded_server_seed(match.seed, number)
-        self.roller = Dice(server_seed, match.script if number == 1 else ())
+        self.roller = match.dice(number, server_seed)
         self.client_seeds = ["", ""]  # per seat, fixed when the game starts
         self.options = match.options
         self.variant = get_variant(match.options.variant)
         self.status = Status.WAITING
         self.position = match.start if number == 1 and match.start else self.variant.start()
         self.white_seat: int | None = None  # set when the game starts
-        self.card = GameCard(
-            game_id,
-            match.id,
-            number,
-            match.options,
-            Terms(
-                match.turn_time_ms,
-                match.time_bank_ms,
-                match.auto_play_forced,
-                match.illegal_play_limit,
-            ),
-            match.seats,
-            match.match.target,
-            match.seeded,
-            match.rated,
-            match.ladder,
-            self.roller.commitment,
-            public_seed=match.seed is not None,
-            scripted_dice=len(self.roller.script),
-        )
+        self.card = match.card(game_id, number, self.roller)
         # Known before the start when no opening throw decides (a chosen colour, or later
         # games of a match whose colours alternate).
         self.planned_white: int | None = match.planned_white()
@@ -170,30 +146,13 @@ class GameSession:
         return self.white_seat if self.white_seat is not None else self.planned_white
 
     def color_of(self, seat: int) -> Color | None:
-        white = self.known_white
-        if white is None:
-            return None
-        return Color.WHITE if seat == white else Color.BLACK
+        return self.card.color_of(seat, self.known_white)
 
     def seat_of(self, color: Color) -> Seat:
         white = self.known_white
         assert white is not None
         index = white if color is Color.WHITE else 1 - white
         return self.match.seats[index]
-
-    def seat_in(self, principal: Principal | None) -> int | None:
-        """The seat ``principal`` holds in this game's match, or None."""
-        if principal is None:
-            return None
-        match = self.match
-        if principal.match_id is not None:
-            return principal.seat if principal.match_id == match.id else None
-        if principal.player_id == match.challenged:
-            return None  # not seated until the challenge is accepted
-        for seat in match.seats:
-            if seat.player_id == principal.player_id:
-                return seat.index
-        return None
 
     def awaits(self, seat: int) -> bool:
         """True while the turn in progress waits for ``seat``'s play."""
