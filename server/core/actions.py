@@ -12,10 +12,11 @@ from server.core import statements
 from server.core.audience import Sink
 from server.core.clock import Arrival
 from server.core.journal import Status
+from server.core.judge import Accepted
 from server.core.ladders import Ladders
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import Accepted, GameSession
+from server.core.session import GameSession
 from server.core.store import LeaseLost
 from server.core.tables import Tables
 from server.errors import ArbiterError, Code

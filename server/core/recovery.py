@@ -15,9 +15,10 @@ from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
 from nardy.variant import variant
 from server.core.journal import EventType, Status, decode_event
+from server.core.judge import Accepted
 from server.core.lockstep import Lockstep
 from server.core.match import Host, MatchSession, Seat
-from server.core.session import Accepted, GameSession
+from server.core.session import GameSession
 
 # One game as the store gives it back: (game id, number in the match, server seed in hex,
 # journal entries, status in the games table).
@@ -92,7 +93,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
             game.roller.client_seeds = event.snapshot.client_seeds
         if event.type is EventType.PLAY_MADE and play is not None:
             end = event.snapshot.position.text()
-            game.accepted[play.turn_id] = Accepted(play.notation, end, play.used_ms)
+            game.judge.accepted[play.turn_id] = Accepted(play.notation, end, play.used_ms)
             if not play.automatic:
                 game.used_ms[play.side] += play.used_ms
                 game.plays_made[play.side] += 1
@@ -108,7 +109,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     game.dice = last.dice
     game.result = last.result
     game.next_game_id = last.next_game_id
-    game.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
+    game.judge.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
     for color, (_, bank_ms) in zip(Color, last.clocks, strict=True):
         game.clocks[color] = replace(game.match.fresh_clock(), bank_ms=bank_ms)  # not running
     if game.status in (Status.FINISHED, Status.ABORTED):

@@ -19,12 +19,11 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from nardy import Color, GameResult, Termination
-from nardy.game import IllegalPlay
 from nardy.match import GameOptions, Opening
 from nardy.variant import GamePlay as Play
 from nardy.variant import variant as get_variant
@@ -32,6 +31,7 @@ from nardy.wire import Terms
 from server.core.audience import Audience, Sink
 from server.core.clock import Arrival
 from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
+from server.core.judge import Accepted, Judge
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code
 
@@ -46,20 +46,6 @@ MAX_SEND_DELAY_S = 2.0
 # A turn asks the edge for its fence this long before its deadline, so that the answer is
 # there when the deadline passes (server.core.clock).
 FENCE_LEAD_S = 0.1
-# A resend to an ended game is answered from its journal's last events (read back from the
-# store, for anyone holding a seat token): the last play's TURN_STARTED and PLAY_MADE and
-# what ended the game after it. An earlier turn of an ended game is just over.
-RESEND_TAIL = 4
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """The answer to an accepted play, kept for idempotent re-sends."""
-
-    notation: str
-    end_position: str
-    used_ms: int
-    duplicate: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,14 +115,13 @@ class GameSession:
         self._committing: trio.Event | None = None  # set when the pending play's commit ends
         self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
         self.end_error: ArbiterError | None = None
-        self.accepted: dict[int, Accepted] = {}  # turn_id -> the answer to its play
-        self.refused = {Color.WHITE: 0, Color.BLACK: 0}  # plays refused as illegal, per side
+        self.judge = Judge(self.variant, match.illegal_play_limit)
         self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
         self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
         self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
-        self._offer: tuple = ((), {})  # see _offered
+
         self.throws: tuple[tuple[int, int], ...] = ()
 
     # -- seats --------------------------------------------------------------------------
@@ -207,7 +192,7 @@ class GameSession:
             result=self.result,
             legal=self.legal if self.open_turn or offer else (),
             next_game_id=self.next_game_id,
-            refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
+            refused=(self.judge.refused[Color.WHITE], self.judge.refused[Color.BLACK]),
             white_seat=self.known_white,
             client_seeds=self.roller.client_seeds,
             server_seed=self.revealed_seed(),
@@ -293,7 +278,7 @@ class GameSession:
         clock (a new TURN_STARTED with the same turn_id): the outage is not charged.
         """
         self.log("resumed at turn %d", self.turn_id)
-        if self.result is None and self.dice and self.turn_id not in self.accepted:
+        if self.result is None and self.dice and self.turn_id not in self.judge.accepted:
             await self._await_play(tuple(self.variant.legal_plays(self.position, self.dice)))
         return await self._play_on(None)
 
@@ -421,7 +406,7 @@ class GameSession:
         return (
             self.result is None
             and self.turn_id == turn_id
-            and (turn_id not in self.accepted or self._committing is not None)
+            and (turn_id not in self.judge.accepted or self._committing is not None)
         )
 
     def arrival_settled(self) -> None:
@@ -436,7 +421,7 @@ class GameSession:
         answer = Accepted(play.notation(), play.end.text(), used_ms)
         before = (self.position, self.legal, self.dice, self.open_turn)
         turn_id, result = self.turn_id, self.result
-        self.accepted[turn_id] = answer
+        self.judge.accepted[turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
@@ -456,7 +441,7 @@ class GameSession:
             with trio.CancelScope(shield=True):
                 await commit.wait()
         except ArbiterError:  # not stored: as if the play never arrived
-            del self.accepted[turn_id]
+            del self.judge.accepted[turn_id]
             self.position, self.legal, self.dice, self.open_turn = before
             if self.result is mine:  # (a resignation meanwhile stands)
                 self.result = result
@@ -516,15 +501,10 @@ class GameSession:
         same play (in an ended game too: its answers are read back from the journal)."""
         while (pending := self._committing) is not None and turn_id == self.turn_id:
             await pending.wait()  # the same turn is being sealed or stored: its fate first
-        answer = self.accepted.get(turn_id) or await self._journaled_answer(turn_id)
-        if answer is not None:
-            requested = await self._requested_end(turn_id, notation, end)
-            if requested is not None and requested.text() == answer.end_position:
-                return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
-            raise ArbiterError(
-                Code.FAILED_PRECONDITION,
-                f"turn {turn_id} was already played ({answer.notation})",
-            )
+        ended = self.status in (Status.FINISHED, Status.ABORTED) and 0 < turn_id <= self.turn_id
+        again = await self.judge.resent(turn_id, notation, end, self.audience.history, ended)
+        if again is not None:
+            return again
         if self.status is Status.WAITING:
             raise ArbiterError(Code.FAILED_PRECONDITION, "the game has not started")
         if self.status is not Status.IN_PROGRESS or self.result is not None:
@@ -541,7 +521,15 @@ class GameSession:
         arrived = trio.current_time() if arrival is None else arrival.time
         if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
-        play = self._read_play(notation, end)
+        try:
+            play = self.judge.read(self.position, self.dice, self.legal, notation, end)
+        except ArbiterError:  # refused: past the game's limit the mover loses (ladder rule)
+            if self.judge.over_limit(mover) and self.result is None:
+                self.log("%s lost: %d illegal plays", mover.name.lower(), self.judge.refused[mover])
+                self.legal = ()
+                self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
+                self._wake.set()
+            raise
         before = (clock.bank_ms, clock.started)
         used = clock.charge(arrived)
         try:
@@ -580,82 +568,6 @@ class GameSession:
     def unseal(self) -> None:
         """The game ends (or stops here): a sealed play waits no more (see _seal)."""
         self._seal_scope.cancel()
-
-    async def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
-        if end is not None:
-            try:
-                return self.variant.parse(end)
-            except ValueError:
-                return None
-        return await self._replay_end(turn_id, notation)
-
-    async def _journaled_answer(self, turn_id: int) -> Accepted | None:
-        """The answer to ``turn_id``'s play in an ended game, read back from the end of its
-        journal (an ended game keeps no answers in memory; see release); None for a turn
-        before the last play's (see RESEND_TAIL)."""
-        if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
-            return None
-        for event in reversed(await self.audience.history(RESEND_TAIL)):
-            play = event.play
-            if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
-                return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
-        return None
-
-    async def _replay_end(self, turn_id: int, notation: str | None) -> Any:
-        """The end position ``notation`` would have given on an already played turn."""
-        for event in reversed(await self.audience.history(RESEND_TAIL)):
-            if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
-                snap = event.snapshot
-                try:
-                    return self.variant.match_play(snap.position, snap.dice, notation or "").end
-                except ValueError:
-                    return None
-        return None
-
-    def _offered(self, by: str) -> dict[str, Play]:
-        """The awaited turn's legal plays by end-position text (``by`` "end") or by
-        notation ("notation"), each built once per turn when first needed: a play given as
-        the server wrote it is found without parsing."""
-        if self._offer[0] is not self.legal:
-            self._offer = (self.legal, {})
-        found = self._offer[1].get(by)
-        if found is None:
-            if by == "end":
-                found = {play.end.text(): play for play in self.legal}
-            else:
-                found = {play.notation(): play for play in self.legal}
-            self._offer[1][by] = found
-        return found
-
-    def _read_play(self, notation: str | None, end: str | None) -> Play:
-        if end is None:
-            play = self._offered("notation").get(notation or "")
-        else:
-            play = self._offered("end").get(end)
-        if play is not None:
-            return play
-        try:
-            if end is None:  # recorded as the legal play it matches: its canonical notation
-                written = self.variant.match_play(self.position, self.dice, notation or "")
-                return self._offered("end").get(written.end.text(), written)
-            target = self.variant.parse(end)
-            for play in self.legal:
-                if play.end == target:
-                    return play
-            raise IllegalPlay("end_position is not the end of any legal play this turn")
-        except (IllegalPlay, ValueError) as e:
-            self._refuse(self.position.turn)
-            raise ArbiterError(Code.INVALID_ARGUMENT, f"illegal play: {e}") from None
-
-    def _refuse(self, mover: Color) -> None:
-        """Count a refused play; past the game's limit the mover loses (ladder rule)."""
-        self.refused[mover] += 1
-        limit = self.match.illegal_play_limit
-        if limit and self.refused[mover] >= limit and self.result is None:
-            self.log("%s lost: %d illegal plays", mover.name.lower(), self.refused[mover])
-            self.legal = ()
-            self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
-            self._wake.set()
 
     def absent_loses(self, white_seat: int) -> GameResult:
         """The seat that never came loses by abandonment, nothing thrown, ``white_seat``
@@ -719,7 +631,6 @@ class GameSession:
         someone replays the game, so a ladder that runs for weeks does not fill memory.
         So are the answers to its plays (for an idempotent re-send, see submit)."""
         self.audience.release()
-        self.accepted = {}
+        self.judge.release()
         self.legal = ()
-        self._offer = ((), {})
         self.ended.set()
