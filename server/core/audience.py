@@ -20,7 +20,7 @@ from server.core.journal import Event, EventType, Snapshot
 from server.errors import ArbiterError, Code
 
 if TYPE_CHECKING:
-    from server.core.session import GameCard
+    from server.core.game import GameCard
 
 
 class Sink(Protocol):

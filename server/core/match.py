@@ -17,11 +17,12 @@ from nardy.match import GameOptions
 from nardy.variant import Variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
 from server.core.clock import Arrivals, Clock
+from server.core.game import GameCard
 from server.core.journal import Event, Status
 from server.core.lockstep import Lockstep
 from server.core.metrics import Metrics
 from server.core.principals import Principal
-from server.core.session import GameCard, GameSession
+from server.core.session import GameSession
 from server.core.writer import Commit
 
 

@@ -1,4 +1,4 @@
-"""One game as trio tasks: dice, the turn clock, plays, results and events.
+"""One game as it is played, in trio tasks: dice, the turn clock, plays and results.
 
 Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.core.clock`) is
 a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
@@ -14,31 +14,24 @@ commit (see GameSession._roll_ahead).
 
 from __future__ import annotations
 
-import logging
 import math
-import time
-from dataclasses import dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import trio
 
 from nardy import Color, GameResult, Termination
-from nardy.match import GameOptions, Opening
+from nardy.match import Opening
 from nardy.variant import GamePlay as Play
-from nardy.variant import variant as get_variant
-from nardy.wire import Terms
-from server.core.audience import Audience, Sink
 from server.core.clock import Arrival
-from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
-from server.core.judge import Accepted, Judge
-from server.core.writer import Commit
+from server.core.game import Game
+from server.core.journal import Event, EventType, PlayRecord, Status
+from server.core.judge import Accepted
 from server.errors import ArbiterError, Code
 
 if TYPE_CHECKING:
-    from server.core.match import MatchSession, Seat
+    from server.core.match import MatchSession
 
-log = logging.getLogger("nardy.server")
 
 # A turn's time runs from when the mover's stream sent it, at most this long after the core
 # announced it (a slow or stalled reader of its own stream gains no more than this).
@@ -57,180 +50,20 @@ class Ahead:
     legal: tuple[Play, ...]
 
 
-@dataclass(frozen=True)
-class GameCard:
-    """What never changes in a game: ids, options, seats. Safe to read from any thread."""
-
-    game_id: str
-    match_id: str
-    number: int
-    options: GameOptions
-    terms: Terms
-    seats: tuple[Seat, Seat]  # first and second player (CreateMatch order)
-    target: int
-    seeded: bool
-    rated: bool
-    ladder: str
-    dice_commitment: str  # hex SHA-256 of the game's server seed (provably fair dice)
-    public_seed: bool = False  # the dice come from a seed the creator chose
-    scripted_dice: int = 0  # the game's first dice were chosen by its creator
-    # server.core.views' cache of the encoded fields that never change (not part of the card)
-    views: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
-        """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
-        if seat is None or white_seat is None:
-            return None
-        return Color.WHITE if seat == white_seat else Color.BLACK
-
-
-class GameSession:
-    """One game of a match: the turn loop, its clock, and its event journal."""
+class GameSession(Game):
+    """One game of a match as it is played: the turn loop, its clock, plays, the end."""
 
     def __init__(
         self, match: MatchSession, game_id: str, number: int, server_seed: bytes | None = None
     ) -> None:
-        self.match = match
-        self.id = game_id
-        self.number = number
-        self.roller = match.dice(number, server_seed)
-        self.client_seeds = ["", ""]  # per seat, fixed when the game starts
-        self.options = match.options
-        self.variant = get_variant(match.options.variant)
-        self.status = Status.WAITING
-        self.position = match.start if number == 1 and match.start else self.variant.start()
-        self.white_seat: int | None = None  # set when the game starts
-        self.card = match.card(game_id, number, self.roller)
-        # Known before the start when no opening throw decides (a chosen colour, or later
-        # games of a match whose colours alternate).
-        self.planned_white: int | None = match.planned_white()
-        self.turn_id = 0
-        self.dice: tuple[int, ...] = ()
-        self.legal: tuple[Play, ...] = ()
-        self.clocks = {color: match.fresh_clock() for color in Color}
-        self.result: GameResult | None = None
-        self.next_game_id = ""
-        self.audience = Audience(self.card, partial(match.host.load_events, game_id, self.variant))
-        self.open_turn = False  # the turn was told and awaits its play
+        super().__init__(match, game_id, number, server_seed)
         self._committing: trio.Event | None = None  # set when the pending play's commit ends
-        self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
         self.end_error: ArbiterError | None = None
-        self.judge = Judge(self.variant, match.illegal_play_limit)
-        self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
-        self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
         self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
 
-        self.throws: tuple[tuple[int, int], ...] = ()
-
-    # -- seats --------------------------------------------------------------------------
-    @property
-    def known_white(self) -> int | None:
-        """The seat that plays white, once that is known (before the start, if planned)."""
-        return self.white_seat if self.white_seat is not None else self.planned_white
-
-    def color_of(self, seat: int) -> Color | None:
-        return self.card.color_of(seat, self.known_white)
-
-    def seat_of(self, color: Color) -> Seat:
-        white = self.known_white
-        assert white is not None
-        index = white if color is Color.WHITE else 1 - white
-        return self.match.seats[index]
-
-    def awaits(self, seat: int) -> bool:
-        """True while the turn in progress waits for ``seat``'s play."""
-        return (
-            self.status is Status.IN_PROGRESS
-            and self.result is None
-            and self.open_turn
-            and self.color_of(seat) is self.position.turn
-        )
-
-    async def subscribe(
-        self,
-        sink: Sink,
-        seat: int | None,
-        after_seq: int,
-        from_start: bool,
-        own_turns: bool = False,
-    ) -> tuple[list[Event], bool]:
-        """Follow the game with ``sink`` (called from the bridge): the events to send first
-        and whether it is live (see Audience.subscribe)."""
-        return await self.audience.subscribe(
-            sink,
-            seat,
-            after_seq,
-            from_start,
-            own_turns,
-            snapshot=self.snapshot,
-            awaited=seat is not None and self.awaits(seat),
-            ended=self.status in (Status.FINISHED, Status.ABORTED),
-        )
-
-    # -- events -------------------------------------------------------------------------
-    def snapshot(self, *, offer: bool = False, ahead: Ahead | None = None) -> Snapshot:
-        """The state now. The legal plays show only while the turn is open (told and
-        awaiting its play), or in the TURN_STARTED that offers it (``offer``): a turn on
-        its way to the journal is offered to nobody yet. ``ahead``: as the next turn,
-        rolled ahead, will offer it."""
-        if ahead is not None:
-            snap = self.snapshot()
-            return snap._replace(dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal)
-        now = trio.current_time()
-        clocks = [self.clocks[color].reading(now) for color in Color]
-        scores = self.match.scores_by_colour(self)
-        return Snapshot(
-            status=self.status,
-            position=self.position,
-            dice=self.dice,
-            turn_id=self.turn_id,
-            clocks=(clocks[0], clocks[1]),
-            scores=scores,
-            match_over=self.match.match.over,
-            result=self.result,
-            legal=self.legal if self.open_turn or offer else (),
-            next_game_id=self.next_game_id,
-            refused=(self.judge.refused[Color.WHITE], self.judge.refused[Color.BLACK]),
-            white_seat=self.known_white,
-            client_seeds=self.roller.client_seeds,
-            server_seed=self.revealed_seed(),
-        )
-
-    def _record(self, kind: EventType, *, offer: bool = False, **extra) -> tuple[Event, Commit]:
-        """The next event, queued for the journal; tell it once durable."""
-        event = self._next_event(kind, offer=offer, **extra)
-        return event, self.match.host.journal(self, event)
-
-    def _next_event(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
-        snap = self.snapshot(offer=offer)
-        return Event(len(self.audience.events) + 1, kind, time.time(), snap, **extra)
-
-    async def emit(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
-        """Journal an event and, once it is durable, tell every subscriber. The wait is
-        shielded: an event on its way to the journal is always seen through."""
-        event, commit = self._record(kind, offer=offer, **extra)
-        with trio.CancelScope(shield=True):
-            await commit.wait()
-        self.audience.tell(event)
-        return event
-
-    def close_streams(self, final: EventType | None = None) -> None:
-        """End every stream (after a ``final`` unrecorded event such as SERVER_SHUTDOWN)."""
-        audience = self.audience
-        audience.close(audience.unrecorded(final, self.snapshot()) if final else None)
-
     # -- the game -----------------------------------------------------------------------
-    def log(self, msg: str, *args) -> None:
-        log.info("game=%s " + msg, self.id, *args)
-
-    def offer_client_seed(self, seat: int, seed: str) -> None:
-        """A seat's contribution to the dice, taken until the game starts (not when the
-        dice follow a public seed)."""
-        if seed and self.status is Status.WAITING and self.match.seed is None:
-            self.client_seeds[seat] = self.client_seeds[seat] or seed
-
     async def throw_gate(self) -> None:
         """Before each die: a duplicate pair's games wait for each other (see lockstep)."""
         pair = self.match.pair
@@ -238,18 +71,6 @@ class GameSession:
             await pair.at(self, self.roller.rolled)
             if self.roller.rolled == 0:
                 self.roller.client_seeds = tuple(pair.client_seeds())
-
-    def fix_client_seeds(self) -> None:
-        if self.match.pair is None and self.match.seed is None:
-            self.roller.client_seeds = tuple(self.client_seeds)
-
-    def revealed_seed(self) -> str:
-        """The server seed, hex, once it may be shown: the game (and its pair) has ended."""
-        if self.status not in (Status.FINISHED, Status.ABORTED):
-            return ""
-        if self.match.pair is not None and not self.match.pair.over:
-            return ""
-        return self.roller.server_seed.hex()
 
     def _ended(self) -> None:
         if self.match.pair is not None:
@@ -427,14 +248,15 @@ class GameSession:
         self.dice = ()
         self.open_turn = False
         self.result = mine = self.variant.result(self.position, self.options.rules)
-        event = self._next_event(EventType.PLAY_MADE, play=record)
+        event = self.next_event(EventType.PLAY_MADE, play=record)
         ahead = self._roll_ahead()
         if ahead is None:
             commit = self.match.host.journal(self, event)
         else:
-            offer = Event(
-                event.seq + 1, EventType.TURN_STARTED, event.time, self.snapshot(ahead=ahead)
+            snap = self.snapshot()._replace(
+                dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal
             )
+            offer = Event(event.seq + 1, EventType.TURN_STARTED, event.time, snap)
             commit = self.match.host.journal(self, event, offer)
         done = self._committing = trio.Event()
         try:
@@ -625,12 +447,3 @@ class GameSession:
     async def abort(self, why: str) -> None:
         await self._end(Status.ABORTED, EventType.GAME_ABORTED)
         self.log("aborted: %s", why)
-
-    def release(self) -> None:
-        """An ended game keeps its events in the journal only: they are read back when
-        someone replays the game, so a ladder that runs for weeks does not fill memory.
-        So are the answers to its plays (for an idempotent re-send, see submit)."""
-        self.audience.release()
-        self.judge.release()
-        self.legal = ()
-        self.ended.set()
