@@ -437,7 +437,6 @@ class Api:
         if r.events:
             told = await game.audience.history()
             out.events.extend(views.event_pb(game.card, e, None) for e in told)
-
         return out
 
     async def metrics(self, r, who: Caller, digest: str):

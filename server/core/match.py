@@ -1,6 +1,7 @@
 """One match as a trio task: its games one after another, to ``target`` points, from
 the seats' arrival to the last game's end; the call-off and the stop when another instance
-takes it over."""
+takes it over. Here too: its two Seats, what CreateMatch asks for (MatchSpec), and what a
+match needs from the server that runs it (Host)."""
 
 from __future__ import annotations
 
