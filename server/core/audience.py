@@ -154,6 +154,6 @@ class Audience:
         self.sinks.clear()
 
     def release(self) -> None:
-        """The game ended: its events stay in the journal only (see GameSession.release)."""
+        """The game ended: its events stay in the journal only (see Game.release)."""
         self.released = self.events[-1].seq if self.events else 0
         self.events = []

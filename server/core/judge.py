@@ -98,7 +98,7 @@ class Judge:
         """If turn ``turn_id`` was played already: the answer to the same play again, marked
         duplicate, or FAILED_PRECONDITION for another play; None if it was not. ``ended``:
         the game is over and ``turn_id`` one of its turns (an ended game keeps no answers
-        in memory, see release: they are read back from the end of its ``history``)."""
+        in memory, see Game.release: they are read back from the end of its ``history``)."""
         answer = self.accepted.get(turn_id)
         if answer is None and ended:
             answer = await self._journaled_answer(turn_id, history)

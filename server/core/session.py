@@ -3,13 +3,13 @@
 Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.core.clock`) is
 a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
 arrived at the transport, not by when the core gets to it. Every event is journaled
-through the Host and told to subscribers only once durable: a play is answered after its
-commit, and a turn's clock starts when the turn is told, so a slow journal delays a game
-but never charges a player. Plays and resignations come from the transport bridge as tasks
-of their own that wait for their commit; a game has at most one group of events on its way
-to the journal at a time. A play and the turn after it are one group (one commit per turn):
-the next dice are thrown while the play is judged, and the turn is opened by the play's
-commit (see GameSession._roll_ahead).
+through the Host and told to subscribers only once durable (server.core.game): a play is
+answered after its commit, and a turn's clock starts when the turn is told, so a slow
+journal delays a game but never charges a player. Plays and resignations come from the
+transport bridge as tasks of their own that wait for their commit; a game has at most one
+group of events on its way to the journal at a time. A play and the turn after it are one
+group (one commit per turn): the next dice are thrown while the play is judged, and the
+turn is opened by the play's commit (see GameSession._roll_ahead).
 """
 
 from __future__ import annotations
