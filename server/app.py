@@ -70,12 +70,16 @@ class CoreThread:
     def __init__(self, store_factory: Callable[[str], SQLStore] = open_store) -> None:
         self.store_factory = store_factory
         self.arbiter = None
+        # set once ``arbiter`` is the serving core's (or the core has stopped): the link says
+        # it is ready a step before the core's thread gets to publish it
+        self.published = threading.Event()
         self.token: trio.lowlevel.TrioToken | None = None
         self.error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
     async def start(self, config: ServerConfig) -> socket.socket:
         mine, theirs = socket.socketpair()
+        self.published.clear()
         self._thread = threading.Thread(
             target=self._main, args=(config, theirs), name="arbiter-core", daemon=True
         )
@@ -90,6 +94,7 @@ class CoreThread:
                 self.arbiter = await nursery.start(
                     partial(run, config, stream, store_factory=self.store_factory)
                 )
+                self.published.set()
 
         try:
             trio.run(main)
@@ -97,6 +102,7 @@ class CoreThread:
             self.error = unwrap(e)
             log.error("the core stopped: %r", self.error, exc_info=self.error)
         finally:
+            self.published.set()
             sock.close()  # the edge sees the link end
 
     async def wait(self) -> str:
@@ -177,6 +183,7 @@ class EmbeddedServer:
         self._ready.wait()
         if self._error is not None:
             raise self._error
+        self.runner.published.wait()  # (``arbiter`` is readable from here on)
         return self
 
     def stop(self) -> None:

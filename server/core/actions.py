@@ -9,12 +9,14 @@ from collections.abc import Callable
 from nardy import GameResult
 from nardy.dice import check_client_seed
 from server.core import statements
+from server.core.audience import Sink
 from server.core.clock import Arrival
 from server.core.journal import Status
+from server.core.judge import Accepted
 from server.core.ladders import Ladders
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import Accepted, GameSession, Sink
+from server.core.session import GameSession
 from server.core.store import LeaseLost
 from server.core.tables import Tables
 from server.errors import ArbiterError, Code
@@ -32,7 +34,7 @@ class Actions:
     async def _seated(self, digest: str | None, game_id: str) -> tuple[GameSession, int]:
         principal = self.roster.authenticate(digest)
         game = await self.tables.game(game_id)
-        seat = game.seat_in(principal)
+        seat = game.match.seat_in(principal)
         if seat is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "you hold no seat in this game")
         return game, seat
@@ -49,7 +51,7 @@ class Actions:
         """
         principal = self.roster.authenticate(digest, required=False)  # (first)
         game = await self.tables.game(game_id, read=read)
-        seat = game.seat_in(principal)
+        seat = game.match.seat_in(principal)
         if principal is not None and seat is None and not principal.admin:
             raise ArbiterError(
                 Code.PERMISSION_DENIED,
@@ -93,7 +95,7 @@ class Actions:
     def unsubscribe(self, game_id: str, sink: Sink, seat: int | None, *, last: bool = True) -> None:
         game = self.tables.games.get(game_id)
         if game is not None:
-            game.unsubscribe(sink, seat, last=last)
+            game.audience.unsubscribe(sink, seat, last=last)
 
     async def submit_play(
         self,

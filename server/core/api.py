@@ -38,9 +38,10 @@ from server.core.clock import Arrival
 from server.core.journal import Event, EventType
 from server.core.ladder import LadderOptions
 from server.core.ladder_views import crosstable_pb, ladder_options_pb, standings_pb
+from server.core.match import MatchSpec
 from server.core.notes import Note, PlayerNote
 from server.core.principals import Caller
-from server.core.session import GameSession, MatchSpec
+from server.core.session import GameSession
 from server.core.taps import Tap, Taps
 from server.errors import ArbiterError, Code, Elsewhere, clip
 
@@ -274,7 +275,8 @@ class Api:
         game, seat = await self.arbiter.actions.viewer(digest, r.game_id, read=True)
         color = None if seat is None else game.color_of(seat)
         return api.GetGameResponse(
-            state=views.state_pb(game.card, game.snapshot(), color), last_seq=game.last_seq
+            state=views.state_pb(game.card, game.snapshot(), color),
+            last_seq=game.audience.last_seq,
         )
 
     async def list_games(self, r, who: Caller, digest: str):
@@ -425,10 +427,11 @@ class Api:
             games.update((g.id, g) for g in await arbiter.tables.glance(elsewhere))
         for summary in playing:
             game = games.get(summary.game_id)
-            if game is not None and game.events:
+            told = game.audience.events if game is not None else ()
+            if told:
                 board = out.live.add()
-                board.state.CopyFrom(views.event_pb(game.card, game.events[-1], None).state)
-                last = next((e for e in reversed(game.events) if e.play is not None), None)
+                board.state.CopyFrom(views.event_pb(game.card, told[-1], None).state)
+                last = next((e for e in reversed(told) if e.play is not None), None)
                 if last is not None:
                     board.last.CopyFrom(views.event_pb(game.card, last, None).play)
         finished, _ = arbiter.catalogue.page(pb.GAME_STATUS_FINISHED, "", r.finished, "")
@@ -439,7 +442,8 @@ class Api:
         game = await self.arbiter.tables.game(r.game_id, read=True)
         out = link_pb.HistoryResponse(state=views.state_pb(game.card, game.snapshot(), None))
         if r.events:
-            out.events.extend(views.event_pb(game.card, e, None) for e in await game.history())
+            told = await game.audience.history()
+            out.events.extend(views.event_pb(game.card, e, None) for e in told)
         return out
 
     async def metrics(self, r, who: Caller, digest: str):

@@ -24,6 +24,7 @@ import trio
 
 from server.core.actions import Actions
 from server.core.ladders import Ladders
+from server.core.match import MatchSession, MatchSpec
 from server.core.notices import Notices
 from server.core.ownership import Sole
 from server.core.policy import Policy
@@ -31,7 +32,6 @@ from server.core.restart import Parts, restore
 from server.core.roster import Roster
 from server.core.runtime import Runtime
 from server.core.seating import Seating
-from server.core.session import MatchSession, MatchSpec
 from server.core.shared import Shared
 from server.core.store import Store
 from server.core.tables import Tables

@@ -206,7 +206,7 @@ def decode_ladder_game(text: str) -> dict:
 
 
 def encode_match(match: Any) -> tuple:
-    """The ``matches`` row of a server.core.session.MatchSession (scores are updated later)."""
+    """The ``matches`` row of a server.core.match.MatchSession (scores are updated later)."""
     o = match.options
     options = {
         "variant": o.variant,

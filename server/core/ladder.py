@@ -28,7 +28,8 @@ from nardy.wire import Terms
 from server.core.clock import DEFAULT_TURN_TIME_MS
 from server.core.journal import Status
 from server.core.lockstep import Lockstep
-from server.core.session import GameSession, MatchSession, MatchSpec
+from server.core.match import MatchSession, MatchSpec
+from server.core.session import GameSession
 
 log = logging.getLogger("nardy.server")
 

@@ -13,11 +13,12 @@ from nardy.variant import variant
 from server.core import statements
 from server.core.journal import Status
 from server.core.ladder import CreatePair, Ladder, LadderGame, LadderOptions, Member
+from server.core.match import MatchSession
 from server.core.ownership import Sole
 from server.core.policy import MAX_TURN_TIME_MS
 from server.core.roster import NAME, Roster
 from server.core.runtime import Runtime
-from server.core.session import GameSession, MatchSession
+from server.core.session import GameSession
 from server.core.store import StoreError, Write
 from server.errors import ArbiterError, Code, clip
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from nardy import Color
-from server.core.session import GameCard, GameSession, Seat
+from server.core.game import GameCard
+from server.core.match import Seat
+from server.core.session import GameSession
 
 
 class Note(IntEnum):

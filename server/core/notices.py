@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from server.core.audience import Sink
 from server.core.journal import Status
+from server.core.match import Seat
 from server.core.notes import Note, PlayerNote, RemoteCard, colour
 from server.core.ownership import Sole
 from server.core.principals import Principal
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import GameSession, Seat, Sink
+from server.core.session import GameSession
 from server.errors import ArbiterError, Code
 
 
@@ -42,7 +44,7 @@ class Notices:
 
     @staticmethod
     def _notes_of(game: GameSession, principal: Principal) -> list[PlayerNote]:
-        seat = game.seat_in(principal)
+        seat = game.match.seat_in(principal)
         if seat is not None:
             return [PlayerNote.about(Note.GAME_ASSIGNED, game, seat)]
         if principal.player_id and game.match.challenged == principal.player_id:

@@ -16,8 +16,9 @@ from server.core.runtime import Runtime
 from server.core.store import Write
 
 if TYPE_CHECKING:
+    from server.core.match import MatchSession
     from server.core.notes import Note, PlayerNote
-    from server.core.session import GameSession, MatchSession
+    from server.core.session import GameSession
 
 
 class Sole:

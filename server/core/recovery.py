@@ -15,8 +15,10 @@ from nardy.game import Color
 from nardy.match import Colours, GameOptions, Opening
 from nardy.variant import variant
 from server.core.journal import EventType, Status, decode_event
+from server.core.judge import Accepted
 from server.core.lockstep import Lockstep
-from server.core.session import Accepted, GameSession, Host, MatchSession, Seat
+from server.core.match import Host, MatchSession, Seat
+from server.core.session import GameSession
 
 # One game as the store gives it back: (game id, number in the match, server seed in hex,
 # journal entries, status in the games table).
@@ -83,7 +85,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     """Replay journal entries into ``game``: its events, state, and answered plays."""
     for seq, kind, when, e in entries:
         event = decode_event(seq, kind, when, e, game.variant)
-        game.events.append(event)
+        game.audience.events.append(event)
         play = event.play
         if event.type is EventType.GAME_STARTED:
             game.white_seat = e["white_seat"]
@@ -91,13 +93,13 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
             game.roller.client_seeds = event.snapshot.client_seeds
         if event.type is EventType.PLAY_MADE and play is not None:
             end = event.snapshot.position.text()
-            game.accepted[play.turn_id] = Accepted(play.notation, end, play.used_ms)
+            game.judge.accepted[play.turn_id] = Accepted(play.notation, end, play.used_ms)
             if not play.automatic:
                 game.used_ms[play.side] += play.used_ms
                 game.plays_made[play.side] += 1
-    if not game.events:
+    if not game.audience.events:
         return
-    last = game.events[-1].snapshot
+    last = game.audience.events[-1].snapshot
     if game.white_seat is None:  # no GAME_STARTED read (an ended game: its last entry only)
         game.white_seat = last.white_seat
         game.roller.client_seeds = last.client_seeds
@@ -107,7 +109,7 @@ def restore_game(game: GameSession, entries: list[tuple[int, int, float, dict]])
     game.dice = last.dice
     game.result = last.result
     game.next_game_id = last.next_game_id
-    game.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
+    game.judge.refused = {Color.WHITE: last.refused[0], Color.BLACK: last.refused[1]}
     for color, (_, bank_ms) in zip(Color, last.clocks, strict=True):
         game.clocks[color] = replace(game.match.fresh_clock(), bank_ms=bank_ms)  # not running
     if game.status in (Status.FINISHED, Status.ABORTED):

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from server.core.journal import Status
 from server.core.ladders import Ladders
 from server.core.lockstep import Lockstep
+from server.core.match import MatchSession
 from server.core.ownership import Sole
 from server.core.principals import Player
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import MatchSession
 from server.core.store import StoreError
 from server.core.tables import Tables
 

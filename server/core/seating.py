@@ -13,6 +13,7 @@ from nardy import Color
 from nardy.variant import Variant, variant
 from server.core import statements
 from server.core.journal import Status
+from server.core.match import MatchSession, MatchSpec, Seat
 from server.core.notes import Note, PlayerNote
 from server.core.notices import Notices
 from server.core.ownership import Sole
@@ -20,7 +21,6 @@ from server.core.policy import MAX_TURN_TIME_MS
 from server.core.principals import AS_OPERATOR, Caller, new_id, new_token, token_hash
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import MatchSession, MatchSpec, Seat
 from server.core.store import Write
 from server.core.tables import Tables
 from server.errors import ArbiterError, Code, clip, quote

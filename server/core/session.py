@@ -1,46 +1,37 @@
-"""One game and one match as trio tasks: dice, the turn clock, plays, results and events.
+"""One game as it is played, in trio tasks: dice, the turn clock, plays and results.
 
 Everything here runs in the arbiter's trio thread. A turn's clock (:mod:`server.core.clock`) is
 a deadline on the wait for the play (``trio.move_on_at``), and a play is judged by when it
 arrived at the transport, not by when the core gets to it. Every event is journaled
-through the Host and told to subscribers only once durable: a play is answered after its
-commit, and a turn's clock starts when the turn is told, so a slow journal delays a game
-but never charges a player. Plays and resignations come from the transport bridge as tasks
-of their own that wait for their commit; a game has at most one group of events on its way
-to the journal at a time. A play and the turn after it are one group (one commit per turn):
-the next dice are thrown while the play is judged, and the turn is opened by the play's
-commit (see GameSession._roll_ahead).
+through the Host and told to subscribers only once durable (server.core.game): a play is
+answered after its commit, and a turn's clock starts when the turn is told, so a slow
+journal delays a game but never charges a player. Plays and resignations come from the
+transport bridge as tasks of their own that wait for their commit; a game has at most one
+group of events on its way to the journal at a time. A play and the turn after it are one
+group (one commit per turn): the next dice are thrown while the play is judged, and the
+turn is opened by the play's commit (see GameSession._roll_ahead).
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import trio
 
-from nardy import Color, GameResult, Match, Termination, opening_throw
-from nardy.dice import Dice, seeded_server_seed
-from nardy.game import IllegalPlay
-from nardy.match import GameOptions, Opening
+from nardy import Color, GameResult, Termination
+from nardy.match import Opening
 from nardy.variant import GamePlay as Play
-from nardy.variant import Variant
-from nardy.variant import variant as get_variant
-from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
-from server.core.clock import Arrival, Arrivals, Clock
-from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
-from server.core.lockstep import Lockstep
-from server.core.metrics import Metrics
-from server.core.principals import Principal
-from server.core.writer import Commit
+from server.core.clock import Arrival
+from server.core.game import Game
+from server.core.journal import Event, EventType, PlayRecord, Status
+from server.core.judge import Accepted
 from server.errors import ArbiterError, Code
 
-log = logging.getLogger("nardy.server")
+if TYPE_CHECKING:
+    from server.core.match import MatchSession
+
 
 # A turn's time runs from when the mover's stream sent it, at most this long after the core
 # announced it (a slow or stalled reader of its own stream gains no more than this).
@@ -48,60 +39,6 @@ MAX_SEND_DELAY_S = 2.0
 # A turn asks the edge for its fence this long before its deadline, so that the answer is
 # there when the deadline passes (server.core.clock).
 FENCE_LEAD_S = 0.1
-# A resend to an ended game is answered from its journal's last events (read back from the
-# store, for anyone holding a seat token): the last play's TURN_STARTED and PLAY_MADE and
-# what ended the game after it. An earlier turn of an ended game is just over.
-RESEND_TAIL = 4
-
-
-@dataclass(frozen=True)
-class Seat:
-    """One of a match's two players."""
-
-    index: int  # 0: first player, 1: second player (CreateMatch order)
-    name: str
-    bot: bool = False
-    player_id: str | None = None  # a registered player, or None for an open seat
-    owner: str = ""
-
-
-class Sink(Protocol):
-    """Where a subscription's messages go; the transport supplies the implementation."""
-
-    def send(self, item: Any) -> None: ...
-    def close(self) -> None: ...
-
-
-class Host(Protocol):
-    """What a match needs from the server that runs it (the arbiter implements it)."""
-
-    arrivals: Arrivals  # plays stamped at the edge, not yet judged
-    metrics: Metrics  # turns, turn latency, clock lateness
-
-    def journal(self, game: GameSession, *events: Event) -> Commit:
-        """Queue ``events`` for the journal (one group: all durable or none); the commit
-        says when."""
-        ...
-
-    async def load_events(self, game_id: str, rules: Variant, tail: int = 0) -> list[Event]:
-        """The journaled events of a game, in order (``tail``: the last ones only)."""
-        ...
-
-    async def game_created(self, game: GameSession) -> None:
-        """A new game of a match exists (store it, tell the seats)."""
-
-    async def game_over(self, game: GameSession) -> None:
-        """A game ended (store its result, tell the seats and its ladder)."""
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """The answer to an accepted play, kept for idempotent re-sends."""
-
-    notation: str
-    end_position: str
-    used_ms: int
-    duplicate: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,314 +50,20 @@ class Ahead:
     legal: tuple[Play, ...]
 
 
-@dataclass(frozen=True)
-class MatchSpec:
-    """What CreateMatch asks for, already read from the request."""
-
-    options: GameOptions
-    target: int
-    first: tuple[str, str]  # (registered player name or "", display name)
-    second: tuple[str, str]
-    seed: int | None = None
-    terms: Terms = Terms()  # clocks, forced plays, the illegal-play limit
-    start_timeout_ms: int = DEFAULT_START_TIMEOUT_MS
-    start_position: str = ""
-    dice_script: tuple[int, ...] = ()
-    ladder: str = ""
-    pair_id: str = ""
-    first_seat_white: bool | None = None  # None: the opening throw decides
-    server_seed: bytes | None = None  # a duplicate pair's shared seed (None: a fresh one)
-    pair: Lockstep | None = None  # the pair whose games throw in lockstep
-
-
-@dataclass(frozen=True)
-class GameCard:
-    """What never changes in a game: ids, options, seats. Safe to read from any thread."""
-
-    game_id: str
-    match_id: str
-    number: int
-    options: GameOptions
-    terms: Terms
-    seats: tuple[Seat, Seat]  # first and second player (CreateMatch order)
-    target: int
-    seeded: bool
-    rated: bool
-    ladder: str
-    dice_commitment: str  # hex SHA-256 of the game's server seed (provably fair dice)
-    public_seed: bool = False  # the dice come from a seed the creator chose
-    scripted_dice: int = 0  # the game's first dice were chosen by its creator
-    # server.core.views' cache of the encoded fields that never change (not part of the card)
-    views: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def color_of(self, seat: int | None, white_seat: int | None) -> Color | None:
-        """The colour of ``seat`` when ``white_seat`` plays white (None if either unknown)."""
-        if seat is None or white_seat is None:
-            return None
-        return Color.WHITE if seat == white_seat else Color.BLACK
-
-
-class GameSession:
-    """One game of a match: the turn loop, its clock, and its event journal."""
+class GameSession(Game):
+    """One game of a match as it is played: the turn loop, its clock, plays, the end."""
 
     def __init__(
         self, match: MatchSession, game_id: str, number: int, server_seed: bytes | None = None
     ) -> None:
-        self.match = match
-        self.id = game_id
-        self.number = number
-        # The game's dice: a public seed's, the pair's, or a fresh secret server seed.
-        if match.seed is not None:
-            server_seed = seeded_server_seed(match.seed, number)
-        self.roller = Dice(server_seed, match.script if number == 1 else ())
-        self.client_seeds = ["", ""]  # per seat, fixed when the game starts
-        self.options = match.options
-        self.variant = get_variant(match.options.variant)
-        self.status = Status.WAITING
-        self.position = match.start if number == 1 and match.start else self.variant.start()
-        self.white_seat: int | None = None  # set when the game starts
-        self.card = GameCard(
-            game_id,
-            match.id,
-            number,
-            match.options,
-            Terms(
-                match.turn_time_ms,
-                match.time_bank_ms,
-                match.auto_play_forced,
-                match.illegal_play_limit,
-            ),
-            match.seats,
-            match.match.target,
-            match.seeded,
-            match.rated,
-            match.ladder,
-            self.roller.commitment,
-            public_seed=match.seed is not None,
-            scripted_dice=len(self.roller.script),
-        )
-        # Known before the start when no opening throw decides (a chosen colour, or later
-        # games of a match whose colours alternate).
-        self.planned_white: int | None = match.planned_white()
-        self.turn_id = 0
-        self.dice: tuple[int, ...] = ()
-        self.legal: tuple[Play, ...] = ()
-        self.clocks = {color: match.fresh_clock() for color in Color}
-        self.result: GameResult | None = None
-        self.next_game_id = ""
-        self.events: list[Event] = []  # told events; emptied once the game ends (release)
-        self.released = 0  # how many events the ended game left in the journal only
-        self.open_turn = False  # the turn was told and awaits its play
+        super().__init__(match, game_id, number, server_seed)
         self._committing: trio.Event | None = None  # set when the pending play's commit ends
-        self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
         self.end_error: ArbiterError | None = None
-        self.sinks: dict[Sink, int | None] = {}  # -> the seat of an own-turns stream
-        self.present: set[int] = set()  # seats that have subscribed at least once
-        self.connected: dict[int, int] = {0: 0, 1: 0}  # live streams per seat
-        self.all_present = trio.Event()
-        self.accepted: dict[int, Accepted] = {}  # turn_id -> the answer to its play
-        self.refused = {Color.WHITE: 0, Color.BLACK: 0}  # plays refused as illegal, per side
-        self.used_ms = {Color.WHITE: 0, Color.BLACK: 0}  # thinking time spent, per side
-        self.plays_made = {Color.WHITE: 0, Color.BLACK: 0}
         self._wake = trio.Event()
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
         self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
-        self._offer: tuple = ((), {})  # see _offered
-        self.throws: tuple[tuple[int, int], ...] = ()
-
-    # -- seats --------------------------------------------------------------------------
-    @property
-    def known_white(self) -> int | None:
-        """The seat that plays white, once that is known (before the start, if planned)."""
-        return self.white_seat if self.white_seat is not None else self.planned_white
-
-    def color_of(self, seat: int) -> Color | None:
-        white = self.known_white
-        if white is None:
-            return None
-        return Color.WHITE if seat == white else Color.BLACK
-
-    def seat_of(self, color: Color) -> Seat:
-        white = self.known_white
-        assert white is not None
-        index = white if color is Color.WHITE else 1 - white
-        return self.match.seats[index]
-
-    def seat_in(self, principal: Principal | None) -> int | None:
-        """The seat ``principal`` holds in this game's match, or None."""
-        if principal is None:
-            return None
-        match = self.match
-        if principal.match_id is not None:
-            return principal.seat if principal.match_id == match.id else None
-        if principal.player_id == match.challenged:
-            return None  # not seated until the challenge is accepted
-        for seat in match.seats:
-            if seat.player_id == principal.player_id:
-                return seat.index
-        return None
-
-    def awaits(self, seat: int) -> bool:
-        """True while the turn in progress waits for ``seat``'s play."""
-        return (
-            self.status is Status.IN_PROGRESS
-            and self.result is None
-            and self.open_turn
-            and self.color_of(seat) is self.position.turn
-        )
-
-    # -- subscriptions (called from the bridge) -----------------------------------------
-    @property
-    def last_seq(self) -> int:
-        """The seq of the last event told (and journaled)."""
-        return self.released or len(self.events)
-
-    async def history(self, tail: int = 0) -> list[Event]:
-        """Every event told so far (an ended game's are read back from the journal: with
-        ``tail``, only its last ``tail`` events)."""
-        if self.released:
-            return await self.match.host.load_events(self.id, self.variant, tail)
-        return list(self.events)
-
-    async def subscribe(
-        self,
-        sink: Sink,
-        seat: int | None,
-        after_seq: int,
-        from_start: bool,
-        own_turns: bool = False,
-    ) -> tuple[list[Event], bool]:
-        """Register ``sink`` (again, for another stream it feeds); return the events to send
-        first (no gap) and whether it is live.
-
-        A seat that resumes after the TURN_STARTED of a turn still waiting for its play gets
-        a SNAPSHOT (with the legal plays) at the end of the backlog, so the pending turn is
-        always announced again. A finished game keeps no subscribers: its stream ends after
-        the backlog. ``own_turns`` (a seat's only): the stream is sent only the events
-        that seat needs to play (:meth:`concerns`), the backlog too.
-        """
-        if after_seq > self.last_seq:
-            raise ArbiterError(
-                Code.INVALID_ARGUMENT,
-                f"after_seq {after_seq} is beyond the last event ({self.last_seq})",
-            )
-        if from_start:
-            backlog = await self.history()
-        elif after_seq:
-            backlog = (await self.history())[after_seq:]
-            if not backlog and seat is not None and self.awaits(seat):
-                backlog.append(self._event(EventType.SNAPSHOT))
-        else:
-            backlog = [self._event(EventType.SNAPSHOT)]
-        own = seat if own_turns else None
-        if own is not None:
-            backlog = [event for event in backlog if self.concerns(event, own)]
-        if self.status in (Status.FINISHED, Status.ABORTED):
-            return backlog, False
-        self.sinks[sink] = own
-        if seat is not None:
-            self.connected[seat] += 1
-            self.present.add(seat)
-            if len(self.present) == 2:
-                self.all_present.set()
-        return backlog, True
-
-    def unsubscribe(self, sink: Sink, seat: int | None, *, last: bool = True) -> None:
-        """A stream of ``seat`` that ``sink`` fed has ended (``last``: no other stream
-        follows ``sink``)."""
-        if sink in self.sinks:
-            if last:
-                del self.sinks[sink]
-            if seat is not None:
-                self.connected[seat] -= 1
-
-    def concerns(self, event: Event, seat: int) -> bool:
-        """Whether ``seat`` needs ``event`` to play (EVENT_FILTER_OWN_TURNS): everything
-        but the plays, the passes and the opponent's TURN_STARTED (the next event's state
-        shows what they did)."""
-        kind = event.type
-        if kind is EventType.TURN_STARTED:
-            return event.snapshot.position.turn is self.card.color_of(
-                seat, event.snapshot.white_seat
-            )
-        return kind is not EventType.PLAY_MADE and kind is not EventType.TURN_PASSED
-
-    # -- events -------------------------------------------------------------------------
-    def snapshot(self, *, offer: bool = False, ahead: Ahead | None = None) -> Snapshot:
-        """The state now. The legal plays show only while the turn is open (told and
-        awaiting its play), or in the TURN_STARTED that offers it (``offer``): a turn on
-        its way to the journal is offered to nobody yet. ``ahead``: as the next turn,
-        rolled ahead, will offer it."""
-        if ahead is not None:
-            snap = self.snapshot()
-            return snap._replace(dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal)
-        now = trio.current_time()
-        clocks = [self.clocks[color].reading(now) for color in Color]
-        scores = self.match.scores_by_colour(self)
-        return Snapshot(
-            status=self.status,
-            position=self.position,
-            dice=self.dice,
-            turn_id=self.turn_id,
-            clocks=(clocks[0], clocks[1]),
-            scores=scores,
-            match_over=self.match.match.over,
-            result=self.result,
-            legal=self.legal if self.open_turn or offer else (),
-            next_game_id=self.next_game_id,
-            refused=(self.refused[Color.WHITE], self.refused[Color.BLACK]),
-            white_seat=self.known_white,
-            client_seeds=self.roller.client_seeds,
-            server_seed=self.revealed_seed(),
-        )
-
-    def _event(self, kind: EventType, **extra) -> Event:
-        """An unrecorded event (a snapshot, a shutdown notice) at the last told seq."""
-        return Event(self.last_seq, kind, time.time(), self.snapshot(), **extra)
-
-    def _record(self, kind: EventType, *, offer: bool = False, **extra) -> tuple[Event, Commit]:
-        """The next event, queued for the journal; tell it (``_tell``) once durable."""
-        event = self._next_event(kind, offer=offer, **extra)
-        return event, self.match.host.journal(self, event)
-
-    def _next_event(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
-        snap = self.snapshot(offer=offer)
-        return Event(len(self.events) + 1, kind, time.time(), snap, **extra)
-
-    def _tell(self, event: Event) -> None:
-        self.events.append(event)
-        for sink, own in list(self.sinks.items()):
-            if own is None or self.concerns(event, own):
-                sink.send(event)
-
-    async def emit(self, kind: EventType, *, offer: bool = False, **extra) -> Event:
-        """Journal an event and, once it is durable, tell every subscriber. The wait is
-        shielded: an event on its way to the journal is always seen through."""
-        event, commit = self._record(kind, offer=offer, **extra)
-        with trio.CancelScope(shield=True):
-            await commit.wait()
-        self._tell(event)
-        return event
-
-    def close_streams(self, final: EventType | None = None) -> None:
-        """End every stream (after a final unrecorded event such as SERVER_SHUTDOWN)."""
-        last = self._event(final) if final else None
-        for sink in list(self.sinks):
-            if last is not None:
-                sink.send(last)
-            sink.close()
-        self.sinks.clear()
 
     # -- the game -----------------------------------------------------------------------
-    def log(self, msg: str, *args) -> None:
-        log.info("game=%s " + msg, self.id, *args)
-
-    def offer_client_seed(self, seat: int, seed: str) -> None:
-        """A seat's contribution to the dice, taken until the game starts (not when the
-        dice follow a public seed)."""
-        if seed and self.status is Status.WAITING and self.match.seed is None:
-            self.client_seeds[seat] = self.client_seeds[seat] or seed
-
     async def throw_gate(self) -> None:
         """Before each die: a duplicate pair's games wait for each other (see lockstep)."""
         pair = self.match.pair
@@ -428,18 +71,6 @@ class GameSession:
             await pair.at(self, self.roller.rolled)
             if self.roller.rolled == 0:
                 self.roller.client_seeds = tuple(pair.client_seeds())
-
-    def fix_client_seeds(self) -> None:
-        if self.match.pair is None and self.match.seed is None:
-            self.roller.client_seeds = tuple(self.client_seeds)
-
-    def revealed_seed(self) -> str:
-        """The server seed, hex, once it may be shown: the game (and its pair) has ended."""
-        if self.status not in (Status.FINISHED, Status.ABORTED):
-            return ""
-        if self.match.pair is not None and not self.match.pair.over:
-            return ""
-        return self.roller.server_seed.hex()
 
     def _ended(self) -> None:
         if self.match.pair is not None:
@@ -468,7 +99,7 @@ class GameSession:
         clock (a new TURN_STARTED with the same turn_id): the outage is not charged.
         """
         self.log("resumed at turn %d", self.turn_id)
-        if self.result is None and self.dice and self.turn_id not in self.accepted:
+        if self.result is None and self.dice and self.turn_id not in self.judge.accepted:
             await self._await_play(tuple(self.variant.legal_plays(self.position, self.dice)))
         return await self._play_on(None)
 
@@ -572,7 +203,7 @@ class GameSession:
             late = trio.current_time() - deadline
             self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
-            why = Termination.TIMEOUT if self.connected[seat] else Termination.ABANDONMENT
+            why = Termination.TIMEOUT if self.audience.connected[seat] else Termination.ABANDONMENT
             self.log("%s lost on time (%s)", mover.name.lower(), why)
             clock.bank_ms = 0  # used up: the final state shows no bank left
             self.legal = ()
@@ -596,7 +227,7 @@ class GameSession:
         return (
             self.result is None
             and self.turn_id == turn_id
-            and (turn_id not in self.accepted or self._committing is not None)
+            and (turn_id not in self.judge.accepted or self._committing is not None)
         )
 
     def arrival_settled(self) -> None:
@@ -611,27 +242,28 @@ class GameSession:
         answer = Accepted(play.notation(), play.end.text(), used_ms)
         before = (self.position, self.legal, self.dice, self.open_turn)
         turn_id, result = self.turn_id, self.result
-        self.accepted[turn_id] = answer
+        self.judge.accepted[turn_id] = answer
         self.position = play.end
         self.legal = ()
         self.dice = ()
         self.open_turn = False
         self.result = mine = self.variant.result(self.position, self.options.rules)
-        event = self._next_event(EventType.PLAY_MADE, play=record)
+        event = self.next_event(EventType.PLAY_MADE, play=record)
         ahead = self._roll_ahead()
         if ahead is None:
             commit = self.match.host.journal(self, event)
         else:
-            offer = Event(
-                event.seq + 1, EventType.TURN_STARTED, event.time, self.snapshot(ahead=ahead)
+            snap = self.snapshot()._replace(
+                dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal
             )
+            offer = Event(event.seq + 1, EventType.TURN_STARTED, event.time, snap)
             commit = self.match.host.journal(self, event, offer)
         done = self._committing = trio.Event()
         try:
             with trio.CancelScope(shield=True):
                 await commit.wait()
         except ArbiterError:  # not stored: as if the play never arrived
-            del self.accepted[turn_id]
+            del self.judge.accepted[turn_id]
             self.position, self.legal, self.dice, self.open_turn = before
             if self.result is mine:  # (a resignation meanwhile stands)
                 self.result = result
@@ -641,12 +273,12 @@ class GameSession:
         finally:
             self._committing = None
             done.set()
-        self._tell(event)
+        self.audience.tell(event)
         metrics = self.match.host.metrics
         metrics.turns.labels("automatic" if automatic else "played").inc()
         if not automatic:
             metrics.turn_latency.observe(used_ms / 1000)
-        self._retire_announcement()
+        self.audience.retire_announcement()
         if ahead is not None:
             self._open_ahead(ahead, offer)
         return answer
@@ -672,21 +304,10 @@ class GameSession:
         self.turn_id = ahead.turn_id
         if self.result is None and not self.match.stopping:
             self.dice, self.legal = ahead.dice, ahead.legal
-            self._tell(event)
+            self.audience.tell(event)
             self._open_turn()
         else:  # resigned or called off meanwhile: the turn is told, never offered
-            self._tell(replace(event, snapshot=event.snapshot._replace(legal=()), views={}))
-
-    def _retire_announcement(self) -> None:
-        """The turn is over: its TURN_STARTED event stops carrying the legal plays, so that
-        a replay (from_start, after_seq) never offers a turn that can no longer be played."""
-        for i in range(len(self.events) - 1, max(-1, len(self.events) - 3), -1):
-            event = self.events[i]
-            if event.type is EventType.TURN_STARTED:
-                if event.snapshot.legal:
-                    snap = event.snapshot._replace(legal=())
-                    self.events[i] = replace(event, snapshot=snap, views={})
-                return
+            self.audience.tell(replace(event, snapshot=event.snapshot._replace(legal=()), views={}))
 
     # -- actions (called from the bridge) -----------------------------------------------
     async def submit(
@@ -702,15 +323,10 @@ class GameSession:
         same play (in an ended game too: its answers are read back from the journal)."""
         while (pending := self._committing) is not None and turn_id == self.turn_id:
             await pending.wait()  # the same turn is being sealed or stored: its fate first
-        answer = self.accepted.get(turn_id) or await self._journaled_answer(turn_id)
-        if answer is not None:
-            requested = await self._requested_end(turn_id, notation, end)
-            if requested is not None and requested.text() == answer.end_position:
-                return Accepted(answer.notation, answer.end_position, answer.used_ms, True)
-            raise ArbiterError(
-                Code.FAILED_PRECONDITION,
-                f"turn {turn_id} was already played ({answer.notation})",
-            )
+        ended = self.status in (Status.FINISHED, Status.ABORTED) and 0 < turn_id <= self.turn_id
+        again = await self.judge.resent(turn_id, notation, end, self.audience.history, ended)
+        if again is not None:
+            return again
         if self.status is Status.WAITING:
             raise ArbiterError(Code.FAILED_PRECONDITION, "the game has not started")
         if self.status is not Status.IN_PROGRESS or self.result is not None:
@@ -727,7 +343,15 @@ class GameSession:
         arrived = trio.current_time() if arrival is None else arrival.time
         if not clock.in_time(arrived):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
-        play = self._read_play(notation, end)
+        try:
+            play = self.judge.read(self.position, self.dice, self.legal, notation, end)
+        except ArbiterError:  # refused: past the game's limit the mover loses (ladder rule)
+            if self.judge.over_limit(mover) and self.result is None:
+                self.log("%s lost: %d illegal plays", mover.name.lower(), self.judge.refused[mover])
+                self.legal = ()
+                self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
+                self._wake.set()
+            raise
         before = (clock.bank_ms, clock.started)
         used = clock.charge(arrived)
         try:
@@ -767,87 +391,11 @@ class GameSession:
         """The game ends (or stops here): a sealed play waits no more (see _seal)."""
         self._seal_scope.cancel()
 
-    async def _requested_end(self, turn_id: int, notation: str | None, end: str | None):
-        if end is not None:
-            try:
-                return self.variant.parse(end)
-            except ValueError:
-                return None
-        return await self._replay_end(turn_id, notation)
-
-    async def _journaled_answer(self, turn_id: int) -> Accepted | None:
-        """The answer to ``turn_id``'s play in an ended game, read back from the end of its
-        journal (an ended game keeps no answers in memory; see release); None for a turn
-        before the last play's (see RESEND_TAIL)."""
-        if self.status not in (Status.FINISHED, Status.ABORTED) or not 0 < turn_id <= self.turn_id:
-            return None
-        for event in reversed(await self.history(RESEND_TAIL)):
-            play = event.play
-            if event.type is EventType.PLAY_MADE and play is not None and play.turn_id == turn_id:
-                return Accepted(play.notation, event.snapshot.position.text(), play.used_ms)
-        return None
-
-    async def _replay_end(self, turn_id: int, notation: str | None) -> Any:
-        """The end position ``notation`` would have given on an already played turn."""
-        for event in reversed(await self.history(RESEND_TAIL)):
-            if event.type is EventType.TURN_STARTED and event.snapshot.turn_id == turn_id:
-                snap = event.snapshot
-                try:
-                    return self.variant.match_play(snap.position, snap.dice, notation or "").end
-                except ValueError:
-                    return None
-        return None
-
-    def _offered(self, by: str) -> dict[str, Play]:
-        """The awaited turn's legal plays by end-position text (``by`` "end") or by
-        notation ("notation"), each built once per turn when first needed: a play given as
-        the server wrote it is found without parsing."""
-        if self._offer[0] is not self.legal:
-            self._offer = (self.legal, {})
-        found = self._offer[1].get(by)
-        if found is None:
-            if by == "end":
-                found = {play.end.text(): play for play in self.legal}
-            else:
-                found = {play.notation(): play for play in self.legal}
-            self._offer[1][by] = found
-        return found
-
-    def _read_play(self, notation: str | None, end: str | None) -> Play:
-        if end is None:
-            play = self._offered("notation").get(notation or "")
-        else:
-            play = self._offered("end").get(end)
-        if play is not None:
-            return play
-        try:
-            if end is None:  # recorded as the legal play it matches: its canonical notation
-                written = self.variant.match_play(self.position, self.dice, notation or "")
-                return self._offered("end").get(written.end.text(), written)
-            target = self.variant.parse(end)
-            for play in self.legal:
-                if play.end == target:
-                    return play
-            raise IllegalPlay("end_position is not the end of any legal play this turn")
-        except (IllegalPlay, ValueError) as e:
-            self._refuse(self.position.turn)
-            raise ArbiterError(Code.INVALID_ARGUMENT, f"illegal play: {e}") from None
-
-    def _refuse(self, mover: Color) -> None:
-        """Count a refused play; past the game's limit the mover loses (ladder rule)."""
-        self.refused[mover] += 1
-        limit = self.match.illegal_play_limit
-        if limit and self.refused[mover] >= limit and self.result is None:
-            self.log("%s lost: %d illegal plays", mover.name.lower(), self.refused[mover])
-            self.legal = ()
-            self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
-            self._wake.set()
-
     def absent_loses(self, white_seat: int) -> GameResult:
         """The seat that never came loses by abandonment, nothing thrown, ``white_seat``
         playing white (a ladder game whose other seat came; the caller finishes it)."""
         self.white_seat = white_seat
-        (here,) = self.present
+        (here,) = self.audience.present
         absent = self.color_of(1 - here)
         assert absent is not None
         self.result = self.variant.forfeit(self.position, absent, Termination.ABANDONMENT)
@@ -881,7 +429,7 @@ class GameSession:
         self._ended()  # a pair's partner may go on; the seed is revealed once both ended
         self.dice = ()
         self.legal = ()
-        self._retire_announcement()
+        self.audience.retire_announcement()
         try:
             await self.emit(kind)
         except ArbiterError as e:
@@ -899,196 +447,3 @@ class GameSession:
     async def abort(self, why: str) -> None:
         await self._end(Status.ABORTED, EventType.GAME_ABORTED)
         self.log("aborted: %s", why)
-
-    def release(self) -> None:
-        """An ended game keeps its events in the journal only: they are read back when
-        someone replays the game, so a ladder that runs for weeks does not fill memory.
-        So are the answers to its plays (for an idempotent re-send, see submit)."""
-        self.released = self.events[-1].seq if self.events else 0
-        self.events = []
-        self.accepted = {}
-        self.legal = ()
-        self._offer = ((), {})
-        self.ended.set()
-
-
-class MatchSession:
-    """A match of games between two seats, to ``target`` points."""
-
-    def __init__(
-        self,
-        host: Host,
-        match_id: str,
-        options: GameOptions,
-        target: int,
-        seats: tuple[Seat, Seat],
-        *,
-        turn_time_ms: int,
-        time_bank_ms: int,
-        auto_play_forced: bool,
-        illegal_play_limit: int = 0,
-        ladder: str = "",
-        pair_id: str = "",
-        first_seat_white: bool | None = None,
-        challenged: str | None = None,
-        seed: int | None = None,
-        script: tuple[int, ...] = (),
-        server_seed: bytes | None = None,
-        pair: Lockstep | None = None,
-        start: Any,  # a position of the match's variant, or None for its start
-        start_timeout: float,
-        new_id: Callable[[], str],
-    ) -> None:
-        self.host = host
-        self.id = match_id
-        self.options = options
-        self.match = Match(target, options)
-        self.seats = seats
-        self.turn_time_ms = turn_time_ms
-        self.time_bank_ms = time_bank_ms
-        self.auto_play_forced = auto_play_forced
-        self.illegal_play_limit = illegal_play_limit
-        self.ladder = ladder
-        self.pair_id = pair_id
-        self.first_seat_white = first_seat_white
-        self.challenged = challenged  # a player who has not yet accepted this challenge
-        self.called_off = ""  # why the operator (or a declined challenge) ended the match
-        self._scope: trio.CancelScope | None = None
-        self._halted = False  # another instance runs it now (see halt)
-        self.settled = trio.Event()  # a call_off has written all it writes
-        self._stopped = trio.Event()  # the match task has ended
-        self.seed = seed  # a public seed (replays, tests): every throw is known in advance
-        self.script = script  # scripted dice of the first game
-        self.pair = pair
-        # Set up by the creator (chosen dice, seed, start or colour): never rated.
-        self.seeded = (
-            seed is not None or bool(script) or start is not None or first_seat_white is not None
-        )
-        # Counts for ratings and standings: two registered players, nothing set up.
-        self.rated = not self.seeded and all(s.player_id for s in seats)
-        self.start = start
-        self.start_timeout = start_timeout
-        self.new_id = new_id
-        self.games: list[GameSession] = [GameSession(self, new_id(), 1, server_seed)]
-        if pair is not None:
-            pair.add(self.games[0])
-
-    @property
-    def current(self) -> GameSession:
-        return self.games[-1]
-
-    def release(self) -> None:
-        """The arbiter holds none of this ended match's games any more: the match lets go
-        of them, so that reference counting frees it and them (each game refers to its
-        match) rather than the cyclic collector, which looks at long-lived objects only
-        now and then (server/collector.py). A game still held elsewhere keeps its match."""
-        self.games = []
-
-    @property
-    def decided(self) -> bool:
-        """No game of this match is left to play: it is over or called off, or the result
-        of its game in play ends it (before the match task has recorded that result)."""
-        if self.match.over or self.called_off:
-            return True
-        game = self.current
-        result, white = game.result, game.white_seat
-        if result is None or white is None:
-            return False
-        winner = white if result.winner == 0 else 1 - white
-        return self.match.scores[winner] + result.points >= self.match.target
-
-    @property
-    def stopping(self) -> bool:
-        """Called off, or taken over by another instance: no new turn may open."""
-        return bool(self.called_off) or self._halted
-
-    def fresh_clock(self) -> Clock:
-        """A side's clock at the start of a game (and of a turn resumed after a restart)."""
-        return Clock(self.turn_time_ms, self.time_bank_ms)
-
-    def planned_white(self) -> int | None:
-        """The seat that will play white in the next game, if no opening throw decides it."""
-        if not self.match.games and self.first_seat_white is not None:
-            return 0 if self.first_seat_white else 1
-        return self.match.alternating_white()
-
-    def scores_by_colour(self, game: GameSession) -> tuple[int, int]:
-        s = self.match.scores
-        white = game.known_white
-        if white is None:
-            return s[0], s[1]
-        return s[white], s[1 - white]
-
-    def seat_index(self, player_id: str | None) -> int:
-        return next(s.index for s in self.seats if s.player_id == player_id)
-
-    async def call_off(self, why: str) -> None:
-        """End the match now: its current game is aborted (voided) with ``why``."""
-        self.called_off = why
-        try:
-            game = self.current
-            game.open_turn = False
-            if self._scope is not None:  # stop the match's task first: one writer per game
-                self._scope.cancel()
-                await self._stopped.wait()
-            if game.status in (Status.WAITING, Status.IN_PROGRESS):
-                game.result = None
-                await game.abort(why)
-                await self.host.game_over(game)
-        finally:
-            self.settled.set()
-
-    def halt(self) -> None:
-        """Stop the match's task where it is, writing nothing more: another instance took
-        it over (its writes would be refused anyway, see server/cluster.py)."""
-        self._halted = True
-        self.current.unseal()
-        if self._scope is not None:
-            self._scope.cancel()
-
-    async def run(self) -> None:
-        try:
-            with trio.CancelScope() as self._scope:
-                if self.called_off or self._halted:
-                    return
-                await self._run()
-        finally:
-            self._stopped.set()
-
-    async def _run(self) -> None:
-        while True:
-            game = self.current
-            if game.status is Status.IN_PROGRESS:  # restored after a restart
-                white = game.white_seat
-                assert white is not None
-                result = await game.resume()
-            else:
-                with trio.move_on_after(self.start_timeout):
-                    await game.all_present.wait()
-                if game.all_present.is_set():
-                    game.fix_client_seeds()
-                    await game.throw_gate()
-                    white, throws = game.planned_white, []
-                    if white is None:
-                        opening = partial(opening_throw, game.roller.die)
-                        white, throws = self.match.next_white(opening)
-                    result = await game.run(white, throws)
-                elif self.ladder and len(game.present) == 1:
-                    # a ladder bot learns its opponent before it comes: were a seat that
-                    # does not come let off, a bot would play only the opponents it likes
-                    white = 0 if game.planned_white is None else game.planned_white
-                    result = game.absent_loses(white)
-                else:
-                    await game.abort("a seat did not arrive in time")
-                    await self.host.game_over(game)
-                    return
-            self.match.record(white, result)
-            if not self.match.over:
-                nxt = GameSession(self, self.new_id(), game.number + 1)
-                self.games.append(nxt)
-                game.next_game_id = nxt.id
-                await self.host.game_created(nxt)
-            await game.finish()
-            await self.host.game_over(game)
-            if self.match.over:
-                return

@@ -29,7 +29,8 @@ from server.errors import ArbiterError, Code, Elsewhere
 
 if TYPE_CHECKING:
     from server.core.cluster import Beat, Cluster, Place
-    from server.core.session import GameSession, MatchSession
+    from server.core.match import MatchSession
+    from server.core.session import GameSession
 
 log = logging.getLogger("nardy.server")
 

@@ -11,7 +11,8 @@ from server.core.store import Write
 
 if TYPE_CHECKING:
     from server.core.ladder import LadderGame, LadderOptions
-    from server.core.session import GameSession, MatchSession
+    from server.core.match import MatchSession
+    from server.core.session import GameSession
 
 
 def add_player(player_id: str, name: str, bot: bool, token_hash: str, owner: str = "") -> Write:

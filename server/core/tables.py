@@ -16,6 +16,7 @@ from server.core import statements
 from server.core.journal import Event, EventType, Status
 from server.core.ladders import Ladders
 from server.core.lockstep import Lockstep
+from server.core.match import MatchSession
 from server.core.notes import Note
 from server.core.notices import Notices
 from server.core.ownership import Sole
@@ -23,7 +24,7 @@ from server.core.principals import new_id
 from server.core.recovery import restore_match
 from server.core.roster import Roster
 from server.core.runtime import Runtime
-from server.core.session import GameSession, MatchSession
+from server.core.session import GameSession
 from server.core.store import LeaseLost
 from server.core.views import summary_pb
 from server.core.writer import Commit
@@ -36,7 +37,7 @@ LOOKED_AT_S = 1.0  # a game another instance runs, read from the store, is shown
 
 
 class Tables:
-    """The matches and games of this core (the Host of server.core.session)."""
+    """The matches and games of this core (the Host of server.core.match)."""
 
     def __init__(
         self, runtime: Runtime, roster: Roster, notices: Notices, ladders: Ladders, owner: Sole

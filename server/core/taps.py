@@ -25,7 +25,7 @@ Encode = Callable[[Any], tuple[bytes, int, int]]  # item -> (message, turn offer
 
 
 class Tap:
-    """A Sink (server.core.session) for every edge stream of one audience."""
+    """A Sink (server.core.audience) for every edge stream of one audience."""
 
     __slots__ = ("id", "key", "encode", "streams", "closed", "_taps")
 

@@ -7,8 +7,9 @@ from nardy.game import Color
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
+from server.core.game import GameCard
 from server.core.journal import Event, EventType, Snapshot, Status
-from server.core.session import GameCard, Seat
+from server.core.match import Seat
 
 
 def player_pb(seat: Seat | None) -> pb.Player | None:

@@ -19,8 +19,8 @@ from nardy.match import GameOptions
 from nardy.wire import Terms
 from server.core.arbiter import Arbiter
 from server.core.journal import EventType, Status
+from server.core.match import MatchSpec
 from server.core.principals import token_hash
-from server.core.session import MatchSpec
 from server.core.store import SQLiteStore
 from server.errors import ArbiterError
 

@@ -25,7 +25,7 @@ async def test_resend_of_the_last_play_after_the_game_ended(nursery, tmp_path):
     first = await arbiter.actions.submit_play(token, game.id, game.turn_id, None, end)
     await inbox.next(EventType.GAME_FINISHED)
     await trio.testing.wait_all_tasks_blocked()
-    assert game.status is Status.FINISHED and game.accepted == {} and game.legal == ()
+    assert game.status is Status.FINISHED and game.judge.accepted == {} and game.legal == ()
     again = await arbiter.actions.submit_play(token, game.id, turn.snapshot.turn_id, None, end)
     assert again.duplicate and (again.notation, again.end_position) == (
         first.notation,
