@@ -221,8 +221,8 @@ async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(
     started = {g: trio.Event() for g in games}
 
     async def seat(bot: Client, game_id: str) -> None:  # (resubscribes after a hand-over)
-        async for ev in bot.events(game_id):
-            if ev.type == pb.EVENT_TYPE_GAME_STARTED:
+        async for ev in bot.events(game_id):  # (after a hand-over: a SNAPSHOT of it started)
+            if ev.state.status == pb.GAME_STATUS_IN_PROGRESS:
                 started[game_id].set()
 
     async with trio.open_nursery() as nursery:
