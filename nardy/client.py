@@ -1110,7 +1110,8 @@ async def _answer_challenges(
             log.warning("challenges: %s", e.details())
             continue
         for c in waiting:
-            terms = f"{c.options.variant} nardy to {c.target_points}, {c.options.turn_time_ms} ms"
+            points = f"{c.target_points} point" + ("s" if c.target_points != 1 else "")
+            terms = f"{c.options.variant} nardy, {points}, {c.options.turn_time_ms} ms a turn"
             why = consent.refusal(c, playing)
             try:
                 if why is None:
