@@ -21,6 +21,11 @@ class Engine:
     ``rules`` is the variant the engine plays (long nardy unless told otherwise)."""
 
     name = "engine"
+    #: The shortest turn time it accepts a challenge for (``nardy engine --accept-challenges``):
+    #: every bundled engine but gnubg's deeper plies chooses well within it (the network at
+    #: full strength: a mean of about 30 ms a move, the longest seen under 0.3 s;
+    #: docs/ENGINES.md), and the searches take a third of the time left, whatever it is.
+    turn_time_floor_ms = 1000
 
     def __init__(self, *, rules: Variant | None = None) -> None:
         self.rules = rules or variant("long")

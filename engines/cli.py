@@ -32,6 +32,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"nardy engine {args.name}: --give-up is a number of seconds above 0",
               file=sys.stderr)  # fmt: skip
         return 2
+    if args.max_games_at_once < 1:
+        print(f"nardy engine {args.name}: --max-games-at-once is 1 or more", file=sys.stderr)
+        return 2
     if not (args.token or os.environ.get("NARDY_TOKEN")):
         print(
             f"nardy engine {args.name}: no token: give --token or set NARDY_TOKEN "
@@ -61,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _play(args: argparse.Namespace, engine, server: str) -> int:
-    from nardy.client import PLAY, UNARY, Reconnect, run_engine
+    from nardy.client import PLAY, UNARY, Consent, Reconnect, run_engine
 
     transport = UNARY if args.unary else PLAY
     log.info(
@@ -72,6 +75,20 @@ def _play(args: argparse.Namespace, engine, server: str) -> int:
         args.max_games,
         "SubscribeGame and SubmitPlay" if args.unary else "the Play stream",
     )
+    play = sdk_adapter(engine)
+    consent: Consent | bool = False
+    if args.accept_challenges:
+        consent = Consent(max_games_at_once=args.max_games_at_once).stated(play)
+        log.info(
+            "accepting challenges: %s nardy, turns of %d-%d ms, matches to at most %d points, "
+            "at most %d at once (%d per challenger)",
+            ", ".join(consent.variants or ()),
+            consent.min_turn_time_ms,
+            consent.max_turn_time_ms,
+            consent.max_points,
+            consent.max_games_at_once,
+            consent.max_per_opponent,
+        )
 
     def lost(why: str, wait: float) -> None:
         print(f"nardy engine {args.name}: cannot reach {server} ({why}), retrying in "
@@ -84,12 +101,13 @@ def _play(args: argparse.Namespace, engine, server: str) -> int:
     reconnect = Reconnect(give_up_s=args.give_up, on_lost=lost, on_back=back)
     try:
         run_engine(
-            sdk_adapter(engine),
+            play,
             address=server,
             token=args.token,
             max_games=args.max_games,
             reconnect=reconnect,
             transport=transport,
+            accept_challenges=consent,
         )
     except KeyboardInterrupt:
         return 130

@@ -41,6 +41,8 @@ log = logging.getLogger("nardy.engines.gnubg")
 #: The plies ``--ply`` may ask for (gnubg's 2 ply takes about 0.2-0.5 s a move here, 3 ply
 #: several seconds).
 PLIES = (0, 1, 2, 3)
+#: The shortest turn each ply accepts a challenge for: the times above with room to spare.
+FLOOR_MS = {0: 1000, 1: 1000, 2: 2000, 3: 15000}
 WORKER = Path(__file__).with_name("gnubg_worker.py")
 START_S = 60.0  # gnubg loads its networks and bear-off databases: about 0.2-3 s here
 ANSWER_S = 300.0  # the longest one request may take before gnubg is given up
@@ -231,6 +233,10 @@ class GnubgEngine(Engine):
         self.gnubg = Gnubg(path)
         self.plays = 0  # plays chosen by gnubg (forced plays are not asked)
         self.fallbacks = 0  # gnubg's move matched no legal play: the first one was played
+
+    @property
+    def turn_time_floor_ms(self) -> int:  # type: ignore[override]
+        return FLOOR_MS[self.ply]
 
     def close(self) -> None:
         self.gnubg.close()

@@ -140,20 +140,22 @@ def match_of(turn: TurnInfo) -> tuple[int, int, int] | None:
 
 
 def sdk_adapter(engine):
-    """The SDK's engine function (``TurnInfo -> LegalPlay``) for an in-process engine.
+    """The SDK's engine function (``TurnInfo -> LegalPlay``) for an in-process engine,
+    stating the engine's ``variants`` and ``turn_time_floor_ms`` (nardy.client.Consent).
 
     The legal plays are generated locally by the game's variant (the engine works on the
     variant's plays) and matched to the server's list by end position; if the two
     disagree, only plays the server offered are considered, and the server's first play
     is the last resort.
     """
+    variants = tuple(getattr(engine, "variants", ("long",)))
 
     def fn(turn: TurnInfo) -> pb.LegalPlay:
         offered = {lp.end_position: lp for lp in turn.legal}
         if len(offered) == 1:
             return next(iter(offered.values()))
         rules = turn.variant
-        if rules.name not in getattr(engine, "variants", ("long",)):
+        if rules.name not in variants:
             log.warning(
                 "turn %d: this engine does not play %s nardy", turn.state.turn_id, rules.name
             )
@@ -183,4 +185,6 @@ def sdk_adapter(engine):
         )
         return offered[play.end.text()]
 
+    fn.variants = variants  # what it states of itself, for the challenges it accepts
+    fn.turn_time_floor_ms = engine.turn_time_floor_ms
     return fn

@@ -40,7 +40,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 import trio
@@ -54,7 +54,7 @@ from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from nardy.variant import Variant
 from nardy.variant import variant as rules_named
-from nardy.wire import color_of
+from nardy.wire import color_of, options_of
 
 log = logging.getLogger("nardy.client")
 
@@ -948,34 +948,181 @@ async def submit_play(
             return False
 
 
-async def serve_games(client: Client, engine: Engine, *, max_games: int | None = None) -> None:
+# The shortest turn an engine accepts a challenge for unless it states its own: a turn's
+# messages and a quick choice, with room to spare.
+TURN_TIME_FLOOR_MS = 1000
+
+
+@dataclass(frozen=True)
+class Consent:
+    """The challenges an engine accepts, as its operator states them (``accept_challenges``
+    on :func:`serve_games`, :func:`play_forever` and :func:`run_engine`; ``nardy engine NAME
+    --accept-challenges``).
+
+    A challenge is accepted when its variant is one the engine plays, its turn time is at
+    least the engine's floor, one turn with the whole time bank lasts at most
+    ``max_turn_time_ms``, the match is at most ``max_points`` long, and the engine plays
+    fewer than ``max_games_at_once`` matches now and fewer than ``max_per_opponent`` against
+    this challenger; every other challenge is declined (DeclineChallenge, nothing more).
+    Matches the engine was seated in otherwise (a ladder, the operator, its own) count
+    towards both limits but are never refused: they needed no consent of this kind.
+
+    ``variants`` None: the engine's own ``variants`` (a bundled engine states them; an
+    engine function may carry the attribute); ``min_turn_time_ms`` None: the engine's
+    ``turn_time_floor_ms``, else :data:`TURN_TIME_FLOOR_MS`.
+    """
+
+    variants: tuple[str, ...] | None = None
+    min_turn_time_ms: int | None = None
+    max_turn_time_ms: int = 600_000
+    max_points: int = 25
+    max_games_at_once: int = 4
+    max_per_opponent: int = 1
+
+    def stated(self, engine: Engine) -> Consent:
+        """This consent with what it leaves to the engine taken from it; ValueError when
+        the variants are nowhere stated or a limit makes no sense."""
+        variants = self.variants if self.variants is not None else getattr(engine, "variants", ())
+        if not variants:
+            raise ValueError(
+                "an engine that accepts challenges states the variants it plays: give "
+                "Consent(variants=...) or an engine with a `variants` attribute"
+            )
+        for name in variants:
+            rules_named(name)  # ValueError for a variant the library does not know
+        floor = self.min_turn_time_ms
+        if floor is None:
+            floor = getattr(engine, "turn_time_floor_ms", TURN_TIME_FLOOR_MS)
+        if not 0 <= floor <= self.max_turn_time_ms:
+            raise ValueError("the turn time floor is 0 or more, and at most max_turn_time_ms")
+        if min(self.max_points, self.max_games_at_once, self.max_per_opponent) < 1:
+            raise ValueError("max_points, max_games_at_once and max_per_opponent are at least 1")
+        return replace(self, variants=tuple(variants), min_turn_time_ms=floor)
+
+    def refusal(self, challenge: api.Challenge, playing: dict[str, str]) -> str | None:
+        """Why ``challenge`` is declined (None: accepted), ``playing`` being the matches
+        the engine plays now (match id -> opponent's name)."""
+        o = challenge.options
+        name = options_of(o).variant
+        if name not in (self.variants or ()):
+            return f"this engine plays {', '.join(self.variants or ())} nardy, not {name}"
+        if o.turn_time_ms < (self.min_turn_time_ms or 0):
+            return f"a turn of {o.turn_time_ms} ms is under this engine's {self.min_turn_time_ms}"
+        if o.turn_time_ms + o.time_bank_ms > self.max_turn_time_ms:
+            return f"a turn may last more than {self.max_turn_time_ms} ms"
+        if challenge.target_points > self.max_points:
+            return f"a match to {challenge.target_points} points is over {self.max_points}"
+        if len(playing) >= self.max_games_at_once:
+            return f"already playing {len(playing)} matches"
+        theirs = sum(1 for opponent in playing.values() if opponent == challenge.challenger.name)
+        if theirs >= self.max_per_opponent:
+            return f"already playing {theirs} against {challenge.challenger.name}"
+        return None
+
+
+async def serve_games(
+    client: Client,
+    engine: Engine,
+    *,
+    max_games: int | None = None,
+    accept_challenges: bool | Consent = False,
+) -> None:
     """Play every game ``client``'s player is seated in, concurrently, as the player
-    stream announces them; return after ``max_games`` (or run until cancelled)."""
+    stream announces them (each match's games in turn); return after ``max_games`` (or run
+    until cancelled).
+
+    ``accept_challenges`` (True, or a :class:`Consent` with its limits): answer the
+    challenges made to the player as the consent says, when the player stream announces
+    them (PLAYER_EVENT_TYPE_CHALLENGE: when one is made, and each waiting one on every
+    subscribe; one ListChallenges call for the challenges announced meanwhile, then one
+    AcceptChallenge or DeclineChallenge each, in turn), and play the accepted ones."""
+    consent = None
+    if accept_challenges:
+        chosen = accept_challenges if isinstance(accept_challenges, Consent) else Consent()
+        consent = chosen.stated(engine)
     seen: set[str] = set()
+    tasks: dict[str, int] = {}  # match id -> its tasks running (a match's games in turn)
+    playing: dict[str, str] = {}  # match id -> the opponent's name, while it is played
     finished = trio.Event()
     count = 0
 
-    async def one(game_id: str) -> None:
+    async def one(game_id: str, match_id: str) -> None:
         nonlocal count
         try:
-            await play_game(client, game_id, engine)
-        except grpc.RpcError as e:
-            log.warning("game %s: %s", game_id, e.details())
-        count += 1
-        if max_games is not None and count >= max_games:
-            finished.set()
+            while game_id:
+                try:
+                    state = await play_game(client, game_id, engine)
+                    game_id = state.next_game_id  # (the match goes on)
+                except grpc.RpcError as e:
+                    log.warning("game %s: %s", game_id, e.details())
+                    game_id = ""
+                count += 1
+                if max_games is not None and count >= max_games:
+                    finished.set()
+                if not game_id or game_id in seen:
+                    break  # (over, or its announcement came first: played by its own task)
+                seen.add(game_id)
+        finally:
+            tasks[match_id] -= 1
+            if not tasks[match_id]:
+                del tasks[match_id], playing[match_id]
 
     async with trio.open_nursery() as nursery:
 
+        def start(game_id: str, match_id: str, opponent: str) -> None:
+            if game_id in seen:
+                return
+            seen.add(game_id)
+            tasks[match_id] = tasks.get(match_id, 0) + 1
+            playing[match_id] = opponent
+            nursery.start_soon(one, game_id, match_id)
+
+        bell_in, bell = trio.open_memory_channel[None](1)  # challenges announced meanwhile
+
         async def watch() -> None:
             async for ev in client.player_events():
-                if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED and ev.game_id not in seen:
-                    seen.add(ev.game_id)
-                    nursery.start_soon(one, ev.game_id)
+                if ev.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
+                    start(ev.game_id, ev.match_id, ev.opponent.name)
+                elif ev.type == api.PLAYER_EVENT_TYPE_CHALLENGE and consent is not None:
+                    with contextlib.suppress(trio.WouldBlock):
+                        bell_in.send_nowait(None)
 
         nursery.start_soon(watch)
+        if consent is not None:
+            nursery.start_soon(_answer_challenges, client, consent, bell, playing, start)
         await finished.wait()
         nursery.cancel_scope.cancel()
+
+
+async def _answer_challenges(
+    client: Client,
+    consent: Consent,
+    bell: trio.MemoryReceiveChannel,
+    playing: dict[str, str],
+    start: Callable[[str, str, str], None],
+) -> None:
+    """Each time challenges are announced: the ones waiting, each accepted (and its game
+    started at once, so that it counts for the next) or declined, one call at a time."""
+    async for _ in bell:
+        try:
+            waiting = await client.list_challenges()
+        except grpc.RpcError as e:
+            log.warning("challenges: %s", e.details())
+            continue
+        for c in waiting:
+            points = f"{c.target_points} point" + ("s" if c.target_points != 1 else "")
+            terms = f"{c.options.variant} nardy, {points}, {c.options.turn_time_ms} ms a turn"
+            why = consent.refusal(c, playing)
+            try:
+                if why is None:
+                    r = await client.accept_challenge(c.match_id)
+                    start(r.game_id, c.match_id, c.challenger.name)
+                    log.info("challenge from %s (%s) accepted", c.challenger.name, terms)
+                else:
+                    await client.decline_challenge(c.match_id)
+                    log.info("challenge from %s (%s) declined: %s", c.challenger.name, terms, why)
+            except grpc.RpcError as e:  # (withdrawn, expired, or the arbiter away)
+                log.info("challenge %s from %s: %s", c.match_id, c.challenger.name, e.details())
 
 
 async def play_forever(
@@ -986,13 +1133,14 @@ async def play_forever(
     max_games: int | None = None,
     reconnect: Reconnect | None = None,
     transport: str = PLAY,
+    accept_challenges: bool | Consent = False,
 ) -> None:
     """Connect (``$NARDY_SERVER``, ``$NARDY_TOKEN`` by default) and serve games; a lost
     arbiter is waited for as ``reconnect`` says (default: quietly, forever). ``transport``:
-    see :class:`Client`."""
+    see :class:`Client`; ``accept_challenges``: see :func:`serve_games`."""
     token = token if token is not None else os.environ.get(ENV_TOKEN)
     async with Client(address, token, reconnect=reconnect, transport=transport) as client:
-        await serve_games(client, engine, max_games=max_games)
+        await serve_games(client, engine, max_games=max_games, accept_challenges=accept_challenges)
 
 
 def run_engine(
@@ -1003,9 +1151,11 @@ def run_engine(
     max_games: int | None = None,
     reconnect: Reconnect | None = None,
     transport: str = PLAY,
+    accept_challenges: bool | Consent = False,
 ) -> None:
     """The synchronous entry point: play games with ``engine`` until interrupted (over the
-    ``Play`` stream by default; ``transport="unary"``: SubscribeGame and SubmitPlay)."""
+    ``Play`` stream by default; ``transport="unary"``: SubscribeGame and SubmitPlay), and
+    with ``accept_challenges`` the challenges its :class:`Consent` accepts."""
     trio.run(
         lambda: play_forever(
             engine,
@@ -1014,6 +1164,7 @@ def run_engine(
             max_games=max_games,
             reconnect=reconnect,
             transport=transport,
+            accept_challenges=accept_challenges,
         )
     )
 
@@ -1162,6 +1313,19 @@ class SimpleClient:
         """Play one game with ``engine`` (see :func:`play_game`); returns the final state."""
         return self._loop.run(play_game, self.client, game_id, engine, transport=transport)
 
-    def serve_games(self, engine: Engine, *, max_games: int | None = None) -> None:
-        """Play every game this player is seated in (see :func:`serve_games`)."""
-        self._loop.run(serve_games, self.client, engine, max_games=max_games)
+    def serve_games(
+        self,
+        engine: Engine,
+        *,
+        max_games: int | None = None,
+        accept_challenges: bool | Consent = False,
+    ) -> None:
+        """Play every game this player is seated in, and with ``accept_challenges`` the
+        challenges it accepts (see :func:`serve_games`)."""
+        self._loop.run(
+            serve_games,
+            self.client,
+            engine,
+            max_games=max_games,
+            accept_challenges=accept_challenges,
+        )

@@ -234,6 +234,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="play over SubscribeGame and a SubmitPlay call per turn instead of the Play "
         "stream (the default, which falls back to those where the arbiter does not offer it)",
     )
+    p.add_argument(
+        "--accept-challenges",
+        action="store_true",
+        help="accept the challenges other players make to this player (a person on the web "
+        "view's /play page, nardy challenge) that the engine can play: its variants, turns "
+        "of at least its floor; decline the others",
+    )
+    p.add_argument(
+        "--max-games-at-once",
+        type=int,
+        default=4,
+        metavar="N",
+        help="with --accept-challenges: accept none while N matches are being played "
+        "(default 4), nor a second at once from the same challenger",
+    )
     p.set_defaults(func=runs("engines.cli"))
 
     p = sub.add_parser(

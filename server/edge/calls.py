@@ -93,11 +93,25 @@ class Calls:
 
     # -- unary ------------------------------------------------------------------------------
     async def unary(
-        self, credentials: Credentials, method: str, request: bytes, *, held: bool = False
+        self,
+        credentials: Credentials,
+        method: str,
+        request: bytes,
+        *,
+        held: bool = False,
+        player: bool = False,
     ) -> bytes:
         """A call answered as the core answers it; ``held``: it holds a place in its
-        caller's quota while it waits (a resignation)."""
-        who = await self.caller(credentials, held=held)
+        caller's quota while it waits (a resignation); ``player``: a registered player's
+        call only, refused without a token and with the operator's (a seat's is left to
+        the core, which knows it)."""
+        who = await self.caller(credentials)
+        if player and credentials.token is None:
+            raise Refused(grpc.StatusCode.UNAUTHENTICATED, "this call needs your player token")
+        if player and who.operator:
+            raise Refused(grpc.StatusCode.PERMISSION_DENIED, "not with the operator's token here")
+        if held:
+            self.gate.hold(who)
         try:
             return (await self.ask(who, method, request)).body
         finally:

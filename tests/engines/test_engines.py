@@ -225,3 +225,27 @@ def test_cli_unknown_engine_exits_2():
     assert proc.returncode == 2
     assert "unknown engine 'nosuch'" in proc.stderr
     assert "expectimax" in proc.stderr
+
+
+def test_cli_max_games_at_once_below_one_exits_2():
+    proc = subprocess.run(
+        [sys.executable, "-m", "nardy", "engine", "random", "--accept-challenges",
+         "--max-games-at-once", "0"],
+        env={**os.environ, "NARDY_SERVER": "127.0.0.1:1", "NARDY_TOKEN": "x"},
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "--max-games-at-once is 1 or more" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["random", "greedy", "expectimax", "network"])
+def test_an_engine_states_what_it_accepts_challenges_for(name):
+    """The SDK's function of a bundled engine states its variants (the registry's) and its
+    turn time floor, which nardy engine --accept-challenges consents with."""
+    from engines.registry import ENGINES, sdk_adapter
+    from nardy.client import Consent
+
+    fn = sdk_adapter(make_engine(name))
+    consent = Consent().stated(fn)
+    assert consent.variants == ENGINES[name].variants
+    assert consent.min_turn_time_ms == 1000

@@ -139,7 +139,7 @@ def test_bodies_are_limited_and_must_be_json_of_the_request(server):
             assert status == 415  # (a form of another site cannot post JSON)
             status, body = await post(s, server, "RegisterPlayer", {"name": "x"})
             assert (status, body["code"]) == (501, "UNIMPLEMENTED")  # not offered here
-            status, body = await post(s, server, "CreateMatch", {})
+            status, body = await post(s, server, "ListGames", {})
             assert status == 501
             async with s.get(server.http_url + ARBITER + "GetGame") as got:
                 assert got.status == 405  # calls are POSTs
@@ -276,3 +276,69 @@ def test_a_play_over_http_is_stamped_on_arrival_like_one_over_grpc(server):
     ((_, arrival, sent),) = seen
     assert before <= arrival <= after  # stamped as its request was read
     assert 0 < sent < arrival  # the turn's send, as the event was written to the browser
+
+
+def test_only_a_player_creates_a_match_here_and_only_a_challenge(tmp_path):
+    """CreateMatch over HTTP: a registered player challenging another by name, with the
+    gRPC port's checks and quota (here two matches not yet over); nobody else creates."""
+    with (
+        EmbeddedServer(db=str(tmp_path / "c.db"), http_port=0, open_matches=2) as server,
+        grpc.insecure_channel(server.address) as channel,
+    ):
+        stub = api_grpc.ArbiterServiceStub(channel)
+        alice, bob = (
+            stub.RegisterPlayer(api.RegisterPlayerRequest(name=n, bot=b)).token
+            for n, b in (("alice", False), ("bob", True))
+        )
+        stub.RegisterPlayer(api.RegisterPlayerRequest(name="carol"))
+        seat = stub.CreateMatch(api.CreateMatchRequest()).first_seat_token
+
+        def challenge(first="alice", second="bob", **options):
+            return {
+                "first": {"playerName": first},
+                "second": {"playerName": second},
+                "targetPoints": 3,
+                "options": {"variant": "long", "turnTimeMs": 30000, **options},
+            }
+
+        async def main():
+            async with aiohttp.ClientSession() as s:
+
+                async def create(body, token):
+                    return await post(s, server, "CreateMatch", body, token)
+
+                refused = [
+                    (await create(challenge(), None), 401),  # a stranger
+                    (await create(challenge(), secrets.token_urlsafe(32)), 401),
+                    (await create(challenge(), seat), 403),  # a seat token
+                    (await create(challenge(), server.admin_token), 403),  # not here
+                    (await create(challenge("bob", "carol"), alice), 403),  # others seated
+                    (await create({"first": {"playerName": "alice"}}, alice), 400),  # open seat
+                    (await create(challenge(variant="backgammon"), alice), 400),
+                    (await create(challenge(turnTimeMs=100_000_000), alice), 400),  # over 24 h
+                    (await create(challenge(second="nobody"), alice), 404),
+                ]
+                for (status, body), expected in refused:
+                    assert status == expected, body
+                assert refused[0][0][1]["code"] == "UNAUTHENTICATED"
+                assert refused[2][0][1]["code"] == "PERMISSION_DENIED"
+                status, made = await create(challenge(), alice)
+                assert status == 200 and made["challenge"] is True
+                assert "firstSeatToken" not in made and "secondSeatToken" not in made
+                status, listed = await post(s, server, "ListChallenges", {}, bob)
+                (c,) = listed["challenges"]
+                assert c["matchId"] == made["matchId"] and c["challenger"]["name"] == "alice"
+                assert c["targetPoints"] == 3 and c["options"]["turnTimeMs"] == 30000
+                status, _ = await create(challenge(), alice)
+                assert status == 200
+                status, body = await create(challenge(), alice)  # a third not yet over
+                assert (status, body["code"]) == (429, "RESOURCE_EXHAUSTED")
+                # declined: no longer counted
+                status, _ = await post(
+                    s, server, "DeclineChallenge", {"matchId": c["matchId"]}, bob
+                )
+                assert status == 200
+                status, _ = await create(challenge(), alice)
+                assert status == 200
+
+        run(main())

@@ -6,7 +6,8 @@ plays every turn on /play/game/ID until the game ends: plays built by clicking c
 illegal attempt refused with the reason. The other seat is ``nardy engine random`` as a
 process of its own. Meanwhile a spectator's tab of the read-only view follows the game.
 The page's turns, highlights and result are checked against the arbiter (GetGame with the
-seat's token over gRPC)."""
+seat's token over gRPC). A registered player answers challenges on the page, and makes one:
+a bot run with ``--accept-challenges`` takes it, and the game it opens is played out."""
 
 from __future__ import annotations
 
@@ -38,10 +39,10 @@ def arbiter(tmp_path):
         srv.stub = api_grpc.ArbiterServiceStub(channel)
         engines: list[subprocess.Popen] = []
 
-        def engine(token: str) -> None:
+        def engine(token: str, *options: str) -> None:
             env = {**os.environ, "NARDY_SERVER": srv.address, "NARDY_TOKEN": token}
             log = open(tmp_path / f"engine{len(engines)}.log", "w")  # noqa: SIM115
-            engines.append(subprocess.Popen(ENGINE, env=env, stdout=log, stderr=log))
+            engines.append(subprocess.Popen([*ENGINE, *options], env=env, stdout=log, stderr=log))
 
         srv.engine = engine
         try:
@@ -100,6 +101,37 @@ def type_play(driver, notation: str) -> None:
     driver.find_element(By.ID, "send-typed").click()
 
 
+def sign_in(driver, url: str, token: str) -> None:
+    driver.get(url + "/play")
+    driver.find_element(By.ID, "token").send_keys(token)
+    driver.find_element(By.ID, "signin-button").click()
+
+
+def play_out(driver, stub, game_id: str, seat, play_turn) -> pb.GameState:
+    """Play the game on its page to the end: ``play_turn(mine, turn_id, legal plays)``
+    makes each of the person's turns on the page (``mine``: turns played before). Each
+    turn the page offers is checked against the arbiter (GetGame with the seat's token).
+    The final state."""
+    mine = 0
+    while True:
+        shown = wait(
+            driver,
+            lambda d: (lambda p: p if p["turn"] or "win" in p["status"] else False)(page(d)),
+            60,
+        )
+        if not shown["turn"]:
+            break  # the game is over
+        turn_id = int(shown["turn"])
+        state = stub.GetGame(api.GetGameRequest(game_id=game_id), metadata=seat).state
+        assert state.turn_id == turn_id and state.side_to_move == state.your_color
+        assert shown["position"] == state.position
+        assert "Your turn" in shown["status"]
+        play_turn(mine, turn_id, list(state.legal_plays))
+        wait(driver, lambda d, t=str(turn_id): page(d)["turn"] != t)
+        mine += 1
+    return stub.GetGame(api.GetGameRequest(game_id=game_id), metadata=seat).state
+
+
 def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, browser):
     stub = arbiter.stub
     r = stub.CreateMatch(
@@ -112,9 +144,7 @@ def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, b
     arbiter.engine(r.second_seat_token)
 
     # sign in with the seat token; the game is on the list
-    browser.get(arbiter.http_url + "/play")
-    browser.find_element(By.ID, "token").send_keys(r.first_seat_token)
-    browser.find_element(By.ID, "signin-button").click()
+    sign_in(browser, arbiter.http_url, r.first_seat_token)
     link = wait(
         browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"] a')
     )
@@ -130,23 +160,16 @@ def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, b
     spectator_tab = browser.current_window_handle
     browser.switch_to.window(play_tab)
 
-    mine = 0  # my turns played
     clicked = typed = refused = 0
     seen_by_spectator = False
-    while True:
-        shown = wait(
-            browser,
-            lambda d: (lambda p: p if p["turn"] or "win" in p["status"] else False)(page(d)),
-            60,
-        )
-        if not shown["turn"]:
-            break  # the game is over
-        turn_id = int(shown["turn"])
-        state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
-        assert state.turn_id == turn_id and state.side_to_move == state.your_color
-        assert shown["position"] == state.position
-        assert "Your turn" in shown["status"]
-        plays = list(state.legal_plays)
+
+    def play_turn(mine: int, turn_id: int, plays: list[pb.LegalPlay]) -> None:
+        nonlocal clicked, typed, refused, seen_by_spectator
+        if mine == 4:  # the spectator's page caught up by itself
+            browser.switch_to.window(spectator_tab)
+            wait(browser, lambda d: spectator_turn(d) >= turn_id)
+            seen_by_spectator = True
+            browser.switch_to.window(play_tab)
         if mine == 1:  # an illegal attempt first: refused with the reason, the turn goes on
             type_play(browser, "1/off")
             wait(browser, lambda d: page(d)["message"].startswith("Refused"))
@@ -176,15 +199,8 @@ def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, b
         else:  # typed
             type_play(browser, plays[-1].notation)
             typed += 1
-        wait(browser, lambda d, t=str(turn_id): page(d)["turn"] != t)
-        mine += 1
-        if mine == 4:  # the spectator's page caught up by itself
-            browser.switch_to.window(spectator_tab)
-            wait(browser, lambda d, t=turn_id: spectator_turn(d) > t)
-            seen_by_spectator = True
-            browser.switch_to.window(play_tab)
 
-    final = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
+    final = play_out(browser, stub, r.game_id, seat, play_turn)
     assert final.status == pb.GAME_STATUS_FINISHED
     assert final.result.termination == pb.TERMINATION_NORMAL  # borne off: a whole game
     shown = page(browser)
@@ -239,9 +255,7 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
         assert r.challenge
         challenges[name] = (r, md)
 
-    browser.get(arbiter.http_url + "/play")
-    browser.find_element(By.ID, "token").send_keys(bob_token)
-    browser.find_element(By.ID, "signin-button").click()
+    sign_in(browser, arbiter.http_url, bob_token)
     rows = wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 2)
     assert rows
     carol = challenges["carol"][0]
@@ -266,3 +280,45 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
             assert ev.state.result.termination == pb.TERMINATION_RESIGNATION
             break
     stream.cancel()
+
+
+def test_a_person_challenges_a_bot_on_the_page_and_plays_the_game(arbiter, browser):
+    """A registered person signs in, challenges a registered bot by name on /play and sees
+    the challenge wait; its operator starts it (``nardy engine random
+    --accept-challenges``, a process of its own), it accepts, and the page opens the game,
+    which the person plays to its end. A challenge of a variant the bot does not play is
+    not part of this: tests/server/test_sdk_challenges.py."""
+    stub = arbiter.stub
+    person = stub.RegisterPlayer(api.RegisterPlayerRequest(name="zara", bot=False)).token
+    bot = stub.RegisterPlayer(api.RegisterPlayerRequest(name="random-bot", bot=True)).token
+
+    sign_in(browser, arbiter.http_url, person)
+    form = wait(browser, lambda d: (f := d.find_element(By.ID, "challenge")).is_displayed() and f)
+    form.find_element(By.ID, "me").send_keys("zara")
+    form.find_element(By.ID, "opponent").send_keys("random-bot")
+    seconds = form.find_element(By.ID, "turn-seconds")
+    seconds.clear()
+    seconds.send_keys("60")
+    form.find_element(By.ID, "challenge-button").click()
+    pending = wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#sent li"))
+    assert "to random-bot" in pending.text and "60 s per turn" in pending.text
+    wait(browser, lambda d: "waiting for an answer" in pending.text)
+    (waiting,) = stub.ListChallenges(
+        api.ListChallengesRequest(), metadata=(("authorization", f"Bearer {bot}"),)
+    ).challenges
+    game_id = pending.get_attribute("data-game")
+    assert waiting.game_id == game_id and waiting.challenger.name == "zara"
+
+    arbiter.engine(bot, "--accept-challenges")  # the bot comes: it accepts, the game opens
+    wait(browser, lambda d: d.current_url.endswith(f"/play/game/{game_id}"), 120)
+
+    def typed(mine: int, turn_id: int, plays: list[pb.LegalPlay]) -> None:
+        type_play(browser, plays[-1].notation)
+
+    seat = (("authorization", f"Bearer {person}"),)
+    final = play_out(browser, stub, game_id, seat, typed)
+    assert final.status == pb.GAME_STATUS_FINISHED
+    assert final.result.termination == pb.TERMINATION_NORMAL  # borne off: a whole game
+    assert {final.white.name, final.black.name} == {"zara", "random-bot"}
+    won = final.result.winner == final.your_color
+    assert page(browser)["status"].startswith("You win" if won else "random-bot wins")

@@ -13,8 +13,11 @@ PERMISSION_DENIED 403, RESOURCE_EXHAUSTED 429, ...) with ``{"code", "message"}``
 ``instance``: the gRPC address of the instance that runs the game).
 
 Only a seat's and a player's own business is offered: playing (SubmitPlay, Resign),
-following (SubscribeGame, SubscribePlayer, GetGame) and answering challenges
-(ListChallenges, AcceptChallenge, DeclineChallenge). Nothing is logged of a request.
+following (SubscribeGame, SubscribePlayer, GetGame), answering challenges (ListChallenges,
+AcceptChallenge, DeclineChallenge) and making one (CreateMatch: with a player token only,
+naming a registered player in each seat, the caller in one of them; the core's consent,
+checks and quota of matches not yet over apply as on the gRPC port). Nothing is logged of a
+request.
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from server.edge.metrics import EdgeMetrics
 PREFIX = f"/api/{ARBITER}/"
 MAX_BODY = 4096  # the largest request is a play: 200 characters of notation and its ids
 JSON = "application/json"
+CHALLENGE = "CreateMatch"  # a registered player's only, and only a challenge
 
 # method -> (request, response, held: waits for the game holding a place in the quota)
 UNARY: dict[str, tuple[type[Message], type[Message], bool]] = {
+    CHALLENGE: (api.CreateMatchRequest, api.CreateMatchResponse, False),
     "SubmitPlay": (api.SubmitPlayRequest, api.SubmitPlayResponse, True),
     "Resign": (api.ResignRequest, api.ResignResponse, True),
     "GetGame": (api.GetGameRequest, api.GetGameResponse, False),
@@ -80,6 +85,12 @@ def credentials(request: web.Request) -> Credentials:
     return Credentials(token, malformed, address_of(request.remote or ""))
 
 
+def a_challenge(request: api.CreateMatchRequest) -> bool:
+    """A match that names a registered player in each seat (the caller in one of them, as
+    the core checks): a challenge, the only match made over HTTP."""
+    return bool(request.first.player_name and request.second.player_name)
+
+
 class HttpApi:
     """The handlers of ``/api/nardy.v1.ArbiterService/METHOD``."""
 
@@ -108,6 +119,9 @@ class HttpApi:
         except (json_format.ParseError, UnicodeDecodeError) as e:
             why = f"not a {kinds[0].__name__}: {str(e)[:100]}"
             return self._refused(Refused(grpc.StatusCode.INVALID_ARGUMENT, why))
+        if method == CHALLENGE and not a_challenge(message):
+            why = "a match made here is a challenge: name yourself and the player you challenge"
+            return self._refused(Refused(grpc.StatusCode.INVALID_ARGUMENT, why))
         data = message.SerializeToString()
         who = credentials(request)
         if method in STREAMS:
@@ -117,7 +131,10 @@ class HttpApi:
             if method == "SubmitPlay":
                 answer = await self.calls.submit_play(who, data, arrival)
             else:
-                answer = await self.calls.unary(who, f"/{ARBITER}/{method}", data, held=held)
+                path = f"/{ARBITER}/{method}"
+                answer = await self.calls.unary(
+                    who, path, data, held=held, player=method == CHALLENGE
+                )
         except Refused as r:
             return self._refused(r)
         text = json_format.MessageToJson(response_kind.FromString(answer), indent=None)

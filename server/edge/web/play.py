@@ -1,6 +1,7 @@
 """The pages a person plays on: ``/play`` (sign in with a token; your games, your
-challenges to accept or decline) and ``/play/game/ID`` (the board from your side, live,
-played by clicking checkers or typing a play; both clocks; resign).
+challenges to accept or decline, a challenge of your own to make) and ``/play/game/ID``
+(the board from your side, live, played by clicking checkers or typing a play; both
+clocks; resign).
 
 The pages are static: their script (``static/play.js``) keeps the token in the tab's
 sessionStorage and makes every call itself, with it as ``Authorization: Bearer``, through
@@ -37,6 +38,9 @@ class PlayPages:
     def __init__(self) -> None:
         self._files = {name: (STATIC / name).read_text() for name in FILES}
         self._maps = point_maps()
+        self._variants = "".join(
+            f'<option value="{escape(name)}">{escape(name)} nardy</option>' for name in available()
+        )
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_get("/play", self.home)
@@ -63,6 +67,20 @@ class PlayPages:
             '<section id="challenges-section" hidden><h2>Challenges to you</h2>'
             '<ul id="challenges"></ul>'
             '<p class="none" id="no-challenges">Nobody has challenged you.</p></section>'
+            '<section id="challenge-section" hidden><h2>Challenge a player</h2>'
+            "<p>A bot answers at once if its operator lets it accept challenges; a person"
+            " answers on this page. The game opens when your challenge is accepted.</p>"
+            '<form id="challenge">'
+            '<label>You <input id="me" required maxlength="40" autocomplete="username"'
+            ' spellcheck="false" placeholder="your player name"></label> '
+            '<label>Opponent <input id="opponent" required maxlength="40" autocomplete="off"'
+            ' spellcheck="false" placeholder="a registered player"></label> '
+            '<label>Points <input id="points" type="number" min="1" value="1"></label> '
+            f'<label>Game <select id="variant">{self._variants}</select></label> '
+            '<label>Seconds per turn <input id="turn-seconds" type="number" min="1"'
+            ' value="120"></label> '
+            '<button id="challenge-button" type="submit">Challenge</button></form>'
+            '<ul id="sent"></ul><p class="error" id="challenge-error"></p></section>'
             '<p class="error" id="home-error"></p></div></section>',
         )
 

@@ -7,6 +7,7 @@
   "use strict";
   const API = "/api/nardy.v1.ArbiterService/";
   const KEY = "nardy-token";
+  const NAME = "nardy-name";  // the player name last challenged with, to fill the form
   const SVG = "http://www.w3.org/2000/svg";
   const COLOR = {COLOR_WHITE: "white", COLOR_BLACK: "black"};
   const OTHER = {white: "black", black: "white"};
@@ -72,7 +73,7 @@
     if (cls !== undefined) element.className = cls;
   }
 
-  // -- /play: sign in, your games, your challenges ---------------------------------------------
+  // -- /play: sign in, your games, your challenges, a challenge to make -------------------------
   function home() {
     const next = new URLSearchParams(location.search).get("next") || "";
     const safeNext = /^\/play\/game\/[^/]+$/.test(next) ? next : "";
@@ -89,6 +90,11 @@
       sessionStorage.removeItem(KEY);
       location.reload();
     });
+    $("challenge").addEventListener("submit", function (e) {
+      e.preventDefault();
+      challenge();
+    });
+    $("me").value = sessionStorage.getItem(NAME) || "";
     if (token()) signedIn(safeNext);
     else form.hidden = false;
   }
@@ -160,6 +166,7 @@
       return;
     }
     $("challenges-section").hidden = false;
+    $("challenge-section").hidden = false;  // (a player token: it may challenge too)
     const list = $("challenges");
     list.replaceChildren();
     const all = got.challenges || [];
@@ -167,13 +174,8 @@
     for (const c of all) {
       const item = document.createElement("li");
       item.dataset.match = c.matchId;
-      const o = c.options || {};
-      const seconds = Math.round(Number(o.turnTimeMs || 120000) / 1000);
-      item.append(
-        "from " + ((c.challenger && c.challenger.name) || "?") + " · " +
-        (o.variant || "long") + " nardy · " + (c.targetPoints || 1) + " points · " +
-        seconds + " s per turn "
-      );
+      item.append("from " + ((c.challenger && c.challenger.name) || "?") + " · " +
+                  terms(c.options, c.targetPoints) + " ");
       item.appendChild(button("Accept", "accept", async function () {
         try {
           const r = await call("AcceptChallenge", {matchId: c.matchId});
@@ -187,6 +189,75 @@
         challenges();
       }));
       list.appendChild(item);
+    }
+  }
+
+  function terms(options, points) {
+    const o = options || {};
+    const seconds = Math.round(Number(o.turnTimeMs || 120000) / 1000);
+    return (o.variant || "long") + " nardy · " + (points || 1) + " points · " + seconds +
+      " s per turn";
+  }
+
+  // Challenge a registered player (yourself named, as the arbiter checks against your
+  // token), then wait on the game for the answer: it starts once accepted, or is called off.
+  async function challenge() {
+    const me = $("me").value.trim(), opponent = $("opponent").value.trim();
+    const points = Number($("points").value || 1);
+    const options = {
+      variant: $("variant").value,
+      turnTimeMs: Math.round(1000 * Number($("turn-seconds").value || 120)),
+    };
+    text($("challenge-error"), "");
+    $("challenge-button").disabled = true;
+    let made;
+    try {
+      made = await call("CreateMatch", {
+        first: {playerName: me}, second: {playerName: opponent}, targetPoints: points,
+        options: options,
+      });
+    } catch (e) {
+      text($("challenge-error"), e.message);
+      return;
+    } finally {
+      $("challenge-button").disabled = false;
+    }
+    sessionStorage.setItem(NAME, me);
+    const item = document.createElement("li");
+    item.dataset.game = made.gameId;
+    const words = document.createElement("span");
+    item.append("to " + opponent + " · " + terms(options, points) + ": ", words);
+    $("sent").prepend(item);
+    awaitAnswer(made.gameId, words);
+  }
+
+  async function awaitAnswer(gameId, words) {
+    let delay = 500, answered = false;
+    text(words, "waiting for an answer…", "pending");
+    while (!answered) {
+      try {
+        await stream("SubscribeGame", {gameId: gameId, clientSeed: clientSeed(gameId)},
+          function (kind, ev) {
+            const status = (ev.state && ev.state.status) || "";
+            if (kind === "error" || answered) return;
+            if (status.endsWith("IN_PROGRESS") || status.endsWith("FINISHED")) {
+              answered = true;
+              text(words, "accepted", "accepted");
+              location.assign("/play/game/" + encodeURIComponent(gameId));
+            } else if (status.endsWith("ABORTED")) {
+              answered = true;
+              text(words, "declined, or not answered in time", "declined");
+            }
+          });
+      } catch (e) {
+        if (e.status >= 400 && e.status < 500 && e.status !== 429) {
+          text(words, e.message, "error");
+          return;
+        }
+      }
+      if (answered) return;
+      await sleep(delay);
+      delay = Math.min(2 * delay, 10000);
     }
   }
 
@@ -258,8 +329,8 @@
   }
 
   // a seat's contribution to the dice (provably fair dice), the same on every resume
-  function clientSeed() {
-    const key = "nardy-seed-" + game.id;
+  function clientSeed(gameId) {
+    const key = "nardy-seed-" + gameId;
     let seed = sessionStorage.getItem(key);
     if (!seed) {
       const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -272,7 +343,7 @@
   async function followGame() {
     let delay = 500;
     while (!game.over) {
-      const request = {gameId: game.id, clientSeed: clientSeed()};
+      const request = {gameId: game.id, clientSeed: clientSeed(game.id)};
       if (game.lastSeq) request.afterSeq = String(game.lastSeq);
       else request.fromStart = true;
       try {

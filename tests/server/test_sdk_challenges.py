@@ -1,0 +1,123 @@
+"""An engine that accepts challenges (``serve_games(..., accept_challenges=...)``, the SDK
+behind ``nardy engine NAME --accept-challenges``), against a real arbiter: what its
+operator's consent allows is accepted and played, the rest declined at once (a variant it
+does not play, turns shorter than its floor, more matches at once than it takes, a second
+match at once with one challenger)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import trio
+
+from nardy.client import Client, Consent, serve_games
+from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+
+from .conftest import random_engine
+
+WAIT_MS = 600_000  # a challenge not answered would wait this long: an abort is a decline
+
+
+@pytest.fixture
+def arbiter(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "c.db")) as srv:
+        yield srv
+
+
+async def challenge(person: Client, name: str, opponent: str, **options) -> str:
+    """``person`` (registered as ``name``) challenges ``opponent``; the match's first game."""
+    points = options.pop("points", 1)
+    r = await person.create_match(
+        first=api.SeatSpec(player_name=name),
+        second=api.SeatSpec(player_name=opponent),
+        target_points=points,
+        options=pb.GameOptions(**options),
+        start_timeout_ms=WAIT_MS,
+    )
+    assert r.challenge
+    return r.game_id
+
+
+async def answer(person: Client, game_id: str) -> int:
+    """How the challenged engine answered, as the challenger sees it on the game's stream
+    (arriving at its seat): GAME_STARTED (it accepted and came) or GAME_ABORTED."""
+    with trio.fail_after(60):
+        async with contextlib.aclosing(person.events(game_id)) as events:
+            async for ev in events:
+                if ev.type in (pb.EVENT_TYPE_GAME_STARTED, pb.EVENT_TYPE_GAME_ABORTED):
+                    return ev.type
+    raise AssertionError("the game's stream ended without an answer")
+
+
+async def test_the_engine_accepts_what_it_plays_and_declines_the_rest(arbiter):
+    async with (
+        Client(arbiter.address) as bot,
+        Client(arbiter.address) as alice,
+        Client(arbiter.address) as carol,
+        Client(arbiter.address) as dave,
+    ):
+        await bot.register("long-bot")
+        for person, name in ((alice, "alice"), (carol, "carol"), (dave, "dave")):
+            await person.register(name, bot=False)
+        consent = Consent(
+            variants=("long",), min_turn_time_ms=1000, max_games_at_once=2, max_per_opponent=1
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: serve_games(bot, random_engine(1), accept_challenges=consent)
+            )
+            # a variant it does not play: declined
+            short = await challenge(alice, "alice", "long-bot", variant="short")
+            assert await answer(alice, short) == pb.EVENT_TYPE_GAME_ABORTED
+            # turns under its floor: declined
+            quick = await challenge(alice, "alice", "long-bot", turn_time_ms=500)
+            assert await answer(alice, quick) == pb.EVENT_TYPE_GAME_ABORTED
+            # one it plays: accepted, and the engine comes to play it
+            match = await challenge(alice, "alice", "long-bot", turn_time_ms=60_000, points=3)
+            assert await answer(alice, match) == pb.EVENT_TYPE_GAME_STARTED
+            # a second at once from alice: declined; carol's: accepted
+            again = await challenge(alice, "alice", "long-bot")
+            assert await answer(alice, again) == pb.EVENT_TYPE_GAME_ABORTED
+            carols = await challenge(carol, "carol", "long-bot", turn_time_ms=60_000)
+            assert await answer(carol, carols) == pb.EVENT_TYPE_GAME_STARTED
+            # two matches at once, its most: dave's is declined, also between two games of
+            # alice's match (it goes on: it still counts)
+            busy = await challenge(dave, "dave", "long-bot")
+            assert await answer(dave, busy) == pb.EVENT_TYPE_GAME_ABORTED
+            await alice.resign(match)
+            state = (await alice.get_game(match)).state
+            assert state.status == pb.GAME_STATUS_FINISHED and state.next_game_id
+            busy = await challenge(dave, "dave", "long-bot")
+            assert await answer(dave, busy) == pb.EVENT_TYPE_GAME_ABORTED
+            # carol's match over: dave's is taken
+            await carol.resign(carols)
+            with trio.fail_after(30):
+                while True:  # (the engine sees the game end a moment after carol does)
+                    daves = await challenge(dave, "dave", "long-bot")
+                    if await answer(dave, daves) == pb.EVENT_TYPE_GAME_STARTED:
+                        break
+            await dave.resign(daves)
+            assert await answer(alice, state.next_game_id) == pb.EVENT_TYPE_GAME_STARTED
+            await alice.resign(state.next_game_id)  # (a mars each: 4 of 3 points, over)
+            assert await bot.list_challenges() == []  # every one answered
+            nursery.cancel_scope.cancel()
+
+
+def test_a_consent_needs_the_variants_stated():
+    with pytest.raises(ValueError, match="states the variants it plays"):
+        Consent().stated(random_engine(0))
+    with pytest.raises(ValueError):
+        Consent(variants=("backgammon-with-cube",)).stated(random_engine(0))
+
+    def stating(turn):
+        return turn.legal[0]
+
+    stating.variants = ("short",)  # an engine function may state them itself
+    stating.turn_time_floor_ms = 3000
+    consent = Consent().stated(stating)
+    assert consent.variants == ("short",) and consent.min_turn_time_ms == 3000
+    with pytest.raises(ValueError):
+        Consent(variants=("long",), max_games_at_once=0).stated(stating)
