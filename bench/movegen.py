@@ -79,7 +79,7 @@ def _process(path: str, n: int) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), _children_cpu()
     with open(path, "rb") as stdin:
         out = subprocess.run(
-            [sys.executable, "-m", "nardy", "legal"], stdin=stdin, capture_output=True, check=True
+            [sys.executable, "-m", "clients", "legal"], stdin=stdin, capture_output=True, check=True
         ).stdout
     took = time.perf_counter() - wall, _children_cpu() - cpu
     assert out.count(b"\n") == n, "nardy legal gave a wrong number of lines"

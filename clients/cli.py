@@ -10,7 +10,7 @@ import sys
 
 
 def _legal(args: argparse.Namespace) -> int:
-    from nardy.legal_cmd import batch, single
+    from clients.legal import batch, single
 
     if args.position is None:
         return batch(sys.stdin, sys.stdout, args.variant)
@@ -58,14 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dice", nargs="?", help="dice, e.g. 65 or 6-5")
     p.set_defaults(func=_legal)
 
-    from nardy import commands
+    from clients import subcommands
 
-    commands.register(sub)
+    subcommands.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nardy.cliargs import apply_tls_args, glue_token_values
+    from clients.cliargs import apply_tls_args, glue_token_values
 
     args = build_parser().parse_args(glue_token_values(sys.argv[1:] if argv is None else argv))
 

@@ -10,7 +10,7 @@ import argparse
 import getpass
 
 from engines.registry import names
-from nardy.cliargs import add_token_arg, add_turn_time_arg, runs
+from clients.cliargs import add_token_arg, add_turn_time_arg, runs
 from nardy.clock import DEFAULT_TURN_TIME_MS
 from nardy.variant import available
 
@@ -43,7 +43,7 @@ def _user() -> str:
 
 
 def _server_arg(p: argparse.ArgumentParser) -> None:
-    from nardy.cliargs import add_server_args
+    from clients.cliargs import add_server_args
 
     add_server_args(p)
 
@@ -107,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(white moves first)",
     )
     p.add_argument("--server", default=None, help="join your game on this arbiter (host:port)")
-    from nardy.cliargs import add_tls_args
+    from clients.cliargs import add_tls_args
 
     add_tls_args(p)
     add_token_arg(p, "your player or seat token (or $NARDY_TOKEN)")

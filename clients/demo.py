@@ -15,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
     from clients.ladder_runner import run as run_ladder
     from engines.registry import names
 
-    engines = [f"{name}={sys.executable} -m nardy engine {name}" for name in names("long")]
+    engines = [f"{name}={sys.executable} -m clients engine {name}" for name in names("long")]
     ladder = argparse.Namespace(
         engine=engines,
         games=args.games,

@@ -1,4 +1,5 @@
-"""Subcommands beyond the rules: registered here so that `nardy legal` stays light to start."""
+"""Subcommands beyond the rules and the programs for people: the arbiter, ladders, engines,
+records, the operator's commands. Argparse only, so that `nardy legal` stays light to start."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import logging
 import sys
 
-from nardy.cliargs import (
+from clients.cliargs import (
     add_server_args,
     add_tls_args,
     add_token_arg,

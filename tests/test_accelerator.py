@@ -152,7 +152,7 @@ def test_pure_python_fallback_gives_the_same_answers():
         env = {**os.environ, "NARDY_PURE_PYTHON": pure}
         outs.append(
             subprocess.run(
-                [sys.executable, "-m", "nardy", "legal"],
+                [sys.executable, "-m", "clients", "legal"],
                 input=lines,
                 capture_output=True,
                 text=True,

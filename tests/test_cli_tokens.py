@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from nardy.cliargs import glue_token_values
+from clients.cliargs import glue_token_values
 from server.app import EmbeddedServer
 
 OPERATOR = "-Xoperator-token-that-begins-with-a-dash"
@@ -27,7 +27,7 @@ def arbiter():
 def nardy(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("NARDY_TOKEN", "NARDY_SERVER")}
     return subprocess.run(
-        [sys.executable, "-m", "nardy", *args],
+        [sys.executable, "-m", "clients", *args],
         capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 

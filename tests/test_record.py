@@ -114,7 +114,7 @@ def test_nardy_import_command(tmp_path):
     good = tmp_path / "good.nrd"
     good.write_text(dumps([GOOD]))
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "import", str(good)],
+        [sys.executable, "-m", "clients", "import", str(good)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -125,7 +125,7 @@ def test_nardy_import_command(tmp_path):
     game.turns[2] = TurnRecord(game.turns[2].side, game.turns[2].dice, "1/off")
     bad.write_text(to_json([game]))
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "import", str(bad)],
+        [sys.executable, "-m", "clients", "import", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -54,7 +54,7 @@ def spawn(
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nardy", *args],
+        [sys.executable, "-m", "clients", *args],
         cwd=str(ROOT),
         env=e,
         stdin=slave,

@@ -47,7 +47,7 @@ def test_opponent_play_in_your_numbering_marked_and_the_game_saved(tmp_path):
     assert re.search(r"\n\s+1 w 3-1 24/21 21/20\n\s+2 b 6-6 24/18 24/18\n", text), text
     # the record is one the rules accept (an unfinished game: no result)
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "import", str(path)],
+        [sys.executable, "-m", "clients", "import", str(path)],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
@@ -89,7 +89,7 @@ def test_bad_arguments_are_refused():
         (("--engine", "expectimax", "--level", "7"), "the expectimax engine has levels 0-3"),
     ):
         out = subprocess.run(
-            [sys.executable, "-m", "nardy", "play", *args],
+            [sys.executable, "-m", "clients", "play", *args],
             capture_output=True, text=True, cwd=ROOT, timeout=60,
         )  # fmt: skip
         assert out.returncode == 2 and message in out.stderr, (args, out.stderr)

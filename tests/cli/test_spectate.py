@@ -31,7 +31,7 @@ def finished_game(arbiter) -> str:
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nardy", *args],
+        [sys.executable, "-m", "clients", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -17,7 +17,7 @@ ENV = {"PATH": "/usr/bin:/bin"}
 
 
 def engine(address: str, token: str, *args: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "nardy", "engine", "random", "--server", address]
+    cmd = [sys.executable, "-m", "clients", "engine", "random", "--server", address]
     return subprocess.Popen(
         [*cmd, f"--token={token}", *args], stderr=subprocess.PIPE, text=True, env=ENV
     )
@@ -45,7 +45,7 @@ def test_a_dead_address_is_retried_visibly_then_given_up():
 
 def test_bad_give_up_is_refused():
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "engine", "random", "--token", "t", "--give-up", "0"],
+        [sys.executable, "-m", "clients", "engine", "random", "--token", "t", "--give-up", "0"],
         capture_output=True, text=True, timeout=60, env=ENV,
     )  # fmt: skip
     assert out.returncode == 2 and "--give-up is a number of seconds above 0" in out.stderr

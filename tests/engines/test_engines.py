@@ -152,7 +152,7 @@ GAME_TIMEOUT_S = 180  # generous: a loaded 2-core machine runs expectimax games 
 def launch(name: str, address: str, token: str) -> subprocess.Popen:
     env = {**os.environ, "NARDY_SERVER": address, "NARDY_TOKEN": token}
     return subprocess.Popen(
-        [sys.executable, "-m", "nardy", "engine", name, "--max-games", "1"],
+        [sys.executable, "-m", "clients", "engine", name, "--max-games", "1"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -216,7 +216,7 @@ async def test_engines_play_a_game_over_grpc(arbiter, first, second, seed):
 
 def test_cli_unknown_engine_exits_2():
     proc = subprocess.run(
-        [sys.executable, "-m", "nardy", "engine", "nosuch", "--max-games", "1"],
+        [sys.executable, "-m", "clients", "engine", "nosuch", "--max-games", "1"],
         env={**os.environ, "NARDY_SERVER": "127.0.0.1:1", "NARDY_TOKEN": "x"},
         capture_output=True,
         text=True,

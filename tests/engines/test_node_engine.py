@@ -50,7 +50,7 @@ def environment(**extra: str) -> dict[str, str]:
 @pytest.mark.parametrize("flags", [[], ["--unary"]], ids=["play", "unary"])
 def test_the_node_engine_passes_check_engine(node, flags):
     run = subprocess.run(
-        [sys.executable, "-m", "nardy", "check-engine", "--", node, str(ENGINE), *flags],
+        [sys.executable, "-m", "clients", "check-engine", "--", node, str(ENGINE), *flags],
         cwd=ROOT,
         env=environment(),
         capture_output=True,
@@ -99,7 +99,7 @@ async def test_the_node_engine_plays_a_game_against_a_python_engine(node, tmp_pa
                     stderr=open(tmp_path / "node.log", "wb"),  # noqa: SIM115
                 ),
                 subprocess.Popen(
-                    [sys.executable, "-m", "nardy", "engine", "greedy", "--max-games", "1"],
+                    [sys.executable, "-m", "clients", "engine", "greedy", "--max-games", "1"],
                     env=environment(**seat, NARDY_TOKEN=r.second_seat_token),
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,

@@ -25,12 +25,12 @@ HERE = Path(__file__).parent
 RANDOM = f"{sys.executable} {HERE.parent / 'clients' / 'fixtures' / 'random_engine.py'}"
 STALL = f"{sys.executable} {HERE.parent / 'clients' / 'fixtures' / 'stall_engine.py'}"
 CRASH = f"{sys.executable} {HERE / 'fixtures' / 'crash_engine.py'}"
-GREEDY = f"{sys.executable} -m nardy engine greedy"
+GREEDY = f"{sys.executable} -m clients engine greedy"
 
 
 def ladder(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nardy", "ladder", *args],
+        [sys.executable, "-m", "clients", "ladder", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -363,7 +363,7 @@ def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
         assert "Variant: short" in text
         assert any(k in text for k in (" single ", " gammon ", " backgammon "))
         check = subprocess.run(
-            [sys.executable, "-m", "nardy", "import", str(f)],
+            [sys.executable, "-m", "clients", "import", str(f)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -379,7 +379,7 @@ def test_demo_runs_every_bundled_engine_to_its_standings(tmp_path):
 
     db = tmp_path / "demo.db"
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "demo", "--games", "12", "--db", str(db)],
+        [sys.executable, "-m", "clients", "demo", "--games", "12", "--db", str(db)],
         capture_output=True,
         text=True,
         timeout=300,

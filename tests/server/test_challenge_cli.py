@@ -31,7 +31,7 @@ def nardy(srv: EmbeddedServer, *args: str, token: str | None = None) -> subproce
     if token is not None:
         env["NARDY_TOKEN"] = token
     return subprocess.run(
-        [sys.executable, "-m", "nardy", *args, "--server", srv.address],
+        [sys.executable, "-m", "clients", *args, "--server", srv.address],
         cwd=ROOT,
         capture_output=True,
         text=True,

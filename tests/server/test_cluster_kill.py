@@ -50,7 +50,7 @@ class Instance:
         self.log = log
         env = {**os.environ, "NARDY_ADMIN_TOKEN": TOKEN}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nardy", "serve", "--port", "0", "--db", db]
+            [sys.executable, "-m", "clients", "serve", "--port", "0", "--db", db]
             + ["--lease-ms", str(LEASE_MS)],
             stderr=log.open("w"),
             env=env,
@@ -94,7 +94,7 @@ def test_a_ladder_on_three_instances_survives_a_kill_9(pg_db, tmp_path):
             home = ",".join(addresses[(i + k) % 3] for k in range(3))  # its own one first
             bots.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "nardy", "engine", "random", "--seed", str(i)]
+                    [sys.executable, "-m", "clients", "engine", "random", "--seed", str(i)]
                     + ["--server", home, f"--token={token}"],
                     stderr=(tmp_path / f"bot{i}.log").open("w"),
                 )

@@ -28,7 +28,7 @@ RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
 def run(*args: str) -> subprocess.CompletedProcess:
     """``nardy verify ARGS`` as a process."""
     return subprocess.run(
-        [sys.executable, "-m", "nardy", "verify", *args],
+        [sys.executable, "-m", "clients", "verify", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -66,7 +66,7 @@ def test_nardy_legal_batch_matches_gnubg_corpus():
     the unchanged position with the opponent to move when there is none (§3.6)."""
     lines = "".join(f"{p.text()} {d[0]}-{d[1]}\n" for (p, d), _, _ in CORPUS_CASES)
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "legal", "--variant", "short"],
+        [sys.executable, "-m", "clients", "legal", "--variant", "short"],
         input=lines,
         capture_output=True,
         text=True,

@@ -21,7 +21,7 @@ from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server.app import EmbeddedServer
 
-ENGINE = [sys.executable, "-m", "nardy", "engine", "random"]
+ENGINE = [sys.executable, "-m", "clients", "engine", "random"]
 
 
 def _auth(token: str):
