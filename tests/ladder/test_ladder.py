@@ -138,7 +138,7 @@ def test_pairs_share_dice_with_colours_swapped(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "nardy",
+                "clients",
                 "standings",
                 "--server",
                 srv.address,
@@ -201,7 +201,7 @@ def test_resume_after_the_runner_is_killed_loses_no_finished_game(tmp_path, kill
     args = [
         sys.executable,
         "-m",
-        "nardy",
+        "clients",
         "ladder",
         "--engine",
         f"r1={RANDOM}",
@@ -294,7 +294,7 @@ def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_
         [
             sys.executable,
             "-m",
-            "nardy",
+            "clients",
             "ladder",
             "--engine",
             f"a={RANDOM}",

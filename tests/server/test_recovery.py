@@ -27,7 +27,7 @@ def start_server(port: int, db: str) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "nardy",
+            "clients",
             "serve",
             "--port",
             str(port),
