@@ -30,6 +30,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nardy.match import DEFAULT_VARIANT
+
     parser = argparse.ArgumentParser(
         prog="nardy",
         description="Long and short nardy: play in the terminal, run an arbiter for others, "
@@ -50,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--variant",
-        default="long",
-        help="the rules: long (default) or short (backgammon; position text "
-        "w/2,0,...,-2/0,0 with the bar counts last)",
+        default=DEFAULT_VARIANT,
+        help="the rules: long or short (backgammon; position text w/2,0,...,-2/0,0 with "
+        "the bar counts last); default %(default)s",
     )
     p.add_argument("position", nargs="?", help="position text, e.g. w/15,0,...,-15,...")
     p.add_argument("dice", nargs="?", help="dice, e.g. 65 or 6-5")

@@ -15,6 +15,7 @@ from clients.cliargs import (
     read_admin_token,
     runs,
 )
+from nardy.match import DEFAULT_VARIANT
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -136,8 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--variant",
         choices=available(),
-        default="long",
-        help="the rules of every game: long nardy (default) or short nardy (backgammon)",
+        default=DEFAULT_VARIANT,
+        help="the rules of every game: long nardy or short nardy (backgammon); default %(default)s",
     )
     p.add_argument(
         "--progress",
@@ -360,7 +361,9 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--start-timeout-ms", type=int, default=0, help="time to accept and arrive (default 60000)"
     )
-    p.add_argument("--variant", choices=available(), default="long", help="default long")
+    p.add_argument(
+        "--variant", choices=available(), default=DEFAULT_VARIANT, help="default %(default)s"
+    )
     player(
         "challenges",
         "list the challenges waiting for your answer",

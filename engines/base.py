@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nardy.match import DEFAULT_VARIANT
 from nardy.variant import Variant, variant
 
 Play = Any  # a play of the engine's variant (nardy.variant.GamePlay)
@@ -14,12 +15,15 @@ class Engine:
     """An engine picks one of a turn's legal plays. Subclasses implement :meth:`pick`,
     which is called only when there is a real choice (two plays or more).
 
-    ``rules`` is the variant the engine plays (long nardy unless told otherwise)."""
+    ``rules`` is the variant the engine plays (the default variant unless told otherwise);
+    ``variants`` the names of those it can play (the registry sets them from its list)."""
 
     name = "engine"
+    variants: tuple[str, ...] = (DEFAULT_VARIANT,)
 
     def __init__(self, *, rules: Variant | None = None) -> None:
-        self.rules = rules or variant("long")
+        self.rules = rules or variant(DEFAULT_VARIANT)
+        self.variants: tuple[str, ...] = (self.rules.name,)
 
     def choose(
         self,

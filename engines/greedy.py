@@ -16,9 +16,25 @@ def rank(plays: list[Play], color, values: Values) -> list[tuple[float, int, Pla
     return scored
 
 
+def best_long(rules: Variant, position: Position, plays: list[Play], match) -> Play:
+    """Long nardy's best end by :mod:`engines.evaluate` (match-aware values)."""
+    return rank(plays, position.turn, values_for(match))[0][2]
+
+
+def best_short(rules: Variant, position: Position, plays: list[Play], match) -> Play:
+    """Short nardy's best end by :mod:`engines.evaluate_short` (ties: the first)."""
+    mover = position.turn
+    scores = [evaluate_short.evaluate(rules, p.end, mover) for p in plays]
+    return plays[max(range(len(plays)), key=lambda i: (scores[i], -i))]
+
+
+# The evaluation for each variant greedy plays (engines/registry.py lists the same ones).
+BEST = {"long": best_long, "short": best_short}
+
+
 class GreedyEngine(Engine):
-    """Evaluates the end position of every legal play and takes the best: long nardy by
-    :mod:`engines.evaluate`, short nardy by :mod:`engines.evaluate_short`."""
+    """Evaluates the end position of every legal play and takes the best, by its
+    variant's evaluation (:data:`BEST`)."""
 
     name = "greedy"
 
@@ -36,8 +52,4 @@ class GreedyEngine(Engine):
         time_left_ms: int | None,
         match,
     ) -> Play:
-        if self.rules.name == "short":
-            mover = position.turn
-            scores = [evaluate_short.evaluate(self.rules, p.end, mover) for p in plays]
-            return plays[max(range(len(plays)), key=lambda i: (scores[i], -i))]
-        return rank(plays, position.turn, values_for(match))[0][2]
+        return BEST[self.rules.name](self.rules, position, plays, match)

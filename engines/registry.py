@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nardy.game import Color
+from nardy.match import DEFAULT_VARIANT
 from nardy.variant import variant
 
 if TYPE_CHECKING:  # the SDK needs grpc; in-process users of the registry do not
@@ -34,6 +35,7 @@ class Entry:
     about: str
 
 
+# Weakest first: a variant's default opponent is the last that plays it.
 ENGINES: dict[str, Entry] = {
     e.name: e
     for e in (
@@ -50,8 +52,20 @@ def names(variant_name: str | None = None) -> list[str]:
     return [n for n, e in ENGINES.items() if variant_name is None or variant_name in e.variants]
 
 
+def default_engine(variant_name: str) -> str:
+    """The opponent for ``variant_name`` when none is chosen: the strongest bundled engine
+    that plays it. ValueError if none does."""
+    found = names(variant_name)
+    if not found:
+        raise ValueError(f"no bundled engine plays {variant_name} nardy")
+    return found[-1]
+
+
 def make_engine(
-    name: str, level: int | None = None, seed: int | None = None, variant_name: str = "long"
+    name: str,
+    level: int | None = None,
+    seed: int | None = None,
+    variant_name: str = DEFAULT_VARIANT,
 ):
     """A new engine object by name for ``variant_name``.
 
@@ -110,7 +124,7 @@ def sdk_adapter(engine):
         if len(offered) == 1:
             return next(iter(offered.values()))
         rules = turn.variant
-        if rules.name not in getattr(engine, "variants", ("long",)):
+        if rules.name not in engine.variants:
             log.warning(
                 "turn %d: this engine does not play %s nardy", turn.state.turn_id, rules.name
             )
