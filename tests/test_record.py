@@ -131,3 +131,13 @@ def test_nardy_import_command(tmp_path):
         timeout=60,
     )
     assert out.returncode == 1 and "turn 3" in out.stderr
+
+
+def test_nardy_import_refuses_a_house_rule_the_variant_does_not_have(tmp_path):
+    short = tmp_path / "short.nrd"
+    short.write_text(dumps([GameRecord(headers={"Variant": "short"})]))
+    run = [sys.executable, "-m", "clients", "import", str(short)]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "legal" in out.stdout
+    out = subprocess.run([*run, "--koks"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "short nardy has no rule option koks" in out.stderr
