@@ -22,7 +22,7 @@ def seats(a: str = "alice", b: str = "bob") -> dict:
     return {"first": api.SeatSpec(display_name=a), "second": api.SeatSpec(display_name=b)}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def finished_game(arbiter) -> str:
     r, bots = bot_match(arbiter.address, start_position=RACE, dice=RACE_DICE, **seats())
     bots.start().join()

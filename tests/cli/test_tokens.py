@@ -12,16 +12,12 @@ import sys
 import pytest
 
 from clients.cliargs import glue_token_values
-from server.app import EmbeddedServer
 
 OPERATOR = "-Xoperator-token-that-begins-with-a-dash"
 UNKNOWN = "-unknown-token-that-begins-with-a-dash"
 
 
-@pytest.fixture(scope="module")
-def arbiter():
-    with EmbeddedServer(admin_token=OPERATOR) as srv:
-        yield srv
+pytestmark = pytest.mark.arbiter(admin_token=OPERATOR)
 
 
 def nardy(*args: str) -> subprocess.CompletedProcess:

@@ -24,7 +24,6 @@ from engines.registry import ENGINES, make_engine
 from nardy import Color, Position, legal_plays, result
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
-from server.app import EmbeddedServer
 
 START = Position.start()
 # white: one checker on 5, fourteen on 3 (RULES.md §7 bear-off example)
@@ -167,12 +166,6 @@ def wait(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
         _, err = proc.communicate()
         return -9, err.decode(errors="replace")
     return proc.returncode, err.decode(errors="replace")
-
-
-@pytest.fixture
-def arbiter(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "a.db")) as srv:
-        yield srv
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 make the same choices with either (same seeds, same results).
 
 Corpora: seeded self-play games (every position and every play's end), random valid
-positions of every kind in ``tests/reference.py`` (scattered, bear-off, nearly home, head,
+positions of every kind in ``tests/long/reference.py`` (scattered, bear-off, nearly home, head,
 six-point windows), races, finished games (a mars or an oin) and every outcome scale the
 engines use (points, match winning chances at several scores).
 """
@@ -14,12 +14,12 @@ import os
 import random
 
 import pytest
-from reference import KINDS, random_dice, random_position
 
 from engines import evaluate as ev
 from engines.expectimax import ExpectimaxEngine
 from engines.greedy import GreedyEngine
 from nardy import Color, Position, legal_plays
+from tests.long.reference import KINDS, random_dice, random_position
 
 compiled = ev.COMPILED
 pytestmark = pytest.mark.skipif(

@@ -3,7 +3,7 @@
 Both must give the same plays (RULES.md §3.7: distinct end positions) in the same order,
 with the same canonical steps, and the same sorted end texts (``nardy legal``), on every
 corpus the tests have: seeded self-play games, random valid positions of every kind in
-``tests/reference.py`` (scattered, bear-off §4, nearly home §4.1, head §3.4, six-point
+``tests/long/reference.py`` (scattered, bear-off §4, nearly home §4.1, head §3.4, six-point
 windows §3.5), every position text written in a test file (with all 36 dice), doubles-rich
 and bear-off-rich sets, and hypothesis-drawn positions. The engines' results depend on the
 order, so order is compared, not just sets.
@@ -21,12 +21,12 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import KINDS, random_dice, random_position
 
 from nardy.game import PositionError
 from nardy.long import movegen
 from nardy.long.movegen import Play, Step, legal_plays_py
 from nardy.long.position import Position
+from tests.long.reference import KINDS, random_dice, random_position
 
 compiled = movegen._compiled
 pytestmark = pytest.mark.skipif(
@@ -100,7 +100,7 @@ def test_random_valid_positions(kind):
 
 def test_every_position_written_in_the_tests():
     texts = set()
-    for path in pathlib.Path(__file__).parent.rglob("*.py"):
+    for path in pathlib.Path(__file__).parents[1].rglob("*.py"):
         texts.update(TEXT.findall(path.read_text()))
     positions = []
     for text in sorted(texts):

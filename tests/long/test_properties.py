@@ -6,7 +6,7 @@ are long, so shrinking them is switched off; every assertion message names the p
 text and the dice, which reproduce the failure on their own.
 
 Random *valid* positions (no shared points, at most 15 per side, no illegal six-point
-block) are compared with the independent reference generator in ``tests/reference.py``.
+block) are compared with the independent reference generator in ``tests/long/reference.py``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections import Counter
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from reference import KINDS, illegal_block, random_position, reference_plays
 
 from nardy import OFF, Color, Position, legal_plays, match_play
+from tests.long.reference import KINDS, illegal_block, random_position, reference_plays
 
 MAX_TURNS = 1000  # a random game takes about 100 turns; this only guards against a hang
 

@@ -173,13 +173,13 @@ def _first_or_code(stub, request, md):
         stream.cancel()
 
 
-async def test_filter_refusals(server, client):
+async def test_filter_refusals(arbiter, client):
     """The rule for enums (a value this server does not know is INVALID_ARGUMENT)
     and no own-turns stream for a spectator; the seat is served afterwards."""
     r, _ = await create(client)
     seat = (("authorization", f"Bearer {r.first_seat_token}"),)
     own = api.EVENT_FILTER_OWN_TURNS
-    with grpc.insecure_channel(server.address) as ch:
+    with grpc.insecure_channel(arbiter.address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
         for request, md in (
             (api.SubscribeGameRequest(game_id=r.game_id, filter=7), seat),

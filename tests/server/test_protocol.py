@@ -158,8 +158,8 @@ class _T:
         self.legal = list(state.legal_plays)
 
 
-async def test_health_and_reflection(server):
-    ch = grpc.insecure_channel(server.address)
+async def test_health_and_reflection(arbiter):
+    ch = grpc.insecure_channel(arbiter.address)
     try:
         health = health_pb2_grpc.HealthStub(ch)
         for name in ("", "nardy.v1.ArbiterService"):
