@@ -49,6 +49,7 @@ def field(out: str, key: str) -> str:
     return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith(key))
 
 
+@pytest.mark.slow
 def test_a_player_lists_accepts_and_declines_challenges_from_the_command_line(arbiter):
     alice, bob, carol = (register(arbiter, n) for n in ("cli-alice", "cli-bob", "cli-carol"))
     # the challenges wait up to 10 min (the most a player may ask): CLI processes are slow

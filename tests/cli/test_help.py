@@ -8,6 +8,8 @@ import subprocess
 import sys
 from importlib.metadata import version
 
+import pytest
+
 from clients.cli import build_parser
 from server.app import EmbeddedServer
 
@@ -97,6 +99,7 @@ def test_one_name_for_the_turn_time_in_every_command(capsys):
             assert f"{old} is deprecated, use --turn-time-ms 2500" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_old_spellings_reach_the_commands_checks():
     """A real process with an old spelling: converted, then checked like the new option."""
     for args, message in (

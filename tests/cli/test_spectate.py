@@ -83,6 +83,7 @@ def test_replay_print_shows_every_position(arbiter, finished_game):
     assert "\x1b[" not in out.stdout  # not a terminal: plain text
 
 
+@pytest.mark.slow
 def test_replay_a_record_file(tmp_path):
     game = record.GameRecord(
         headers={"Game": "1", "White": "erin", "Black": "finn", "Match": "1"},
@@ -140,6 +141,7 @@ def rated_game(arbiter) -> api.CreateMatchResponse:
     return trio.run(main)
 
 
+@pytest.mark.slow
 def test_standings_table(arbiter, finished_game):
     r = rated_game(arbiter)
     Bots(arbiter.address, r).start().join(60)

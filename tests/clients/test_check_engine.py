@@ -95,6 +95,7 @@ def test_scenario_setups_hold():
     check_engine.check_setups()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["random", "unary"])
 def test_an_sdk_engine_passes_every_scenario_over_either_transport(runs, engine):
     code, out, err = runs[engine]

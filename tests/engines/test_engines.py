@@ -168,6 +168,7 @@ def wait(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
     return proc.returncode, err.decode(errors="replace")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "first,second,seed",
     [

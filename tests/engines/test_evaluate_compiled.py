@@ -75,6 +75,7 @@ def differences(positions: list[Position]) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 def test_self_play_positions():
     positions = self_play(random.Random(13), 40)
     assert len(positions) > 3000
@@ -82,6 +83,7 @@ def test_self_play_positions():
     assert not bad, f"{len(bad)} differ:\n" + "\n".join(bad[:10])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_random_valid_positions(kind):
     rng = random.Random(f"evaluate-{kind}")
@@ -125,6 +127,7 @@ def test_batched_calls_match_one_by_one():
             )
 
 
+@pytest.mark.slow
 def test_engines_choose_the_same_plays_with_the_reference(monkeypatch):
     """Expectimax (full strength, no clock) and greedy on seeded positions: the same
     choices with the compiled evaluation as with the pure-Python one."""

@@ -83,12 +83,14 @@ def self_play(rng: random.Random, n: int, *, doubles: bool = False):
     return cases
 
 
+@pytest.mark.slow
 def test_self_play_games():
     cases = self_play(random.Random(1234), 3000) + self_play(random.Random(7), 2000, doubles=True)
     bad = differences(cases)
     assert not bad, f"{len(bad)} of {len(cases)} differ:\n" + "\n".join(bad[:10])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_random_valid_positions(kind):
     rng = random.Random(f"accelerator-{kind}")
@@ -132,6 +134,7 @@ def test_bad_input_is_refused_not_crashed():
         compiled.legal_plays(start.turn, start.board, 6)
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=300)
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(KINDS), dice=st.sampled_from(ALL_DICE))
 def test_hypothesis_positions(seed, kind, dice):

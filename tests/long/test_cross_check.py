@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from nardy import Position, legal_plays
 from tests.long.reference import KINDS, random_dice, random_position, reference_plays
 
@@ -55,6 +57,7 @@ def report(bad: list[str], total: int) -> str:
     )
 
 
+@pytest.mark.slow
 def test_cross_check_self_play():
     cases = self_play_cases(random.Random(SEED), SELF_PLAY)
     assert len(cases) == SELF_PLAY
@@ -62,6 +65,7 @@ def test_cross_check_self_play():
     assert not bad, report(bad, len(cases))
 
 
+@pytest.mark.slow
 def test_cross_check_random_valid_positions():
     cases = random_cases(random.Random(SEED), RANDOM)
     assert len(cases) == RANDOM

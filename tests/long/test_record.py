@@ -34,6 +34,7 @@ def self_play(seed: int) -> tuple[GameRecord, Position]:
     return GameRecord(headers, Position.start(), turns, result(pos)), pos
 
 
+@pytest.mark.slow
 def test_round_trip_over_hundreds_of_games():
     for seed in range(200):
         game, final = self_play(seed)

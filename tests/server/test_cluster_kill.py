@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 import trio
 
 from nardy.client import Client
@@ -69,6 +70,7 @@ class Instance:
         return f"127.0.0.1:{self.port}"
 
 
+@pytest.mark.slow
 def test_a_ladder_on_three_instances_survives_a_kill_9(pg_db, tmp_path):
     instances = [Instance(pg_db, tmp_path / f"instance{i}.log") for i in range(3)]
     bots: list[subprocess.Popen] = []

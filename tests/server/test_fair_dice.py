@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from clients.export import game_events, record_from_events
@@ -98,6 +99,7 @@ async def test_commitment_client_seeds_and_reveal(client):
     assert hashlib.sha256(seed).hexdigest() == r.dice_commitment
 
 
+@pytest.mark.slow
 async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(arbiter, client, tmp_path):
     r = await play(client, options=pb.GameOptions(auto_play_forced=True))
     ch = client.channel
@@ -128,6 +130,7 @@ async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(arbiter, c
     assert no.stdout.startswith("NOT FAIR") and "turn 9" in no.stdout, no.stdout
 
 
+@pytest.mark.slow
 async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
     arbiter, client, tmp_path
 ):

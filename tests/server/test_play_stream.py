@@ -95,6 +95,7 @@ def play_out(seat: Seat, seen: Counter, testing: bool) -> None:
                     first = False
 
 
+@pytest.mark.slow
 def test_a_game_is_played_over_two_play_streams(arbiter):
     game = new_game(arbiter)
     seats = [

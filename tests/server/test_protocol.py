@@ -180,6 +180,7 @@ async def test_health_and_reflection(arbiter):
 RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
 
 
+@pytest.mark.slow
 async def test_two_hundred_concurrent_games(operator):
     """200 games at once to completion; they start from a bear-off race to keep CI short.
     (The operator creates them: anonymous callers may keep only a few matches waiting.)"""

@@ -37,6 +37,7 @@ def read_only(srv: EmbeddedServer, on: bool):
     return lambda: srv.call(run)
 
 
+@pytest.mark.slow
 def test_corrupted_database_is_refused_with_a_clear_error(tmp_path):
     db = tmp_path / "bad.db"
     db.write_bytes(b"this is not a database at all" * 100)

@@ -93,6 +93,7 @@ def test_gnubg_still_gives_the_corpus(gnubg):
         assert set(answer["ends"]) == theirs, f"{position.text()} {dice}"
 
 
+@pytest.mark.slow
 def test_legal_plays_match_gnubg_live(gnubg):
     """Fresh random cases of every kind, asked of gnubg now."""
     seed = int(os.environ.get("NARDY_GNUBG_SEED") or random.randrange(1 << 32))

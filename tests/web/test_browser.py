@@ -70,6 +70,7 @@ def table(driver, rows: str) -> list[list[str]]:
     )
 
 
+@pytest.mark.slow
 def test_a_live_game_advances_on_the_page(arbiter, browser):
     """The test holds one seat and plays only after the browser shows the turn; the other
     seat is a real engine process."""
