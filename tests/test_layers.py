@@ -14,6 +14,7 @@ A separate check runs the halves in fresh interpreters (tests/server/test_import
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def _is_module(name: str, root: Path) -> bool:
     return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
 
 
-def imported_names(path: Path, root: Path = ROOT) -> set[str]:
+@functools.cache
+def imported_names(path: Path, root: Path = ROOT) -> frozenset[str]:
     """Every module a file imports at run time, anywhere in its body. ``from PKG import x``
     is ``PKG.x`` where that is a module of the tree under ``root`` (it does not need PKG's
     body to have run), else ``PKG``; relative imports are resolved against the file's
@@ -68,7 +70,7 @@ def imported_names(path: Path, root: Path = ROOT) -> set[str]:
             for a in node.names:  # a submodule, else a name the package's body defines
                 sub = f"{base}.{a.name}"
                 found.add(sub if _is_module(sub, root) else base)
-    return {n for n in found if n}
+    return frozenset(n for n in found if n)
 
 
 def graph(files: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
@@ -101,6 +103,11 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         if node not in state and (cycle := visit(node)):
             return cycle
     return None
+
+
+@functools.cache
+def product_graph() -> dict[str, set[str]]:
+    return graph(product_files())
 
 
 def under(name: str, *prefixes: str) -> bool:
@@ -142,7 +149,7 @@ def test_the_reader_sees_lazy_and_relative_imports_but_not_type_hints(tmp_path):
 
 
 def test_the_graph_covers_the_product():
-    edges = graph(product_files())
+    edges = product_graph()
     assert {"nardy.variant", "server.core.session", "clients.cli", "engines.greedy"} <= set(edges)
     assert "server.core.journal" in edges["server.core.session"]
     assert "clients.subcommands" in edges["clients.cli"]  # imported inside a function
@@ -172,7 +179,7 @@ def test_the_arbiter_and_the_engines_import_no_client():
 
 
 def test_no_import_circles_in_the_product():
-    cycle = find_cycle(graph(product_files()))
+    cycle = find_cycle(product_graph())
     assert cycle is None, "import circle: " + " -> ".join(cycle or ())
 
 
