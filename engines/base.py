@@ -19,11 +19,11 @@ class Engine:
     ``variants`` the names of those it can play (the registry sets them from its list)."""
 
     name = "engine"
-    variants: tuple[str, ...] = (DEFAULT_VARIANT,)
+    variants: tuple[str, ...] = (DEFAULT_VARIANT,)  # also for subclasses that skip __init__
 
     def __init__(self, *, rules: Variant | None = None) -> None:
         self.rules = rules or variant(DEFAULT_VARIANT)
-        self.variants: tuple[str, ...] = (self.rules.name,)
+        self.variants = (self.rules.name,)
 
     def choose(
         self,
