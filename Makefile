@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop
+.PHONY: install test test-quick lint demo bench proto clean browser gnubg node pg pg-stop
 
 install: $(STAMP)
 
@@ -49,6 +49,12 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 # Debian's package via apt-get when missing, loopback only), stopped again afterwards.
 test: $(STAMP) proto browser gnubg node
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
+	rc=$$?; tools/pg.sh stop; exit $$rc
+
+# The quick subset for developers (under two minutes on two cores): every area, without the
+# tests marked slow (pyproject's pytest markers). `make test` runs everything.
+test-quick: $(STAMP) proto browser gnubg node
+	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q -m "not slow"; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 
 # For developers: start the test PostgreSQL and print its URL (export NARDY_TEST_PG=...).

@@ -90,7 +90,7 @@ def arbiter(*extra: str):
         args = [
             sys.executable,
             "-m",
-            "nardy",
+            "clients",
             "serve",
             "--port",
             str(port),

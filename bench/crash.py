@@ -216,7 +216,7 @@ def one(kind: str, games: int, seconds: float) -> tuple[int, int, int, int, floa
 
 
 def serve_args(port: int, db: str) -> list[str]:
-    args = [sys.executable, "-m", "nardy", "serve", "--port", str(port), "--db", db]
+    args = [sys.executable, "-m", "clients", "serve", "--port", str(port), "--db", db]
     return [*args, "--streams", "100000", "--rate", "100000"]
 
 

@@ -37,7 +37,7 @@ def main(quick: bool = False) -> None:
         asyncio.run(raw_ping(f"127.0.0.1:{port}", 200))
         rtt = statistics.median(asyncio.run(raw_ping(f"127.0.0.1:{port}", 2000)))
     print(f"raw gRPC round trip p50 {rtt * 1e3:.3f} ms")
-    engines = [f"r{i}={sys.executable} -m nardy engine random" for i in (1, 2)]
+    engines = [f"r{i}={sys.executable} -m clients engine random" for i in (1, 2)]
     for concurrency in (1, 2, 4):
         games = (8 if quick else 24) * concurrency
         with tempfile.TemporaryDirectory() as tmp:

@@ -3,7 +3,7 @@
 Every generator runs over the same (position, dice) corpus, in alternating rounds, and
 each is reported as a ratio to the naive reference measured in the same round:
 
-* ``naive reference``: ``tests/reference.py`` (step-by-step depth-first search over every
+* ``naive reference``: ``tests/long/reference.py`` (step-by-step depth-first search over every
   step sequence, whole-board rule checks after each step), in this process;
 * ``nardy legal`` batch: the command as a whole process (interpreter start, imports,
   parsing, end-position text, sorting, output), wall time;
@@ -31,7 +31,7 @@ import time
 
 from nardy.long.movegen import COMPILED, legal_plays, legal_plays_py
 from nardy.long.position import Position
-from tests.reference import random_position, reference_plays
+from tests.long.reference import random_position, reference_plays
 
 
 def corpus(n: int, seed: int = 2026) -> list[tuple[Position, tuple[int, int]]]:
@@ -79,7 +79,7 @@ def _process(path: str, n: int) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), _children_cpu()
     with open(path, "rb") as stdin:
         out = subprocess.run(
-            [sys.executable, "-m", "nardy", "legal"], stdin=stdin, capture_output=True, check=True
+            [sys.executable, "-m", "clients", "legal"], stdin=stdin, capture_output=True, check=True
         ).stdout
     took = time.perf_counter() - wall, _children_cpu() - cpu
     assert out.count(b"\n") == n, "nardy legal gave a wrong number of lines"

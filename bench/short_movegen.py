@@ -62,7 +62,7 @@ def main(quick: bool = False) -> None:
     lines = "".join(f"{p.text()} {a}{b}\n" for p, (a, b) in cases).encode()
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "legal", "--variant", "short"],
+        [sys.executable, "-m", "clients", "legal", "--variant", "short"],
         input=lines,
         capture_output=True,
         check=True,

@@ -114,7 +114,7 @@ def one_round(db: str, games: int, seconds: float) -> tuple[float, ...]:
     args = [
         sys.executable,
         "-m",
-        "nardy",
+        "clients",
         "serve",
         "--port",
         str(port),
@@ -149,7 +149,7 @@ def serve_args(port: int, db: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "nardy",
+        "clients",
         "serve",
         "--port",
         str(port),

@@ -33,6 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from engines.arena import GameRecord, mean_ci, play_game, wilson  # noqa: E402
 from engines.registry import make_engine  # noqa: E402
 from nardy import Color  # noqa: E402
+from nardy.match import DEFAULT_VARIANT  # noqa: E402
 from nardy.variant import variant  # noqa: E402
 
 WORKERS = 2
@@ -147,13 +148,13 @@ def duplicate(
     seed: int,
     deadline: float | None = None,
     workers: int = WORKERS,
-    variant_name: str = "long",
+    variant_name: str = DEFAULT_VARIANT,
 ) -> dict:
     """``a`` against ``b`` (engine specs ``(name, level, seed[, options])``) over
     duplicate-dice pairs of ``variant_name`` (the first ones of them finished by
     ``deadline``, if given)."""
     label = f"{_spec_name(a)} vs {_spec_name(b)}"
-    if variant_name != "long":
+    if variant_name != DEFAULT_VARIANT:
         label += f" ({variant_name} nardy)"
     jobs = [(a, b, seed * 100_000 + i, variant_name) for i in range(pairs)]
     results = _run(_pair, jobs, label, deadline, workers)

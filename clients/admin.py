@@ -12,7 +12,7 @@ import sys
 import grpc
 
 from clients.calls import run_with_token
-from nardy.cliargs import ENV_ADMIN_TOKEN, read_admin_token
+from clients.cliargs import ENV_ADMIN_TOKEN, read_admin_token
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api

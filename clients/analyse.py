@@ -227,7 +227,7 @@ def _progress(game: int, n: int, total: int) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """``nardy analyse`` (self-contained: one call in the command registry adds it)."""
-    from nardy.cliargs import add_server_args, runs
+    from clients.cliargs import add_server_args, runs
 
     p = sub.add_parser(
         "analyse",

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from nardy import wire
 from nardy.game import Color
+from nardy.match import DEFAULT_VARIANT
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import Variant, variant
 
@@ -113,11 +114,11 @@ def state_for(
     black: str = "black",
     to_move: bool = True,
 ) -> pb.GameState:
-    """A GameState for a position of ``rules`` (long nardy by default) outside any
+    """A GameState for a position of ``rules`` (the default variant's) outside any
     arbiter (replays of record files)."""
     return pb.GameState(
         status=pb.GAME_STATUS_IN_PROGRESS if to_move else pb.GAME_STATUS_FINISHED,
-        options=pb.GameOptions(variant=(rules or variant("long")).name),
+        options=pb.GameOptions(variant=rules.name if rules else DEFAULT_VARIANT),
         position=position.text(),
         side_to_move=wire.color_pb(position.turn) if to_move else pb.COLOR_UNSPECIFIED,
         dice=list(dice),

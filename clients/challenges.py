@@ -12,6 +12,7 @@ import os
 import sys
 
 from clients.calls import run_with_token
+from nardy.match import DEFAULT_VARIANT
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -45,8 +46,8 @@ def _list(stub, auth, args: argparse.Namespace) -> None:
         o = c.options
         points = f"{c.target_points} point" + ("s" if c.target_points != 1 else "")
         print(
-            f"{c.match_id}\tfrom {c.challenger.name}\t{o.variant or 'long'} nardy, {points}, "
-            f"{o.turn_time_ms / 1000:g} s per turn"
+            f"{c.match_id}\tfrom {c.challenger.name}\t{o.variant or DEFAULT_VARIANT} nardy, "
+            f"{points}, {o.turn_time_ms / 1000:g} s per turn"
         )
     n = len(r.challenges)
     hint = "; answer with nardy accept MATCH or nardy decline MATCH" if n else ""

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import getpass
 
-from engines.registry import names
-from nardy.cliargs import add_token_arg, add_turn_time_arg, runs
+from clients.cliargs import add_token_arg, add_turn_time_arg, runs
+from engines.registry import default_engine, names
 from nardy.clock import DEFAULT_TURN_TIME_MS
+from nardy.match import DEFAULT_VARIANT
 from nardy.variant import available
 
 
@@ -19,7 +20,7 @@ def _play(args: argparse.Namespace) -> int:
     from clients.play import main
 
     if args.engine is None:
-        args.engine = "network" if args.variant == "long" else "greedy"
+        args.engine = default_engine(args.variant)
     if args.engine == "network" and args.level is None:
         from engines.neural import BEGINNER
 
@@ -43,7 +44,7 @@ def _user() -> str:
 
 
 def _server_arg(p: argparse.ArgumentParser) -> None:
-    from nardy.cliargs import add_server_args
+    from clients.cliargs import add_server_args
 
     add_server_args(p)
 
@@ -63,13 +64,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--engine",
         choices=names(),
         default=None,
-        help="the opponent (default: network for long nardy, greedy for short)",
+        help="the opponent (default: the strongest that plays the variant: "
+        + ", ".join(f"{default_engine(v)} for {v} nardy" for v in available())
+        + ")",
     )
     p.add_argument(
         "--variant",
         choices=available(),
-        default="long",
-        help="long nardy (default) or short nardy (backgammon without the cube)",
+        default=DEFAULT_VARIANT,
+        help="long nardy or short nardy (backgammon without the cube); default %(default)s",
     )
     p.add_argument(
         "--level",
@@ -107,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(white moves first)",
     )
     p.add_argument("--server", default=None, help="join your game on this arbiter (host:port)")
-    from nardy.cliargs import add_tls_args
+    from clients.cliargs import add_tls_args
 
     add_tls_args(p)
     add_token_arg(p, "your player or seat token (or $NARDY_TOKEN)")

@@ -14,8 +14,11 @@ import sys
 def run(args: argparse.Namespace) -> int:
     from clients.ladder_runner import run as run_ladder
     from engines.registry import names
+    from nardy.match import DEFAULT_VARIANT
 
-    engines = [f"{name}={sys.executable} -m nardy engine {name}" for name in names("long")]
+    engines = [
+        f"{name}={sys.executable} -m clients engine {name}" for name in names(DEFAULT_VARIANT)
+    ]
     ladder = argparse.Namespace(
         engine=engines,
         games=args.games,

@@ -12,6 +12,7 @@ import grpc
 
 from nardy import wire
 from nardy.client import channel as sdk_channel
+from nardy.match import DEFAULT_VARIANT
 from nardy.record import GameRecord, TurnRecord, dumps, to_json
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
@@ -48,7 +49,7 @@ def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
     date = datetime.fromtimestamp(first.time.ToNanoseconds() / 1e9, UTC)
     headers = {
         "Game": str(st.game_number),
-        "Variant": st.options.variant or "long",
+        "Variant": st.options.variant or DEFAULT_VARIANT,
         "White": st.white.name,
         "Black": st.black.name,
         "Match": str(st.match.target),

@@ -105,7 +105,7 @@ def in_numbering(state: pb.GameState, side: Color, notation: str, viewer: Color 
     board shows them; unchanged for the viewer's own plays, "-" and what cannot be read."""
     if viewer is None or side is viewer or notation.strip() in ("", "-"):
         return notation
-    v = variant(state.options.variant or "long")
+    v = variant(state.options.variant)
     try:
         moves = v.parse_moves(notation)
     except ValueError:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nardy.record import RecordError, load, replay
+from nardy.match import GameOptions
+from nardy.record import load, replay
 
 
 def main(args: argparse.Namespace) -> int:
+    house_rules = frozenset({"koks"} if args.koks else ())
     try:
         games = load(args.file)
-        for game in games:
-            replay(game, house_rules={"koks"} if args.koks else ())
-    except (OSError, RecordError) as e:
+        for game in games:  # a house rule the game's variant does not have is refused
+            game.rules.check(GameOptions(variant=game.rules.name, rules=house_rules))
+            replay(game, house_rules=house_rules)
+    except (OSError, ValueError) as e:  # RecordError is a ValueError
         print(f"nardy import: {args.file}: {e}", file=sys.stderr)
         return 1
     for game in games:

@@ -34,6 +34,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from clients.supervisor import EngineProcess, LaunchError
+from nardy.match import DEFAULT_VARIANT
 from nardy.stats import SprtState, elo_pairs
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
@@ -189,7 +190,7 @@ def _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir)
         max_games=0 if sprt is not None else args.games,
         max_games_per_bot=max(2, args.concurrency + args.concurrency % 2),
         max_concurrent_games=max(2, args.concurrency),
-        variant=getattr(args, "variant", "long"),
+        variant=getattr(args, "variant", DEFAULT_VARIANT),
     )
     created = ladders.CreateLadder(
         lpb.CreateLadderRequest(name=LADDER, options=options),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nardy.match import DEFAULT_VARIANT
 from nardy.variant import Variant, variant
 
 Play = Any  # a play of the engine's variant (nardy.variant.GamePlay)
@@ -18,7 +19,8 @@ class Engine:
     """An engine picks one of a turn's legal plays. Subclasses implement :meth:`pick`,
     which is called only when there is a real choice (two plays or more).
 
-    ``rules`` is the variant the engine plays (long nardy unless told otherwise)."""
+    ``rules`` is the variant the engine plays (the default variant unless told otherwise);
+    ``variants`` the names of those it can play (the registry sets them from its list)."""
 
     name = "engine"
     #: The shortest turn time it accepts a challenge for (``nardy engine --accept-challenges``):
@@ -26,9 +28,11 @@ class Engine:
     #: full strength: a mean of about 30 ms a move, the longest seen under 0.3 s;
     #: docs/ENGINES.md), and the searches take a third of the time left, whatever it is.
     turn_time_floor_ms = 1000
+    variants: tuple[str, ...] = (DEFAULT_VARIANT,)  # also for subclasses that skip __init__
 
     def __init__(self, *, rules: Variant | None = None) -> None:
-        self.rules = rules or variant("long")
+        self.rules = rules or variant(DEFAULT_VARIANT)
+        self.variants = (self.rules.name,)
 
     def choose(
         self,

@@ -16,17 +16,33 @@ def rank(plays: list[Play], color, values: Values) -> list[tuple[float, int, Pla
     return scored
 
 
+def values_long(rules: Variant, position: Position, plays: list[Play], match) -> list[float]:
+    """Long nardy's values by :mod:`engines.evaluate`: equities in points (match-aware)."""
+    return evaluate_ends(plays, position.turn, values_for(match))
+
+
+def values_short(rules: Variant, position: Position, plays: list[Play], match) -> list[float]:
+    """Short nardy's values by :mod:`engines.evaluate_short`: scores, not equities."""
+    mover = position.turn
+    return [evaluate_short.evaluate(rules, p.end, mover) for p in plays]
+
+
+# The evaluation for each variant greedy plays (engines/registry.py lists the same ones),
+# and whether its values are equities in points (analysis marks only those).
+BEST = {"long": (values_long, True), "short": (values_short, False)}
+
+
 class GreedyEngine(Engine):
-    """Evaluates the end position of every legal play and takes the best: long nardy by
-    :mod:`engines.evaluate`, short nardy by :mod:`engines.evaluate_short`."""
+    """Evaluates the end position of every legal play and takes the best, by its
+    variant's evaluation (:data:`BEST`)."""
 
     name = "greedy"
     judge_plies = (0,)  # analysis: its evaluation, one ply
 
     @property
     def judge_in_points(self) -> bool:
-        """Long nardy's evaluation is an equity in points; short nardy's a score."""
-        return self.rules.name != "short"
+        """Whether its variant's evaluation is an equity in points (:data:`BEST`)."""
+        return BEST[self.rules.name][1]
 
     def __init__(
         self, seed: int | None = None, level: int | None = None, rules: Variant | None = None
@@ -40,10 +56,7 @@ class GreedyEngine(Engine):
         return dict(enumerate(self._values(position, plays, None)))
 
     def _values(self, position: Position, plays: list[Play], match) -> list[float]:
-        mover = position.turn
-        if self.rules.name == "short":
-            return [evaluate_short.evaluate(self.rules, p.end, mover) for p in plays]
-        return evaluate_ends(plays, mover, values_for(match))
+        return BEST[self.rules.name][0](self.rules, position, plays, match)
 
     def pick(
         self,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from engines.base import Engine, Unavailable
 from nardy.game import Color
+from nardy.match import DEFAULT_VARIANT
 from nardy.variant import variant
 
 if TYPE_CHECKING:  # the SDK needs grpc; in-process users of the registry do not
@@ -27,14 +28,17 @@ log = logging.getLogger("nardy.engines")
 
 @dataclass(frozen=True)
 class Entry:
-    """A bundled engine: where its class lives and the variants it plays."""
+    """An engine ``nardy engine`` runs: where its class lives and the variants it plays;
+    ``bundled``: it is this package's own (gnubg is a program of its own, installed apart)."""
 
     name: str
     cls: str  # "module:Class"
     variants: tuple[str, ...]
     about: str
+    bundled: bool = True
 
 
+# Weakest first: a variant's default opponent is the last that plays it.
 ENGINES: dict[str, Entry] = {
     e.name: e
     for e in (
@@ -42,7 +46,7 @@ ENGINES: dict[str, Entry] = {
         Entry("greedy", "engines.greedy:GreedyEngine", ("long", "short"), "best 1-ply evaluation"),
         Entry("expectimax", "engines.expectimax:ExpectimaxEngine", ("long",), "2-ply search"),
         Entry("network", "engines.neural:NetworkEngine", ("long",), "value network"),
-        Entry("gnubg", "engines.gnubg:GnubgEngine", ("short",), "GNU Backgammon (its own install)"),
+        Entry("gnubg", "engines.gnubg:GnubgEngine", ("short",), "GNU Backgammon", bundled=False),
     )
 }
 
@@ -56,11 +60,20 @@ def names(variant_name: str | None = None) -> list[str]:
     return [n for n, e in ENGINES.items() if variant_name is None or variant_name in e.variants]
 
 
+def default_engine(variant_name: str) -> str:
+    """The opponent for ``variant_name`` when none is chosen: the strongest bundled engine
+    that plays it. ValueError if none does."""
+    found = [n for n in names(variant_name) if ENGINES[n].bundled]
+    if not found:
+        raise ValueError(f"no bundled engine plays {variant_name} nardy")
+    return found[-1]
+
+
 def make_engine(
     name: str,
     level: int | None = None,
     seed: int | None = None,
-    variant_name: str = "long",
+    variant_name: str = DEFAULT_VARIANT,
     ply: int | None = None,
 ):
     """A new engine object by name for ``variant_name``, searching ``ply`` plies if it
@@ -155,7 +168,7 @@ def sdk_adapter(engine):
         if len(offered) == 1:
             return next(iter(offered.values()))
         rules = turn.variant
-        if rules.name not in variants:
+        if rules.name not in engine.variants:
             log.warning(
                 "turn %d: this engine does not play %s nardy", turn.state.turn_id, rules.name
             )

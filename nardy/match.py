@@ -8,6 +8,9 @@ from enum import StrEnum
 
 from nardy.game import GameResult
 
+# The variant a game is played by when none is named (the protocol's empty ``variant``).
+DEFAULT_VARIANT = "long"
+
 
 class Opening(StrEnum):
     FRESH_ROLL = "fresh-roll"  # white throws both dice for its first turn (default)
@@ -27,7 +30,7 @@ class GameOptions:
     variant refuses the ones it does not have (:meth:`nardy.variant.Variant.check`).
     """
 
-    variant: str = "long"
+    variant: str = DEFAULT_VARIANT
     rules: frozenset[str] = frozenset()
     opening: Opening = Opening.FRESH_ROLL
     colours: Colours = Colours.ALTERNATE

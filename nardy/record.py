@@ -37,6 +37,7 @@ from typing import Any
 
 from nardy.dice import parse_dice
 from nardy.game import Color, GameResult, IllegalPlay, Termination
+from nardy.match import DEFAULT_VARIANT
 from nardy.variant import Variant, variant
 
 MAGIC = "; nardy record 1"
@@ -86,7 +87,7 @@ class GameRecord:
     @property
     def rules(self) -> Variant:
         """The game's variant, named by the ``Variant`` header (long nardy if absent)."""
-        return variant(self.headers.get("Variant", "long"))
+        return variant(self.headers.get("Variant", DEFAULT_VARIANT))
 
 
 # -- text ---------------------------------------------------------------------------------

@@ -215,7 +215,7 @@ def state_svg(
     attrs: dict[str, str] | None = None,
 ) -> str:
     """The board of an arbiter's ``GameState`` (any variant), the last play ringed."""
-    v = variant(state.options.variant or "long")
+    v = variant(state.options.variant)
     position = v.parse(state.position)
     board = v.board(position)
     marks: set[int] = set()

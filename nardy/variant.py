@@ -1,7 +1,8 @@
 """The one game API: everything the arbiter, clients, engines and records need from a rule set.
 
 A variant (long nardy, short nardy) is a package under ``nardy/`` whose ``VARIANT`` is an
-instance of :class:`Variant`; :func:`variant` finds it by name (``"long"``, ``"short"``).
+instance of :class:`Variant`; :func:`variant` finds it by name (``"long"``, ``"short"``;
+``""`` is :data:`DEFAULT_VARIANT`).
 Code outside a variant's package reaches its rules only through these methods and the
 shared types of :mod:`nardy.game`; a test keeps ``server/``, ``clients/`` and ``engines/``
 from importing ``nardy.long.*`` or ``nardy.short.*``.
@@ -34,6 +35,7 @@ What a variant provides (OpenSpiel's game / state split, python-chess's values):
 * **Options**: ``house_rules`` names the boolean rule options the variant accepts (long
   nardy: ``koks``); ``check(options)`` refuses a :class:`~nardy.match.GameOptions` the
   variant cannot play. ``default_opening`` is how white's first roll is made.
+  :data:`~nardy.match.DEFAULT_VARIANT` is the variant of a game that names none.
 * **Views**: ``board(position)`` is a :class:`Board` (points by absolute index, bar and off
   per colour) for the wire and for pictures; ``point_index(color, point)`` places a side's
   own point on that board; ``pips(position, color)`` is a side's pip count; ``head`` is
@@ -50,7 +52,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
 from nardy.game import Color, GameResult, IllegalPlay, Termination
-from nardy.match import GameOptions, Opening
+from nardy.match import DEFAULT_VARIANT, GameOptions, Opening
 
 OFF = 0  # a step's destination when the checker is borne off
 BAR = 25  # a step's source when the checker enters from the bar
@@ -324,8 +326,9 @@ _LOADED: dict[str, Variant] = {}
 
 
 def variant(name: str) -> Variant:
-    """The variant called ``name`` (``""`` means long nardy); ValueError if unknown."""
-    found = _load(name or "long")
+    """The variant called ``name`` (``""``: :data:`DEFAULT_VARIANT`, long nardy); ValueError
+    if unknown."""
+    found = _load(name or DEFAULT_VARIANT)
     if found is None:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(available())}")
     return found

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from nardy.clock import DEFAULT_TURN_TIME_MS
 from nardy.game import Color, GameResult, Termination
-from nardy.match import Colours, GameOptions, Opening
+from nardy.match import DEFAULT_VARIANT, Colours, GameOptions, Opening
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import Board, GamePlay, Variant, variant
 
@@ -120,7 +120,7 @@ class Terms:
 def options_of(msg: pb.GameOptions) -> GameOptions:
     """The rule options of a request; unset fields take the variant's defaults (an
     unknown variant is left for the arbiter to refuse)."""
-    name = msg.variant or "long"
+    name = msg.variant or DEFAULT_VARIANT
     opening = {v: k for k, v in _OPENING_PB.items()}.get(msg.opening)
     if opening is None:
         try:

@@ -1,27 +1,20 @@
-"""Shared test setup: make ``tests/`` importable so tests can ``import reference``."""
+"""Shared test setup: signals for child processes, the databases every store test runs on,
+and the one arbiter fixture."""
 
-import sys
-from pathlib import Path
+import os
+import secrets
+import signal
 
-_TESTS = str(Path(__file__).resolve().parent)
-if _TESTS not in sys.path:
-    sys.path.insert(0, _TESTS)
+import pytest
 
 # A suite started in the background by a non-interactive shell (`make test &`, a CI script)
 # inherits SIGINT ignored, and every process it starts would inherit that too: the tests
 # that press Ctrl-C need children that take it as a terminal's user's would.
-import signal  # noqa: E402
-
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # -- databases: every store test runs on SQLite and on PostgreSQL ----------------------------
-import os  # noqa: E402
-import secrets  # noqa: E402
-
-import pytest  # noqa: E402
-
 STORES = ["sqlite", "postgresql"]
 
 
@@ -70,3 +63,25 @@ def db(request, tmp_path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "arbiter.db")
     return request.getfixturevalue("pg_db")
+
+
+# -- the arbiter ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def arbiter(request, tmp_path):
+    """A real arbiter for one test: ``EmbeddedServer`` (its edge and core in threads of this
+    process) on an ephemeral loopback port, journaling to a fresh SQLite file.
+
+    Indirect parametrisation names the store instead (``"postgresql"``: a fresh database;
+    every server test runs on each, tests/server/conftest.py). ``@pytest.mark.arbiter(**kw)``
+    on a test or a module passes server options (``http_port=0``, ``admin_token=...``)."""
+    from server.app import EmbeddedServer
+
+    store = getattr(request, "param", "sqlite")
+    db = str(tmp_path / "arbiter.db") if store == "sqlite" else request.getfixturevalue("pg_db")
+    marker = request.node.get_closest_marker("arbiter")
+    # No heartbeat among the events a test reads, however slow the machine.
+    options = {"heartbeat_s": 30.0, **(marker.kwargs if marker else {})}
+    with EmbeddedServer(db=db, **options) as srv:
+        yield srv

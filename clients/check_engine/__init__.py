@@ -53,7 +53,7 @@ def usage() -> int:
     print(
         "usage: nardy check-engine [--turn-time-ms MS] -- CMD [ARG ...]\n"
         "nardy check-engine: give the engine command after '--', e.g. "
-        "nardy check-engine -- python -m nardy engine random",
+        "nardy check-engine -- nardy engine random",
         file=sys.stderr,
     )
     return 2

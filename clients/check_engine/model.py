@@ -12,6 +12,7 @@ import trio
 
 from clients.supervisor import EngineProcess
 from nardy.client import Client
+from nardy.match import DEFAULT_VARIANT
 from nardy.v1 import game_pb2 as pb
 
 JOIN_MS = 15_000  # the engine must subscribe to its game within this, or the game aborts
@@ -48,8 +49,9 @@ class Scenario:
     dice: tuple[int, ...]
     judge: Callable[[Run, list[EngineTurn]], str]
     engine_color: int = pb.COLOR_WHITE
-    variant: str = "long"
-    clock: str = "normal"  # "normal": --turn-time-ms; "launch": plus LAUNCH_MS; "short"
+    variant: str = DEFAULT_VARIANT
+    # "normal": --turn-time-ms; "launch": plus LAUNCH_MS; "tight": at most NEAR_TIMEOUT_MS
+    clock: str = "normal"
     unary_only: bool = False  # on the arbiter without Play (it answers it UNIMPLEMENTED)
     stop_after: int | None = 1  # engine plays before the checker resigns; None: to the end
     prelude: Callable[[Run], Awaitable[None]] | None = None  # before the engine starts
@@ -60,7 +62,7 @@ class Scenario:
     def turn_time_ms(self, base: int) -> int:
         if self.clock == "launch":
             return base + LAUNCH_MS
-        if self.clock == "short":
+        if self.clock == "tight":
             return min(NEAR_TIMEOUT_MS, base)
         return base
 

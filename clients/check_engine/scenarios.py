@@ -199,7 +199,7 @@ def scenarios() -> list[Scenario]:
             MIDDLE,
             (*w, 2, 2, 3, 1, 1, 1, 6, 4, 5, 5, 4, 2, 3, 3, 6, 5),
             judge_near_timeout,
-            clock="short",
+            clock="tight",
             stop_after=4,
         ),
     ]

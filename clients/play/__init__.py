@@ -2,7 +2,7 @@
 
 With no ``--server`` the client starts an arbiter of its own (``EmbeddedServer`` on a
 loopback port, its journal in a temporary directory), creates a match with two open seats,
-launches the chosen engine as a process on the second seat (``python -m nardy engine NAME``
+launches the chosen engine as a process on the second seat (``python -m clients engine NAME``
 with ``NARDY_SERVER``/``NARDY_TOKEN``, run by :mod:`clients.supervisor`) and plays the first
 seat in this process. With
 ``--server ADDR --token T`` it joins the game the token is seated in on a remote arbiter.
@@ -98,7 +98,7 @@ async def _embedded(
             first_seat_color=_first_seat_color(args),
             start_position=args.start or "",
         )
-        cmd = [sys.executable, "-m", "nardy", "engine", args.engine]
+        cmd = [sys.executable, "-m", "clients", "engine", args.engine]
         if args.level is not None:
             cmd += ["--level", str(args.level)]
         engine = EngineProcess(

@@ -66,9 +66,11 @@ def why_not(builder, src: int) -> str:
 
 
 def ranked(rules: Variant, position, dice: tuple[int, int]) -> list[tuple[Any, float]] | None:
-    """The legal plays best first with the engine's equity, or None if no engine ranks
-    (the network engine plays long nardy only)."""
-    if rules.name != "long":
+    """The legal plays best first with the network engine's equity, or None where it does
+    not play the variant (engines/registry.py)."""
+    from engines.registry import names
+
+    if "network" not in names(rules.name):
         return None
     try:
         from engines.network import best_plays

@@ -21,7 +21,7 @@ The same search is compiled in ``_movegen.c`` (built at install when a C compile
 :func:`legal_plays` uses it when it is present, and the pure-Python :func:`legal_plays_py`
 otherwise (or when ``NARDY_PURE_PYTHON`` is set, see :mod:`nardy.long.compiled`). The
 Python code is the reference: the two give the same plays, in the same order, with the
-same steps (tests/test_accelerator.py).
+same steps (tests/long/test_accelerator.py).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 import trio
 
 from nardy import Termination
+from nardy.match import DEFAULT_VARIANT
 from nardy.stats import SkillTable, elo_pairs
 from nardy.variant import variant
 from nardy.wire import Terms
@@ -45,7 +46,7 @@ class LadderOptions:
     illegal_play_limit: int = 3
     max_games: int = 0  # stop pairing after this many finished games (0: never)
     max_concurrent_games: int = 0  # games in progress at once, all bots together (0: any)
-    variant: str = "long"  # the rules of every game
+    variant: str = DEFAULT_VARIANT  # the rules of every game
 
 
 @dataclass(frozen=True)

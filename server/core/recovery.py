@@ -25,6 +25,11 @@ from server.core.session import GameSession
 StoredGame = tuple[str, int, str, list[tuple[int, int, float, dict]], int]
 
 
+def _flags(options: dict) -> list[str]:
+    """The house rules of a row written when each was a flag of its own (``"koks": true``)."""
+    return [r for r in variant(options["variant"]).house_rules if options.get(r)]
+
+
 def restore_match(
     host: Host, row: dict, games: list[StoredGame], new_id, pair: Lockstep | None = None
 ) -> MatchSession:
@@ -32,7 +37,7 @@ def restore_match(
     o = row["options"]
     options = GameOptions(
         variant=o["variant"],
-        rules=frozenset(o.get("rules", ["koks"] if o.get("koks") else [])),
+        rules=frozenset(o.get("rules", _flags(o))),
         opening=Opening(o["opening"]),
         colours=Colours(o["colours"]),
     )

@@ -24,7 +24,6 @@ from pexpect import fdpexpect
 from nardy.client import Client, my_turn
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from server.app import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +53,7 @@ def spawn(
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nardy", *args],
+        [sys.executable, "-m", "clients", *args],
         cwd=str(ROOT),
         env=e,
         stdin=slave,
@@ -95,12 +94,6 @@ def _no_leftovers():
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-
-
-@pytest.fixture(scope="module")
-def arbiter(tmp_path_factory):
-    with EmbeddedServer(db=str(tmp_path_factory.mktemp("arbiter") / "arbiter.db")) as srv:
-        yield srv
 
 
 def create_match(address: str, **fields) -> api.CreateMatchResponse:

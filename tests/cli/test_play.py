@@ -5,6 +5,8 @@ short and the same on every run; the engine's choices do not matter to the check
 
 from __future__ import annotations
 
+import pytest
+
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from tests.cli.conftest import Bots, create_match, finish, spawn
@@ -17,6 +19,7 @@ HEAD14 = "w/14,0,0,1,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0"
 BOLD = r"(?:\x1b\[[0-9;]*m)*"  # style codes a live screen may put inside a line
 
 
+@pytest.mark.slow
 def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
     # --colour white gives the person white; the scripted dice: white 3-1, black 2-1, white 5-4,
     # black 1-2, white 3-3 (forced: the last two checkers off); later games use fair dice.
@@ -111,6 +114,7 @@ def test_illegal_step_refused_with_reason_then_resign():
     assert finish(child) == 0
 
 
+@pytest.mark.slow
 def test_game_lost_on_time_with_the_clock_counting_down():
     child = spawn(
         "play", "--engine", "random", "--colour", "white", "--dice", "3,1",
@@ -174,6 +178,7 @@ def test_remote_with_a_bad_token_says_so(arbiter):
 ENTER5 = "w/-2,-2,-2,-2,-2,0,0,0,0,0,0,5,-5,0,0,0,3,0,6,0,0,0,0,0/1,0"
 
 
+@pytest.mark.slow
 def test_short_nardy_enter_from_the_bar_step_by_step():
     """§8: a checker on the bar enters before anything else; with a=0..4 closed only the 6
     enters. The board shows the bar; `bar` chooses the checker there."""

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import ROOT, finish, spawn
 
 B = r"(?:\x1b\[[0-9;]*m)*"  # style codes (bold) a live screen may put inside a line
 START_ARGS = ("--engine", "random", "--colour", "white", "--name", "tester")
 
 
+@pytest.mark.slow
 def test_opponent_play_in_your_numbering_marked_and_the_game_saved(tmp_path):
     # white (the person) 3-1, then black 6-6 on its first turn: its only play is 24/18 24/18
     # in its own numbers (RULES §3.4), which is 12/6 12/6 in white's.
@@ -47,12 +50,13 @@ def test_opponent_play_in_your_numbering_marked_and_the_game_saved(tmp_path):
     assert re.search(r"\n\s+1 w 3-1 24/21 21/20\n\s+2 b 6-6 24/18 24/18\n", text), text
     # the record is one the rules accept (an unfinished game: no result)
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "import", str(path)],
+        [sys.executable, "-m", "clients", "import", str(path)],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_what_became_of_the_game():
     child = spawn("play", *START_ARGS, "--dice", "3,1")
     child.expect("random to play")
@@ -63,6 +67,7 @@ def test_ctrl_c_says_what_became_of_the_game():
     assert finish(child) == 130
 
 
+@pytest.mark.slow
 def test_a_narrow_terminal_gets_the_compact_board():
     child = spawn("play", *START_ARGS, "--dice", "3,1", size=(70, 30))
     child.expect("random to play")
@@ -82,6 +87,7 @@ def test_a_terminal_too_small_for_the_board_says_so():
     assert finish(child) == 0
 
 
+@pytest.mark.slow
 def test_bad_arguments_are_refused():
     for args, message in (
         (("--turn-time-ms", "0"), "--turn-time-ms is a number of milliseconds above 0"),
@@ -89,12 +95,13 @@ def test_bad_arguments_are_refused():
         (("--engine", "expectimax", "--level", "7"), "the expectimax engine has levels 0-3"),
     ):
         out = subprocess.run(
-            [sys.executable, "-m", "nardy", "play", *args],
+            [sys.executable, "-m", "clients", "play", *args],
             capture_output=True, text=True, cwd=ROOT, timeout=60,
         )  # fmt: skip
         assert out.returncode == 2 and message in out.stderr, (args, out.stderr)
 
 
+@pytest.mark.slow
 def test_an_unreachable_arbiter_is_given_up_with_a_clear_message():
     import socket
 

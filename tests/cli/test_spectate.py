@@ -22,7 +22,7 @@ def seats(a: str = "alice", b: str = "bob") -> dict:
     return {"first": api.SeatSpec(display_name=a), "second": api.SeatSpec(display_name=b)}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def finished_game(arbiter) -> str:
     r, bots = bot_match(arbiter.address, start_position=RACE, dice=RACE_DICE, **seats())
     bots.start().join()
@@ -31,7 +31,7 @@ def finished_game(arbiter) -> str:
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nardy", *args],
+        [sys.executable, "-m", "clients", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -83,6 +83,7 @@ def test_replay_print_shows_every_position(arbiter, finished_game):
     assert "\x1b[" not in out.stdout  # not a terminal: plain text
 
 
+@pytest.mark.slow
 def test_replay_a_record_file(tmp_path):
     game = record.GameRecord(
         headers={"Game": "1", "White": "erin", "Black": "finn", "Match": "1"},
@@ -140,6 +141,7 @@ def rated_game(arbiter) -> api.CreateMatchResponse:
     return trio.run(main)
 
 
+@pytest.mark.slow
 def test_standings_table(arbiter, finished_game):
     r = rated_game(arbiter)
     Bots(arbiter.address, r).start().join(60)

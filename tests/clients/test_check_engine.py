@@ -27,7 +27,7 @@ SCENARIOS = [sc.name for sc in check_engine.scenarios()]
 
 
 def command(engine: list[str], turn_ms: int) -> list[str]:
-    check = [sys.executable, "-m", "nardy", "check-engine", "--turn-time-ms", str(turn_ms)]
+    check = [sys.executable, "-m", "clients", "check-engine", "--turn-time-ms", str(turn_ms)]
     return [*check, "--", *engine]
 
 
@@ -48,7 +48,7 @@ def runs():
     # default 3000 ms. The failing ones wait out every clock: make them short.
     plans = {
         "random": (fixture("random_engine.py"), 3000),
-        "unary": ([sys.executable, "-m", "nardy", "engine", "random", "--unary"], 3000),
+        "unary": ([sys.executable, "-m", "clients", "engine", "random", "--unary"], 3000),
         "play-only": (fixture("play_only_engine.py"), 3000),
         "broken": (fixture("broken_engine.py"), 1000),
         "stall": (fixture("stall_engine.py"), 1000),
@@ -95,6 +95,7 @@ def test_scenario_setups_hold():
     check_engine.check_setups()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["random", "unary"])
 def test_an_sdk_engine_passes_every_scenario_over_either_transport(runs, engine):
     code, out, err = runs[engine]
@@ -162,7 +163,7 @@ def test_no_engine_process_outlives_the_check(runs):
 
 def test_no_command_is_a_usage_error():
     r = subprocess.run(
-        [sys.executable, "-m", "nardy", "check-engine", "--"],
+        [sys.executable, "-m", "clients", "check-engine", "--"],
         cwd=ROOT,
         env=environment(),
         capture_output=True,

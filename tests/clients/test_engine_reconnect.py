@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from nardy.client import SimpleClient
 from nardy.v1 import game_pb2 as pb
 from tests.server.test_recovery import free_port, start_server
@@ -17,12 +19,13 @@ ENV = {"PATH": "/usr/bin:/bin"}
 
 
 def engine(address: str, token: str, *args: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "nardy", "engine", "random", "--server", address]
+    cmd = [sys.executable, "-m", "clients", "engine", "random", "--server", address]
     return subprocess.Popen(
         [*cmd, f"--token={token}", *args], stderr=subprocess.PIPE, text=True, env=ENV
     )
 
 
+@pytest.mark.slow
 def test_a_dead_address_is_retried_visibly_then_given_up():
     address = f"127.0.0.1:{free_port()}"  # nobody listens there
     proc = engine(address, "some-token", "--give-up", "2")
@@ -45,12 +48,13 @@ def test_a_dead_address_is_retried_visibly_then_given_up():
 
 def test_bad_give_up_is_refused():
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "engine", "random", "--token", "t", "--give-up", "0"],
+        [sys.executable, "-m", "clients", "engine", "random", "--token", "t", "--give-up", "0"],
         capture_output=True, text=True, timeout=60, env=ENV,
     )  # fmt: skip
     assert out.returncode == 2 and "--give-up is a number of seconds above 0" in out.stderr
 
 
+@pytest.mark.slow
 def test_an_arbiter_that_comes_up_late_is_waited_for_and_the_game_played(tmp_path):
     port, db = free_port(), str(tmp_path / "late.db")
     address = f"127.0.0.1:{port}"

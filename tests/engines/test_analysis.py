@@ -136,7 +136,7 @@ def test_the_command_writes_json_for_a_record_file(tmp_path):
     path = tmp_path / "race.nrd"
     path.write_text(record("long", LONG_RACE, ["w 6-5 6/off 5/off"], ["w 6-5 6/1 5/off"]))
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "analyse", str(path), "--json"],
+        [sys.executable, "-m", "clients", "analyse", str(path), "--json"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -160,7 +160,7 @@ def test_the_command_as_text_and_its_errors(tmp_path, gnubg_installed):
     path = tmp_path / "short.nrd"
     path.write_text(record("short", None, ["w 3-1 13/10 6/5", "b 6-5 24/18 18/13"]))
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "analyse", str(path)],
+        [sys.executable, "-m", "clients", "analyse", str(path)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -176,7 +176,7 @@ def test_the_command_as_text_and_its_errors(tmp_path, gnubg_installed):
         ([str(path), "--ply", "7"], 2, "gnubg judges at 0, 1, 2, 3 ply"),
     ):
         out = subprocess.run(
-            [sys.executable, "-m", "nardy", "analyse", *args],
+            [sys.executable, "-m", "clients", "analyse", *args],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert out.returncode == status and says in out.stderr, (args, out.stderr)

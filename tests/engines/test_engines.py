@@ -24,7 +24,6 @@ from engines.registry import make_engine, names
 from nardy import Color, Position, legal_plays, result
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
-from server.app import EmbeddedServer
 
 START = Position.start()
 # white: one checker on 5, fourteen on 3 (RULES.md §7 bear-off example)
@@ -152,7 +151,7 @@ GAME_TIMEOUT_S = 180  # generous: a loaded 2-core machine runs expectimax games 
 def launch(name: str, address: str, token: str) -> subprocess.Popen:
     env = {**os.environ, "NARDY_SERVER": address, "NARDY_TOKEN": token}
     return subprocess.Popen(
-        [sys.executable, "-m", "nardy", "engine", name, "--max-games", "1"],
+        [sys.executable, "-m", "clients", "engine", name, "--max-games", "1"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -169,12 +168,7 @@ def wait(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
     return proc.returncode, err.decode(errors="replace")
 
 
-@pytest.fixture
-def arbiter(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "a.db")) as srv:
-        yield srv
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "first,second,seed",
     [
@@ -216,7 +210,7 @@ async def test_engines_play_a_game_over_grpc(arbiter, first, second, seed):
 
 def test_cli_unknown_engine_exits_2():
     proc = subprocess.run(
-        [sys.executable, "-m", "nardy", "engine", "nosuch", "--max-games", "1"],
+        [sys.executable, "-m", "clients", "engine", "nosuch", "--max-games", "1"],
         env={**os.environ, "NARDY_SERVER": "127.0.0.1:1", "NARDY_TOKEN": "x"},
         capture_output=True,
         text=True,
@@ -229,7 +223,7 @@ def test_cli_unknown_engine_exits_2():
 
 def test_cli_max_games_at_once_below_one_exits_2():
     proc = subprocess.run(
-        [sys.executable, "-m", "nardy", "engine", "random", "--accept-challenges",
+        [sys.executable, "-m", "clients", "engine", "random", "--accept-challenges",
          "--max-games-at-once", "0"],
         env={**os.environ, "NARDY_SERVER": "127.0.0.1:1", "NARDY_TOKEN": "x"},
         capture_output=True, text=True, timeout=30,

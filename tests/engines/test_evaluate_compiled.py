@@ -3,7 +3,7 @@
 make the same choices with either (same seeds, same results).
 
 Corpora: seeded self-play games (every position and every play's end), random valid
-positions of every kind in ``tests/reference.py`` (scattered, bear-off, nearly home, head,
+positions of every kind in ``tests/long/reference.py`` (scattered, bear-off, nearly home, head,
 six-point windows), races, finished games (a mars or an oin) and every outcome scale the
 engines use (points, match winning chances at several scores).
 """
@@ -14,12 +14,12 @@ import os
 import random
 
 import pytest
-from reference import KINDS, random_dice, random_position
 
 from engines import evaluate as ev
 from engines.expectimax import ExpectimaxEngine
 from engines.greedy import GreedyEngine
 from nardy import Color, Position, legal_plays
+from tests.long.reference import KINDS, random_dice, random_position
 
 compiled = ev.COMPILED
 pytestmark = pytest.mark.skipif(
@@ -75,6 +75,7 @@ def differences(positions: list[Position]) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 def test_self_play_positions():
     positions = self_play(random.Random(13), 40)
     assert len(positions) > 3000
@@ -82,6 +83,7 @@ def test_self_play_positions():
     assert not bad, f"{len(bad)} differ:\n" + "\n".join(bad[:10])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_random_valid_positions(kind):
     rng = random.Random(f"evaluate-{kind}")
@@ -125,6 +127,7 @@ def test_batched_calls_match_one_by_one():
             )
 
 
+@pytest.mark.slow
 def test_engines_choose_the_same_plays_with_the_reference(monkeypatch):
     """Expectimax (full strength, no clock) and greedy on seeded positions: the same
     choices with the compiled evaluation as with the pure-Python one."""

@@ -30,6 +30,7 @@ def test_value_positions_carry_their_lambda_returns():
     assert not any(nw.in_race(p) for p in data.positions())  # the network's positions only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [1, 2])
 def test_candidates_are_the_best_plays_labelled_by_lookahead(depth):
     net = _net(2)
@@ -73,6 +74,7 @@ def test_a_fit_resumes_from_its_last_epoch_to_the_same_weights(tmp_path):
     assert logs[1]["held_out"]["ce"] < fit.losses(fit._params(net), *held)["ce"]
 
 
+@pytest.mark.slow
 def test_fitting_rounds_are_reproducible_with_any_workers(tmp_path):
     td = ["--seed", "2", "--hidden", "8", "--eval-every", "0", "--games", "2"]
     small = ["--fit-games", "4", "--fit-candidate-games", "2", "--fit-epochs", "1"]

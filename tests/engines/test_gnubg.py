@@ -112,12 +112,12 @@ def test_bad_options_are_refused(installed):
         (["--level", "1"], "the gnubg engine has no levels"),
     ):
         out = subprocess.run(
-            [sys.executable, "-m", "nardy", "engine", "gnubg", "--token", "t", *args],
+            [sys.executable, "-m", "clients", "engine", "gnubg", "--token", "t", *args],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert out.returncode == 2 and why in out.stderr, out.stderr
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "engine", "greedy", "--token", "t", "--ply", "1"],
+        [sys.executable, "-m", "clients", "engine", "greedy", "--token", "t", "--ply", "1"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 2 and "the greedy engine has no --ply" in out.stderr
@@ -138,7 +138,7 @@ def test_a_real_game_against_greedy_has_no_fallback(installed, engine, tmp_path)
         procs = {}
         for name, token in (("gnubg", r.first_seat_token), ("greedy", r.second_seat_token)):
             procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "nardy", "engine", name, "--server", server.address,
+                [sys.executable, "-m", "clients", "engine", name, "--server", server.address,
                  f"--token={token}", "--max-games", "1"],
                 stderr=subprocess.PIPE, text=True,
             )  # fmt: skip

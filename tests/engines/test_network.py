@@ -143,6 +143,7 @@ def test_shipped_weights_load_and_are_small(net):
     assert v.shape == (50, 3) and ((v >= 0) & (v <= 1)).all()
 
 
+@pytest.mark.slow
 def test_weights_from_the_environment(tmp_path):
     # NARDY_WEIGHTS names other weights (a training run's export) for every engine process
     path = tmp_path / "mine.npz"
@@ -357,6 +358,7 @@ def test_training_resumes_from_a_checkpoint_to_the_same_weights(tmp_path):
     assert log and '"games_per_hour"' in log[-1]
 
 
+@pytest.mark.slow
 def test_training_with_workers_is_reproducible(tmp_path):
     common = ["--seed", "3", "--hidden", "8", "--eval-every", "0", "--games", "4"]
     a, b = tmp_path / "a.npz", tmp_path / "b.npz"

@@ -47,10 +47,11 @@ def environment(**extra: str) -> dict[str, str]:
     return {**env, "NO_COLOR": "1", **extra}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [[], ["--unary"]], ids=["play", "unary"])
 def test_the_node_engine_passes_check_engine(node, flags):
     run = subprocess.run(
-        [sys.executable, "-m", "nardy", "check-engine", "--", node, str(ENGINE), *flags],
+        [sys.executable, "-m", "clients", "check-engine", "--", node, str(ENGINE), *flags],
         cwd=ROOT,
         env=environment(),
         capture_output=True,
@@ -76,6 +77,7 @@ def self_signed(tmp_path: Path) -> tuple[str, str]:
     return str(cert), str(key)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
 async def test_the_node_engine_plays_a_game_against_a_python_engine(node, tmp_path, tls):
     """Both engines are launched alike; with TLS both find the CA in $NARDY_TLS_CA."""
@@ -99,7 +101,7 @@ async def test_the_node_engine_plays_a_game_against_a_python_engine(node, tmp_pa
                     stderr=open(tmp_path / "node.log", "wb"),  # noqa: SIM115
                 ),
                 subprocess.Popen(
-                    [sys.executable, "-m", "nardy", "engine", "greedy", "--max-games", "1"],
+                    [sys.executable, "-m", "clients", "engine", "greedy", "--max-games", "1"],
                     env=environment(**seat, NARDY_TOKEN=r.second_seat_token),
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -124,6 +126,7 @@ async def test_the_node_engine_plays_a_game_against_a_python_engine(node, tmp_pa
         assert "does not offer Play" not in log
 
 
+@pytest.mark.slow
 async def test_the_node_engine_resumes_its_play_stream_after_a_lost_connection(node, tmp_path):
     """Through a relay: what the arbiter sends the Node engine is held back from the
     opponent's third play on (its turn is announced into the void), then the connection is

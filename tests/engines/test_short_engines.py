@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from engines.registry import make_engine, names
+from engines.greedy import BEST
+from engines.registry import ENGINES, default_engine, make_engine, names
 from nardy import Color, variant
 
 SHORT = variant("short")
@@ -44,5 +45,17 @@ def test_greedy_beats_random_at_short_nardy():
 
 def test_only_the_engines_that_play_short_are_offered_for_it():
     assert names("short") == ["random", "greedy", "gnubg"]
+    assert default_engine("short") == "greedy" and default_engine("long") == "network"
+    with pytest.raises(ValueError, match="no bundled engine plays hyper"):
+        default_engine("hyper")
     with pytest.raises(ValueError, match="network plays long nardy, not short"):
         make_engine("network", variant_name="short")
+
+
+def test_greedy_has_an_evaluation_for_every_variant_it_is_listed_for():
+    assert set(BEST) == set(ENGINES["greedy"].variants)  # (an evaluation each)
+    for name in ENGINES["greedy"].variants:
+        engine = make_engine("greedy", variant_name=name)
+        rules = variant(name)
+        start = rules.start()
+        assert engine.choose(start, (6, 5), rules.legal_plays(start, (6, 5))) is not None

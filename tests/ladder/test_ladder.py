@@ -25,12 +25,12 @@ HERE = Path(__file__).parent
 RANDOM = f"{sys.executable} {HERE.parent / 'clients' / 'fixtures' / 'random_engine.py'}"
 STALL = f"{sys.executable} {HERE.parent / 'clients' / 'fixtures' / 'stall_engine.py'}"
 CRASH = f"{sys.executable} {HERE / 'fixtures' / 'crash_engine.py'}"
-GREEDY = f"{sys.executable} -m nardy engine greedy"
+GREEDY = f"{sys.executable} -m clients engine greedy"
 
 
 def ladder(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nardy", "ladder", *args],
+        [sys.executable, "-m", "clients", "ladder", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -45,6 +45,7 @@ def finished_ids(db: Path) -> set[str]:
         return set()
 
 
+@pytest.mark.slow
 def test_short_ladder_runs_to_completion(tmp_path):
     db = tmp_path / "l.db"
     out = ladder(
@@ -76,6 +77,7 @@ def test_short_ladder_runs_to_completion(tmp_path):
         assert game.result is not None
 
 
+@pytest.mark.slow
 def test_pairs_share_dice_with_colours_swapped(tmp_path):
     with EmbeddedServer(db=str(tmp_path / "a.db")) as srv:
         ch = grpc.insecure_channel(srv.address)
@@ -138,7 +140,7 @@ def test_pairs_share_dice_with_colours_swapped(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "nardy",
+                "clients",
                 "standings",
                 "--server",
                 srv.address,
@@ -176,6 +178,7 @@ def test_crashing_engine_is_restarted_and_charged(tmp_path):
     assert int(cells[10]) >= 1, row  # and the runner counted and restarted the crash
 
 
+@pytest.mark.slow
 def test_stalling_engine_times_out(tmp_path):
     out = ladder(
         "--engine",
@@ -195,13 +198,14 @@ def test_stalling_engine_times_out(tmp_path):
     assert cells[6] == "0-2" and int(cells[9]) == 2, row
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_after", [2])
 def test_resume_after_the_runner_is_killed_loses_no_finished_game(tmp_path, kill_after):
     db = tmp_path / "r.db"
     args = [
         sys.executable,
         "-m",
-        "nardy",
+        "clients",
         "ladder",
         "--engine",
         f"r1={RANDOM}",
@@ -237,6 +241,7 @@ def test_resume_after_the_runner_is_killed_loses_no_finished_game(tmp_path, kill
     assert "standings: 8 games" in out.stdout or "stops at 7 of 8 games" in out.stdout, out.stdout
 
 
+@pytest.mark.slow
 def test_sprt_mode_stops_when_the_test_decides(tmp_path):
     out = ladder(
         "--engine",
@@ -257,6 +262,7 @@ def test_sprt_mode_stops_when_the_test_decides(tmp_path):
     assert "LLR" in out.stdout and "(-2.94, 2.94)" in out.stdout
 
 
+@pytest.mark.slow
 def test_unattended_runner_prints_progress_lines(tmp_path):
     """stdout is a pipe: no progress bar, but a line every --progress seconds as fastchess
     prints it (games, score, Elo with its interval, LLR with its bounds)."""
@@ -286,6 +292,7 @@ def test_unattended_runner_prints_progress_lines(tmp_path):
     assert "0 = an even score" in out.stdout  # the Elo column says what it is relative to
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_path, sig, code):
     tmp = tmp_path / "tmp"
@@ -294,7 +301,7 @@ def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_
         [
             sys.executable,
             "-m",
-            "nardy",
+            "clients",
             "ladder",
             "--engine",
             f"a={RANDOM}",
@@ -333,6 +340,7 @@ def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_
     assert list(tmp.iterdir()) == []  # the temporary database and engine logs are gone
 
 
+@pytest.mark.slow
 def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
     """RULES.md §8-9: a ladder of short nardy games between random and greedy over the real
     server; every record names its variant and `nardy import` checks it by the rules."""
@@ -363,7 +371,7 @@ def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
         assert "Variant: short" in text
         assert any(k in text for k in (" single ", " gammon ", " backgammon "))
         check = subprocess.run(
-            [sys.executable, "-m", "nardy", "import", str(f)],
+            [sys.executable, "-m", "clients", "import", str(f)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -372,6 +380,7 @@ def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
         assert ": legal" in check.stdout
 
 
+@pytest.mark.slow
 def test_demo_runs_every_bundled_engine_to_its_standings(tmp_path):
     """`nardy demo` (make demo), the main job: every long-nardy engine of the registry plays,
     the value network within the demo's fast clock: no game lost on time or by a crash."""
@@ -379,7 +388,7 @@ def test_demo_runs_every_bundled_engine_to_its_standings(tmp_path):
 
     db = tmp_path / "demo.db"
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "demo", "--games", "12", "--db", str(db)],
+        [sys.executable, "-m", "clients", "demo", "--games", "12", "--db", str(db)],
         capture_output=True,
         text=True,
         timeout=300,

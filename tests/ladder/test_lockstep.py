@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import grpc
+import pytest
 import trio
 import trio.testing
 
@@ -82,6 +83,7 @@ async def mirrored_turn(srv: EmbeddedServer, ladder: str, turn_time_ms: int):
         b.close()
 
 
+@pytest.mark.slow
 async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
     with EmbeddedServer(db=str(tmp_path / "l.db")) as srv:
         auth = (("authorization", f"Bearer {srv.admin_token}"),)
@@ -151,6 +153,7 @@ async def test_a_lagging_game_shows_no_throw_of_the_other_game_early(tmp_path):
     assert all(other <= mine for mine, other in in_progress), in_progress
 
 
+@pytest.mark.slow
 async def test_a_pair_killed_mid_way_resumes_in_lockstep_with_the_same_dice(tmp_path, monkeypatch):
     """kill -9 the real server while the pair's fast game waits for its lagging partner,
     restart it on the same database: both games go on in lockstep (the fast one still

@@ -1,5 +1,5 @@
-"""A real arbiter on an ephemeral loopback port, per test, on a real SQLite file and on a
-real PostgreSQL database (see ``db`` in tests/conftest.py)."""
+"""The server's tests: each one's arbiter (``arbiter`` in tests/conftest.py) on a real
+SQLite file and on a real PostgreSQL database, and clients of it."""
 
 from __future__ import annotations
 
@@ -14,24 +14,25 @@ import pytest
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
+from tests.conftest import STORES
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here that uses the arbiter runs on each store."""
+    if "arbiter" in metafunc.fixturenames:
+        metafunc.parametrize("arbiter", STORES, indirect=True)
 
 
 @pytest.fixture
-def server(db):
-    with EmbeddedServer(db=db, heartbeat_s=30.0) as srv:
-        yield srv
-
-
-@pytest.fixture
-async def client(server):
-    async with Client(server.address) as c:
+async def client(arbiter):
+    async with Client(arbiter.address) as c:
         yield c
 
 
 @pytest.fixture
-async def operator(server):
+async def operator(arbiter):
     """A client holding the server's admin token (may seat registered players)."""
-    async with Client(server.address, server.admin_token) as c:
+    async with Client(arbiter.address, arbiter.admin_token) as c:
         yield c
 
 

@@ -147,6 +147,7 @@ def test_a_takeover_waits_for_the_old_owners_write_in_flight(pg_db):
 
 
 # -- redirects and reads from any instance --------------------------------------------------
+@pytest.mark.slow
 async def test_a_game_run_elsewhere_is_redirected_and_the_sdk_follows(pair):
     a, b = pair
     async with Client(a.address) as at_a, Client(b.address) as at_b:
@@ -187,6 +188,7 @@ async def test_a_game_run_elsewhere_is_redirected_and_the_sdk_follows(pair):
         await wait_for(released, "the lease given up")
 
 
+@pytest.mark.slow
 async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair):
     a, b = pair
     async with Client(a.address, a.admin_token) as op_a, Client(b.address) as at_b:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 import trio
 
 from nardy.client import Client
@@ -50,7 +51,7 @@ class Instance:
         self.log = log
         env = {**os.environ, "NARDY_ADMIN_TOKEN": TOKEN}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nardy", "serve", "--port", "0", "--db", db]
+            [sys.executable, "-m", "clients", "serve", "--port", "0", "--db", db]
             + ["--lease-ms", str(LEASE_MS)],
             stderr=log.open("w"),
             env=env,
@@ -69,6 +70,7 @@ class Instance:
         return f"127.0.0.1:{self.port}"
 
 
+@pytest.mark.slow
 def test_a_ladder_on_three_instances_survives_a_kill_9(pg_db, tmp_path):
     instances = [Instance(pg_db, tmp_path / f"instance{i}.log") for i in range(3)]
     bots: list[subprocess.Popen] = []
@@ -94,7 +96,7 @@ def test_a_ladder_on_three_instances_survives_a_kill_9(pg_db, tmp_path):
             home = ",".join(addresses[(i + k) % 3] for k in range(3))  # its own one first
             bots.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "nardy", "engine", "random", "--seed", str(i)]
+                    [sys.executable, "-m", "clients", "engine", "random", "--seed", str(i)]
                     + ["--server", home, f"--token={token}"],
                     stderr=(tmp_path / f"bot{i}.log").open("w"),
                 )

@@ -163,6 +163,7 @@ async def test_a_restart_reads_back_only_the_newest_and_the_unfinished_games(db,
             assert journals[-1] == ended[0].match_id  # its match's journal ends, in one read
 
 
+@pytest.mark.slow
 async def test_a_game_never_created_is_not_found_and_a_random_token_is_refused(db):
     with EmbeddedServer(db=db, heartbeat_s=30.0) as server:
         async with Client(server.address) as client:
@@ -285,6 +286,7 @@ async def test_a_player_stream_of_a_forgotten_token_leaves_nothing_behind(tmp_pa
                     await trio.sleep(0.01)
 
 
+@pytest.mark.slow
 async def test_ended_matches_leave_no_cyclic_garbage(db, small_caches):
     """A match that has left every cache is freed by reference counting alone — its games,
     and a duplicate pair's — not left to the cyclic collector, which sees long-lived objects

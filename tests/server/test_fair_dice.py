@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from clients.export import game_events, record_from_events
@@ -28,7 +29,7 @@ RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
 def run(*args: str) -> subprocess.CompletedProcess:
     """``nardy verify ARGS`` as a process."""
     return subprocess.run(
-        [sys.executable, "-m", "nardy", "verify", *args],
+        [sys.executable, "-m", "clients", "verify", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -98,7 +99,8 @@ async def test_commitment_client_seeds_and_reveal(client):
     assert hashlib.sha256(seed).hexdigest() == r.dice_commitment
 
 
-async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(server, client, tmp_path):
+@pytest.mark.slow
+async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(arbiter, client, tmp_path):
     r = await play(client, options=pb.GameOptions(auto_play_forced=True))
     ch = client.channel
     from nardy.v1 import arbiter_pb2_grpc
@@ -121,15 +123,16 @@ async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(server, cl
 
     ok = await trio.to_thread.run_sync(run, str(path))
     assert ok.returncode == 0 and ok.stdout.startswith("fair"), ok.stdout + ok.stderr
-    online = await trio.to_thread.run_sync(run, r.game_id, "--server", server.address)
+    online = await trio.to_thread.run_sync(run, r.game_id, "--server", arbiter.address)
     assert online.returncode == 0 and online.stdout.startswith("fair"), online.stdout
     no = await trio.to_thread.run_sync(run, str(bad))
     assert no.returncode == 1, no.stdout + no.stderr
     assert no.stdout.startswith("NOT FAIR") and "turn 9" in no.stdout, no.stdout
 
 
+@pytest.mark.slow
 async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
-    server, client, tmp_path
+    arbiter, client, tmp_path
 ):
     """Scripted dice or a public seed match what their creator chose: `nardy verify` says
     the game is not a fair-dice game (exit 3), not that its dice do not match (exit 1);
@@ -147,7 +150,7 @@ async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
     verdict = verify(game)
     assert verdict.fair and verdict.chosen, verdict.message
     assert "scripted the first 5 dice" in verdict.message
-    out = await trio.to_thread.run_sync(run, scripted.game_id, "--server", server.address)
+    out = await trio.to_thread.run_sync(run, scripted.game_id, "--server", arbiter.address)
     assert out.returncode == 3, out.stdout + out.stderr
     assert out.stdout.startswith("NOT A FAIR-DICE GAME") and "scripted" in out.stdout
     # a die changed after the script is still a mismatch
@@ -165,6 +168,6 @@ async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
 
     game = record_from_events(await trio.to_thread.run_sync(game_events, stub, public.game_id))
     assert game.headers["DiceSeed"] == "public"
-    out = await trio.to_thread.run_sync(run, public.game_id, "--server", server.address)
+    out = await trio.to_thread.run_sync(run, public.game_id, "--server", arbiter.address)
     assert out.returncode == 3, out.stdout + out.stderr
     assert out.stdout.startswith("NOT A FAIR-DICE GAME") and "public seed" in out.stdout

@@ -194,6 +194,7 @@ def requests(draw, strings: list[str]):
     return method, draw(payloads(method, strings))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=400,
     deadline=None,

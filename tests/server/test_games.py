@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from nardy import Position
@@ -64,6 +65,7 @@ async def test_full_game_between_two_clients(client):
                 assert e.state.side_to_move == e.state.your_color, name
 
 
+@pytest.mark.slow
 async def test_three_point_match_alternates_colours(client):
     r, seats = await create(client, target_points=3, options={"auto_play_forced": True})
     game_ids = [r.game_id]

@@ -5,6 +5,7 @@ games with both seats filtered, and refusals."""
 from __future__ import annotations
 
 import grpc
+import pytest
 import trio
 
 from nardy.client import play_game
@@ -41,6 +42,7 @@ def _concerns(ev, color) -> bool:
     return ev.type in KEPT
 
 
+@pytest.mark.slow
 async def test_a_filtered_seat_receives_exactly_its_own_turns(client):
     r, (a, b) = await create(client, seed=5)
     seen = {}
@@ -138,6 +140,7 @@ async def test_resume_across_the_gaps_of_a_filtered_stream(client):
         assert ends == [pb.EVENT_TYPE_GAME_FINISHED]
 
 
+@pytest.mark.slow
 async def test_a_match_plays_to_the_end_with_both_seats_filtered(client):
     """The SDK's bot loop follows its own turns only: two of them play a whole match, the
     fair dice revealed at the end."""
@@ -173,13 +176,14 @@ def _first_or_code(stub, request, md):
         stream.cancel()
 
 
-async def test_filter_refusals(server, client):
+@pytest.mark.slow
+async def test_filter_refusals(arbiter, client):
     """The rule for enums (a value this server does not know is INVALID_ARGUMENT)
     and no own-turns stream for a spectator; the seat is served afterwards."""
     r, _ = await create(client)
     seat = (("authorization", f"Bearer {r.first_seat_token}"),)
     own = api.EVENT_FILTER_OWN_TURNS
-    with grpc.insecure_channel(server.address) as ch:
+    with grpc.insecure_channel(arbiter.address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
         for request, md in (
             (api.SubscribeGameRequest(game_id=r.game_id, filter=7), seat),

@@ -21,12 +21,6 @@ from server.app import EmbeddedServer
 INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory):
-    with EmbeddedServer(db=str(tmp_path_factory.mktemp("play") / "p.db")) as s:
-        yield s
-
-
 def md(token: str):
     return (("authorization", f"Bearer {token}"),)
 
@@ -101,11 +95,12 @@ def play_out(seat: Seat, seen: Counter, testing: bool) -> None:
                     first = False
 
 
-def test_a_game_is_played_over_two_play_streams(srv):
-    game = new_game(srv)
+@pytest.mark.slow
+def test_a_game_is_played_over_two_play_streams(arbiter):
+    game = new_game(arbiter)
     seats = [
-        Seat(srv, game.first_seat_token, game.game_id),
-        Seat(srv, game.second_seat_token, game.game_id),
+        Seat(arbiter, game.first_seat_token, game.game_id),
+        Seat(arbiter, game.second_seat_token, game.game_id),
     ]
     seen = [Counter(), Counter()]
     threads = [
@@ -127,7 +122,7 @@ def test_a_game_is_played_over_two_play_streams(srv):
     assert first["refused"] == 1 and second["refused"] == 0
     assert first["duplicate"] == 1 and second["duplicate"] == 0
     assert any(k.startswith("refused illegal play") for k in first), first
-    with grpc.insecure_channel(srv.address) as ch:
+    with grpc.insecure_channel(arbiter.address) as ch:
         stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
         state = stub.GetGame(api.GetGameRequest(game_id=game.game_id)).state
     assert state.status == pb.GAME_STATUS_FINISHED
@@ -135,9 +130,9 @@ def test_a_game_is_played_over_two_play_streams(srv):
     assert state.turn_id >= sum(turns)  # (passes take a turn with no play)
 
 
-def test_the_first_message_must_subscribe(srv):
-    game = new_game(srv)
-    seat = Seat(srv, game.first_seat_token, game.game_id)
+def test_the_first_message_must_subscribe(arbiter):
+    game = new_game(arbiter)
+    seat = Seat(arbiter, game.first_seat_token, game.game_id)
     try:
         seat.play(1, "W/15")
         with pytest.raises(grpc.RpcError) as info:
@@ -147,11 +142,11 @@ def test_the_first_message_must_subscribe(srv):
         seat.close()
 
 
-def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(srv):
-    game, other = new_game(srv), new_game(srv)
+def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(arbiter):
+    game, other = new_game(arbiter), new_game(arbiter)
     # a seat of another game
-    assert ended_at_once(srv, other.first_seat_token, game) == grpc.StatusCode.PERMISSION_DENIED
-    seat = Seat(srv, game.first_seat_token, game.game_id)
+    assert ended_at_once(arbiter, other.first_seat_token, game) == grpc.StatusCode.PERMISSION_DENIED
+    seat = Seat(arbiter, game.first_seat_token, game.game_id)
     try:
         seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
         assert next(seat.responses).event.type == pb.EVENT_TYPE_SNAPSHOT
@@ -165,9 +160,9 @@ def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(srv):
         seat.close()
 
 
-def test_a_message_that_is_not_protobuf_is_refused_on_the_stream(srv):
-    game = new_game(srv)
-    with grpc.insecure_channel(srv.address) as ch:
+def test_a_message_that_is_not_protobuf_is_refused_on_the_stream(arbiter):
+    game = new_game(arbiter)
+    with grpc.insecure_channel(arbiter.address) as ch:
         play = ch.stream_stream("/nardy.v1.ArbiterService/Play")  # raw bytes both ways
         subscribe = api.PlayRequest(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
         sent: queue.Queue = queue.Queue()
@@ -180,8 +175,8 @@ def test_a_message_that_is_not_protobuf_is_refused_on_the_stream(srv):
         assert refused.code == INVALID_ARGUMENT and "not a valid protobuf" in refused.message
         sent.put(None)
         responses.cancel()
-    game = new_game(srv)
-    with grpc.insecure_channel(srv.address) as ch:
+    game = new_game(arbiter)
+    with grpc.insecure_channel(arbiter.address) as ch:
         play = ch.stream_stream("/nardy.v1.ArbiterService/Play")
         responses = play(iter([b"\xff\xff\xff"]), metadata=md(game.first_seat_token))
         with pytest.raises(grpc.RpcError) as info:

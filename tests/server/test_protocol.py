@@ -158,8 +158,8 @@ class _T:
         self.legal = list(state.legal_plays)
 
 
-async def test_health_and_reflection(server):
-    ch = grpc.insecure_channel(server.address)
+async def test_health_and_reflection(arbiter):
+    ch = grpc.insecure_channel(arbiter.address)
     try:
         health = health_pb2_grpc.HealthStub(ch)
         for name in ("", "nardy.v1.ArbiterService"):
@@ -180,6 +180,7 @@ async def test_health_and_reflection(server):
 RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
 
 
+@pytest.mark.slow
 async def test_two_hundred_concurrent_games(operator):
     """200 games at once to completion; they start from a bear-off race to keep CI short.
     (The operator creates them: anonymous callers may keep only a few matches waiting.)"""

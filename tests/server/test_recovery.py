@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import trio
 
 from nardy.client import Client, play_game
@@ -27,7 +28,7 @@ def start_server(port: int, db: str) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "nardy",
+            "clients",
             "serve",
             "--port",
             str(port),
@@ -83,6 +84,7 @@ async def play_match(address: str, *, kill_at: int | None = None, restart=None):
         return [e.play.notation for e in events if e.type == pb.EVENT_TYPE_PLAY_MADE], events
 
 
+@pytest.mark.slow
 async def test_kill_9_mid_game_and_resume(tmp_path, db):
     port = free_port()
     address = f"127.0.0.1:{port}"

@@ -107,7 +107,7 @@ async def test_short_refuses_koks(client):
 CLOSED_OUT = "w/" + ",".join(["-2"] * 6 + ["0"] * 12 + ["2"] * 6) + "/3,3"
 
 
-async def test_a_start_where_nobody_can_ever_move_is_refused(server, client):
+async def test_a_start_where_nobody_can_ever_move_is_refused(arbiter, client):
     """A custom start (anyone's, with open seats) where neither side can ever move: every
     turn passed at once, untimed, forever, each pass journaled (1,750 turns in 5 s, the
     database growing ~640 KB/s, the game's events piling up in memory) for the price of one

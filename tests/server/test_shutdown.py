@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 
+import pytest
 import trio
 
 from nardy.client import Client
@@ -11,6 +12,7 @@ from nardy.v1 import game_pb2 as pb
 from tests.server.test_recovery import free_port, start_server
 
 
+@pytest.mark.slow
 async def test_sigterm_ends_streams_with_a_final_event_and_exits_cleanly(tmp_path):
     port = free_port()
     proc = start_server(port, str(tmp_path / "s.db"))

@@ -37,11 +37,12 @@ def read_only(srv: EmbeddedServer, on: bool):
     return lambda: srv.call(run)
 
 
+@pytest.mark.slow
 def test_corrupted_database_is_refused_with_a_clear_error(tmp_path):
     db = tmp_path / "bad.db"
     db.write_bytes(b"this is not a database at all" * 100)
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "serve", "--port", "0", "--db", str(db)],
+        [sys.executable, "-m", "clients", "serve", "--port", "0", "--db", str(db)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -36,6 +36,7 @@ def environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("NARDY_")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, ends",
     [
@@ -72,6 +73,7 @@ def test_the_stranger_bot_finds_the_contract_kept(tmp_path, args, ends):
         assert "every turn's dice follow the fair-dice generator" in run.stdout
 
 
+@pytest.mark.slow
 async def test_the_stranger_bot_resumes_across_a_server_restart(tmp_path):
     """SIGTERM mid-game: its streams end with SERVER_SHUTDOWN, calls fail UNAVAILABLE while
     the server is down; it resubscribes with after_seq and the game is played out."""

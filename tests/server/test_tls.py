@@ -119,7 +119,7 @@ def test_command_line_clients_take_tls_ca(tls_server):
 
     def run(*args: str, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "nardy", *args],
+            [sys.executable, "-m", "clients", *args],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -66,7 +66,7 @@ async def first_event(
 
 
 # -- consent ----------------------------------------------------------------------------
-async def test_nobody_but_the_operator_seats_a_registered_bot(server, client, operator):
+async def test_nobody_but_the_operator_seats_a_registered_bot(arbiter, client, operator):
     victim = await register(client, "victim")
     stranger = await register(client, "stranger")
     seat_victim = {"first": api.SeatSpec(player_name="victim"), "second": api.SeatSpec()}
@@ -79,7 +79,7 @@ async def test_nobody_but_the_operator_seats_a_registered_bot(server, client, op
         grpc.StatusCode.UNAUTHENTICATED,
         client.with_token("made-up").create_match(**seat_victim),
     )
-    assert db_count(server, "matches") == 1  # only the casual one
+    assert db_count(arbiter, "matches") == 1  # only the casual one
     # the bot may seat itself, and the operator may seat it
     assert (await victim.create_match(**seat_victim)).game_id
     assert (await operator.create_match(**seat_victim)).game_id
@@ -134,7 +134,7 @@ async def test_a_challenge_seats_the_other_player_only_when_it_accepts(client, o
 
 
 # -- no rigged results --------------------------------------------------------------------
-async def test_a_game_against_a_registered_bot_cannot_be_set_up(server, client, operator):
+async def test_a_game_against_a_registered_bot_cannot_be_set_up(arbiter, client, operator):
     await register(client, "bot")
     me = await register(client, "me")
     seats = {"first": api.SeatSpec(player_name="me"), "second": api.SeatSpec(player_name="bot")}
@@ -147,7 +147,7 @@ async def test_a_game_against_a_registered_bot_cannot_be_set_up(server, client, 
         await refused(grpc.StatusCode.PERMISSION_DENIED, me.create_match(**seats, **rig))
         open_seat = {"first": api.SeatSpec(player_name="me"), "second": api.SeatSpec()}
         await refused(grpc.StatusCode.PERMISSION_DENIED, me.create_match(**open_seat, **rig))
-    assert db_count(server, "matches") == 0
+    assert db_count(arbiter, "matches") == 0
     # the operator may set a game up; so may anyone between open seats; neither is rated
     # and every event says so, a custom start included
     for creator, fields in (
@@ -304,7 +304,7 @@ async def test_errors_quote_little_of_the_request(client):
     assert len(e.details()) < 300
 
 
-async def test_unknown_enums_and_huge_seeds_are_refused_with_nothing_written(server, client):
+async def test_unknown_enums_and_huge_seeds_are_refused_with_nothing_written(arbiter, client):
     bad = (
         {"options": pb.GameOptions(opening=99)},
         {"options": pb.GameOptions(colours=-3)},
@@ -321,10 +321,10 @@ async def test_unknown_enums_and_huge_seeds_are_refused_with_nothing_written(ser
         grpc.StatusCode.INVALID_ARGUMENT,
         client.call("ListGames", api.ListGamesRequest(status=42)),
     )
-    assert db_count(server, "matches") == db_count(server, "seat_tokens") == 0
+    assert db_count(arbiter, "matches") == db_count(arbiter, "seat_tokens") == 0
 
 
-async def test_an_open_seat_cannot_take_a_registered_name(server, client):
+async def test_an_open_seat_cannot_take_a_registered_name(arbiter, client):
     await register(client, "Champion")
     for name in ("Champion", "champion"):
         await refused(
@@ -332,7 +332,7 @@ async def test_an_open_seat_cannot_take_a_registered_name(server, client):
             client.create_match(first=api.SeatSpec(display_name=name)),
         )
     await refused(grpc.StatusCode.ALREADY_EXISTS, register(client, "CHAMPION"))
-    assert db_count(server, "matches") == 0
+    assert db_count(arbiter, "matches") == 0
 
 
 async def test_the_illegal_play_limit_is_honoured(client):
@@ -361,10 +361,10 @@ async def test_the_operator_voids_games(client, operator):
     assert list(players.players) == []
 
 
-async def test_reflection_v1_and_v1alpha(server):
+async def test_reflection_v1_and_v1alpha(arbiter):
     from grpc_reflection.v1alpha import reflection_pb2 as refl
 
-    ch = grpc.insecure_channel(server.address)
+    ch = grpc.insecure_channel(arbiter.address)
     try:
         for version in ("v1", "v1alpha"):
             call = ch.stream_stream(

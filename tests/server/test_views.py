@@ -16,6 +16,7 @@ from server.core.views import legal_play_field
 THROWS = [(a, b) for a in range(1, 7) for b in range(1, 7)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["long", "short"])
 def test_legal_plays_encoded_by_hand_are_the_protobuf_bytes(name):
     rules = variant(name)

@@ -16,7 +16,7 @@ CLOSED = "w/-2,-2,-2,-2,-2,-2,0,0,0,0,0,6,-3,0,0,0,3,0,5,0,0,0,0,0/1,0"
 
 def legal(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nardy", "legal", "--variant", "short", *args],
+        [sys.executable, "-m", "clients", "legal", "--variant", "short", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -46,7 +46,7 @@ def test_closed_board_prints_the_position_unchanged_with_the_opponent_to_move():
 
 def test_batch_mode_streams_one_line_per_input_line():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nardy", "legal", "--variant", "short"],
+        [sys.executable, "-m", "clients", "legal", "--variant", "short"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -88,7 +88,7 @@ def test_batch_mode_names_the_bad_line():
 
 def test_unknown_variant_is_refused():
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "legal", "--variant", "hyper", START, "31"],
+        [sys.executable, "-m", "clients", "legal", "--variant", "hyper", START, "31"],
         capture_output=True,
         text=True,
         timeout=60,

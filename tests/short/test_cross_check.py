@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from nardy.short.movegen import legal_plays
 from nardy.short.position import Position
 
@@ -58,6 +60,7 @@ def report(bad: list[str], total: int) -> str:
     )
 
 
+@pytest.mark.slow
 def test_cross_check_self_play():
     cases = self_play_cases(random.Random(SEED), SELF_PLAY)
     assert len(cases) == SELF_PLAY
@@ -66,6 +69,7 @@ def test_cross_check_self_play():
     assert not bad, report(bad, len(cases))
 
 
+@pytest.mark.slow
 def test_cross_check_random_valid_positions():
     cases = random_cases(random.Random(SEED), RANDOM)
     on_bar = [p for p, _ in cases if p.on_bar(p.turn)]

@@ -66,7 +66,7 @@ def test_nardy_legal_batch_matches_gnubg_corpus():
     the unchanged position with the opponent to move when there is none (§3.6)."""
     lines = "".join(f"{p.text()} {d[0]}-{d[1]}\n" for (p, d), _, _ in CORPUS_CASES)
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "legal", "--variant", "short"],
+        [sys.executable, "-m", "clients", "legal", "--variant", "short"],
         input=lines,
         capture_output=True,
         text=True,
@@ -93,6 +93,7 @@ def test_gnubg_still_gives_the_corpus(gnubg):
         assert set(answer["ends"]) == theirs, f"{position.text()} {dice}"
 
 
+@pytest.mark.slow
 def test_legal_plays_match_gnubg_live(gnubg):
     """Fresh random cases of every kind, asked of gnubg now."""
     seed = int(os.environ.get("NARDY_GNUBG_SEED") or random.randrange(1 << 32))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -121,6 +122,7 @@ def check_no_shared_points(pos: Position) -> None:
         assert sum(mine(pos, color)) == CHECKERS, pos.text()
 
 
+@pytest.mark.slow
 @settings(GAMES, max_examples=15)
 @given(seed=SEEDS)
 def test_random_games_invariants(seed):
@@ -138,6 +140,7 @@ def test_random_games_play_maximal_dice(seed):
         check_max_dice(pos, dice, plays)
 
 
+@pytest.mark.slow
 @settings(GAMES, max_examples=5)
 @given(seed=SEEDS)
 def test_random_games_notation_round_trip(seed):
@@ -152,6 +155,7 @@ def test_random_games_notation_round_trip(seed):
             assert match_play(pos, dice, "-").end == pos.passed()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(pos=POSITIONS, dice=DICE)
 def test_random_valid_positions_invariants(pos, dice):
@@ -174,6 +178,7 @@ def test_position_text_round_trip(pos):
     assert Position.parse(f"  {text.replace(',', ' , ')} ") == pos
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(pos=POSITIONS, dice=DICE)
 def test_random_valid_positions_notation_round_trip(pos, dice):

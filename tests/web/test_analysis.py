@@ -93,7 +93,7 @@ def test_an_ended_game_is_analysed_once_and_kept(game):
     assert get(f"{game.http_url}/api/game/nosuchgame/analysis")[0] == 404
     # the command fetches the same game from the arbiter by its id
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "analyse", game.game_id, "--server", game.address,
+        [sys.executable, "-m", "clients", "analyse", game.game_id, "--server", game.address,
          "--json"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -19,9 +19,8 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
-from server.app import EmbeddedServer
 
-ENGINE = [sys.executable, "-m", "nardy", "engine", "random"]
+ENGINE = [sys.executable, "-m", "clients", "engine", "random"]
 
 
 def _auth(token: str):
@@ -33,21 +32,24 @@ def _engine(address: str, token: str) -> subprocess.Popen:
     return subprocess.Popen(ENGINE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+pytestmark = pytest.mark.arbiter(http_port=0)  # the web view on a port of its own
+
+
 @pytest.fixture
-def arbiter(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "a.db"), http_port=0) as srv:
-        channel = grpc.insecure_channel(srv.address)
-        srv.stub = api_grpc.ArbiterServiceStub(channel)
-        srv.ladders = ladder_grpc.LadderServiceStub(channel)
-        procs: list[subprocess.Popen] = []
-        srv.engine = lambda token: procs.append(_engine(srv.address, token))
-        try:
-            yield srv
-        finally:
-            for p in procs:
-                p.kill()
-                p.wait()
-            channel.close()
+def arbiter(arbiter):
+    """The arbiter (tests/conftest.py) with stubs, and engines to start on its seats."""
+    channel = grpc.insecure_channel(arbiter.address)
+    arbiter.stub = api_grpc.ArbiterServiceStub(channel)
+    arbiter.ladders = ladder_grpc.LadderServiceStub(channel)
+    procs: list[subprocess.Popen] = []
+    arbiter.engine = lambda token: procs.append(_engine(arbiter.address, token))
+    try:
+        yield arbiter
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        channel.close()
 
 
 def live_board(driver) -> tuple[int, str]:
@@ -68,6 +70,7 @@ def table(driver, rows: str) -> list[list[str]]:
     )
 
 
+@pytest.mark.slow
 def test_a_live_game_advances_on_the_page(arbiter, browser):
     """The test holds one seat and plays only after the browser shows the turn; the other
     seat is a real engine process."""

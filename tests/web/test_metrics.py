@@ -11,13 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from nardy.client import Client, my_turn
 from nardy.v1 import game_pb2 as pb
-from server.app import EmbeddedServer
 
-
-@pytest.fixture
-def server(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "a.db"), http_port=0) as srv:
-        yield srv
+pytestmark = pytest.mark.arbiter(http_port=0)  # /metrics on a port of its own
 
 
 async def scrape(server) -> dict[tuple[str, tuple], float]:
@@ -34,8 +29,8 @@ async def scrape(server) -> dict[tuple[str, tuple], float]:
     return out
 
 
-async def test_metrics_scraped_during_a_game(server):
-    async with Client(server.address) as client:
+async def test_metrics_scraped_during_a_game(arbiter):
+    async with Client(arbiter.address) as client:
         r = await client.create_match(
             options=pb.GameOptions(turn_time_ms=60_000, auto_play_forced=False), seed=3
         )
@@ -50,7 +45,7 @@ async def test_metrics_scraped_during_a_game(server):
                 if not my_turn(ev):
                     continue
                 if plays == 6 and not mid_game:
-                    mid_game.update(await scrape(server))
+                    mid_game.update(await scrape(arbiter))
                     with pytest.raises(grpc.RpcError) as e:
                         await c.submit(r.game_id, ev.state.turn_id, notation="24/1")
                     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -65,7 +60,7 @@ async def test_metrics_scraped_during_a_game(server):
         async with trio.open_nursery() as nursery:
             for c in seats:
                 nursery.start_soon(seat, c)
-        after = await scrape(server)
+        after = await scrape(arbiter)
 
     m = mid_game
     assert m["nardy_games", (("status", "in_progress"),)] == 1
@@ -83,8 +78,8 @@ async def test_metrics_scraped_during_a_game(server):
     assert after["nardy_games", (("status", "in_progress"),)] == 0
 
 
-async def test_a_clock_running_out_is_measured(server):
-    async with Client(server.address) as client:
+async def test_a_clock_running_out_is_measured(arbiter):
+    async with Client(arbiter.address) as client:
         r = await client.create_match(options=pb.GameOptions(turn_time_ms=300), seed=1)
         seats = [client.with_token(r.first_seat_token), client.with_token(r.second_seat_token)]
 
@@ -96,7 +91,7 @@ async def test_a_clock_running_out_is_measured(server):
         async with trio.open_nursery() as nursery:
             for c in seats:
                 nursery.start_soon(sit, c)
-        m = await scrape(server)
+        m = await scrape(arbiter)
     assert m["nardy_clock_lateness_seconds_count", ()] == 1
     assert m["nardy_clock_lateness_seconds_sum", ()] < 1.0
     assert m["nardy_games", (("status", "finished"),)] == 1

@@ -26,7 +26,7 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 
-ENGINE = [sys.executable, "-m", "nardy", "engine", "random"]
+ENGINE = [sys.executable, "-m", "clients", "engine", "random"]
 STALE = (StaleElementReferenceException,)
 
 

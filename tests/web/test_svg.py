@@ -65,7 +65,8 @@ def test_export_svg_of_a_finished_game(tmp_path):
             seat.close()
             other.close()
         out = subprocess.run(
-            [sys.executable, "-m", "nardy", "export", r.game_id, "--svg", "--server", srv.address],
+            [sys.executable, "-m", "clients", "export", r.game_id, "--svg", "--server"]
+            + [srv.address],
             capture_output=True,
             text=True,
             cwd=ROOT,

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from html import escape
 
 from nardy import wire
+from nardy.match import DEFAULT_VARIANT
 from nardy.record import GameRecord, TurnRecord, dumps
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
@@ -44,7 +45,7 @@ class Failed(Exception):
 
 def record_text(start: pb.GameState, plays: list[pb.GameEvent]) -> str:
     """The nardy record of a game from its first state and its play events."""
-    rules = variant(start.options.variant or "long")
+    rules = variant(start.options.variant or DEFAULT_VARIANT)
     game = GameRecord(
         headers={
             "Variant": rules.name,
@@ -123,7 +124,7 @@ class Analyses:
 
     async def _child(self, record: str) -> bytes:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "nardy", "analyse", "-", "--json", "--nice", str(NICE),
+            sys.executable, "-m", "clients", "analyse", "-", "--json", "--nice", str(NICE),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

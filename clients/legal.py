@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from nardy.dice import parse_dice
+from nardy.match import DEFAULT_VARIANT
 from nardy.variant import Variant, variant
 
 
@@ -15,7 +16,9 @@ def end_positions(rules: Variant, position_text: str, dice_text: str) -> list[st
     return rules.end_texts(position, dice) or [rules.passed(position).text()]
 
 
-def single(position_text: str, dice_text: str, out: TextIO, variant_name: str = "long") -> int:
+def single(
+    position_text: str, dice_text: str, out: TextIO, variant_name: str = DEFAULT_VARIANT
+) -> int:
     try:
         ends = end_positions(variant(variant_name), position_text, dice_text)
     except ValueError as e:
@@ -25,7 +28,7 @@ def single(position_text: str, dice_text: str, out: TextIO, variant_name: str = 
     return 0
 
 
-def batch(lines: TextIO, out: TextIO, variant_name: str = "long") -> int:
+def batch(lines: TextIO, out: TextIO, variant_name: str = DEFAULT_VARIANT) -> int:
     """One output line per input line, in order, flushed as it is written."""
     try:
         rules = variant(variant_name)

@@ -11,23 +11,19 @@ import sys
 
 import pytest
 
-from nardy.cliargs import glue_token_values
-from server.app import EmbeddedServer
+from clients.cliargs import glue_token_values
 
 OPERATOR = "-Xoperator-token-that-begins-with-a-dash"
 UNKNOWN = "-unknown-token-that-begins-with-a-dash"
 
 
-@pytest.fixture(scope="module")
-def arbiter():
-    with EmbeddedServer(admin_token=OPERATOR) as srv:
-        yield srv
+pytestmark = pytest.mark.arbiter(admin_token=OPERATOR)
 
 
 def nardy(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("NARDY_TOKEN", "NARDY_SERVER")}
     return subprocess.run(
-        [sys.executable, "-m", "nardy", *args],
+        [sys.executable, "-m", "clients", *args],
         capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 

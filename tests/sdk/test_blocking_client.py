@@ -46,6 +46,7 @@ def run_threads(*targets) -> None:
         raise errors[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["play", "unary"])
 def test_the_blocking_client_rides_out_a_server_restart(tmp_path, transport):
     """SIGTERM mid-game: both blocking seats get SERVER_SHUTDOWN (on their Play streams, or

@@ -1,5 +1,5 @@
 import sys
 
-from nardy.cli import main
+from clients.cli import main
 
 sys.exit(main())

@@ -1,7 +1,7 @@
 """Seeded cross-check of :func:`nardy.legal_plays` against the reference generator.
 
 Positions come from random self-play games from the start (every position met, with its
-dice) and from random valid positions of every kind in ``tests/reference.py``: scattered,
+dice) and from random valid positions of every kind in ``tests/long/reference.py``: scattered,
 bear-off (§4), nearly home (§4.1 mid-turn), checkers on the head (§3.4) and six-point
 windows (§3.5). Both generators must give the same set of end positions (§3.7).
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import random
 
-from reference import KINDS, random_dice, random_position, reference_plays
+import pytest
 
 from nardy import Position, legal_plays
+from tests.long.reference import KINDS, random_dice, random_position, reference_plays
 
 SEED = 1234
 SELF_PLAY = 3000  # positions recorded from random games
@@ -56,6 +57,7 @@ def report(bad: list[str], total: int) -> str:
     )
 
 
+@pytest.mark.slow
 def test_cross_check_self_play():
     cases = self_play_cases(random.Random(SEED), SELF_PLAY)
     assert len(cases) == SELF_PLAY
@@ -63,6 +65,7 @@ def test_cross_check_self_play():
     assert not bad, report(bad, len(cases))
 
 
+@pytest.mark.slow
 def test_cross_check_random_valid_positions():
     cases = random_cases(random.Random(SEED), RANDOM)
     assert len(cases) == RANDOM

@@ -19,8 +19,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from tests.relay import Proxy
-
-from .conftest import random_engine
+from tests.server.conftest import random_engine
 
 ILLEGAL = "24/21 24/23"  # with 3-1 from the start: two checkers off the head (RULES.md §3.4)
 WHITE_3_1 = [2, 1, 3, 1]  # opening throw 2-1: the first seat is white, then 3-1
@@ -104,12 +103,6 @@ async def play_both(seats, game_id: str, engines, **kwargs) -> list[pb.GameState
             for i in (0, 1):
                 n.start_soon(one, i)
     return finals  # type: ignore[return-value]
-
-
-@pytest.fixture
-def arbiter(tmp_path):
-    with EmbeddedServer(db=str(tmp_path / "p.db")) as srv:
-        yield srv
 
 
 async def test_a_whole_game_over_play_streams_asks_each_engine_once_per_turn(arbiter):

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from importlib.metadata import version
 
-from nardy.cli import build_parser
+import pytest
+
+from clients.cli import build_parser
 from server.app import EmbeddedServer
 
 
@@ -39,7 +41,7 @@ def test_every_command_has_a_description_and_every_option_help():
 
 def test_version_and_top_level_help():
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "--version"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "clients", "--version"], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0 and out.stdout.strip() == f"nardy {version('nardy')}"
     text = build_parser().format_help()
@@ -49,7 +51,7 @@ def test_version_and_top_level_help():
 
 def test_engine_with_a_wrong_or_missing_token_says_so_in_one_line():
     with EmbeddedServer() as srv:
-        cmd = [sys.executable, "-m", "nardy", "engine", "random", "--server", srv.address]
+        cmd = [sys.executable, "-m", "clients", "engine", "random", "--server", srv.address]
         out = subprocess.run([*cmd, "--token", "wrong"], capture_output=True, text=True,
                              timeout=60, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
         assert out.returncode == 1
@@ -97,6 +99,7 @@ def test_one_name_for_the_turn_time_in_every_command(capsys):
             assert f"{old} is deprecated, use --turn-time-ms 2500" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_old_spellings_reach_the_commands_checks():
     """A real process with an old spelling: converted, then checked like the new option."""
     for args, message in (
@@ -107,7 +110,7 @@ def test_old_spellings_reach_the_commands_checks():
             "--turn-time-ms must be at least 1",
         ),
     ):
-        out = subprocess.run([sys.executable, "-m", "nardy", *args], capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "clients", *args], capture_output=True,
                              text=True, timeout=60)  # fmt: skip
         assert out.returncode != 0 and message in out.stderr, (args, out.stderr)
         old = next(a for a in args if a in ("--turn-time", "--turn-ms", "--time-per-move"))

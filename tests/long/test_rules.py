@@ -3,13 +3,12 @@
 Section numbers (§3.5 etc.) refer to RULES.md. Positions are built from absolute indices
 (§1: white's point p is a = 24 - p, black's point q is a = (36 - q) % 24). Every expected
 set of end positions is also checked against the independent reference generator in
-``tests/reference.py``.
+``tests/long/reference.py``.
 """
 
 from __future__ import annotations
 
 import pytest
-from reference import reference_plays
 
 from nardy import (
     Color,
@@ -29,6 +28,7 @@ from nardy import (
     opening_throw,
     result,
 )
+from tests.long.reference import reference_plays
 
 W, B = Color.WHITE, Color.BLACK
 START = "w/15,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0"

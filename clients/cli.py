@@ -10,7 +10,7 @@ import sys
 
 
 def _legal(args: argparse.Namespace) -> int:
-    from nardy.legal_cmd import batch, single
+    from clients.legal import batch, single
 
     if args.position is None:
         return batch(sys.stdin, sys.stdout, args.variant)
@@ -30,6 +30,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nardy.match import DEFAULT_VARIANT
+
     parser = argparse.ArgumentParser(
         prog="nardy",
         description="Long and short nardy: play in the terminal, run an arbiter for others, "
@@ -50,22 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--variant",
-        default="long",
-        help="the rules: long (default) or short (backgammon; position text "
-        "w/2,0,...,-2/0,0 with the bar counts last)",
+        default=DEFAULT_VARIANT,
+        help="the rules: long or short (backgammon; position text w/2,0,...,-2/0,0 with "
+        "the bar counts last); default %(default)s",
     )
     p.add_argument("position", nargs="?", help="position text, e.g. w/15,0,...,-15,...")
     p.add_argument("dice", nargs="?", help="dice, e.g. 65 or 6-5")
     p.set_defaults(func=_legal)
 
-    from nardy import commands
+    from clients import subcommands
 
-    commands.register(sub)
+    subcommands.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nardy.cliargs import apply_tls_args, glue_token_values
+    from clients.cliargs import apply_tls_args, glue_token_values
 
     args = build_parser().parse_args(glue_token_values(sys.argv[1:] if argv is None else argv))
 

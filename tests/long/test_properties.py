@@ -6,7 +6,7 @@ are long, so shrinking them is switched off; every assertion message names the p
 text and the dice, which reproduce the failure on their own.
 
 Random *valid* positions (no shared points, at most 15 per side, no illegal six-point
-block) are compared with the independent reference generator in ``tests/reference.py``.
+block) are compared with the independent reference generator in ``tests/long/reference.py``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from reference import KINDS, illegal_block, random_position, reference_plays
 
 from nardy import OFF, Color, Position, legal_plays, match_play
+from tests.long.reference import KINDS, illegal_block, random_position, reference_plays
 
 MAX_TURNS = 1000  # a random game takes about 100 turns; this only guards against a hang
 
@@ -114,6 +115,7 @@ def check_max_dice(pos: Position, dice: tuple[int, int], plays) -> None:
         assert len(dies) == 1, f"{where}: one die alone must be the larger, got {dies}"
 
 
+@pytest.mark.slow
 @settings(GAMES, max_examples=30)
 @given(seed=SEEDS)
 def test_random_games_invariants(seed):
@@ -131,6 +133,7 @@ def test_random_games_play_maximal_dice(seed):
         check_max_dice(pos, dice, plays)
 
 
+@pytest.mark.slow
 @settings(GAMES, max_examples=10)
 @given(seed=SEEDS)
 def test_random_games_notation_round_trip(seed):
@@ -143,6 +146,7 @@ def test_random_games_notation_round_trip(seed):
             assert match_play(pos, dice, "-").end == pos.passed()
 
 
+@pytest.mark.slow
 @settings(GAMES, max_examples=15)
 @given(seed=SEEDS)
 def test_random_games_match_reference(seed):
@@ -156,6 +160,7 @@ def test_random_games_match_reference(seed):
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(rng=st.randoms(use_true_random=False), kind=st.sampled_from(KINDS), dice=DICE)
 def test_random_valid_positions_match_reference(rng, kind, dice):
@@ -171,6 +176,7 @@ def test_random_valid_positions_match_reference(rng, kind, dice):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(rng=st.randoms(use_true_random=False), kind=st.sampled_from(KINDS), dice=DICE)
 def test_random_valid_positions_invariants(rng, kind, dice):

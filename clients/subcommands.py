@@ -1,4 +1,5 @@
-"""Subcommands beyond the rules: registered here so that `nardy legal` stays light to start."""
+"""Subcommands beyond the rules and the programs for people: the arbiter, ladders, engines,
+records, the operator's commands. Argparse only, so that `nardy legal` stays light to start."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import logging
 import sys
 
-from nardy.cliargs import (
+from clients.cliargs import (
     add_server_args,
     add_tls_args,
     add_token_arg,
@@ -14,6 +15,7 @@ from nardy.cliargs import (
     read_admin_token,
     runs,
 )
+from nardy.match import DEFAULT_VARIANT
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -138,8 +140,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--variant",
         choices=available(),
-        default="long",
-        help="the rules of every game: long nardy (default) or short nardy (backgammon)",
+        default=DEFAULT_VARIANT,
+        help="the rules of every game: long nardy or short nardy (backgammon); default %(default)s",
     )
     p.add_argument(
         "--progress",
@@ -384,7 +386,9 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--start-timeout-ms", type=int, default=0, help="time to accept and arrive (default 60000)"
     )
-    p.add_argument("--variant", choices=available(), default="long", help="default long")
+    p.add_argument(
+        "--variant", choices=available(), default=DEFAULT_VARIANT, help="default %(default)s"
+    )
     player(
         "challenges",
         "list the challenges waiting for your answer",

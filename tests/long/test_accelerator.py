@@ -3,7 +3,7 @@
 Both must give the same plays (RULES.md §3.7: distinct end positions) in the same order,
 with the same canonical steps, and the same sorted end texts (``nardy legal``), on every
 corpus the tests have: seeded self-play games, random valid positions of every kind in
-``tests/reference.py`` (scattered, bear-off §4, nearly home §4.1, head §3.4, six-point
+``tests/long/reference.py`` (scattered, bear-off §4, nearly home §4.1, head §3.4, six-point
 windows §3.5), every position text written in a test file (with all 36 dice), doubles-rich
 and bear-off-rich sets, and hypothesis-drawn positions. The engines' results depend on the
 order, so order is compared, not just sets.
@@ -21,12 +21,12 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import KINDS, random_dice, random_position
 
 from nardy.game import PositionError
 from nardy.long import movegen
 from nardy.long.movegen import Play, Step, legal_plays_py
 from nardy.long.position import Position
+from tests.long.reference import KINDS, random_dice, random_position
 
 compiled = movegen._compiled
 pytestmark = pytest.mark.skipif(
@@ -83,12 +83,14 @@ def self_play(rng: random.Random, n: int, *, doubles: bool = False):
     return cases
 
 
+@pytest.mark.slow
 def test_self_play_games():
     cases = self_play(random.Random(1234), 3000) + self_play(random.Random(7), 2000, doubles=True)
     bad = differences(cases)
     assert not bad, f"{len(bad)} of {len(cases)} differ:\n" + "\n".join(bad[:10])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_random_valid_positions(kind):
     rng = random.Random(f"accelerator-{kind}")
@@ -100,7 +102,7 @@ def test_random_valid_positions(kind):
 
 def test_every_position_written_in_the_tests():
     texts = set()
-    for path in pathlib.Path(__file__).parent.rglob("*.py"):
+    for path in pathlib.Path(__file__).parents[1].rglob("*.py"):
         texts.update(TEXT.findall(path.read_text()))
     positions = []
     for text in sorted(texts):
@@ -132,6 +134,7 @@ def test_bad_input_is_refused_not_crashed():
         compiled.legal_plays(start.turn, start.board, 6)
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=300)
 @given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(KINDS), dice=st.sampled_from(ALL_DICE))
 def test_hypothesis_positions(seed, kind, dice):
@@ -152,7 +155,7 @@ def test_pure_python_fallback_gives_the_same_answers():
         env = {**os.environ, "NARDY_PURE_PYTHON": pure}
         outs.append(
             subprocess.run(
-                [sys.executable, "-m", "nardy", "legal"],
+                [sys.executable, "-m", "clients", "legal"],
                 input=lines,
                 capture_output=True,
                 text=True,

@@ -20,18 +20,12 @@ from server.app import EmbeddedServer
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def srv():
-    with EmbeddedServer() as s:
-        yield s
-
-
 def nardy(srv: EmbeddedServer, *args: str, token: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("NARDY_TOKEN", "NARDY_ADMIN_TOKEN")}
     if token is not None:
         env["NARDY_TOKEN"] = token
     return subprocess.run(
-        [sys.executable, "-m", "nardy", *args, "--server", srv.address],
+        [sys.executable, "-m", "clients", *args, "--server", srv.address],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -55,58 +49,59 @@ def field(out: str, key: str) -> str:
     return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith(key))
 
 
-def test_a_player_lists_accepts_and_declines_challenges_from_the_command_line(srv):
-    alice, bob, carol = (register(srv, n) for n in ("cli-alice", "cli-bob", "cli-carol"))
+@pytest.mark.slow
+def test_a_player_lists_accepts_and_declines_challenges_from_the_command_line(arbiter):
+    alice, bob, carol = (register(arbiter, n) for n in ("cli-alice", "cli-bob", "cli-carol"))
     # the challenges wait up to 10 min (the most a player may ask): CLI processes are slow
     # to start on a loaded machine, and an expired challenge's match is gone
     wait = ("--start-timeout-ms", "600000")
     made = nardy(
-        srv, "challenge", "cli-bob", "--as", "cli-alice", "--points", "3", *wait, token=alice
+        arbiter, "challenge", "cli-bob", "--as", "cli-alice", "--points", "3", *wait, token=alice
     )
     assert made.returncode == 0, made.stderr
     match, game = field(made.stdout, "match"), field(made.stdout, "game")
     assert "cli-bob is challenged" in made.stdout
 
-    listed = nardy(srv, "challenges", token=bob)
+    listed = nardy(arbiter, "challenges", token=bob)
     assert listed.returncode == 0, listed.stderr
     assert match in listed.stdout and "from cli-alice" in listed.stdout
     assert "3 points" in listed.stdout and "120 s per turn" in listed.stdout
     assert "1 challenge waiting" in listed.stderr
     # nobody else sees it, and nobody else may answer it
-    assert match not in nardy(srv, "challenges", token=carol).stdout
+    assert match not in nardy(arbiter, "challenges", token=carol).stdout
     for who in (alice, carol):
-        out = nardy(srv, "accept", match, token=who)
+        out = nardy(arbiter, "accept", match, token=who)
         assert out.returncode == 1 and "FAILED_PRECONDITION" in out.stderr, out.stderr
-    out = nardy(srv, "accept", match, token="made-up")
+    out = nardy(arbiter, "accept", match, token="made-up")
     assert out.returncode == 1 and "UNAUTHENTICATED" in out.stderr
-    out = nardy(srv, "challenges")
+    out = nardy(arbiter, "challenges")
     assert out.returncode == 2 and "NARDY_TOKEN" in out.stderr
 
-    ch, s = stub(srv)
+    ch, s = stub(arbiter)
     with ch:
         bob_md = (("authorization", f"Bearer {bob}"),)
         with pytest.raises(grpc.RpcError) as info:  # not seated before accepting
             s.GetGame(api.GetGameRequest(game_id=game), metadata=bob_md, timeout=10)
         assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        accepted = nardy(srv, "accept", match, token=bob)
+        accepted = nardy(arbiter, "accept", match, token=bob)
         assert accepted.returncode == 0, accepted.stderr
         assert f"accepted: game {game}" in accepted.stdout
         state = s.GetGame(api.GetGameRequest(game_id=game), metadata=bob_md, timeout=10).state
         assert state.status == pb.GAME_STATUS_WAITING and state.rated
-        assert match not in nardy(srv, "challenges", token=bob).stdout  # answered
+        assert match not in nardy(arbiter, "challenges", token=bob).stdout  # answered
 
-        made = nardy(srv, "challenge", "cli-bob", "--as", "cli-alice", *wait, token=alice)
+        made = nardy(arbiter, "challenge", "cli-bob", "--as", "cli-alice", *wait, token=alice)
         second, game2 = field(made.stdout, "match"), field(made.stdout, "game")
-        declined = nardy(srv, "decline", second, token=bob)
+        declined = nardy(arbiter, "decline", second, token=bob)
         assert declined.returncode == 0, declined.stderr
         state = s.GetGame(api.GetGameRequest(game_id=game2), timeout=10).state
         assert state.status == pb.GAME_STATUS_ABORTED
-        out = nardy(srv, "challenges", token=bob)
+        out = nardy(arbiter, "challenges", token=bob)
         assert out.returncode == 0 and "0 challenges waiting" in out.stderr, out.stderr
 
 
-def test_list_challenges_needs_a_player_token(srv):
-    ch, s = stub(srv)
+def test_list_challenges_needs_a_player_token(arbiter):
+    ch, s = stub(arbiter)
     with ch:
         with pytest.raises(grpc.RpcError) as info:
             s.ListChallenges(api.ListChallengesRequest(), timeout=10)
@@ -118,15 +113,15 @@ def test_list_challenges_needs_a_player_token(srv):
         assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
-def test_issued_tokens_never_look_like_an_option(srv):
+def test_issued_tokens_never_look_like_an_option(arbiter):
     """Player, seat and operator tokens begin with ``nardy_``, never ``-``: `--token TOKEN`
     with a space works on every command line (a token_urlsafe string begins with '-' one
     time in 64, and argparse took it for an option)."""
-    tokens = [register(srv, f"cli-prefix-{i}") for i in range(3)]
-    ch, s = stub(srv)
+    tokens = [register(arbiter, f"cli-prefix-{i}") for i in range(3)]
+    ch, s = stub(arbiter)
     with ch:
         r = s.CreateMatch(api.CreateMatchRequest(), timeout=10)
-    tokens += [r.first_seat_token, r.second_seat_token, srv.admin_token]
+    tokens += [r.first_seat_token, r.second_seat_token, arbiter.admin_token]
     assert all(t.startswith("nardy_") and len(t) > 40 for t in tokens), tokens
-    out = nardy(srv, "challenges", "--token", tokens[0])
+    out = nardy(arbiter, "challenges", "--token", tokens[0])
     assert out.returncode == 0 and "0 challenges waiting" in out.stderr, out.stderr

@@ -34,6 +34,7 @@ def self_play(seed: int) -> tuple[GameRecord, Position]:
     return GameRecord(headers, Position.start(), turns, result(pos)), pos
 
 
+@pytest.mark.slow
 def test_round_trip_over_hundreds_of_games():
     for seed in range(200):
         game, final = self_play(seed)
@@ -114,7 +115,7 @@ def test_nardy_import_command(tmp_path):
     good = tmp_path / "good.nrd"
     good.write_text(dumps([GOOD]))
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "import", str(good)],
+        [sys.executable, "-m", "clients", "import", str(good)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -125,9 +126,19 @@ def test_nardy_import_command(tmp_path):
     game.turns[2] = TurnRecord(game.turns[2].side, game.turns[2].dice, "1/off")
     bad.write_text(to_json([game]))
     out = subprocess.run(
-        [sys.executable, "-m", "nardy", "import", str(bad)],
+        [sys.executable, "-m", "clients", "import", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert out.returncode == 1 and "turn 3" in out.stderr
+
+
+def test_nardy_import_refuses_a_house_rule_the_variant_does_not_have(tmp_path):
+    short = tmp_path / "short.nrd"
+    short.write_text(dumps([GameRecord(headers={"Variant": "short"})]))
+    run = [sys.executable, "-m", "clients", "import", str(short)]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "legal" in out.stdout
+    out = subprocess.run([*run, "--koks"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "short nardy has no rule option koks" in out.stderr

@@ -12,7 +12,7 @@ START = "w/15,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0"
 
 def legal(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nardy", "legal", *args],
+        [sys.executable, "-m", "clients", "legal", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -45,7 +45,7 @@ def test_no_legal_play_prints_the_board_with_the_opponent_to_move():
 def test_batch_mode_streams_one_line_per_input_line_in_order():
     lines = [f"{START} 65", f"{START} 33", f"{START} 2-2"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nardy", "legal"],
+        [sys.executable, "-m", "clients", "legal"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
