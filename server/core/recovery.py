@@ -17,10 +17,7 @@ from nardy.variant import variant
 from server.core.journal import EventType, Status, decode_event
 from server.core.lockstep import Lockstep
 from server.core.session import Accepted, GameSession, Host, MatchSession, Seat
-
-# One game as the store gives it back: (game id, number in the match, server seed in hex,
-# journal entries, status in the games table).
-StoredGame = tuple[str, int, str, list[tuple[int, int, float, dict]], int]
+from server.core.store import StoredGame
 
 
 def restore_match(

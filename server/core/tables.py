@@ -21,7 +21,7 @@ from server.core.recovery import restore_match
 from server.core.roster import Roster
 from server.core.runtime import Runtime
 from server.core.session import GameSession, MatchSession
-from server.core.store import LeaseLost
+from server.core.store import LeaseLost, StoredGame
 from server.core.views import summary_pb
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code, quote
@@ -121,6 +121,30 @@ class Tables:
         if self.owner.holds(match.id):  # it ended just before its owner stopped
             self.runtime.spawn(self._finish_ended, match)
         return False
+
+    async def settle_ended(self, match: MatchSession, stale: set[str] | None = None) -> None:
+        """Store the status of the games of a restored match whose journal ended after
+        the games table last said (the server stopped between a game's last event and its
+        end: ``stale``, the ids the table still calls live; None: any), so that it is
+        counted, listed and archived as ended."""
+        games = [
+            g
+            for g in match.games
+            if g.status in (Status.FINISHED, Status.ABORTED) and (stale is None or g.id in stale)
+        ]
+        if games:
+            fence = self.owner.fence(match) if self.owner.holds(match.id) else None
+            await self.runtime.writer.commit(*map(statements.update_game, games), fence=fence)
+
+    def list_ended(self, row: dict, games: list[StoredGame]) -> None:
+        """An ended match as ListGames lists it, from each game's last journal entry
+        (``games``: Reader.match_ends): a restart's newest matches."""
+        pair_id = row["options"].get("pair_id", "")
+        pair = Lockstep(pair_id, 1) if pair_id else None  # (its pair is over: not replayed)
+        match = restore_match(self, row, games, new_id, pair)
+        for game in match.games:
+            self.publish(game, new=True, tell=False)
+        match.release()
 
     # -- finding games --------------------------------------------------------------------
     async def game(self, game_id: str, *, read: bool = False) -> GameSession:
