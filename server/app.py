@@ -72,6 +72,7 @@ class CoreThread:
         self.arbiter = None
         self.token: trio.lowlevel.TrioToken | None = None
         self.error: BaseException | None = None
+        self.settled = threading.Event()  # the arbiter is set (or the core failed)
         self._thread: threading.Thread | None = None
 
     async def start(self, config: ServerConfig) -> socket.socket:
@@ -90,6 +91,7 @@ class CoreThread:
                 self.arbiter = await nursery.start(
                     partial(run, config, stream, store_factory=self.store_factory)
                 )
+                self.settled.set()
 
         try:
             trio.run(main)
@@ -97,6 +99,7 @@ class CoreThread:
             self.error = unwrap(e)
             log.error("the core stopped: %r", self.error, exc_info=self.error)
         finally:
+            self.settled.set()
             sock.close()  # the edge sees the link end
 
     async def wait(self) -> str:
@@ -177,6 +180,7 @@ class EmbeddedServer:
         self._ready.wait()
         if self._error is not None:
             raise self._error
+        self.runner.settled.wait()  # (the edge is told the core is ready a moment before)
         return self
 
     def stop(self) -> None:
