@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
@@ -47,6 +47,7 @@ class Run:
     archived: int = 0
     remaining: int = 0
     error: str = ""
+    done: trio.Event = field(default_factory=trio.Event)
 
 
 def packed(journals: dict[str, list[tuple]]) -> list[tuple[str, int, bytes]]:
@@ -136,6 +137,7 @@ class Retention:
             log.exception("archiving stopped")
         finally:
             run.finished = time.time()
+            run.done.set()
             log.info(
                 "archived %d games that ended before %s%s",
                 run.archived,
