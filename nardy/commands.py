@@ -335,7 +335,11 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         "schedule; alone: show the schedule and the last run",
     )
     when = q.add_mutually_exclusive_group()
-    when.add_argument("--before", metavar="DATE", help="the games that ended before DATE")
+    when.add_argument(
+        "--before",
+        metavar="DATE",
+        help="the games that ended before DATE (YYYY-MM-DD, UTC; or an ISO date and time)",
+    )
     when.add_argument(
         "--keep",
         type=float,
