@@ -337,10 +337,10 @@ def archive(db: str, before: float) -> Archiving:
         async def probe() -> None:
             writer = srv.arbiter.writer
             i = 0
-            while phase["waits"] is not None:
+            while (waits := phase["waits"]) is not None:
                 t0 = trio.current_time()
                 await writer.commit(set_setting("bench_probe", str(i)))
-                phase["waits"].append(trio.current_time() - t0)
+                waits.append(trio.current_time() - t0)
                 i += 1
                 await trio.sleep(0.01)
 

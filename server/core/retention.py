@@ -6,8 +6,9 @@ Archiving a game packs its whole journal into one ``archive`` row (nothing lost:
 server.core.journal.pack_entries; Reader.entries reads it back byte for byte) and deletes
 its events but the last, which holds its final state (an ended game is read back from its
 last entry). A run goes through the games to archive in batches of ``BATCH``: a read in
-the store's thread, the packing in a worker thread, then one short transaction; the
-journal's commits of live games come between batches, and the trio thread never waits.
+the store's thread, the packing in a worker thread, then one short transaction, then a
+pause as long as the batch held the store; the journal's commits of live games come
+between batches, and the trio thread never waits.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from server.errors import ArbiterError, Code
 
 log = logging.getLogger("nardy.server")
 
-BATCH = 25  # games per transaction (a game's journal is ~180 events)
+BATCH = 8  # games per transaction (a game's journal is ~180 events)
 INTERVAL_S = 3600.0  # the schedule: a run this often
 FIRST_S = 60.0  # the schedule's first run after a start
 KEEP_SETTING = "retention_keep_s"  # the schedule, in the settings table
@@ -118,16 +119,21 @@ class Retention:
             run.remaining = await read.count_archivable(run.before)
             after = (-math.inf, "")
             while not self.runtime.closing:
+                t0 = trio.current_time()
                 games = await read.archivable(run.before, after, BATCH)
                 if not games:
                     break
                 after = (games[-1][1], games[-1][0])
                 journals = await read.journal_rows([game_id for game_id, _ in games])
+                t1 = trio.current_time()
                 done = await trio.to_thread.run_sync(packed, journals)
+                t2 = trio.current_time()
                 if done:
                     await self.runtime.store.write(statements.archive_games(done, time.time()))
                 run.archived += len(done)
                 run.remaining = max(0, run.remaining - len(games))
+                # the store is the live games' as long again as it was this batch's
+                await trio.sleep(t1 - t0 + trio.current_time() - t2)
             run.remaining = await read.count_archivable(run.before)
         except StoreError as e:
             run.error = e.message

@@ -395,3 +395,22 @@ async def test_a_database_of_schema_5_is_migrated_and_its_games_archived(db):
         run = await archived(server)
         assert run.archived == 2
         assert await trio.to_thread.run_sync(everything, server.address, games) == seen
+
+
+async def test_several_instances_archive_what_any_of_them_ran(pg_db):
+    """Two instances on one PostgreSQL: the games one ran, archived by the other, read
+    the same from both."""
+    token = "operator-token-for-the-retention-tests"
+    with (
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=3.0) as a,
+        EmbeddedServer(db=pg_db, admin_token=token, lease_s=3.0) as b,
+    ):
+        async with Client(a.address) as client:
+            games = [(await one_play_game(client))[0].game_id for _ in range(2)]
+        seen = await trio.to_thread.run_sync(everything, a.address, games)
+        run = await archived(b)
+        assert run.archived == 2 and rows(pg_db, "archive") == 2
+        assert rows(pg_db, "events", f"WHERE game_id IN {ids_in(games)}") == 2
+        for server in (a, b):
+            assert await trio.to_thread.run_sync(everything, server.address, games) == seen
+        assert (await archived(a)).archived == 0  # archived already: nothing to do
