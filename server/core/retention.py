@@ -74,7 +74,7 @@ class Retention:
         self.run: Run | None = None  # running, or the last one
 
     # -- the operator's calls -------------------------------------------------------------
-    async def archive(self, digest: str | None, before: float | None) -> Run:
+    async def archive(self, digest: str | None, before: float | None) -> None:
         """Start archiving the games that ended before ``before`` (ArchiveGames)."""
         self.roster.require_operator(digest)
         if before is None or not math.isfinite(before) or before <= 0:
@@ -83,7 +83,7 @@ class Retention:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "before: that time is in the future (games not yet over)"
             )
-        return self._start(min(before, time.time()))
+        self._start(min(before, time.time()))
 
     async def set_keep(self, digest: str | None, keep_s: float) -> None:
         """Store the schedule, and run it once now (SetRetention)."""
@@ -104,14 +104,13 @@ class Retention:
         return self.keep_s, self.run
 
     # -- runs ---------------------------------------------------------------------------
-    def _start(self, before: float) -> Run:
+    def _start(self, before: float) -> None:
         run = self.run
         if run is not None and run.finished is None:  # running: it goes on to the later time
             run.before = max(run.before, before)
-            return run
+            return
         self.run = run = Run(before, time.time())
         self.runtime.spawn(self._archive, run)
-        return run
 
     async def _archive(self, run: Run) -> None:
         read = self.runtime.reader
@@ -160,15 +159,21 @@ class Retention:
             await trio.sleep(delay)
             delay = INTERVAL_S
             try:
-                stored = await self.runtime.reader.setting(KEEP_SETTING)
+                await self.restore()  # (set on any instance)
             except StoreError as e:
                 log.warning("retention: the schedule not read: %s", e.message)
                 continue
-            self.keep_s = float(stored) if stored else 0.0  # (set on any instance)
             if self.keep_s and self.owner.leading and not self.runtime.closing:
                 self._start(time.time() - self.keep_s)
 
     async def restore(self) -> None:
-        """The stored schedule, after a restart."""
+        """The stored schedule (after a restart; another instance may have set it)."""
         stored = await self.runtime.reader.setting(KEEP_SETTING)
-        self.keep_s = float(stored) if stored else 0.0
+        try:
+            keep_s = float(stored or 0)
+        except ValueError:
+            keep_s = math.nan
+        if not 0 <= keep_s <= MAX_KEEP_S:
+            log.warning("retention: the stored schedule %r is not a duration: none", stored[:40])
+            keep_s = 0.0
+        self.keep_s = keep_s

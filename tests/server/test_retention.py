@@ -253,6 +253,9 @@ async def test_the_schedule_is_stored_and_archives_at_once(db):
         assert not off.HasField("keep") and not off.HasField("run")
     with EmbeddedServer(db=db, heartbeat_s=30.0) as server:
         assert not operator(server, "GetRetention", get).HasField("keep")
+    execute(db, f"UPDATE settings SET value = 'soon' WHERE key = '{retention.KEEP_SETTING}'")
+    with EmbeddedServer(db=db, heartbeat_s=30.0) as server:  # a damaged value: no schedule
+        assert not operator(server, "GetRetention", get).HasField("keep")
 
 
 async def test_only_the_operator_archives_and_bad_times_are_refused(tmp_path):
