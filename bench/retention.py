@@ -141,6 +141,9 @@ def fill(db: str, games: int, days: float, tmpl: list[dict]) -> None:
         batch.append(insert("matches", dict(m, id=match_id, created=now), schema))
         game = {"id": game_id, "match_id": match_id, "number": 1, "status": 1, "created": now}
         batch.append(insert("games", dict(game, server_seed=secrets.token_hex(32)), schema))
+        lease = {"match_id": match_id, "grp": match_id, "owner": "", "epoch": 0}
+        if ("leases", "owner") in schema:  # (several instances: owned by nobody, taken at once)
+            batch.append(insert("leases", lease, schema))
     batches.append(batch)
 
     async def write() -> None:
