@@ -61,7 +61,7 @@ class Arbiter(Runtime):
         self.tables = Tables(self, self.roster, self.notices, self.ladders, self.owner)
         self.seating = Seating(self, self.roster, self.tables, self.notices, self.owner)
         self.actions = Actions(self, self.roster, self.tables, self.ladders)
-        self.retention = Retention(self, self.roster, self.owner)
+        self.retention = Retention(self, self.roster, self.ladders, self.owner)
         if isinstance(self.owner, Shared):
             self.owner.bind(self.roster, self.tables, self.ladders, self.notices)
 

@@ -195,8 +195,13 @@ def encode_game_result(r: GameResult | None) -> str | None:
 
 
 def encode_json(value: Any) -> str:
-    """A plain JSON column (match scores, ladder options)."""
+    """A plain JSON column (match scores, ladder options, a ladder's books)."""
     return json.dumps(value)
+
+
+def decode_json(text: str) -> Any:
+    """A plain JSON column's value."""
+    return json.loads(text)
 
 
 #: Ladder option keys that older versions stored under another name: old -> new.

@@ -48,7 +48,7 @@ async def _restore(core: Parts) -> None:
     read, tables = core.runtime.reader, core.tables
     for player_id, name, bot, digest, owner in await read.players():
         core.roster.add(Player(player_id, name, bool(bot), owner), digest)
-    counted = await core.ladders.restore()  # ladder games in the books
+    await core.ladders.restore()
     pairs: dict[str, Lockstep] = {}
     leased = await core.owner.leased()  # unfinished, run by whoever holds their lease
     live = await read.live_games()
@@ -73,7 +73,7 @@ async def _restore(core: Parts) -> None:
                 tables.publish(game, new=True, tell=False)
             continue
         await tables.settle_ended(match, stale)
-        if not await tables.install(match, counted):
+        if not await tables.install(match):
             over.append(match)
     for match in over:  # once every pair is whole: an ended game's partner may run on
         tables.match_over(match)

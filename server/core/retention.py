@@ -8,7 +8,8 @@ its events but the last, which holds its final state (an ended game is read back
 last entry). A run goes through the games to archive in batches of ``BATCH``: a read in
 the store's thread, the packing in a worker thread, then one short transaction, then a
 pause as long as the batch held the store; the journal's commits of live games come
-between batches, and the trio thread never waits.
+between batches, and the trio thread never waits. A run ends by storing each ladder's
+books, so that a restart counts only the results after them (server.core.ladders).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import trio
 
 from server.core import statements
 from server.core.journal import pack_entries
+from server.core.ladders import Ladders
 from server.core.ownership import Sole
 from server.core.roster import Roster
 from server.core.runtime import Runtime
@@ -66,9 +68,10 @@ def packed(journals: dict[str, list[tuple]]) -> list[tuple[str, int, bytes]]:
 class Retention:
     """The archiving runs of this core and the stored schedule."""
 
-    def __init__(self, runtime: Runtime, roster: Roster, owner: Sole) -> None:
+    def __init__(self, runtime: Runtime, roster: Roster, ladders: Ladders, owner: Sole) -> None:
         self.runtime = runtime
         self.roster = roster
+        self.ladders = ladders
         self.owner = owner
         self.keep_s = 0.0  # the schedule (0: none)
         self.run: Run | None = None  # running, or the last one
@@ -134,6 +137,8 @@ class Retention:
                 # the store is the live games' as long again as it was this batch's
                 await trio.sleep(t1 - t0 + trio.current_time() - t2)
             run.remaining = await read.count_archivable(run.before)
+            for commit in self.ladders.keep_books():  # (a restart counts the results after)
+                await commit.wait()
         except StoreError as e:
             run.error = e.message
             log.error("archiving stopped: %s", e.message)

@@ -134,3 +134,19 @@ def archive_games(packed: list[tuple[str, int, bytes]], at: float) -> list[Write
         ),
         *(("UPDATE games SET archived=1 WHERE id=?", (game_id,)) for game_id, _, _ in packed),
     ]
+
+
+def set_ladder_books(ladder: str, counted: int, last: str, books: dict) -> Write:
+    """A ladder's books as of its ``counted``-th record, the game ``last``."""
+    return (
+        "INSERT INTO ladder_books (ladder, counted, last, books) VALUES (?,?,?,?) "
+        "ON CONFLICT (ladder) DO UPDATE SET counted=excluded.counted, last=excluded.last, "
+        "books=excluded.books",
+        (ladder, counted, last, journal.encode_json(books)),
+    )
+
+
+def drop_ladder_books(ladder: str) -> Write:
+    """A ladder's stored books no longer hold (a result voided): counted again from every
+    record at the next restart."""
+    return ("DELETE FROM ladder_books WHERE ladder=?", (ladder,))

@@ -135,11 +135,40 @@ class Reader:
         rows = await self.store.query(f"SELECT name, options FROM ladders ORDER BY {self.order}")
         return [(name, journal.decode_ladder_options(options)) for name, options in rows]
 
-    async def ladder_games(self, ladder: str) -> list[dict]:
+    async def ladder_games(self, ladder: str, after: int = 0) -> list[dict]:
+        """A ladder's records in the order they were stored (``after``: but the first ones)."""
         rows = await self.store.query(
-            f"SELECT record FROM ladder_games WHERE ladder=? ORDER BY {self.order}", (ladder,)
+            f"SELECT record FROM ladder_games WHERE ladder=? ORDER BY {self.order} "
+            "LIMIT ? OFFSET ?",
+            (ladder, 2**62, after),
         )
         return [journal.decode_ladder_game(text) for (text,) in rows]
+
+    async def ladder_game_at(self, ladder: str, position: int) -> str | None:
+        """The game id of a ladder's ``position``-th record, from 1 (None: no such record)."""
+        rows = await self.store.query(
+            f"SELECT game_id FROM ladder_games WHERE ladder=? ORDER BY {self.order} "
+            "LIMIT 1 OFFSET ?",
+            (ladder, position - 1),
+        )
+        return rows[0][0] if rows else None
+
+    async def ladder_books(self, ladder: str) -> tuple[int, str, dict] | None:
+        """(records counted, the last of them, the books) as last stored (None: never)."""
+        rows = await self.store.query(
+            "SELECT counted, last, books FROM ladder_books WHERE ladder=?", (ladder,)
+        )
+        return (rows[0][0], rows[0][1], journal.decode_json(rows[0][2])) if rows else None
+
+    async def counted_games(self, game_ids: Sequence[str]) -> set[str]:
+        """Those of ``game_ids`` in their ladder's books (a record stored)."""
+        found: set[str] = set()
+        for ids in chunks(game_ids):
+            rows = await self.store.query(
+                f"SELECT game_id FROM ladder_games WHERE game_id IN ({marks(ids)})", tuple(ids)
+            )
+            found.update(game_id for (game_id,) in rows)
+        return found
 
     async def ladder_members(self, ladder: str) -> list[tuple[str, int]]:
         return await self.store.query(
@@ -462,13 +491,16 @@ class SQLStore:
         return version
 
 
-# The indexes of migration 6, the same in both stores: live games by status, a match's
-# games, games to archive by when they ended, a duplicate pair's matches.
+# Migration 6's indexes, the same in both stores (live games by status, a match's games,
+# games to archive by when they ended, a duplicate pair's matches), and each ladder's books
+# as of its ``counted``-th result, the last of them ``last`` (server.core.ladders).
 RETENTION_SCHEMA = [
     "CREATE INDEX IF NOT EXISTS games_status ON games (status)",
     "CREATE INDEX IF NOT EXISTS games_match ON games (match_id)",
     "CREATE INDEX IF NOT EXISTS games_archivable ON games (archived, ended)",
     "CREATE INDEX IF NOT EXISTS matches_pair ON matches (pair)",
+    """CREATE TABLE IF NOT EXISTS ladder_books (
+    ladder TEXT PRIMARY KEY, counted INTEGER NOT NULL, last TEXT NOT NULL, books TEXT NOT NULL)""",
 ]
 
 SQLITE_MIGRATIONS = {

@@ -106,14 +106,14 @@ class Tables:
             game.close_streams(EventType.SERVER_SHUTDOWN)
         log.info("match %s: %s; stopped here", match_id, why)
 
-    async def install(self, match: MatchSession, counted: set[str] | None = None) -> bool:
+    async def install(self, match: MatchSession) -> bool:
         """Run a match restored from the journal here (after a restart, or taken over);
-        False if it is over. ``counted``: the ladder games in the books already."""
+        False if it is over."""
         self.matches[match.id] = match
         for game in match.games:
             self.games[game.id] = game
             self.publish(game, new=True, tell=False)
-        await self.ladders.restore_games(match, counted)
+        await self.ladders.restore_games(match)
         if not match.match.over and match.current.status in (Status.WAITING, Status.IN_PROGRESS):
             self.runtime.spawn(self._run_match, match)
             log.info("match %s restored (game %s)", match.id, match.current.id)

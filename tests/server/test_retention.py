@@ -207,6 +207,8 @@ async def test_a_ladder_s_archived_games_still_count_the_same(db):
         seen = await trio.to_thread.run_sync(everything, server.address, games)
         run = await archived(server)
         assert run.archived == 2 and rows(db, "archive") == 2
+        if not db.startswith("postgresql://"):  # (several instances' books: the store's)
+            assert execute(db, "SELECT counted FROM ladder_books") == [(2,)]  # stored by the run
         assert (await bots[0].standings("kept")).SerializeToString(deterministic=True) == standings
         for bot in bots:
             bot.close()
@@ -217,6 +219,89 @@ async def test_a_ladder_s_archived_games_still_count_the_same(db):
             ) == standings
             assert (await client.crosstable("kept")).SerializeToString(deterministic=True) == cross
         assert await trio.to_thread.run_sync(everything, server.address, games) == seen
+
+
+async def ladder_of_one_pair(server: EmbeddedServer, name: str) -> list[str]:
+    """A ladder whose two bots play one duplicate pair to its end: the games' ids."""
+    async with Client(server.address, server.admin_token) as op:
+        await op.create_ladder(name, max_games=2, turn_time_ms=5000)
+    bots = [Client(server.address) for _ in range(2)]
+    for i, bot in enumerate(bots):
+        await bot.register(f"{name}{i}")
+    async with trio.open_nursery() as nursery:
+        for i, bot in enumerate(bots):
+            rng = random.Random(i)
+            nursery.start_soon(
+                lambda b=bot, r=rng: serve_games(b, lambda t: r.choice(t.legal), max_games=2)
+            )
+        for bot in bots:
+            await bot.join_ladder(name)
+    games = [g.game_id for g in await bots[0].all_games(ladder=name)]
+    for bot in bots:
+        bot.close()
+    return games
+
+
+def books_of(server: EmbeddedServer, ladder: str) -> tuple[bytes, bytes]:
+    """The ladder's standings and crosstable, as bytes."""
+    from nardy.v1 import ladder_pb2 as ladder_pb
+    from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+
+    with grpc.insecure_channel(server.address) as ch:
+        stub = ladder_grpc.LadderServiceStub(ch)
+        standings = stub.GetStandings(ladder_pb.GetStandingsRequest(ladder=ladder), timeout=30)
+        cross = stub.GetCrosstable(ladder_pb.GetCrosstableRequest(ladder=ladder), timeout=30)
+    return standings.SerializeToString(deterministic=True), cross.SerializeToString(
+        deterministic=True
+    )
+
+
+async def test_a_restart_loads_the_ladders_books_and_counts_no_result_again(tmp_path):
+    """A ladder's books are stored when the server stops (and after each archiving run):
+    a restart loads them and reads no result back, standings and crosstable the same; a
+    void drops them (every result is counted again at the next restart); books that do not
+    match the stored results are not used. (SQLite: on PostgreSQL, where several instances
+    may write results, the books are read back from every result.)"""
+    db = str(tmp_path / "books.db")
+    read: list[int] = []  # ladder records read back by each restart
+
+    def store(path: str):
+        from server.core.main import open_store
+
+        inner = open_store(path)
+        query = inner.query
+
+        async def counting_query(sql, params=()):
+            rows = await query(sql, params)
+            if sql.startswith("SELECT record FROM ladder_games"):
+                read.append(len(rows))
+            return rows
+
+        inner.query = counting_query
+        return inner
+
+    with EmbeddedServer(db=db, heartbeat_s=30.0) as server:
+        games = await ladder_of_one_pair(server, "booked")
+        books = await trio.to_thread.run_sync(books_of, server, "booked")
+    assert execute(db, "SELECT counted, last FROM ladder_books") == [(2, games[0])]
+    with EmbeddedServer(db=db, heartbeat_s=30.0, store_factory=store) as server:
+        assert read == [0]  # every result is in the stored books
+        assert await trio.to_thread.run_sync(books_of, server, "booked") == books
+        with grpc.insecure_channel(server.address) as ch:
+            void = admin_pb.VoidGameRequest(game_id=games[1])
+            admin_grpc.AdminServiceStub(ch).VoidGame(void, metadata=bearer(server.admin_token))
+        assert rows(db, "ladder_books") == 0  # they counted a result now voided
+        voided = await trio.to_thread.run_sync(books_of, server, "booked")
+        assert voided != books
+    read.clear()
+    with EmbeddedServer(db=db, heartbeat_s=30.0, store_factory=store) as server:
+        assert read == [0]  # stored again when it stopped
+        assert await trio.to_thread.run_sync(books_of, server, "booked") == voided
+    execute(db, "UPDATE ladder_books SET last = 'another'")  # books of other results
+    read.clear()
+    with EmbeddedServer(db=db, heartbeat_s=30.0, store_factory=store) as server:
+        assert read == [2]  # not used: every result counted again
+        assert await trio.to_thread.run_sync(books_of, server, "booked") == voided
 
 
 async def test_a_prune_goes_in_short_transactions(tmp_path, monkeypatch):
@@ -366,6 +451,7 @@ async def test_nardy_admin_archive_then_export_verify_and_the_web_view(tmp_path,
 # -- an older database ---------------------------------------------------------------------
 DOWNGRADE = [  # schema 6 back to schema 5, as an older server left it
     "DROP TABLE archive",
+    "DROP TABLE ladder_books",
     "DROP INDEX games_status",
     "DROP INDEX games_match",
     "DROP INDEX games_archivable",
