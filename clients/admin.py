@@ -1,13 +1,16 @@
 """``nardy admin ...``: operator commands against a running arbiter, with the admin token.
 
 register NAME (prints the player's token, shown once), create-match (prints the game id
-and the seat tokens), create-ladder NAME, void GAME, players.
+and the seat tokens), create-ladder NAME, void GAME, players, archive (finished games out
+of the live journal: at once, or on a schedule).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from datetime import UTC, datetime, timedelta
 
 import grpc
 
@@ -88,20 +91,100 @@ def _players(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
     print(f"({len(r.players)} players)", file=sys.stderr)
 
 
+def parse_date(text: str) -> datetime:
+    """``--before``: a date (midnight UTC) or an ISO date and time (UTC unless it says)."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"--before: {text[:40]!r} is not a date (YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS] "
+            "with an optional Z or +HH:MM)"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _when(ts) -> str:
+    return ts.ToDatetime(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _archive(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
+    """Archive now (--before), set the schedule (--keep: it runs once at once), or show
+    both; then wait for the run, its progress on a terminal."""
+    admin = admin_grpc.AdminServiceStub(ch)
+    status = admin_pb.GetRetentionRequest()
+    if args.keep is not None:
+        keep = admin_pb.SetRetentionRequest()
+        keep.keep.FromTimedelta(timedelta(days=args.keep))
+        r = admin.SetRetention(keep, metadata=auth, timeout=TIMEOUT).retention
+        print(_schedule_line(r))
+        if not r.HasField("keep"):
+            return
+    elif args.before is not None:
+        request = admin_pb.ArchiveGamesRequest()
+        request.before.FromDatetime(args.before)
+        r = admin.ArchiveGames(request, metadata=auth, timeout=TIMEOUT).retention
+    else:
+        r = admin.GetRetention(status, metadata=auth, timeout=TIMEOUT).retention
+        print(_schedule_line(r))
+        if r.HasField("run"):
+            print(("now " if r.run.running else "last run: ") + _run_line(r.run))
+        return
+    started, tty = r.run.started, sys.stderr.isatty()
+    while r.run.running and not args.no_wait:
+        if tty:
+            progress = f"\r{r.run.archived} archived, about {r.run.remaining} left "
+            print(progress, end="", file=sys.stderr, flush=True)
+        time.sleep(0.5)
+        r = admin.GetRetention(status, metadata=auth, timeout=TIMEOUT).retention
+        if r.run.started != started:
+            print("\nthe run goes on at another instance (see its log)", file=sys.stderr)
+            return
+    if tty and not args.no_wait:
+        print("\r\033[K", end="", file=sys.stderr)
+    print(_run_line(r.run))
+    if r.run.error:
+        raise SystemExit(1)
+
+
+def _schedule_line(r: admin_pb.Retention) -> str:
+    if not r.HasField("keep"):
+        return "schedule: none (nardy admin archive --keep DAYS sets one)"
+    days = r.keep.ToTimedelta() / timedelta(days=1)
+    return f"schedule: once an hour, the games that ended more than {days:g} days ago"
+
+
+def _run_line(run: admin_pb.ArchiveRun) -> str:
+    if run.running:
+        return (
+            f"archiving the games that ended before {_when(run.before)} (since "
+            f"{_when(run.started)}): {run.archived} archived, about {run.remaining} left"
+        )
+    line = f"archived {run.archived} games that ended before {_when(run.before)}"
+    line += f" ({_when(run.started)} to {_when(run.finished)})"
+    if run.remaining:
+        line += f"; {run.remaining} not yet: their match goes on"
+    if run.error:
+        line += f"; stopped: {run.error}"
+    return line
+
+
 ACTIONS = {
     "register": _register,
     "create-match": _create_match,
     "create-ladder": _create_ladder,
     "void": _void,
     "players": _players,
+    "archive": _archive,
 }
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         token = read_admin_token(args.admin_token_file)
-    except OSError as e:
-        print(f"nardy admin: {e}", file=sys.stderr)
+        if getattr(args, "before", None) is not None:
+            args.before = parse_date(args.before)
+    except (OSError, ValueError) as e:
+        print(f"nardy admin{' ' + args.action if args.action else ''}: {e}", file=sys.stderr)
         return 2
     return run_with_token(
         f"nardy admin {args.action}",

@@ -356,6 +356,24 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
     q.add_argument("game", help="the game id")
     cmds.add_parser("players", help="list the registered players")
+    q = cmds.add_parser(
+        "archive",
+        help="archive finished games out of the live journal (nothing is lost), now or on a "
+        "schedule; alone: show the schedule and the last run",
+    )
+    when = q.add_mutually_exclusive_group()
+    when.add_argument(
+        "--before",
+        metavar="DATE",
+        help="the games that ended before DATE (YYYY-MM-DD, UTC; or an ISO date and time)",
+    )
+    when.add_argument(
+        "--keep",
+        type=float,
+        metavar="DAYS",
+        help="schedule: once an hour, the games that ended more than DAYS days ago (0: none)",
+    )
+    q.add_argument("--no-wait", action="store_true", help="return once the archiving starts")
     for choice in cmds._choices_actions:  # each action's --help says what it does
         sub = cmds.choices[choice.dest]
         sub.description = sub.description or choice.help[:1].upper() + choice.help[1:] + "."

@@ -22,26 +22,44 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from nardy.v1 import game_pb2 as nardy_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14nardy/v1/admin.proto\x12\x08nardy.v1\x1a\x13nardy/v1/game.proto\"\x14\n\x12ListPlayersRequest\"A\n\nPlayerInfo\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12 \n\x06player\x18\x02 \x01(\x0b\x32\x10.nardy.v1.Player\"<\n\x13ListPlayersResponse\x12%\n\x07players\x18\x01 \x03(\x0b\x32\x14.nardy.v1.PlayerInfo\"\"\n\x0fVoidGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"8\n\x10VoidGameResponse\x12$\n\x06status\x18\x01 \x01(\x0e\x32\x14.nardy.v1.GameStatus2\x9d\x01\n\x0c\x41\x64minService\x12J\n\x0bListPlayers\x12\x1c.nardy.v1.ListPlayersRequest\x1a\x1d.nardy.v1.ListPlayersResponse\x12\x41\n\x08VoidGame\x12\x19.nardy.v1.VoidGameRequest\x1a\x1a.nardy.v1.VoidGameResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14nardy/v1/admin.proto\x12\x08nardy.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13nardy/v1/game.proto\"\x14\n\x12ListPlayersRequest\"A\n\nPlayerInfo\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12 \n\x06player\x18\x02 \x01(\x0b\x32\x10.nardy.v1.Player\"<\n\x13ListPlayersResponse\x12%\n\x07players\x18\x01 \x03(\x0b\x32\x14.nardy.v1.PlayerInfo\"\"\n\x0fVoidGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"8\n\x10VoidGameResponse\x12$\n\x06status\x18\x01 \x01(\x0e\x32\x14.nardy.v1.GameStatus\"A\n\x13\x41rchiveGamesRequest\x12*\n\x06\x62\x65\x66ore\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\">\n\x14\x41rchiveGamesResponse\x12&\n\tretention\x18\x01 \x01(\x0b\x32\x13.nardy.v1.Retention\">\n\x13SetRetentionRequest\x12\'\n\x04keep\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\">\n\x14SetRetentionResponse\x12&\n\tretention\x18\x01 \x01(\x0b\x32\x13.nardy.v1.Retention\"\x15\n\x13GetRetentionRequest\">\n\x14GetRetentionResponse\x12&\n\tretention\x18\x01 \x01(\x0b\x32\x13.nardy.v1.Retention\"W\n\tRetention\x12\'\n\x04keep\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12!\n\x03run\x18\x02 \x01(\x0b\x32\x14.nardy.v1.ArchiveRun\"\xd8\x01\n\nArchiveRun\x12\x0f\n\x07running\x18\x01 \x01(\x08\x12*\n\x06\x62\x65\x66ore\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x07started\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x66inished\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x61rchived\x18\x05 \x01(\x03\x12\x11\n\tremaining\x18\x06 \x01(\x03\x12\r\n\x05\x65rror\x18\x07 \x01(\t2\x8a\x03\n\x0c\x41\x64minService\x12J\n\x0bListPlayers\x12\x1c.nardy.v1.ListPlayersRequest\x1a\x1d.nardy.v1.ListPlayersResponse\x12\x41\n\x08VoidGame\x12\x19.nardy.v1.VoidGameRequest\x1a\x1a.nardy.v1.VoidGameResponse\x12M\n\x0c\x41rchiveGames\x12\x1d.nardy.v1.ArchiveGamesRequest\x1a\x1e.nardy.v1.ArchiveGamesResponse\x12M\n\x0cSetRetention\x12\x1d.nardy.v1.SetRetentionRequest\x1a\x1e.nardy.v1.SetRetentionResponse\x12M\n\x0cGetRetention\x12\x1d.nardy.v1.GetRetentionRequest\x1a\x1e.nardy.v1.GetRetentionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nardy.v1.admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LISTPLAYERSREQUEST']._serialized_start=55
-  _globals['_LISTPLAYERSREQUEST']._serialized_end=75
-  _globals['_PLAYERINFO']._serialized_start=77
-  _globals['_PLAYERINFO']._serialized_end=142
-  _globals['_LISTPLAYERSRESPONSE']._serialized_start=144
-  _globals['_LISTPLAYERSRESPONSE']._serialized_end=204
-  _globals['_VOIDGAMEREQUEST']._serialized_start=206
-  _globals['_VOIDGAMEREQUEST']._serialized_end=240
-  _globals['_VOIDGAMERESPONSE']._serialized_start=242
-  _globals['_VOIDGAMERESPONSE']._serialized_end=298
-  _globals['_ADMINSERVICE']._serialized_start=301
-  _globals['_ADMINSERVICE']._serialized_end=458
+  _globals['_LISTPLAYERSREQUEST']._serialized_start=120
+  _globals['_LISTPLAYERSREQUEST']._serialized_end=140
+  _globals['_PLAYERINFO']._serialized_start=142
+  _globals['_PLAYERINFO']._serialized_end=207
+  _globals['_LISTPLAYERSRESPONSE']._serialized_start=209
+  _globals['_LISTPLAYERSRESPONSE']._serialized_end=269
+  _globals['_VOIDGAMEREQUEST']._serialized_start=271
+  _globals['_VOIDGAMEREQUEST']._serialized_end=305
+  _globals['_VOIDGAMERESPONSE']._serialized_start=307
+  _globals['_VOIDGAMERESPONSE']._serialized_end=363
+  _globals['_ARCHIVEGAMESREQUEST']._serialized_start=365
+  _globals['_ARCHIVEGAMESREQUEST']._serialized_end=430
+  _globals['_ARCHIVEGAMESRESPONSE']._serialized_start=432
+  _globals['_ARCHIVEGAMESRESPONSE']._serialized_end=494
+  _globals['_SETRETENTIONREQUEST']._serialized_start=496
+  _globals['_SETRETENTIONREQUEST']._serialized_end=558
+  _globals['_SETRETENTIONRESPONSE']._serialized_start=560
+  _globals['_SETRETENTIONRESPONSE']._serialized_end=622
+  _globals['_GETRETENTIONREQUEST']._serialized_start=624
+  _globals['_GETRETENTIONREQUEST']._serialized_end=645
+  _globals['_GETRETENTIONRESPONSE']._serialized_start=647
+  _globals['_GETRETENTIONRESPONSE']._serialized_end=709
+  _globals['_RETENTION']._serialized_start=711
+  _globals['_RETENTION']._serialized_end=798
+  _globals['_ARCHIVERUN']._serialized_start=801
+  _globals['_ARCHIVERUN']._serialized_end=1017
+  _globals['_ADMINSERVICE']._serialized_start=1020
+  _globals['_ADMINSERVICE']._serialized_end=1414
 # @@protoc_insertion_point(module_scope)

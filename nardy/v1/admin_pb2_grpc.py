@@ -44,6 +44,21 @@ class AdminServiceStub:
                 request_serializer=nardy_dot_v1_dot_admin__pb2.VoidGameRequest.SerializeToString,
                 response_deserializer=nardy_dot_v1_dot_admin__pb2.VoidGameResponse.FromString,
                 _registered_method=True)
+        self.ArchiveGames = channel.unary_unary(
+                '/nardy.v1.AdminService/ArchiveGames',
+                request_serializer=nardy_dot_v1_dot_admin__pb2.ArchiveGamesRequest.SerializeToString,
+                response_deserializer=nardy_dot_v1_dot_admin__pb2.ArchiveGamesResponse.FromString,
+                _registered_method=True)
+        self.SetRetention = channel.unary_unary(
+                '/nardy.v1.AdminService/SetRetention',
+                request_serializer=nardy_dot_v1_dot_admin__pb2.SetRetentionRequest.SerializeToString,
+                response_deserializer=nardy_dot_v1_dot_admin__pb2.SetRetentionResponse.FromString,
+                _registered_method=True)
+        self.GetRetention = channel.unary_unary(
+                '/nardy.v1.AdminService/GetRetention',
+                request_serializer=nardy_dot_v1_dot_admin__pb2.GetRetentionRequest.SerializeToString,
+                response_deserializer=nardy_dot_v1_dot_admin__pb2.GetRetentionResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -65,6 +80,43 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ArchiveGames(self, request, context):
+        """Archive the finished games that ended before `before`, so that the live journal holds
+        only what is live and recent: each game's whole journal is kept, packed into one row
+        of the database's archive, and its events but the last are pruned from the live
+        journal. Nothing is lost: GetGame, ListGames, SubscribeGame (from_start: every event,
+        as before, byte for byte), the standings and the web view answer for an archived game
+        as they did, and its dice can still be verified. A game is archived once every game
+        of its match has ended, and a ladder game once it counts in its ladder's books.
+
+        The answer comes at once, with the run started (or the one already running, which
+        then archives up to the later of the two times); the archiving goes on in the
+        background in small batches, each its own short transaction between the journal's
+        commits of live games. GetRetention tells how far it is. INVALID_ARGUMENT: `before`
+        unset, not after 1970, or in the future.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetRetention(self, request, context):
+        """Archive on a schedule: once an hour (and once at once), the games that ended more
+        than `keep` ago, as ArchiveGames would. Stored in the database: it outlives restarts
+        (with several instances, the one that pairs the ladders runs it). `keep` unset or
+        zero: no schedule. INVALID_ARGUMENT: a negative `keep`, or one over 100 years.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRetention(self, request, context):
+        """The schedule, and the archiving running now (or the last one since this server
+        started).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -77,6 +129,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.VoidGame,
                     request_deserializer=nardy_dot_v1_dot_admin__pb2.VoidGameRequest.FromString,
                     response_serializer=nardy_dot_v1_dot_admin__pb2.VoidGameResponse.SerializeToString,
+            ),
+            'ArchiveGames': grpc.unary_unary_rpc_method_handler(
+                    servicer.ArchiveGames,
+                    request_deserializer=nardy_dot_v1_dot_admin__pb2.ArchiveGamesRequest.FromString,
+                    response_serializer=nardy_dot_v1_dot_admin__pb2.ArchiveGamesResponse.SerializeToString,
+            ),
+            'SetRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetRetention,
+                    request_deserializer=nardy_dot_v1_dot_admin__pb2.SetRetentionRequest.FromString,
+                    response_serializer=nardy_dot_v1_dot_admin__pb2.SetRetentionResponse.SerializeToString,
+            ),
+            'GetRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRetention,
+                    request_deserializer=nardy_dot_v1_dot_admin__pb2.GetRetentionRequest.FromString,
+                    response_serializer=nardy_dot_v1_dot_admin__pb2.GetRetentionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -133,6 +200,87 @@ class AdminService:
             '/nardy.v1.AdminService/VoidGame',
             nardy_dot_v1_dot_admin__pb2.VoidGameRequest.SerializeToString,
             nardy_dot_v1_dot_admin__pb2.VoidGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ArchiveGames(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nardy.v1.AdminService/ArchiveGames',
+            nardy_dot_v1_dot_admin__pb2.ArchiveGamesRequest.SerializeToString,
+            nardy_dot_v1_dot_admin__pb2.ArchiveGamesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nardy.v1.AdminService/SetRetention',
+            nardy_dot_v1_dot_admin__pb2.SetRetentionRequest.SerializeToString,
+            nardy_dot_v1_dot_admin__pb2.SetRetentionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nardy.v1.AdminService/GetRetention',
+            nardy_dot_v1_dot_admin__pb2.GetRetentionRequest.SerializeToString,
+            nardy_dot_v1_dot_admin__pb2.GetRetentionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -23,7 +23,9 @@ from typing import Any
 
 import trio
 from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from nardy import wire
 from nardy.link.v1 import link_pb2 as link_pb
@@ -137,6 +139,9 @@ class Api:
             LADDER + "GetCrosstable": (ladder_pb.GetCrosstableRequest, self.crosstable),
             ADMIN + "ListPlayers": (admin_pb.ListPlayersRequest, self.list_players),
             ADMIN + "VoidGame": (admin_pb.VoidGameRequest, self.void_game),
+            ADMIN + "ArchiveGames": (admin_pb.ArchiveGamesRequest, self.archive_games),
+            ADMIN + "SetRetention": (admin_pb.SetRetentionRequest, self.set_retention),
+            ADMIN + "GetRetention": (admin_pb.GetRetentionRequest, self.get_retention),
             link.HEARTBEAT: (link_pb.HeartbeatRequest, self.heartbeat),
             link.INDEX: (link_pb.IndexRequest, self.index),
             link.HISTORY: (link_pb.HistoryRequest, self.history),
@@ -404,6 +409,38 @@ class Api:
         game = await self.arbiter.actions.void_game(digest, r.game_id)
         return admin_pb.VoidGameResponse(status=int(game.status))
 
+    async def archive_games(self, r, who: Caller, digest: str):
+        self.arbiter.roster.require_operator(digest)  # (first: a stranger learns nothing)
+        before = seconds_of(r.before, "before") if r.HasField("before") else None
+        await self.arbiter.retention.archive(digest, before)
+        return admin_pb.ArchiveGamesResponse(retention=self._retention(digest))
+
+    async def set_retention(self, r, who: Caller, digest: str):
+        self.arbiter.roster.require_operator(digest)
+        await self.arbiter.retention.set_keep(digest, seconds_of(r.keep, "keep"))
+        return admin_pb.SetRetentionResponse(retention=self._retention(digest))
+
+    async def get_retention(self, r, who: Caller, digest: str):
+        return admin_pb.GetRetentionResponse(retention=self._retention(digest))
+
+    def _retention(self, digest: str) -> admin_pb.Retention:
+        keep_s, run = self.arbiter.retention.state(digest)
+        out = admin_pb.Retention()
+        if keep_s:
+            out.keep.FromNanoseconds(round(keep_s * 1e9))
+        if run is not None:
+            out.run.running = run.finished is None
+            out.run.archived, out.run.remaining, out.run.error = (
+                run.archived,
+                run.remaining,
+                run.error,
+            )
+            out.run.before.FromNanoseconds(round(run.before * 1e9))
+            out.run.started.FromNanoseconds(round(run.started * 1e9))
+            if run.finished is not None:
+                out.run.finished.FromNanoseconds(round(run.finished * 1e9))
+        return out
+
     # -- the link's own -----------------------------------------------------------------
     async def heartbeat(self, r, who: Caller, digest: str) -> bytes:
         """A HEARTBEAT for an idle game stream: the game's state as its tap's audience
@@ -459,6 +496,19 @@ class Api:
         (Only the edge calls the link's own methods: it forwards none of a client's.)"""
         self.arbiter.shutdown()
         return b""
+
+
+def seconds_of(value: Timestamp | Duration, name: str) -> float:
+    """A Timestamp's (or Duration's) seconds; INVALID_ARGUMENT if it is malformed (nanos
+    out of range, or of the other sign than the seconds)."""
+    seconds, nanos = value.seconds, value.nanos
+    if isinstance(value, Timestamp):
+        bad = not 0 <= nanos <= 999_999_999
+    else:
+        bad = abs(nanos) > 999_999_999 or (seconds and nanos and (seconds > 0) != (nanos > 0))
+    if bad:
+        raise ArbiterError(Code.INVALID_ARGUMENT, f"{name}: not a valid time")
+    return seconds + nanos / 1e9
 
 
 def play_text(request: api.SubmitPlayRequest) -> tuple[str | None, str | None]:

@@ -6,6 +6,7 @@
 - :attr:`Arbiter.actions`: what callers do at a game (watch, play, resign, void);
 - :attr:`Arbiter.notices`: the players' streams;
 - :attr:`Arbiter.ladders`: the ladders and their books;
+- :attr:`Arbiter.retention`: finished games archived out of the live journal;
 - :attr:`Arbiter.owner`: which instance runs which match (alone, or several on one
   PostgreSQL: server.core.ownership).
 
@@ -29,6 +30,7 @@ from server.core.notices import Notices
 from server.core.ownership import Sole
 from server.core.policy import Policy
 from server.core.restart import Parts, restore
+from server.core.retention import Retention
 from server.core.roster import Roster
 from server.core.runtime import Runtime
 from server.core.seating import Seating
@@ -59,6 +61,7 @@ class Arbiter(Runtime):
         self.tables = Tables(self, self.roster, self.notices, self.ladders, self.owner)
         self.seating = Seating(self, self.roster, self.tables, self.notices, self.owner)
         self.actions = Actions(self, self.roster, self.tables, self.ladders)
+        self.retention = Retention(self, self.roster, self.ladders, self.owner)
         if isinstance(self.owner, Shared):
             self.owner.bind(self.roster, self.tables, self.ladders, self.notices)
 
@@ -73,6 +76,8 @@ class Arbiter(Runtime):
             self.nursery = nursery
             await nursery.start(self.writer.run)
             await restore(Parts(self, self.roster, self.ladders, self.tables, self.owner))
+            await self.retention.restore()
+            nursery.start_soon(self.retention.schedule)
             if isinstance(self.owner, Shared):
                 await nursery.start(self.owner.run)
             task_status.started()

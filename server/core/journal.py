@@ -9,6 +9,7 @@ construction. It imports only the rules library: sessions, stores and recovery i
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 from typing import Any, NamedTuple
@@ -127,6 +128,26 @@ def decode_result(data: list | None, rules: Variant) -> GameResult | None:
     return GameResult(Color.from_letter(winner), rules.kind(kind), Termination(how))
 
 
+#: The format of an archived game's journal (``archive.journal``): zlib-compressed JSON,
+#: one ``[seq, type, time, data]`` per entry with ``data`` the events row's text as it was.
+ARCHIVE_FORMAT = 1
+
+
+def pack_entries(rows: list[tuple]) -> bytes:
+    """A game's journal rows ``(seq, type, time, data)`` as one archive value (nothing
+    lost: :func:`unpack_entries` gives back the same rows, the data byte for byte)."""
+    entries = [[seq, kind, t, bytes(data).decode()] for seq, kind, t, data in rows]
+    return zlib.compress(json.dumps(entries, separators=(",", ":")).encode(), 6)
+
+
+def unpack_entries(form: int, packed: bytes | memoryview) -> list[tuple]:
+    """The journal rows of an archive value (see :func:`pack_entries`)."""
+    if form != ARCHIVE_FORMAT:
+        raise ValueError(f"archive format {form} is not one this server reads")
+    entries = json.loads(zlib.decompress(packed))
+    return [(seq, kind, t, data.encode()) for seq, kind, t, data in entries]
+
+
 def entry_of(data: bytes | str | memoryview) -> dict:
     """The JSON entry of an events row (``data`` as the store returns it)."""
     return json.loads(bytes(data) if isinstance(data, memoryview) else data)
@@ -174,8 +195,13 @@ def encode_game_result(r: GameResult | None) -> str | None:
 
 
 def encode_json(value: Any) -> str:
-    """A plain JSON column (match scores, ladder options)."""
+    """A plain JSON column (match scores, ladder options, a ladder's books)."""
     return json.dumps(value)
+
+
+def decode_json(text: str) -> Any:
+    """A plain JSON column's value."""
+    return json.loads(text)
 
 
 #: Ladder option keys that older versions stored under another name: old -> new.

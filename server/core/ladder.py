@@ -17,7 +17,7 @@ import logging
 import secrets
 from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import trio
 
@@ -68,6 +68,13 @@ class LadderGame:
     @property
     def loser(self) -> str:
         return self.black if self.winner == self.white else self.white
+
+
+def ladder_game(record: dict) -> LadderGame:
+    """A LadderGame from its fields as JSON gives them back (lists for its pairs)."""
+    return LadderGame(
+        **{**record, "used_ms": tuple(record["used_ms"]), "plays": tuple(record["plays"])}
+    )
 
 
 @dataclass
@@ -147,6 +154,44 @@ class Ladder:
         self.open_pairs: dict[str, list[LadderGame]] = {}  # pairs with one game counted
         self.recent: deque[LadderGame] = deque(maxlen=RECENT)
         self.skill = SkillTable()
+
+    # -- the books as data: stored, so that a restart need not count every result again --
+    def books_state(self) -> dict:
+        """The books as plain data (JSON): what counting the records so far built."""
+        return {
+            "finished": self.finished,
+            "voided": self.voided,
+            "table": [asdict(row) for row in self.table.values()],
+            "cells": [[me, other, asdict(cell)] for (me, other), cell in self.cells.items()],
+            "open_pairs": [asdict(r) for games in self.open_pairs.values() for r in games],
+            "recent": [asdict(r) for r in self.recent],
+            "skill": self.skill.to_dict(),
+            "met": [[*sorted(names), n] for names, n in self.met.items()],
+        }
+
+    def load_books(self, state: dict) -> None:
+        """The books of :meth:`books_state` (the records after them are counted next);
+        KeyError, TypeError or ValueError if ``state`` is not such books (nothing changed)."""
+        table = {row["name"]: Row(**row) for row in state["table"]}
+        cells = {(me, other): Cell(**cell) for me, other, cell in state["cells"]}
+        open_pairs: dict[str, list[LadderGame]] = {}
+        for record in state["open_pairs"]:
+            game = ladder_game(record)
+            open_pairs.setdefault(game.pair_id, []).append(game)
+        recent = [ladder_game(record) for record in state["recent"]]
+        skill = SkillTable.from_dict(state["skill"])
+        met = defaultdict(int, {frozenset((a, b)): int(n) for a, b, n in state["met"]})
+        finished, voided = int(state["finished"]), int(state["voided"])
+        self._clear_books()
+        self.table, self.cells, self.open_pairs = table, cells, open_pairs
+        self.skill, self.met = skill, met
+        self.recent.extend(recent)
+        self.finished, self.voided = finished, voided
+
+    @property
+    def counted(self) -> int:
+        """How many records (ladder games, voided ones too) the books count."""
+        return self.finished + self.voided
 
     # -- membership ---------------------------------------------------------------------
     def join(self, player_id: str, name: str, ready: bool) -> None:

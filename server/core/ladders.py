@@ -20,6 +20,7 @@ from server.core.roster import NAME, Roster
 from server.core.runtime import Runtime
 from server.core.session import GameSession
 from server.core.store import StoreError, Write
+from server.core.writer import Commit
 from server.errors import ArbiterError, Code, clip
 
 log = logging.getLogger("nardy.server")
@@ -38,6 +39,7 @@ class Ladders:
         self.by_name: dict[str, Ladder] = {}
         self._reload_due = False
         self._reloaded: dict[str, float] = {}  # ladder -> when its books were read back
+        self._kept: dict[str, int] = {}  # ladder -> its books (Ladder.books) as last stored
 
     def ladder(self, name: str) -> Ladder:
         if name not in self.by_name:
@@ -101,39 +103,77 @@ class Ladders:
             self.reload_soon()
 
     async def voided(self, game: GameSession) -> list[Write]:
-        """What voiding an ended game changes in its ladder's books."""
+        """What voiding an ended game changes in its ladder's books (and the stored books,
+        which counted it, are dropped)."""
         ladder = self.by_name.get(game.match.ladder)
         if ladder is None:
             return []
         stored = await self.runtime.reader.ladder_games(ladder.name)
         record = ladder.void(game.id, [LadderGame(**r) for r in stored])
-        return [] if record is None else [statements.add_ladder_game(ladder.name, record)]
+        if record is None:
+            return []
+        self._kept.pop(ladder.name, None)
+        return [
+            statements.add_ladder_game(ladder.name, record),
+            statements.drop_ladder_books(ladder.name),
+        ]
 
-    async def restore(self) -> set[str]:
-        """Every ladder with its books and members, after a restart; the games counted."""
+    async def restore(self) -> None:
+        """Every ladder with its books and members, after a restart: the books as last
+        stored (alone on the store) and the records after them."""
         read = self.runtime.reader
         players = self.roster.players
-        counted: set[str] = set()
         for name, options in await read.ladders():
             ladder = self.open(name, LadderOptions(**options))
-            for record in await read.ladder_games(name):
+            loaded = 0 if self.owner.books_shared else await self._load_books(ladder)
+            for record in await read.ladder_games(name, after=loaded):
                 ladder.restore(LadderGame(**record))
-                counted.add(record["game_id"])
             for player_id, ready in await read.ladder_members(name):
                 if player_id in players:
                     ladder.members[player_id] = Member(
                         player_id, players[player_id].name, bool(ready)
                     )
+
+    async def _load_books(self, ladder: Ladder) -> int:
+        """Load the ladder's stored books if they are those of its records as stored: how
+        many records they count (0: none loaded, every record is to be counted)."""
+        read = self.runtime.reader
+        stored = await read.ladder_books(ladder.name)
+        if stored is None:
+            return 0
+        counted, last, books = stored
+        if counted < 1 or await read.ladder_game_at(ladder.name, counted) != last:
+            log.warning("ladder %s: its stored books do not match its results", ladder.name)
+            return 0
+        try:
+            ladder.load_books(books)
+        except (KeyError, TypeError, ValueError) as e:
+            log.warning("ladder %s: its stored books are damaged (%r)", ladder.name, e)
+            return 0
+        self._kept[ladder.name] = ladder.books
         return counted
 
-    async def restore_games(self, match: MatchSession, counted: set[str] | None) -> None:
-        """Put a restored ladder match's games back in its ladder's books (``counted``: the
-        games in them already; None: read them)."""
+    def keep_books(self) -> list[Commit]:
+        """Store each ladder's books that changed since they were last stored (alone on
+        the store; several instances' books are the store's), so that a restart counts only
+        the results after them. The writes follow those of the results counted."""
+        if self.owner.books_shared:
+            return []
+        commits = []
+        for name, ladder in self.by_name.items():
+            if ladder.recent and self._kept.get(name) != ladder.books:
+                books, last = ladder.books_state(), ladder.recent[-1].game_id
+                write = statements.set_ladder_books(name, ladder.counted, last, books)
+                commits.append(self.runtime.writer.submit(write))
+                self._kept[name] = ladder.books
+        return commits
+
+    async def restore_games(self, match: MatchSession) -> None:
+        """Put a restored ladder match's games back in its ladder's books."""
         ladder = self.by_name.get(match.ladder)
         if ladder is None:
             return
-        if counted is None:
-            counted = {r["game_id"] for r in await self.runtime.reader.ladder_games(ladder.name)}
+        counted = await self.runtime.reader.counted_games([game.id for game in match.games])
         for game in match.games:
             if game.id in counted:
                 continue

@@ -103,9 +103,11 @@ async def run(
     arbiter.roster.on_issued = link.issued
     # the edge stamps on CLOCK_MONOTONIC, the core's clock is trio's
     api = Api(arbiter, link.taps, offset=trio.current_time() - time.perf_counter())
+    restored = False
     async with trio.open_nursery() as nursery:
         try:
             await nursery.start(arbiter.run)
+            restored = True
             link.ready(cluster.id if cluster is not None else "", tokens_for_edge(arbiter))
             log.info(
                 "core serving db=%s registration=%s%s",
@@ -118,6 +120,8 @@ async def run(
         finally:
             with trio.CancelScope(shield=True):
                 log.info("core stopping")
+                if restored:
+                    arbiter.ladders.keep_books()  # (the next start counts no result again)
                 await arbiter.writer.close()  # what was accepted is committed first
                 if cluster is not None:
                     await cluster.close()  # the others take our games over at once

@@ -16,7 +16,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from server.core.store import LeaseLost, SQLStore, StoreError, Write, run_batch
+from server.core.store import (
+    RETENTION_SCHEMA,
+    LeaseLost,
+    SQLStore,
+    StoreError,
+    Write,
+    run_batch,
+)
 
 MIGRATE_LOCK = 0x6E61_7264_7901  # advisory lock key: "nardy" schema migration
 FENCED = "NRD01"  # the SQLSTATE nardy_fence raises: the lease is no longer the writer's
@@ -90,6 +97,21 @@ $$ LANGUAGE plpgsql""",
     ],
     # a seat counts as its match's creator for limits (server.core.arbiter.Principal)
     5: "ALTER TABLE seat_tokens ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
+    # retention (as SQLite's), and the newest matches by insertion order
+    6: [
+        "ALTER TABLE games ADD COLUMN ended DOUBLE PRECISION",
+        "ALTER TABLE games ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE matches ADD COLUMN pair TEXT NOT NULL DEFAULT ''",
+        "UPDATE matches SET pair = COALESCE(options::json->>'pair_id', '') "
+        "WHERE options LIKE '%%pair_id%%'",
+        "UPDATE games g SET ended = (SELECT e.time FROM events e WHERE e.game_id = g.id "
+        "ORDER BY e.seq DESC LIMIT 1) WHERE g.status IN (3, 4)",
+        *RETENTION_SCHEMA,
+        "CREATE INDEX IF NOT EXISTS matches_n ON matches (n)",
+        """CREATE TABLE IF NOT EXISTS archive (
+    game_id TEXT PRIMARY KEY REFERENCES games(id), format INTEGER NOT NULL,
+    entries INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL, journal BYTEA NOT NULL)""",
+    ],
 }
 
 

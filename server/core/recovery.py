@@ -19,10 +19,7 @@ from server.core.judge import Accepted
 from server.core.lockstep import Lockstep
 from server.core.match import Host, MatchSession, Seat
 from server.core.session import GameSession
-
-# One game as the store gives it back: (game id, number in the match, server seed in hex,
-# journal entries, status in the games table).
-StoredGame = tuple[str, int, str, list[tuple[int, int, float, dict]], int]
+from server.core.store import StoredGame
 
 
 def _flags(options: dict) -> list[str]:

@@ -1,6 +1,8 @@
 """A restart: players and their tokens, ladders and their books, and the matches a restart
-must rebuild from the journal (the rest stays in the store, read back when asked for), so
-that a restart costs the same after a year of games as after a day."""
+must rebuild from the journal (those not over, and their duplicate pairs); the newest
+ended ones are listed from their games' last entries, the rest stays in the store (read
+back when asked for), so that a restart costs the same after a year of games as after a
+day."""
 
 from __future__ import annotations
 
@@ -46,51 +48,45 @@ async def _restore(core: Parts) -> None:
     read, tables = core.runtime.reader, core.tables
     for player_id, name, bot, digest, owner in await read.players():
         core.roster.add(Player(player_id, name, bool(bot), owner), digest)
-    counted = await core.ladders.restore()  # ladder games in the books
+    await core.ladders.restore()
     pairs: dict[str, Lockstep] = {}
     leased = await core.owner.leased()  # unfinished, run by whoever holds their lease
+    live = await read.live_games()
+    replay = await _replayed(core, {match_id for match_id, _ in live} | leased)
+    newest = await read.newest_matches(core.runtime.catalogue.window)
+    listed = {row["id"] for _, row in newest}
+    rows = newest + await read.matches_by_id(replay - listed)
+    rows.sort(key=lambda order_row: order_row[0])  # the order ListGames lists them in
+    for match_id, seat, digest, creator in await read.seat_tokens(replay):
+        core.roster.add_seat_token(match_id, seat, digest, creator)
+    for digest in await read.seat_token_hashes():  # the others: in the filter of issued ones
+        core.roster.issued.add(digest)
+    sizes = Counter(row["options"].get("pair_id", "") for _, row in rows if row["id"] in replay)
+    ends = await read.ends_of([row["id"] for _, row in rows if row["id"] not in replay])
+    stale = {game_id for _, game_id in live}
     over: list[MatchSession] = []
-    rows = await read.matches()
-    replay = await _replayed(core, rows, leased, counted)
-    for match_id, seat, digest, creator in await read.seat_tokens():
-        if match_id in replay:  # the others are looked up in the store when asked for
-            core.roster.add_seat_token(match_id, seat, digest, creator)
-        else:
-            core.roster.issued.add(digest)
-    sizes = Counter(row["options"].get("pair_id", "") for row in rows)
-    for row in rows:
-        if row["id"] not in replay:
+    for _, row in rows:
+        if row["id"] not in replay:  # ended: listed from each game's last entry
+            tables.list_ended(row, ends.get(row["id"], []))
             continue
         match = await tables.read_match(row, pairs, sizes)
         if row["id"] in leased:
             for game in match.games:  # ListGames shows it; its owner runs it
                 tables.publish(game, new=True, tell=False)
             continue
-        if not await tables.install(match, counted):
+        await tables.settle_ended(match, stale)
+        if not await tables.install(match):
             over.append(match)
     for match in over:  # once every pair is whole: an ended game's partner may run on
         tables.match_over(match)
+    counts = await read.status_counts() - await read.status_counts(replay)
+    tables.ended_counts.update({Status(status): n for status, n in counts.items()})
 
 
-async def _replayed(core: Parts, rows: list[dict], leased: set[str], counted: set[str]) -> set[str]:
-    """The matches (of ``rows``) a restart rebuilds from their journals: the newest ones,
-    which ListGames lists (catalogue window), any with a game not over, any with a ladder
-    game not yet in the books (``counted``), and the whole duplicate pair of each. The
-    others stay in the store (read back when asked for). Their games count for /metrics."""
-    replay = {row["id"] for row in rows[-core.runtime.catalogue.window :]} | leased
-    ladders = core.ladders.by_name
-    ladder = {row["id"] for row in rows if row["options"].get("ladder") in ladders}
-    ended: list[tuple[str, int]] = []
-    for match_id, game_id, status in await core.runtime.reader.game_statuses():
-        if status in (Status.WAITING, Status.IN_PROGRESS) or (
-            match_id in ladder and game_id not in counted
-        ):
-            replay.add(match_id)
-        else:
-            ended.append((match_id, status))
-    pairs = {row["options"].get("pair_id") for row in rows if row["id"] in replay}
-    replay |= {row["id"] for row in rows if row["options"].get("pair_id") in pairs - {None, ""}}
-    core.tables.ended_counts.update(
-        Status(status) for match_id, status in ended if match_id not in replay
-    )
-    return replay
+async def _replayed(core: Parts, live: set[str]) -> set[str]:
+    """The matches a restart rebuilds from their journals: any with a game not over
+    (``live``), any with a ladder game not yet in the books, and the whole duplicate pair
+    of each. The others stay in the store (read back when asked for)."""
+    read = core.runtime.reader
+    replay = live | set(await read.uncounted_ladder_games())
+    return await read.pair_partners(replay)

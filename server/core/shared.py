@@ -283,6 +283,7 @@ class Shared(Sole):
             if match.ladder and match.ladder not in self.ladders.by_name:
                 await self.ladders.reload(match.ladder)  # its result is counted here
             if match.id in self.leases and match.id not in self.tables.matches:
+                await self.tables.settle_ended(match)
                 await self.tables.install(match)
                 if match.ladder:
                     self.ladders.reload_soon()

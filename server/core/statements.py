@@ -3,10 +3,12 @@ both SQLite and PostgreSQL speak: server.core.store)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from server.core import journal
+from server.core.journal import Status
 from server.core.store import Write
 
 if TYPE_CHECKING:
@@ -43,8 +45,8 @@ def add_seat_token(match_id: str, seat: int, token_hash: str, creator: str) -> W
 
 def add_match(match: MatchSession) -> Write:
     return (
-        f"INSERT INTO matches ({', '.join(journal.MATCH_COLUMNS)}) VALUES (?,?,?,?,?,?,?)",
-        journal.encode_match(match),
+        f"INSERT INTO matches ({', '.join(journal.MATCH_COLUMNS)}, pair) VALUES (?,?,?,?,?,?,?,?)",
+        (*journal.encode_match(match), match.pair_id),
     )
 
 
@@ -68,9 +70,17 @@ def add_game(game: GameSession) -> Write:
 
 
 def update_game(game: GameSession) -> Write:
+    """The game's status and result; when it ended, the first time it is seen ended."""
+    ended = time.time() if game.status in (Status.FINISHED, Status.ABORTED) else None
     return (
-        "UPDATE games SET status=?, white_seat=?, result=? WHERE id=?",
-        (int(game.status), game.white_seat, journal.encode_game_result(game.result), game.id),
+        "UPDATE games SET status=?, white_seat=?, result=?, ended=COALESCE(ended, ?) WHERE id=?",
+        (
+            int(game.status),
+            game.white_seat,
+            journal.encode_game_result(game.result),
+            ended,
+            game.id,
+        ),
     )
 
 
@@ -103,3 +113,41 @@ def add_ladder_game(ladder: str, record: LadderGame) -> Write:
         "ON CONFLICT (game_id) DO UPDATE SET record=excluded.record",
         (ladder, record.game_id, journal.encode_ladder_game(record)),
     )
+
+
+def archive_games(packed: list[tuple[str, int, bytes]], at: float) -> list[Write]:
+    """Archive ended games: each one's journal packed (game id, entries, the packed
+    journal: server.core.journal.pack_entries) into ``archive``, and its events but the
+    last (its final state, which ended games are read back from) pruned. A game archived
+    already (by another instance) keeps its archive as it is."""
+    return [
+        *(
+            (
+                "INSERT INTO archive (game_id, format, entries, at, journal) VALUES (?,?,?,?,?) "
+                "ON CONFLICT (game_id) DO NOTHING",
+                (game_id, journal.ARCHIVE_FORMAT, entries, at, data),
+            )
+            for game_id, entries, data in packed
+        ),
+        *(
+            ("DELETE FROM events WHERE game_id=? AND seq<?", (game_id, entries))
+            for game_id, entries, _ in packed
+        ),
+        *(("UPDATE games SET archived=1 WHERE id=?", (game_id,)) for game_id, _, _ in packed),
+    ]
+
+
+def set_ladder_books(ladder: str, counted: int, last: str, books: dict) -> Write:
+    """A ladder's books as of its ``counted``-th record, the game ``last``."""
+    return (
+        "INSERT INTO ladder_books (ladder, counted, last, books) VALUES (?,?,?,?) "
+        "ON CONFLICT (ladder) DO UPDATE SET counted=excluded.counted, last=excluded.last, "
+        "books=excluded.books",
+        (ladder, counted, last, journal.encode_json(books)),
+    )
+
+
+def drop_ladder_books(ladder: str) -> Write:
+    """A ladder's stored books no longer hold (a result voided): counted again from every
+    record at the next restart."""
+    return ("DELETE FROM ladder_books WHERE ladder=?", (ladder,))

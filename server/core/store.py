@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import queue
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 Write = tuple[str, tuple]  # one statement and its parameters
 
@@ -90,8 +90,33 @@ class Store(Protocol):
 
 
 # -- what recovery reads ------------------------------------------------------------------
+LIVE = (int(journal.Status.WAITING), int(journal.Status.IN_PROGRESS))
+ENDED = (int(journal.Status.FINISHED), int(journal.Status.ABORTED))
+CHUNK = 500  # ids per ``IN (...)`` list
+
+
+def chunks(items: Sequence[T] | set[T], size: int = CHUNK) -> list[list[T]]:
+    """``items`` in lists of at most ``size`` (for ``IN (?, ...)`` reads)."""
+    items = list(items)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def marks(items: Sequence) -> str:
+    """``?, ?, ...``: one parameter per item."""
+    return ", ".join("?" * len(items))
+
+
+# One game as the store gives it back: (game id, number in the match, server seed in hex,
+# journal entries, status in the games table).
+StoredGame = tuple[str, int, str, list[tuple[int, int, float, dict]], int]
+
+
 class Reader:
-    """The reads of restart and replay, over any Store (rows decoded by server.core.journal)."""
+    """The reads of restart and replay, over any Store (rows decoded by server.core.journal).
+
+    A restart reads what is live (games not over, through the ``games_status`` index) and
+    the newest matches ListGames lists, never the whole history; an archived game's
+    journal is read back from the ``archive`` table (server/core/retention.py)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -110,29 +135,130 @@ class Reader:
         rows = await self.store.query(f"SELECT name, options FROM ladders ORDER BY {self.order}")
         return [(name, journal.decode_ladder_options(options)) for name, options in rows]
 
-    async def ladder_games(self, ladder: str) -> list[dict]:
+    async def ladder_games(self, ladder: str, after: int = 0) -> list[dict]:
+        """A ladder's records in the order they were stored (``after``: but the first ones)."""
         rows = await self.store.query(
-            f"SELECT record FROM ladder_games WHERE ladder=? ORDER BY {self.order}", (ladder,)
+            f"SELECT record FROM ladder_games WHERE ladder=? ORDER BY {self.order} "
+            "LIMIT ? OFFSET ?",
+            (ladder, 2**62, after),
         )
         return [journal.decode_ladder_game(text) for (text,) in rows]
+
+    async def ladder_game_at(self, ladder: str, position: int) -> str | None:
+        """The game id of a ladder's ``position``-th record, from 1 (None: no such record)."""
+        rows = await self.store.query(
+            f"SELECT game_id FROM ladder_games WHERE ladder=? ORDER BY {self.order} "
+            "LIMIT 1 OFFSET ?",
+            (ladder, position - 1),
+        )
+        return rows[0][0] if rows else None
+
+    async def ladder_books(self, ladder: str) -> tuple[int, str, dict] | None:
+        """(records counted, the last of them, the books) as last stored (None: never)."""
+        rows = await self.store.query(
+            "SELECT counted, last, books FROM ladder_books WHERE ladder=?", (ladder,)
+        )
+        return (rows[0][0], rows[0][1], journal.decode_json(rows[0][2])) if rows else None
+
+    async def counted_games(self, game_ids: Sequence[str]) -> set[str]:
+        """Those of ``game_ids`` in their ladder's books (a record stored)."""
+        found: set[str] = set()
+        for ids in chunks(game_ids):
+            rows = await self.store.query(
+                f"SELECT game_id FROM ladder_games WHERE game_id IN ({marks(ids)})", tuple(ids)
+            )
+            found.update(game_id for (game_id,) in rows)
+        return found
 
     async def ladder_members(self, ladder: str) -> list[tuple[str, int]]:
         return await self.store.query(
             "SELECT player_id, ready FROM ladder_members WHERE ladder=?", (ladder,)
         )
 
-    async def game_statuses(self) -> list[tuple[str, str, int]]:
-        """(match id, game id, status) of every stored game."""
-        return await self.store.query("SELECT match_id, id, status FROM games")
+    # -- what a restart reads ----------------------------------------------------------
+    async def live_games(self) -> list[tuple[str, str]]:
+        """(match id, game id) of every game not over in the games table."""
+        return await self.store.query("SELECT match_id, id FROM games WHERE status IN (?, ?)", LIVE)
 
-    async def seat_tokens(self) -> list[tuple[str, int, str, str]]:
-        return await self.store.query("SELECT match_id, seat, token_hash, creator FROM seat_tokens")
+    async def uncounted_ladder_games(self) -> list[str]:
+        """The matches of ended ladder games missing from their ladder's books (none are
+        archived: server/core/retention.py archives a ladder game once it counts)."""
+        rows = await self.store.query(
+            "SELECT DISTINCT g.match_id FROM games g JOIN matches m ON m.id = g.match_id "
+            "WHERE g.archived = 0 AND g.status IN (?, ?) AND m.pair <> '' "
+            "AND NOT EXISTS (SELECT 1 FROM ladder_games l WHERE l.game_id = g.id)",
+            ENDED,
+        )
+        return [match_id for (match_id,) in rows]
 
-    async def matches(self) -> list[dict]:
+    async def pair_partners(self, match_ids: set[str]) -> set[str]:
+        """The matches of the duplicate pairs of ``match_ids`` (those included)."""
+        pairs: set[str] = set()
+        for ids in chunks(match_ids):
+            rows = await self.store.query(
+                f"SELECT pair FROM matches WHERE pair <> '' AND id IN ({marks(ids)})", tuple(ids)
+            )
+            pairs.update(pair for (pair,) in rows)
+        found = set(match_ids)
+        for ids in chunks(pairs):
+            rows = await self.store.query(
+                f"SELECT id FROM matches WHERE pair IN ({marks(ids)})", tuple(ids)
+            )
+            found.update(match_id for (match_id,) in rows)
+        return found
+
+    async def matches_by_id(self, match_ids: set[str]) -> list[tuple[int, dict]]:
+        """(insertion order, row) of each of ``match_ids``."""
         cols = ", ".join(journal.MATCH_COLUMNS)
-        rows = await self.store.query(f"SELECT {cols} FROM matches ORDER BY {self.order}")
-        return [journal.decode_match(row) for row in rows]
+        out = []
+        for ids in chunks(match_ids):
+            rows = await self.store.query(
+                f"SELECT {self.order}, {cols} FROM matches WHERE id IN ({marks(ids)})", tuple(ids)
+            )
+            out += [(row[0], journal.decode_match(row[1:])) for row in rows]
+        return out
 
+    async def newest_matches(self, count: int) -> list[tuple[int, dict]]:
+        """(insertion order, row) of the newest ``count`` matches."""
+        cols = ", ".join(journal.MATCH_COLUMNS)
+        rows = await self.store.query(
+            f"SELECT {self.order}, {cols} FROM matches ORDER BY {self.order} DESC "
+            f"LIMIT {int(count)}"
+        )
+        return [(row[0], journal.decode_match(row[1:])) for row in rows]
+
+    async def seat_tokens(self, match_ids: set[str]) -> list[tuple[str, int, str, str]]:
+        """(match id, seat, token hash, creator) of the seats of ``match_ids``."""
+        out = []
+        for ids in chunks(match_ids):
+            out += await self.store.query(
+                "SELECT match_id, seat, token_hash, creator FROM seat_tokens "
+                f"WHERE match_id IN ({marks(ids)})",
+                tuple(ids),
+            )
+        return out
+
+    async def seat_token_hashes(self) -> list[str]:
+        """The hash of every seat token ever issued (one narrow column: the filter of issued
+        tokens needs them all; the seats themselves are looked up when asked for)."""
+        return [row[0] for row in await self.store.query("SELECT token_hash FROM seat_tokens")]
+
+    async def status_counts(self, match_ids: set[str] | None = None) -> Counter[int]:
+        """How many stored games are in each status (of ``match_ids`` only, if given)."""
+        if match_ids is None:
+            rows = await self.store.query("SELECT status, count(*) FROM games GROUP BY status")
+            return Counter(dict(rows))
+        counts: Counter[int] = Counter()
+        for ids in chunks(match_ids):
+            rows = await self.store.query(
+                f"SELECT status, count(*) FROM games WHERE match_id IN ({marks(ids)}) "
+                "GROUP BY status",
+                tuple(ids),
+            )
+            counts.update(dict(rows))
+        return counts
+
+    # -- games read back ----------------------------------------------------------------
     async def match(self, match_id: str) -> dict | None:
         cols = ", ".join(journal.MATCH_COLUMNS)
         rows = await self.store.query(f"SELECT {cols} FROM matches WHERE id=?", (match_id,))
@@ -163,7 +289,7 @@ class Reader:
         rows = await self.store.query(
             f"SELECT g.id, {cols} FROM games g JOIN matches m ON m.id = g.match_id "
             "WHERE g.status IN (?, ?) ORDER BY g.created",
-            (int(journal.Status.WAITING), int(journal.Status.IN_PROGRESS)),
+            LIVE,
         )
         return [(row[0], journal.decode_match(row[1:])) for row in rows]
 
@@ -171,16 +297,12 @@ class Reader:
         """Whether a game of the ladder pair ``pair_id`` is not over yet."""
         rows = await self.store.query(
             "SELECT 1 FROM games g JOIN matches m ON m.id = g.match_id "
-            "WHERE g.status IN (?, ?) AND m.options LIKE ? LIMIT 1",
-            (
-                int(journal.Status.WAITING),
-                int(journal.Status.IN_PROGRESS),
-                f'%"pair_id": {json.dumps(pair_id)}%',  # (as journal.encode_match writes it)
-            ),
+            "WHERE g.status IN (?, ?) AND m.pair = ? LIMIT 1",
+            (*LIVE, pair_id),
         )
         return bool(rows)
 
-    async def match_games(self, match_id: str) -> list[tuple]:
+    async def match_games(self, match_id: str) -> list[StoredGame]:
         """Each game of a match with its journal entries and stored status, in order:
         (id, number, server seed in hex, entries, status) as recovery restores them."""
         rows = await self.store.query(
@@ -192,26 +314,27 @@ class Reader:
             for game_id, number, seed, status in rows
         ]
 
-    async def match_ends(self, match_id: str) -> list[tuple]:
+    async def match_ends(self, match_id: str) -> list[StoredGame]:
         """As :meth:`match_games`, each game with its last journal entry only (an ended
         match, read back to be looked at), in one read however long the match."""
-        rows = await self.store.query(
-            "SELECT g.id, g.number, g.server_seed, g.status, e.seq, e.type, e.time, e.data "
-            "FROM games g LEFT JOIN events e ON e.game_id = g.id AND e.seq = "
-            "(SELECT MAX(seq) FROM events WHERE game_id = g.id) "
-            "WHERE g.match_id=? ORDER BY g.number",
-            (match_id,),
-        )
-        return [
-            (
-                game_id,
-                number,
-                seed,
-                [] if seq is None else [_entry(seq, kind, t, data)],
-                status,
+        return (await self.ends_of([match_id])).get(match_id, [])
+
+    async def ends_of(self, match_ids: Sequence[str]) -> dict[str, list[StoredGame]]:
+        """:meth:`match_ends` of several matches, a few reads for all of them. (An
+        archived game keeps its last entry in ``events``.)"""
+        out: dict[str, list[StoredGame]] = {}
+        for ids in chunks(match_ids):
+            rows = await self.store.query(
+                "SELECT g.match_id, g.id, g.number, g.server_seed, g.status, e.seq, e.type, "
+                "e.time, e.data FROM games g LEFT JOIN events e ON e.game_id = g.id AND e.seq = "
+                "(SELECT MAX(seq) FROM events WHERE game_id = g.id) "
+                f"WHERE g.match_id IN ({marks(ids)}) ORDER BY g.match_id, g.number",
+                tuple(ids),
             )
-            for game_id, number, seed, status, seq, kind, t, data in rows
-        ]
+            for match_id, game_id, number, seed, status, seq, kind, t, data in rows:
+                entries = [] if seq is None else [_entry(seq, kind, t, data)]
+                out.setdefault(match_id, []).append((game_id, number, seed, entries, status))
+        return out
 
     async def glances(self, game_ids: list[str]) -> list[tuple[str, dict, list]]:
         """(game id, its match row, its last two journal entries) of each of ``game_ids``
@@ -241,19 +364,71 @@ class Reader:
         ]
 
     async def entries(self, game_id: str, *, tail: int = 0) -> list[tuple[int, int, float, dict]]:
-        """A game's journal entries in order (``tail``: its last ``tail`` entries only)."""
+        """A game's journal entries in order (``tail``: its last ``tail`` entries only),
+        from its archive once it is archived."""
         if tail:
             sql = "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq DESC"
             rows = (await self.store.query(f"{sql} LIMIT {int(tail)}", (game_id,)))[::-1]
         else:
             sql = "SELECT seq, type, time, data FROM events WHERE game_id=? ORDER BY seq"
             rows = await self.store.query(sql, (game_id,))
+        # seqs run from 1: an archived game keeps its last entry only
+        if rows and rows[0][0] != 1 and (not tail or len(rows) < tail):
+            archived = await self.archived(game_id)
+            if archived is not None:
+                rows = archived[-tail:] if tail else archived
         return [_entry(*row) for row in rows]
+
+    async def archived(self, game_id: str) -> list[tuple] | None:
+        """An archived game's journal rows ``(seq, type, time, data)`` (None: not archived)."""
+        rows = await self.store.query(
+            "SELECT format, journal FROM archive WHERE game_id=?", (game_id,)
+        )
+        return journal.unpack_entries(*rows[0]) if rows else None
 
     async def events(self, game_id: str, rules: Variant, tail: int = 0) -> list[journal.Event]:
         """A game's events (``tail``: its last ones only), decoded for its variant's rules."""
         entries = await self.entries(game_id, tail=tail)
         return [journal.decode_event(*entry, rules) for entry in entries]
+
+    # -- retention (server/core/retention.py) -------------------------------------------
+    async def archivable(
+        self, before: float, after: tuple[float, str], limit: int
+    ) -> list[tuple[str, float]]:
+        """(id, when it ended) of games to archive, by their end then id from just after
+        ``after`` (an end and an id): ended before ``before`` (a time.time()), not archived,
+        every game of their match over, and a ladder game counted in its ladder's books."""
+        end, game_id = after
+        return await self.store.query(
+            "SELECT g.id, g.ended FROM games g JOIN matches m ON m.id = g.match_id "
+            "WHERE g.archived = 0 AND g.ended < ? AND (g.ended > ? OR (g.ended = ? AND g.id > ?)) "
+            "AND g.status IN (?, ?) "
+            "AND NOT EXISTS (SELECT 1 FROM games h WHERE h.match_id = g.match_id "
+            "AND h.status IN (?, ?)) "
+            "AND (m.pair = '' OR EXISTS (SELECT 1 FROM ladder_games l WHERE l.game_id = g.id)) "
+            f"ORDER BY g.ended, g.id LIMIT {int(limit)}",
+            (before, end, end, game_id, *ENDED, *LIVE),
+        )
+
+    async def count_archivable(self, before: float) -> int:
+        """About how many games :meth:`archivable` would give, all told."""
+        rows = await self.store.query(
+            "SELECT count(*) FROM games WHERE archived = 0 AND ended < ?", (before,)
+        )
+        return rows[0][0]
+
+    async def journal_rows(self, game_ids: Sequence[str]) -> dict[str, list[tuple]]:
+        """The journal rows ``(seq, type, time, data)`` of each of ``game_ids``, as stored."""
+        out: dict[str, list[tuple]] = {game_id: [] for game_id in game_ids}
+        for ids in chunks(game_ids):
+            rows = await self.store.query(
+                "SELECT game_id, seq, type, time, data FROM events "
+                f"WHERE game_id IN ({marks(ids)}) ORDER BY game_id, seq",
+                tuple(ids),
+            )
+            for game_id, *row in rows:
+                out[game_id].append(tuple(row))
+        return out
 
 
 def _entry(seq: int, kind: int, t: float, data) -> tuple[int, int, float, dict]:
@@ -348,6 +523,18 @@ class SQLStore:
         return version
 
 
+# Migration 6's indexes, the same in both stores (live games by status, a match's games,
+# games to archive by when they ended, a duplicate pair's matches), and each ladder's books
+# as of its ``counted``-th result, the last of them ``last`` (server.core.ladders).
+RETENTION_SCHEMA = [
+    "CREATE INDEX IF NOT EXISTS games_status ON games (status)",
+    "CREATE INDEX IF NOT EXISTS games_match ON games (match_id)",
+    "CREATE INDEX IF NOT EXISTS games_archivable ON games (archived, ended)",
+    "CREATE INDEX IF NOT EXISTS matches_pair ON matches (pair)",
+    """CREATE TABLE IF NOT EXISTS ladder_books (
+    ladder TEXT PRIMARY KEY, counted INTEGER NOT NULL, last TEXT NOT NULL, books TEXT NOT NULL)""",
+]
+
 SQLITE_MIGRATIONS = {
     1: """
 CREATE TABLE IF NOT EXISTS players (
@@ -385,6 +572,21 @@ CREATE TABLE IF NOT EXISTS events (
     4: "",
     # a seat counts as its match's creator for limits (server.core.arbiter.Principal)
     5: "ALTER TABLE seat_tokens ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
+    # retention: when each game ended, archived games (server/core/retention.py), and the
+    # indexes a restart reads what is live by (it reads nothing of the rest)
+    6: [
+        "ALTER TABLE games ADD COLUMN ended REAL",
+        "ALTER TABLE games ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE matches ADD COLUMN pair TEXT NOT NULL DEFAULT ''",
+        "UPDATE matches SET pair = COALESCE(json_extract(options, '$.pair_id'), '') "
+        "WHERE options LIKE '%pair_id%'",
+        "UPDATE games SET ended = (SELECT e.time FROM events e WHERE e.game_id = games.id "
+        "ORDER BY e.seq DESC LIMIT 1) WHERE status IN (3, 4)",
+        *RETENTION_SCHEMA,
+        """CREATE TABLE IF NOT EXISTS archive (
+    game_id TEXT PRIMARY KEY REFERENCES games(id), format INTEGER NOT NULL,
+    entries INTEGER NOT NULL, at REAL NOT NULL, journal BLOB NOT NULL)""",
+    ],
 }
 
 

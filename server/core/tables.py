@@ -25,7 +25,7 @@ from server.core.recovery import restore_match
 from server.core.roster import Roster
 from server.core.runtime import Runtime
 from server.core.session import GameSession
-from server.core.store import LeaseLost
+from server.core.store import LeaseLost, StoredGame
 from server.core.views import summary_pb
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code, quote
@@ -113,14 +113,14 @@ class Tables:
             game.close_streams(EventType.SERVER_SHUTDOWN)
         log.info("match %s: %s; stopped here", match_id, why)
 
-    async def install(self, match: MatchSession, counted: set[str] | None = None) -> bool:
+    async def install(self, match: MatchSession) -> bool:
         """Run a match restored from the journal here (after a restart, or taken over);
-        False if it is over. ``counted``: the ladder games in the books already."""
+        False if it is over."""
         self.matches[match.id] = match
         for game in match.games:
             self.games[game.id] = game
             self.publish(game, new=True, tell=False)
-        await self.ladders.restore_games(match, counted)
+        await self.ladders.restore_games(match)
         if not match.match.over and match.current.status in (Status.WAITING, Status.IN_PROGRESS):
             self.runtime.spawn(self._run_match, match)
             log.info("match %s restored (game %s)", match.id, match.current.id)
@@ -128,6 +128,30 @@ class Tables:
         if self.owner.holds(match.id):  # it ended just before its owner stopped
             self.runtime.spawn(self._finish_ended, match)
         return False
+
+    async def settle_ended(self, match: MatchSession, stale: set[str] | None = None) -> None:
+        """Store the status of the games of a restored match whose journal ended after
+        the games table last said (the server stopped between a game's last event and its
+        end: ``stale``, the ids the table still calls live; None: any), so that it is
+        counted, listed and archived as ended."""
+        games = [
+            g
+            for g in match.games
+            if g.status in (Status.FINISHED, Status.ABORTED) and (stale is None or g.id in stale)
+        ]
+        if games:
+            fence = self.owner.fence(match) if self.owner.holds(match.id) else None
+            await self.runtime.writer.commit(*map(statements.update_game, games), fence=fence)
+
+    def list_ended(self, row: dict, games: list[StoredGame]) -> None:
+        """An ended match as ListGames lists it, from each game's last journal entry
+        (``games``: Reader.match_ends): a restart's newest matches."""
+        pair_id = row["options"].get("pair_id", "")
+        pair = Lockstep(pair_id, 1) if pair_id else None  # (its pair is over: not replayed)
+        match = restore_match(self, row, games, new_id, pair)
+        for game in match.games:
+            self.publish(game, new=True, tell=False)
+        match.release()
 
     # -- finding games --------------------------------------------------------------------
     async def game(self, game_id: str, *, read: bool = False) -> GameSession:

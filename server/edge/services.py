@@ -46,7 +46,7 @@ FORWARDED = {
         "ListGames",
     ),
     LADDER: ("CreateLadder", "JoinLadder", "GetStandings", "GetCrosstable"),
-    ADMIN: ("ListPlayers", "VoidGame"),
+    ADMIN: ("ListPlayers", "VoidGame", "ArchiveGames", "SetRetention", "GetRetention"),
 }
 
 
