@@ -2,7 +2,11 @@
 and fences out.
 
 One task reads frames as they come and admits each call at once (a play is stamped as it
-is read: server.core.clock); each call is then answered by a task of its own. A frame is
+is read: server.core.clock); each call is then answered by a task of its own. At most
+:data:`CALLS_A_ROUND` answers are started in one scheduling round, the rest in the rounds
+after, in order: however many calls a saturated core has read, a round stays short, so a
+clock whose deadline passes is acted on within a round or two rather than after all of
+them. A frame is
 written as it is made, without waiting for the writer task, while the socket takes it;
 what it does not take waits for the writer, in order. A frame the core cannot use is
 dropped and logged, never fatal: nothing the edge can send stops the core, and the link
@@ -16,6 +20,7 @@ import itertools
 import logging
 import os
 import socket
+from collections import deque
 
 import trio
 
@@ -28,6 +33,7 @@ from server.link import Frames, frame, link_pb
 log = logging.getLogger("nardy.server")
 
 READ_BYTES = 16 * 1024  # frames read at a time: a core batch stays short (timers between)
+CALLS_A_ROUND = 2  # answers started in one scheduling round (each a play's work, ~1 ms)
 SHUTTING_DOWN = "the server is shutting down"
 
 
@@ -50,6 +56,9 @@ class EdgeLink:
         self.offset = 0.0  # the core's clock minus CLOCK_MONOTONIC
         self.frames = Frames(link_pb.ToCore)
         self.closed = trio.Event()
+        self._admitted: deque = deque()  # calls read, their answers not started yet
+        self._started = 0  # answers started since the reader last read
+        self._queued = trio.Event()
 
     # -- out ------------------------------------------------------------------------------
     def send(self, message: link_pb.ToEdge) -> None:
@@ -121,6 +130,7 @@ class EdgeLink:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._write)
+            nursery.start_soon(self._start_queued)
             task_status.started()
             try:
                 await self._read()
@@ -142,6 +152,7 @@ class EdgeLink:
                 return
             if not data:
                 return
+            self._started = 0
             dropped = self.frames.dropped
             for message in self.frames.feed(data):
                 self._take(message)
@@ -173,7 +184,22 @@ class EdgeLink:
         except ArbiterError as e:
             self.send(link_pb.ToEdge(reply=refusal(call.id, e)))
             return
-        self._nursery.start_soon(self._answer, admitted)
+        if self._started < CALLS_A_ROUND and not self._admitted:
+            self._started += 1
+            self._nursery.start_soon(self._answer, admitted)
+        else:
+            self._admitted.append(admitted)
+            self._queued.set()
+
+    async def _start_queued(self) -> None:
+        """The answers the reader did not start: :data:`CALLS_A_ROUND` a round, in order."""
+        while True:
+            await self._queued.wait()
+            self._queued = trio.Event()
+            while self._admitted:
+                for _ in range(min(CALLS_A_ROUND, len(self._admitted))):
+                    self._nursery.start_soon(self._answer, self._admitted.popleft())
+                await trio.lowlevel.checkpoint()
 
     async def _answer(self, admitted) -> None:
         call_id = admitted.call.id
