@@ -27,6 +27,7 @@ class Sole:
     leading = True  # pairs ladder games
     books_shared = False  # the ladders' books are this instance's alone
     issues_every_token = True  # a token it did not issue (or restore) is unknown
+    settings_shared = False  # nobody else changes the stored settings
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime

@@ -75,6 +75,7 @@ class Retention:
         self.owner = owner
         self.keep_s = 0.0  # the schedule (0: none)
         self.run: Run | None = None  # running, or the last one
+        self._stored = trio.Event()  # set when the operator stores a schedule here
 
     # -- the operator's calls -------------------------------------------------------------
     async def archive(self, digest: str | None, before: float | None) -> None:
@@ -97,6 +98,7 @@ class Retention:
             )
         await self.runtime.writer.commit(statements.set_setting(KEEP_SETTING, repr(keep_s)))
         self.keep_s = keep_s
+        self._stored.set()
         log.info("retention: games archived %g s after they end (0: never)", keep_s)
         if keep_s:
             self._start(time.time() - keep_s)
@@ -158,9 +160,14 @@ class Retention:
     # -- the schedule -------------------------------------------------------------------
     async def schedule(self) -> None:
         """Run the stored schedule once an hour (where the ladders are paired: with
-        several instances, one of them), the first time a minute after the start."""
+        several instances, one of them), the first time a minute after the start. An
+        instance alone on its store with no schedule waits for one to be stored: no wake-ups
+        while there is nothing to do."""
         delay = FIRST_S
         while True:
+            if not self.keep_s and not self.owner.settings_shared:
+                self._stored = trio.Event()
+                await self._stored.wait()
             await trio.sleep(delay)
             delay = INTERVAL_S
             try:

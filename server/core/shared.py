@@ -40,6 +40,7 @@ class Shared(Sole):
 
     books_shared = True
     issues_every_token = False  # the others issue tokens too
+    settings_shared = True  # another instance may store a retention schedule
 
     def __init__(self, runtime: Runtime, cluster: Cluster) -> None:
         super().__init__(runtime)
