@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop
+.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop soak
 
 install: $(STAMP)
 
@@ -67,6 +67,12 @@ demo: $(STAMP) proto
 
 bench: $(STAMP) proto
 	$(BIN)/python -m bench
+
+# Hours of a ladder of fast engines on a real `nardy serve` (SQLite): memory, descriptors,
+# the journal's size, a restart, nothing lost (bench/soak.py; `nice -n 10 make soak HOURS=2`).
+HOURS ?= 2
+soak: $(STAMP) proto
+	$(BIN)/python -m bench.soak --hours $(HOURS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules
