@@ -320,7 +320,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
         print(
             f"restart: stopped (SIGTERM) in {stop_s:.2f} s (its core {core_s:.2f} s); "
             f"started again on the same file: health SERVING after {serving_s:.2f} s, the "
-            f"first play acknowledged to a bot after {fmt(resumed)}, the first game finished after {fmt(game_s)}",
+            f"first play acknowledged to a bot after {fmt(resumed)}, the first game finished "
+            f"after {fmt(game_s)}",
             flush=True,
         )
 
