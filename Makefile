@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop soak
+.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop soak failover
 
 install: $(STAMP)
 
@@ -73,6 +73,12 @@ bench: $(STAMP) proto
 HOURS ?= 2
 soak: $(STAMP) proto
 	$(BIN)/python -m bench.soak --hours $(HOURS)
+
+# Three instances on the throwaway PostgreSQL under a ladder's load; kill -9 the leader,
+# then an owner of games in progress: takeover time, plays lost (bench/failover.py).
+failover: $(STAMP) proto
+	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/python -m bench.failover; \
+	rc=$$?; tools/pg.sh stop; exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules
