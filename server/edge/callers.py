@@ -27,21 +27,62 @@ UNKNOWN_TOKEN = "unknown token"
 MALFORMED = "the authorization metadata must be 'Bearer <token>'"
 
 
-def peer_address(context: grpc.aio.ServicerContext) -> str:
-    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"), for limits:
-    an IPv6 host counts by its /64 (one subscriber's usual share: 2^64 addresses, else a
-    budget each), an IPv4-mapped one as IPv4."""
+REAL_IP = "x-real-ip"  # the client's address, as a trusted proxy (or instance) saw it
+Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+
+
+def networks(specs: list[str] | tuple[str, ...]) -> Networks:
+    """``--trusted-proxy`` values (addresses or CIDR networks) as networks (ValueError for
+    one that is neither)."""
+    out = []
+    for spec in specs:
+        try:
+            out.append(ipaddress.ip_network(spec.strip(), strict=False))
+        except ValueError:
+            raise ValueError(f"--trusted-proxy takes addresses or networks, not {spec!r}") from None
+    return tuple(out)
+
+
+def client_host(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> str:
+    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"); for a peer
+    in ``trusted`` (a reverse proxy, another instance forwarding a call) the ``x-real-ip``
+    it sent instead, when that is an address."""
     peer = unquote(context.peer() or "")
     kind, _, rest = peer.partition(":")
     if kind not in ("ipv4", "ipv6"):
         return peer
     host = rest.rpartition(":")[0].strip("[]")
-    if kind == "ipv6":
-        with contextlib.suppress(ValueError):
-            ip = ipaddress.IPv6Address(host.partition("%")[0])
-            mapped = ip.ipv4_mapped
-            return str(mapped) if mapped else str(ipaddress.IPv6Network((ip, 64), strict=False))
+    if trusted and _within(host, trusted):
+        for key, value in context.invocation_metadata() or ():
+            if key == REAL_IP and isinstance(value, str):
+                with contextlib.suppress(ValueError):
+                    return str(ipaddress.ip_address(value.strip()))
     return host
+
+
+def _within(host: str, trusted: Networks) -> bool:
+    try:
+        ip = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return any(ip.version == net.version and ip in net for net in trusted)
+
+
+def peer_address(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> str:
+    """The caller's address for limits (:func:`client_host`): an IPv6 host counts by its
+    /64 (one subscriber's usual share: 2^64 addresses, else a budget each), an
+    IPv4-mapped one as IPv4."""
+    host = client_host(context, trusted)
+    try:
+        ip = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped
+        return str(mapped) if mapped else str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def bearer(context: grpc.aio.ServicerContext) -> tuple[str | None, bool]:
@@ -133,9 +174,10 @@ class Gate:
     """Every call's first checks, in order: the token's form, what is known of it, the
     rate limit of its identity (or of the peer address)."""
 
-    def __init__(self, limiter: RateLimiter, streams: StreamQuota) -> None:
+    def __init__(self, limiter: RateLimiter, streams: StreamQuota, trusted: Networks = ()) -> None:
         self.limiter = limiter
         self.streams = streams
+        self.trusted = trusted  # proxies whose x-real-ip names the caller
         self.identities = Identities()
 
     def check(self, context: grpc.aio.ServicerContext) -> Who:
@@ -144,7 +186,7 @@ class Gate:
         token, malformed = bearer(context)
         if malformed:
             raise Refused(grpc.StatusCode.UNAUTHENTICATED, MALFORMED)
-        address = peer_address(context)
+        address = peer_address(context, self.trusted)
         caller = link_pb.Caller(address=address)
         key, operator, identify = f"addr:{address}", False, False
         if token is not None:

@@ -23,9 +23,10 @@ from google.protobuf.message import DecodeError
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server import link
-from server.edge.callers import TOO_FAST, Gate, Refused, Who
+from server.edge.callers import TOO_FAST, Gate, Refused, Who, client_host
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
+from server.edge.peers import Peers, forwarded
 from server.edge.streams import BEAT, END, Follow
 from server.errors import INSTANCE_KEY
 from server.link import link_pb
@@ -37,6 +38,7 @@ LADDER = "nardy.v1.LadderService"
 ADMIN = "nardy.v1.AdminService"
 SUBSCRIBE_GAME = f"/{ARBITER}/SubscribeGame"
 SUBMIT_PLAY = f"/{ARBITER}/SubmitPlay"
+PLAY = f"/{ARBITER}/Play"
 UNPARSABLE = "the request is not a valid protobuf message of its type"
 STATUS = {code.value[0]: code for code in grpc.StatusCode}
 PLAY_EVENT, PLAYED = 1, 2  # PlayResponse's fields: event, played
@@ -66,8 +68,18 @@ class Core:
         self.link = CoreLink()
 
 
+class Moved(Exception):
+    """The game is run by the instance at ``address``: the call is to be forwarded there."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.address = address
+
+
 class Services:
-    """The handlers of the nardy.v1 services, by service and method name."""
+    """The handlers of the nardy.v1 services, by service and method name. With ``peers``
+    (``nardy serve --forward``) a call about a game another instance runs is forwarded to
+    it (server.edge.peers) instead of refused with its address."""
 
     def __init__(
         self,
@@ -76,12 +88,14 @@ class Services:
         metrics: EdgeMetrics,
         heartbeat_s: float = 15.0,
         play_stream: bool = True,
+        peers: Peers | None = None,
     ) -> None:
         self.core = core
         self.gate = gate
         self.metrics = metrics
         self.heartbeat_s = heartbeat_s
         self.play_stream = play_stream
+        self.peers = peers
 
     def handlers(self) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
         out: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
@@ -137,11 +151,18 @@ class Services:
         return await self._answer(context, who, future)
 
     async def _answer(self, context, who: Who, future: asyncio.Future) -> link_pb.Reply:
+        """The core's reply; a refusal ends the call here, but Moved is raised for a game
+        another instance runs when calls are forwarded (and this one was not)."""
         reply = await future
         self.gate.answered(who, reply)
         if reply.code:
+            if reply.instance and self.peers is not None and not forwarded(context):
+                raise Moved(reply.instance)
             await self._abort(context, reply)
         return reply
+
+    def _client(self, context) -> str:
+        return client_host(context, self.gate.trusted)
 
     # -- unary ----------------------------------------------------------------------------
     def _forward(self, method: str, *, held: bool = False) -> Callable:
@@ -149,6 +170,11 @@ class Services:
             who = await self._checked(context, held=held)
             try:
                 return (await self._ask(context, who, method, request)).body
+            except Moved as m:
+                assert self.peers is not None
+                return await self.peers.unary(
+                    m.address, method, request, context, self._client(context)
+                )
             finally:
                 if held:
                     self.gate.release(who)
@@ -167,6 +193,10 @@ class Services:
             core.written(unwritten)
         try:
             return (await self._answer(context, who, future)).body
+        except Moved as m:
+            assert self.peers is not None
+            client = self._client(context)
+            return await self.peers.unary(m.address, SUBMIT_PLAY, request, context, client)
         finally:
             self.gate.release(who)
 
@@ -181,14 +211,22 @@ class Services:
 
     # -- streams --------------------------------------------------------------------------
     async def subscribe_game(self, request: bytes, context) -> None:
-        await self._follow(context, SUBSCRIBE_GAME, request, "game")
+        async def elsewhere(address: str) -> None:
+            assert self.peers is not None
+            client = self._client(context)
+            await self.peers.stream(address, SUBSCRIBE_GAME, request, context, client)
+
+        await self._follow(context, SUBSCRIBE_GAME, request, "game", elsewhere=elsewhere)
 
     async def subscribe_player(self, request: bytes, context) -> None:
         await self._follow(context, f"/{ARBITER}/SubscribePlayer", request, "player")
 
-    async def _follow(self, context, method: str, request: bytes, kind: str, plays=None) -> None:
+    async def _follow(
+        self, context, method: str, request: bytes, kind: str, plays=None, elsewhere=None
+    ) -> None:
         """Open a stream on the core and write what its tap tells until it ends; ``plays``
-        (a Play stream): a coroutine function answering its plays into the stream."""
+        (a Play stream): a coroutine function answering its plays into the stream;
+        ``elsewhere(address)``: the stream forwarded to the instance running the game."""
         who = await self._checked(context, held=True)
         follow = Follow(self.heartbeat_s)
         core = self.core.link
@@ -196,7 +234,11 @@ class Services:
         reader = None
         streams, counted = self.metrics.streams.labels(kind), False
         try:
-            reply = await self._ask(context, who, method, request, follower=follow)
+            try:
+                reply = await self._ask(context, who, method, request, follower=follow)
+            except Moved as m:
+                await elsewhere(m.address)
+                return
             opened = link_pb.Opened.FromString(reply.body)
             streams.inc()
             counted = True
@@ -284,7 +326,18 @@ class Services:
             except Exception as e:  # (the caller went away mid-message: its stream ends too)
                 log.debug("a Play stream's requests ended with %r", e)
 
-        await self._follow(context, SUBSCRIBE_GAME, subscribe.SerializeToString(), "game", plays)
+        async def elsewhere(address: str) -> None:
+            assert self.peers is not None
+            await self.peers.play(address, PLAY, first, context, self._client(context))
+
+        await self._follow(
+            context,
+            SUBSCRIBE_GAME,
+            subscribe.SerializeToString(),
+            "game",
+            plays,
+            elsewhere=elsewhere,
+        )
 
     async def _stream_play(self, data: bytes, arrival: float, who: Who, game_id: str) -> bytes:
         """One message after a Play stream's first: its answer, or why it is refused (the
