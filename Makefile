@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop soak failover
+.PHONY: install test lint demo bench proto clean browser gnubg node pg pg-stop soak failover nginx systemd
 
 install: $(STAMP)
 
@@ -36,6 +36,24 @@ gnubg:
 			gnubg >/dev/null || echo "could not install gnubg"; \
 	fi
 
+# nginx (Debian's package) for the reverse-proxy test of deploy/nginx-nardy.conf
+# (tests/deploy/test_nginx.py runs it in the foreground on loopback; no service is started).
+nginx:
+	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
+		echo "installing nginx-light (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			nginx-light >/dev/null || echo "could not install nginx"; \
+	fi
+
+# systemd-analyze (Debian's systemd package) checks deploy/nardy.service offline
+# (tests/deploy/test_systemd.py); systemd need not be running.
+systemd:
+	@if ! command -v systemd-analyze >/dev/null; then \
+		echo "installing systemd (apt-get) for systemd-analyze"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			systemd >/dev/null || echo "could not install systemd"; \
+	fi
+
 # The Node.js example engine's packages, exactly as its lock file says (npm ci).
 NODE_DIR := examples/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
@@ -47,7 +65,7 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 
 # The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
 # Debian's package via apt-get when missing, loopback only), stopped again afterwards.
-test: $(STAMP) proto browser gnubg node
+test: $(STAMP) proto browser gnubg node nginx systemd
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 
