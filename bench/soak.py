@@ -43,7 +43,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench.arbiter import children, free_port
+from bench.arbiter import alive, children, free_port
 from bench.audit import Audit, audit
 from bench.bots import ADMIN_ENV, bearer
 from bench.notingbot import ENGINES, enter_bots, leave, notes_of, start_bots
@@ -82,13 +82,6 @@ def fds(pid: int) -> int:
     with contextlib.suppress(OSError):
         return len(os.listdir(f"/proc/{pid}/fd"))
     return 0
-
-
-def alive(pid: int) -> bool:
-    """``pid`` runs (not a zombie)."""
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    return False
 
 
 def size(path: Path) -> int:
