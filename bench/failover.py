@@ -9,18 +9,21 @@ ladder is under way, two kills, in alternating order from round to round:
 
 - **leader**: the instance holding the ladder's advisory lock (the one that pairs);
 - **owner**: the instance (not the leader) holding the leases of the most games in
-  progress.
+  progress (waited for, if none holds any at that moment).
 
 A kill is SIGKILL to the instance's process group, edge and core at once (as a machine
 that dies; a kill -9 of the edge alone lets its core hand its games over gracefully).
 The killed instance is started again on its port once another has claimed its games (as
-``Restart=on-failure`` would). Measured from the bots' notes:
+``Restart=on-failure`` would). Measured from the journal's
+event times (the instances' wall clock; the killed one writes nothing after the kill):
 
-- **takeover**: from the kill to the first play acknowledged in a game the dead instance
+- **takeover**: from the kill to the first play accepted in a game the dead instance
   ran (and to the last of those games going on): the lease running out, the claim, the
-  rebuild from the journal, and the bots' own retries;
-- **pairing** (leader kills): from the kill to the first play of a game paired after it;
-- **nothing lost** (bench.audit): every play acknowledged to a bot is in the journal, no
+  rebuild from the journal, and the bots' own retries until they reach the new owner;
+- **pairing**: from the kill to the first play of a game paired after it (after a leader's
+  death, another instance must take the ladder's lock first);
+- **nothing lost** (bench.audit, from the bots' notes): every play acknowledged to a bot
+  is in the journal, no
   turn twice, every game a bot saw end is stored with that result and in the ladder's
   books; **abnormal endings**: games aborted, unfinished after the drain, or ended by a
   timeout, an abandonment or illegal plays rather than at the board.
@@ -47,7 +50,7 @@ from pathlib import Path
 import grpc
 
 from bench.arbiter import free_port
-from bench.audit import Audit, audit, read_notes, rows
+from bench.audit import Audit, audit, rows
 from bench.bots import ADMIN_ENV, bearer
 from bench.cluster import instance_args
 from bench.notingbot import enter_bots, leave, notes_of, start_bots
@@ -55,7 +58,7 @@ from bench.store import fresh_pg, pg_server
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server.core.cluster import LADDER_LOCK
-from server.core.journal import Status
+from server.core.journal import EventType, Status
 
 LADDER = "drill"
 INSTANCES = 3
@@ -157,18 +160,23 @@ class Round:
     standings_ok: bool
 
 
-def measure(kill: Kill, plays: list[dict]) -> None:
-    """Takeover and pairing times of ``kill`` from the bots' notes."""
-    after = [p for p in plays if p["t"] > kill.at]
-    firsts: dict[str, float] = {}
-    for p in after:
-        if p["g"] in kill.owned:
-            firsts[p["g"]] = min(firsts.get(p["g"], p["t"]), p["t"])
-    kill.resumed = len(firsts)
-    if firsts:
-        kill.first_s = min(firsts.values()) - kill.at
-        kill.last_s = max(firsts.values()) - kill.at
-    fresh = [p["t"] for p in after if p["g"] not in kill.known]
+def measure(kill: Kill, db: str) -> None:
+    """Takeover and pairing times of ``kill`` from the journal: when the plays after it
+    were written (by the instances left: the killed one writes nothing more). A bot's own
+    note of an acknowledgement may come later than that on a busy machine."""
+    firsts = dict(
+        rows(
+            db,
+            "SELECT game_id, min(time) FROM events "
+            f"WHERE type = {EventType.PLAY_MADE:d} AND time > {kill.at!r} GROUP BY game_id",
+        )
+    )
+    taken = {g: t for g, t in firsts.items() if g in kill.owned}
+    kill.resumed = len(taken)
+    if taken:
+        kill.first_s = min(taken.values()) - kill.at
+        kill.last_s = max(taken.values()) - kill.at
+    fresh = [t for g, t in firsts.items() if g not in kill.known]
     if fresh:
         kill.paired_s = min(fresh) - kill.at
 
@@ -209,9 +217,8 @@ def drill_round(server: str, args: argparse.Namespace, r: int, work: Path) -> Ro
             bot.stop()
         for inst in instances.values():
             inst.stop()
-    plays, _ = read_notes(notes_of(work))
     for kill in kills:
-        measure(kill, plays)
+        measure(kill, db)
     a = audit(db, notes_of(work), LADDER)
     ok = standings.finished_games == a.ladder_counted == sum(x.wins for x in standings.rows)
     return Round(kills, a, ok)
@@ -226,6 +233,12 @@ def kill_one(db: str, instances: dict[int, Instance], kind: str) -> Kill:
         port = lead
     else:
         others = [p for p in instances if p != lead] or list(instances)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # (games come and go: wait for one running)
+            if any(games.get(instances[p].address) for p in others):
+                break
+            time.sleep(0.05)
+            lead, games = leader_port(db), running(db)
         port = max(others, key=lambda p: len(games.get(instances[p].address, [])))
     victim = instances[port]
     victim_id = instance_id(db, victim.address)
@@ -299,7 +312,7 @@ def report(rounds: list[Round], lease_ms: int) -> bool:
     resumed = sum(k.resumed for rnd in rounds for k in rnd.kills)
     if firsts:
         print(
-            f"takeover (kill -9 -> first play acknowledged in a game the dead instance ran), "
+            f"takeover (kill -9 -> first play accepted in a game the dead instance ran), "
             f"lease {lease_ms} ms: median {statistics.median(firsts):.2f} s, max "
             f"{max(firsts):.2f} s; every such game going on again: median "
             f"{statistics.median(lasts):.2f} s, max {max(lasts):.2f} s ({resumed} of {owned} "
