@@ -84,6 +84,11 @@ class Instance:
         channel = grpc.insecure_channel(self.address)
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            log = (self.work / f"instance-{self.port}.log").read_text().splitlines()
+            raise RuntimeError(
+                f"the instance on port {self.port} did not serve: " + "\n".join(log[-15:])
+            ) from None
         finally:
             channel.close()
 
