@@ -5,7 +5,8 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
-.PHONY: install test test-quick lint demo bench proto clean browser gnubg node pg pg-stop
+.PHONY: install test test-quick lint demo bench proto clean browser gnubg node pg pg-stop \
+	soak failover nginx systemd
 
 install: $(STAMP)
 
@@ -36,6 +37,24 @@ gnubg:
 			gnubg >/dev/null || echo "could not install gnubg"; \
 	fi
 
+# nginx (Debian's package) for the reverse-proxy test of deploy/nginx-nardy.conf
+# (tests/deploy/test_nginx.py runs it in the foreground on loopback; no service is started).
+nginx:
+	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
+		echo "installing nginx-light (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			nginx-light >/dev/null || echo "could not install nginx"; \
+	fi
+
+# systemd-analyze (Debian's systemd package) checks deploy/nardy.service offline
+# (tests/deploy/test_systemd.py); systemd need not be running.
+systemd:
+	@if ! command -v systemd-analyze >/dev/null; then \
+		echo "installing systemd (apt-get) for systemd-analyze"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			systemd >/dev/null || echo "could not install systemd"; \
+	fi
+
 # The Node.js example engine's packages, exactly as its lock file says (npm ci).
 NODE_DIR := examples/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
@@ -47,7 +66,7 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 
 # The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
 # Debian's package via apt-get when missing, loopback only), stopped again afterwards.
-test: $(STAMP) proto browser gnubg node
+test: $(STAMP) proto browser gnubg node nginx systemd
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 
@@ -73,6 +92,18 @@ demo: $(STAMP) proto
 
 bench: $(STAMP) proto
 	$(BIN)/python -m bench
+
+# Hours of a ladder of fast engines on a real `nardy serve` (SQLite): memory, descriptors,
+# the journal's size, a restart, nothing lost (bench/soak.py; `nice -n 10 make soak HOURS=2`).
+HOURS ?= 2
+soak: $(STAMP) proto
+	$(BIN)/python -m bench.soak --hours $(HOURS)
+
+# Three instances on the throwaway PostgreSQL under a ladder's load; kill -9 the leader,
+# then an owner of games in progress: takeover time, plays lost (bench/failover.py).
+failover: $(STAMP) proto
+	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/python -m bench.failover; \
+	rc=$$?; tools/pg.sh stop; exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules

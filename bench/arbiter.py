@@ -133,6 +133,13 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def alive(pid: int) -> bool:
+    """``pid`` runs (it exists and is not a zombie)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]

@@ -35,7 +35,7 @@ import time
 
 import grpc
 
-from bench.arbiter import children, free_port, process
+from bench.arbiter import alive, children, free_port, process
 from bench.bots import ADMIN_ENV, bearer
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
@@ -186,7 +186,7 @@ def one(kind: str, games: int, seconds: float) -> tuple[int, int, int, int, floa
                 server.send_signal(signal.SIGKILL)
                 server.wait()
                 for pid in core:  # (the core stops by itself: wait for it)
-                    while os.path.exists(f"/proc/{pid}") and _alive(pid):
+                    while alive(pid):
                         await asyncio.sleep(0.01)
                 server = serve(port, db)
             await asyncio.to_thread(serving, port)
@@ -218,12 +218,6 @@ def one(kind: str, games: int, seconds: float) -> tuple[int, int, int, int, floa
 def serve_args(port: int, db: str) -> list[str]:
     args = [sys.executable, "-m", "clients", "serve", "--port", str(port), "--db", db]
     return [*args, "--streams", "100000", "--rate", "100000"]
-
-
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    return False
 
 
 def main(quick: bool = False) -> None:

@@ -100,6 +100,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="several instances: the address other instances send clients to for this "
         "one's games (default: --host and the bound port)",
     )
+    p.add_argument(
+        "--forward",
+        action="store_true",
+        help="several instances behind a load balancer: forward a call about a game "
+        "another instance runs to it (at its --advertise address) instead of sending the "
+        "client there, so that clients need only the balancer's address",
+    )
+    p.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="a reverse proxy's (or another instance's) address or network, e.g. 10.0.0.0/24 "
+        "(repeat, or separate with commas): its x-real-ip metadata names the client, whose "
+        "address the limits kept per address then count",
+    )
     p.set_defaults(func=_serve)
     register_operator(sub)
 
@@ -292,6 +308,8 @@ def _serve(args: argparse.Namespace) -> int:
                 tls_key=args.tls_key,
                 lease_s=args.lease_ms / 1000,
                 advertise=args.advertise,
+                forward=args.forward,
+                trusted_proxies=[a for arg in args.trusted_proxy for a in arg.split(",") if a],
                 log_level=args.log_level.upper(),
             )
         )

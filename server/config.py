@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from server.core.policy import Policy
 
@@ -32,6 +32,12 @@ class ServerConfig:
     tls_key: str | None = None
     lease_s: float = 10.0  # several instances: a dead instance's games are taken over after this
     advertise: str | None = None  # host:port clients are sent to (default: host and port)
+    # Several instances behind a load balancer: a call about a game another instance runs
+    # is forwarded to it (server.edge.peers) instead of refused with its address.
+    forward: bool = False
+    # Addresses or networks of reverse proxies (and forwarding instances) whose x-real-ip
+    # metadata names the caller, for the limits kept per address.
+    trusted_proxies: list[str] = field(default_factory=list)
     log_level: int | str = "INFO"
     # Offer ArbiterService.Play (False: the server answers it UNIMPLEMENTED, as one that
     # predates it: the compliance checker's scenario for engines that must fall back).

@@ -59,14 +59,52 @@ def address_of(host: str) -> str:
     return host
 
 
-def peer_address(context: grpc.aio.ServicerContext) -> str:
-    """A gRPC caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"), for
-    limits (:func:`address_of`)."""
+REAL_IP = "x-real-ip"  # the client's address, as a trusted proxy (or instance) saw it
+Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+
+
+def networks(specs: list[str] | tuple[str, ...]) -> Networks:
+    """``--trusted-proxy`` values (addresses or CIDR networks) as networks (ValueError for
+    one that is neither)."""
+    out = []
+    for spec in specs:
+        try:
+            out.append(ipaddress.ip_network(spec.strip(), strict=False))
+        except ValueError:
+            raise ValueError(f"--trusted-proxy takes addresses or networks, not {spec!r}") from None
+    return tuple(out)
+
+
+def client_host(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> str:
+    """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"); for a peer
+    in ``trusted`` (a reverse proxy, another instance forwarding a call) the ``x-real-ip``
+    it sent instead, when that is an address."""
     peer = unquote(context.peer() or "")
     kind, _, rest = peer.partition(":")
     if kind not in ("ipv4", "ipv6"):
         return peer
-    return address_of(rest.rpartition(":")[0].strip("[]"))
+    host = rest.rpartition(":")[0].strip("[]")
+    if trusted and _within(host, trusted):
+        for key, value in context.invocation_metadata() or ():
+            if key == REAL_IP and isinstance(value, str):
+                with contextlib.suppress(ValueError):
+                    return str(ipaddress.ip_address(value.strip()))
+    return host
+
+
+def _within(host: str, trusted: Networks) -> bool:
+    try:
+        ip = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return any(ip.version == net.version and ip in net for net in trusted)
+
+
+def peer_address(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> str:
+    """The caller's address for limits: :func:`client_host` as :func:`address_of` counts it."""
+    return address_of(client_host(context, trusted))
 
 
 def bearer(values: Iterable[str]) -> tuple[str | None, bool]:
@@ -82,11 +120,12 @@ def bearer(values: Iterable[str]) -> tuple[str | None, bool]:
     return None, sent
 
 
-def grpc_credentials(context: grpc.aio.ServicerContext) -> Credentials:
-    """A gRPC call's credentials: its ``authorization`` metadata and its peer."""
+def grpc_credentials(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> Credentials:
+    """A gRPC call's credentials: its ``authorization`` metadata and its peer (for a
+    peer in ``trusted``, the caller it names: :func:`client_host`)."""
     values = [v for k, v in context.invocation_metadata() or () if k == "authorization"]
     token, malformed = bearer(values)
-    return Credentials(token, malformed, peer_address(context))
+    return Credentials(token, malformed, peer_address(context, trusted))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +212,10 @@ class Gate:
     """Every call's first checks, in order: the token's form, what is known of it, the
     rate limit of its identity (or of the peer address)."""
 
-    def __init__(self, limiter: RateLimiter, streams: StreamQuota) -> None:
+    def __init__(self, limiter: RateLimiter, streams: StreamQuota, trusted: Networks = ()) -> None:
         self.limiter = limiter
         self.streams = streams
+        self.trusted = trusted  # proxies whose x-real-ip names the caller
         self.identities = Identities()
         # tokens not seen yet asked of the core without a filter, per peer address: a
         # budget of their own, so that a flood of requests does not lock a verified

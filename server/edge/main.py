@@ -24,11 +24,12 @@ from grpc_health.v1 import health, health_pb2
 from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflection lists them)
 from server import link
 from server.config import ServerConfig
-from server.edge.callers import Gate, peer_address, too_many
+from server.edge.callers import Gate, networks, peer_address, too_many
 from server.edge.calls import Calls, Core
 from server.edge.limits import RateLimiter, StreamQuota
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
+from server.edge.peers import Peers
 from server.edge.reflection import enable_reflection
 from server.edge.services import ADMIN, ARBITER, LADDER, Services
 from server.edge.web import WebView
@@ -72,7 +73,7 @@ def held(gate: Gate):
         behaviour = getattr(handler, kind)
 
         async def place(context) -> str:
-            key = f"addr:{peer_address(context)}"
+            key = f"addr:{peer_address(context, gate.trusted)}"
             if not gate.streams.take(key):
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, too_many(gate.streams))
             return key
@@ -111,9 +112,11 @@ class Edge:
         self.gate = Gate(
             RateLimiter(config.rate_per_s, config.rate_burst),
             StreamQuota(config.streams_per_caller),
+            networks(config.trusted_proxies),
         )
         self.calls = Calls(self.core, self.gate, self.metrics, config.heartbeat_s)
-        self.services = Services(self.calls, self.metrics, config.play_stream)
+        self.peers = Peers(tls=bool(config.tls_cert)) if config.forward else None
+        self.services = Services(self.calls, self.metrics, config.play_stream, self.peers)
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.web: WebView | None = None
@@ -245,5 +248,7 @@ class Edge:
             await self.server.stop(self.config.grace_s)
         link_.close()
         await self.runner.wait()
+        if self.peers is not None:
+            await self.peers.close()
         if self._watch is not None:
             self._watch.cancel()

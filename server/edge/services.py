@@ -5,7 +5,9 @@ view's HTTP API shares: the same checks, limits, stamps and answers).
 No request is parsed here but a Play stream's messages: the core parses every request and
 refuses what is malformed with INVALID_ARGUMENT. A play is stamped as the edge reads it
 (SubmitPlay's handler starts, a Play stream's message is read) and written to the link in
-the same step, so its clock is charged up to then only.
+the same step, so its clock is charged up to then only. With ``peers`` (``nardy serve
+--forward``) a call about a game another instance runs is forwarded to it
+(server.edge.peers) instead of refused with its address.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from google.protobuf.message import DecodeError
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server import link
-from server.edge.callers import TOO_FAST, Refused, Who, grpc_credentials
+from server.edge.callers import TOO_FAST, Refused, Who, client_host, grpc_credentials
 from server.edge.calls import ARBITER, STATUS, SUBMIT_PLAY, Calls, Core
 from server.edge.metrics import EdgeMetrics
+from server.edge.peers import Peers, forwarded
 from server.edge.streams import Follow
 from server.errors import INSTANCE_KEY
 
@@ -31,6 +34,7 @@ log = logging.getLogger("nardy.edge")
 LADDER = "nardy.v1.LadderService"
 ADMIN = "nardy.v1.AdminService"
 SUBSCRIBE_GAME = f"/{ARBITER}/SubscribeGame"
+PLAY = f"/{ARBITER}/Play"
 UNPARSABLE = "the request is not a valid protobuf message of its type"
 PLAY_EVENT, PLAYED = 1, 2  # PlayResponse's fields: event, played
 
@@ -53,11 +57,18 @@ FORWARDED = {
 class Services:
     """The handlers of the nardy.v1 services, by service and method name."""
 
-    def __init__(self, calls: Calls, metrics: EdgeMetrics, play_stream: bool = True) -> None:
+    def __init__(
+        self,
+        calls: Calls,
+        metrics: EdgeMetrics,
+        play_stream: bool = True,
+        peers: Peers | None = None,
+    ) -> None:
         self.calls = calls
         self.gate = calls.gate
         self.metrics = metrics
         self.play_stream = play_stream
+        self.peers = peers
 
     def handlers(self) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
         out: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
@@ -85,37 +96,70 @@ class Services:
         where = ((INSTANCE_KEY, refusal.instance),) if refusal.instance else ()
         await context.abort(refusal.code, refusal.message, trailing_metadata=where)
 
+    def _elsewhere(self, refusal: Refused, context) -> str | None:
+        """The instance to forward a refused call to: the one running its game, when
+        calls are forwarded and this one was not forwarded here."""
+        if refusal.instance and self.peers is not None and not forwarded(context):
+            return refusal.instance
+        return None
+
+    def _credentials(self, context):
+        return grpc_credentials(context, self.gate.trusted)
+
+    def _client(self, context) -> str:
+        return client_host(context, self.gate.trusted)
+
     # -- unary ----------------------------------------------------------------------------
     def _forward(self, method: str, *, held: bool = False) -> Callable:
         async def handler(request: bytes, context) -> bytes:
             try:
-                return await self.calls.unary(grpc_credentials(context), method, request, held=held)
+                credentials = self._credentials(context)
+                return await self.calls.unary(credentials, method, request, held=held)
             except Refused as r:
-                await self._refuse(context, r)
+                return await self._forward_or_refuse(context, r, method, request)
 
         return handler
 
     async def submit_play(self, request: bytes, context) -> bytes:
         arrival = time.perf_counter()  # first: the side is charged up to here
         try:
-            return await self.calls.submit_play(grpc_credentials(context), request, arrival)
+            return await self.calls.submit_play(self._credentials(context), request, arrival)
         except Refused as r:
-            await self._refuse(context, r)
+            return await self._forward_or_refuse(context, r, SUBMIT_PLAY, request)
+
+    async def _forward_or_refuse(self, context, refusal: Refused, method: str, request: bytes):
+        address = self._elsewhere(refusal, context)
+        if address is None:
+            await self._refuse(context, refusal)
+        assert self.peers is not None
+        return await self.peers.unary(address, method, request, context, self._client(context))
 
     # -- streams --------------------------------------------------------------------------
     async def subscribe_game(self, request: bytes, context) -> None:
-        await self._follow(context, SUBSCRIBE_GAME, request, "game")
+        async def elsewhere(address: str) -> None:
+            assert self.peers is not None
+            client = self._client(context)
+            await self.peers.stream(address, SUBSCRIBE_GAME, request, context, client)
+
+        await self._follow(context, SUBSCRIBE_GAME, request, "game", elsewhere=elsewhere)
 
     async def subscribe_player(self, request: bytes, context) -> None:
         await self._follow(context, f"/{ARBITER}/SubscribePlayer", request, "player")
 
-    async def _follow(self, context, method: str, request: bytes, kind: str, **options) -> None:
+    async def _follow(
+        self, context, method: str, request: bytes, kind: str, elsewhere=None, **options
+    ) -> None:
+        """Follow a stream (server.edge.calls); ``elsewhere(address)``: the stream forwarded
+        to the instance running its game."""
         try:
             await self.calls.follow(
-                grpc_credentials(context), method, request, kind, context.write, **options
+                self._credentials(context), method, request, kind, context.write, **options
             )
         except Refused as r:
-            await self._refuse(context, r)
+            address = self._elsewhere(r, context) if elsewhere is not None else None
+            if address is None:
+                await self._refuse(context, r)
+            await elsewhere(address)
 
     # -- the Play stream ------------------------------------------------------------------
     async def play(self, request_iterator, context) -> None:
@@ -145,11 +189,16 @@ class Services:
             except Exception as e:  # (the caller went away mid-message: its stream ends too)
                 log.debug("a Play stream's requests ended with %r", e)
 
+        async def elsewhere(address: str) -> None:
+            assert self.peers is not None
+            await self.peers.play(address, PLAY, first, context, self._client(context))
+
         await self._follow(
             context,
             SUBSCRIBE_GAME,
             subscribe.SerializeToString(),
             "game",
+            elsewhere,
             wrap=_as_play_event,
             plays=plays,
         )
