@@ -53,6 +53,18 @@ class _OldSpelling(argparse.Action):
         setattr(namespace, self.dest, converted)
 
 
+def http_address(value: str) -> tuple[str | None, int]:
+    """``[HOST:]PORT`` (a bracketed IPv6 host allowed) as (host or None, port)."""
+    host, colon, port = value.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not [HOST:]PORT: {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {port}")
+    return (host.strip("[]") or None) if colon else None, number
+
+
 def add_turn_time_arg(
     p: argparse.ArgumentParser,
     default: int,

@@ -12,6 +12,7 @@ from clients.cliargs import (
     add_tls_args,
     add_token_arg,
     add_turn_time_arg,
+    http_address,
     read_admin_token,
     runs,
 )
@@ -64,13 +65,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--http-port",
-        type=int,
+        type=http_address,
         default=None,
-        metavar="PORT",
-        help="also serve the read-only web view (live boards, ladders, replays) and "
-        "Prometheus /metrics on this port (0 = any; default: off)",
+        metavar="[HOST:]PORT",
+        help="also serve the web view (live boards, ladders, replays, play in a browser) and "
+        "Prometheus /metrics on this port (0 = any; HOST default: --host; default: off)",
     )
-    p.add_argument("--http-host", default=None, help="address for the web view (default: --host)")
     p.add_argument(
         "--admin-token-file",
         metavar="FILE",
@@ -84,8 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="open: anyone may register a player (a few per hour per address); closed: "
         "only the operator (default open)",
     )
-    p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
-    p.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    p.add_argument(
+        "--tls",
+        nargs=2,
+        metavar=("CERT", "KEY"),
+        help="serve TLS only, with this certificate chain and its private key (PEM files)",
+    )
     p.add_argument(
         "--lease-ms",
         type=float,
@@ -300,12 +304,12 @@ def _serve(args: argparse.Namespace) -> int:
                 rate_per_s=args.rate,
                 rate_burst=2 * args.rate,
                 streams_per_caller=args.streams,
-                http_port=args.http_port,
-                http_host=args.http_host,
+                http_port=args.http_port and args.http_port[1],
+                http_host=args.http_port and args.http_port[0],
                 admin_token=admin_token,
                 registration_open=args.registration == "open",
-                tls_cert=args.tls_cert,
-                tls_key=args.tls_key,
+                tls_cert=args.tls and args.tls[0],
+                tls_key=args.tls and args.tls[1],
                 lease_s=args.lease_ms / 1000,
                 advertise=args.advertise,
                 forward=args.forward,

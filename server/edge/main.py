@@ -57,7 +57,7 @@ def credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
     if not config.tls_cert and not config.tls_key:
         return None
     if not (config.tls_cert and config.tls_key):
-        raise ValueError("TLS needs both --tls-cert and --tls-key")
+        raise ValueError("TLS needs a certificate chain and its key (--tls CERT KEY)")
     with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
         return grpc.ssl_server_credentials([(key.read(), cert.read())])
 
