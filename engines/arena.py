@@ -11,7 +11,9 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from nardy import Color, Position, legal_plays, result
+from nardy.game import Color
+from nardy.match import Opening
+from nardy.variant import Variant, variant
 
 Z95 = 1.959964
 
@@ -29,24 +31,33 @@ class GameRecord:
     moves: dict[str, int] = field(default_factory=dict)  # decisions per engine name
 
 
-def play_game(white, black, dice_seed: int, *, max_turns: int = 2000) -> GameRecord:
-    """Play one game between two engine objects; turn ``i`` uses the ``i``-th roll of the
-    sequence seeded by ``dice_seed`` (so two games with one seed have the same dice)."""
+def play_game(
+    white, black, dice_seed: int, *, max_turns: int = 2000, rules: Variant | None = None
+) -> GameRecord:
+    """Play one game of ``rules`` (the engines' variant unless told; long nardy by
+    default) between two engine objects; turn ``i`` uses the ``i``-th roll of the sequence
+    seeded by ``dice_seed`` (so two games with one seed have the same dice). A variant
+    whose opening throw is white's first roll (short nardy, RULES.md §8) throws again
+    until it is no double."""
+    rules = rules or getattr(white, "rules", None) or variant("long")
+    opening = rules.default_opening is Opening.USE_OPENING_DICE
     rng = random.Random(dice_seed)
-    pos = Position.start()
+    pos = rules.start()
     engines = {Color.WHITE: white, Color.BLACK: black}
     names = {Color.WHITE: f"white:{white.name}", Color.BLACK: f"black:{black.name}"}
     think = {n: 0.0 for n in names.values()}
     moves = {n: 0 for n in names.values()}
     turns = 0
-    while result(pos) is None:
+    while rules.result(pos) is None:
         if turns >= max_turns:
             raise RuntimeError(f"game with seed {dice_seed} did not finish")
         dice = (rng.randint(1, 6), rng.randint(1, 6))
+        while opening and not turns and dice[0] == dice[1]:
+            dice = (rng.randint(1, 6), rng.randint(1, 6))
         turns += 1
-        plays = legal_plays(pos, dice)
+        plays = rules.legal_plays(pos, dice)
         if not plays:
-            pos = pos.passed()
+            pos = rules.passed(pos)
             continue
         name = names[pos.turn]
         t0 = time.perf_counter()
@@ -56,7 +67,7 @@ def play_game(white, black, dice_seed: int, *, max_turns: int = 2000) -> GameRec
         if play not in plays:
             raise RuntimeError(f"{name} returned a play that is not legal")
         pos = play.end
-    res = result(pos)
+    res = rules.result(pos)
     return GameRecord(white.name, black.name, res.winner, res.points, turns, think, moves)
 
 

@@ -67,14 +67,12 @@ def why_not(builder, src: int) -> str:
 
 def ranked(rules: Variant, position, dice: tuple[int, int]) -> list[tuple[Any, float]] | None:
     """The legal plays best first with the engine's equity, or None if no engine ranks
-    (the network engine plays long nardy only)."""
-    if rules.name != "long":
-        return None
+    (no network for this variant, or its weights are not installed)."""
     try:
         from engines.network import best_plays
 
-        return [(r.play, r.equity) for r in best_plays(position, dice)]
-    except (ImportError, ValueError, TypeError):  # no engine for this variant
+        return [(r.play, r.equity) for r in best_plays(position, dice, variant=rules.name)]
+    except (ImportError, OSError, ValueError, TypeError):  # no network for this variant
         return None
 
 

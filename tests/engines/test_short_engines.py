@@ -1,5 +1,6 @@
-"""The engines that play short nardy (engines/registry.py): random and greedy (with its own
-evaluation, engines/evaluate_short.py); the long-only engines refuse it by name."""
+"""The engines that play short nardy (engines/registry.py): random, greedy (with its own
+evaluation, engines/evaluate_short.py) and the network (tests/engines/test_short_network.py);
+the long-only engines refuse it by name."""
 
 from __future__ import annotations
 
@@ -42,6 +43,6 @@ def test_greedy_beats_random_at_short_nardy():
 
 
 def test_only_the_engines_that_play_short_are_offered_for_it():
-    assert names("short") == ["random", "greedy"]
-    with pytest.raises(ValueError, match="network plays long nardy, not short"):
-        make_engine("network", variant_name="short")
+    assert names("short") == ["random", "greedy", "network"]
+    with pytest.raises(ValueError, match="expectimax plays long nardy, not short"):
+        make_engine("expectimax", variant_name="short")
