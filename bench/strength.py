@@ -4,7 +4,8 @@
   95% Wilson interval;
 * duplicate matches (:data:`MATCHES`), 200 pairs (400 games) each. Long nardy:
   expectimax (level 3) vs greedy, the network engine (full level) vs greedy, vs
-  expectimax level 3 and vs the previous shipped weights (``engines/weights/long-prev.npz``),
+  expectimax level 3 and vs the engine shipped before (its weights,
+  ``engines/weights/long-prev.npz``, and its search),
   and the network alone (0 ply, level 2) vs greedy; short nardy (``short-...``): the
   network (full level, and 0 ply) vs greedy and vs random, greedy vs random. Both games
   of a pair use the same dice sequence with the colours swapped, which cancels most of
@@ -12,8 +13,9 @@
   net points per game with 95% confidence intervals from the pair results, plus the
   average thinking time per move of each side;
 * any other pairing: ``--engine SPEC --opponent SPEC [--variant short] [--seed S]``,
-  a SPEC being ``NAME[:LEVEL[:WEIGHTS]]`` (e.g. ``network:0`` against ``network:3``, or
-  ``network:3:engines/weights/long-prev.npz``);
+  a SPEC being ``NAME[:LEVEL[:WEIGHTS[:SEARCH]]]`` (e.g. ``network:0`` against
+  ``network:3``, or ``network:3:engines/weights/long-prev.npz:previous``: the weights and
+  the full level's search shipped before);
 * the network engine's time per move at each level (0-3) of each variant.
 
 Games are spread over two worker processes. Run ``python -m bench strength`` or
@@ -43,17 +45,25 @@ from nardy.variant import variant  # noqa: E402
 WORKERS = 2
 PREVIOUS = "engines/weights/long-prev.npz"  # the long network shipped before the current one
 
-# An engine spec: (name, level, seed, weights file or None); a match's jobs carry the variant.
+#: The full level's search before its 2-ply search was widened (engines/neural.py).
+PREVIOUS_SEARCH = (("k", 5), ("margin", 0.25), ("k2", 3), ("margin2", 0.04))
+
+# An engine spec: (name, level, seed[, weights file or None[, search]]), where a search is
+# ((Level field, value), ...) overriding the level's; a match's jobs carry the variant.
 
 
 def _make(spec: tuple, variant_name: str):
-    name, level, seed, weights = (*spec, None)[:4]
-    if weights:
+    name, level, seed, weights, search = (*spec, None, None)[:5]
+    if weights or search:
+        import dataclasses
+
         from engines.network import Network
         from engines.neural import NetworkEngine
 
-        net = Network.load(weights)
-        return NetworkEngine(level=level, seed=seed, network=net, rules=variant(variant_name))
+        net = Network.load(weights) if weights else None
+        engine = NetworkEngine(level=level, seed=seed, network=net, rules=variant(variant_name))
+        engine.params = dataclasses.replace(engine.params, **dict(search or ()))
+        return engine
     return make_engine(name, level, seed, variant_name=variant_name)
 
 
@@ -219,9 +229,10 @@ def duplicate(
 
 
 def _spec_name(spec: tuple) -> str:
-    name, level, _, weights = (*spec, None)[:4]
+    name, level, _, weights, search = (*spec, None, None)[:5]
     out = name + (f" L{level}" if level is not None else "")
-    return out + (f" ({os.path.basename(weights)})" if weights else "")
+    out += f" ({os.path.basename(weights)})" if weights else ""
+    return out + (" [" + ",".join(f"{k}={v}" for k, v in search) + "]" if search else "")
 
 
 def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
@@ -236,7 +247,7 @@ MATCHES = {
     "network-greedy": ("long", ("network", 3, 3), ("greedy", None, 3), 3),
     "network0-greedy": ("long", ("network", 2, 5), ("greedy", None, 5), 5),
     "network-expectimax": ("long", ("network", 3, 4), ("expectimax", 3, 4), 4),
-    "network-prev": ("long", ("network", 3, 6), ("network", 3, 6, PREVIOUS), 6),
+    "network-prev": ("long", ("network", 3, 6), ("network", 3, 6, PREVIOUS, PREVIOUS_SEARCH), 6),
     "short-greedy-random": ("short", ("greedy", None, 7), ("random", None, 7), 7),
     "short-network-random": ("short", ("network", 3, 8), ("random", None, 8), 8),
     "short-network-greedy": ("short", ("network", 3, 9), ("greedy", None, 9), 9),
@@ -245,10 +256,17 @@ MATCHES = {
 
 
 def parse_spec(text: str, seed: int) -> tuple:
-    """``NAME[:LEVEL[:WEIGHTS]]`` -> an engine spec."""
+    """``NAME[:LEVEL[:WEIGHTS[:SEARCH]]]`` -> an engine spec; SEARCH is ``k=5,margin=0.25``
+    (fields of :class:`engines.neural.Level`) or ``previous`` (:data:`PREVIOUS_SEARCH`)."""
     name, _, rest = text.partition(":")
-    level, _, weights = rest.partition(":")
-    return (name, int(level) if level else None, seed, weights or None)
+    level, _, rest = rest.partition(":")
+    weights, _, search = rest.partition(":")
+    if search == "previous":
+        fields = PREVIOUS_SEARCH
+    else:
+        pairs = [kv.split("=") for kv in search.split(",") if kv]
+        fields = tuple((k, int(v) if k in ("ply", "k", "k2") else float(v)) for k, v in pairs)
+    return (name, int(level) if level else None, seed, weights or None, fields or None)
 
 
 def main(quick: bool = False, argv: list[str] | None = None) -> None:

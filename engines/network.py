@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -205,10 +206,16 @@ ROLLS: tuple[tuple[tuple[int, int], float], ...] = tuple(
 
 
 def lookahead(
-    net: Network, end: Position, deadline: float | None = None, *, depth: int = 1
+    net: Network,
+    end: Position,
+    deadline: float | None = None,
+    *,
+    depth: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> np.ndarray | None:
     """Value of an end position for the side that just played, looking ``depth`` rolls
-    ahead (None if ``time.perf_counter()`` passes ``deadline`` first).
+    ahead (None if ``clock()`` passes ``deadline`` first: it is read before each of the
+    21 rolls of each end position searched, so a search stops within one roll's work).
 
     ``depth=1``: the average over the opponent's 21 rolls of the position after the
     opponent's best reply by the network. ``depth=2``: the same replies, each then judged
@@ -217,14 +224,14 @@ def lookahead(
     f = net.features
     if f.over(end):
         return flip(net.values([end]))[0]
-    got = _replies(net, [end], deadline)
+    got = _replies(net, [end], deadline, clock)
     if got is None:
         return None
     replies, v = got  # v: for the side that played ``end``, to move again in ``replies``
     open_ = [i for i, r in enumerate(replies) if not f.over(r)]
     if depth >= 2 and open_:
         unique = list(dict.fromkeys(replies[i] for i in open_))  # rolls with the same reply
-        deeper = _replies(net, unique, deadline)
+        deeper = _replies(net, unique, deadline, clock)
         if deeper is None:
             return None
         v2 = flip(deeper[1]).reshape(len(unique), len(ROLLS), f.outputs)  # back to that side
@@ -238,7 +245,7 @@ _WEIGHTS = np.array([w for _, w in ROLLS])
 
 
 def _replies(
-    net: Network, ends: list[Position], deadline: float | None
+    net: Network, ends: list[Position], deadline: float | None, clock: Callable[[], float]
 ) -> tuple[list[Position], np.ndarray] | None:
     """For each end position (game not over, one side to move in all) and each of the 21
     rolls in :data:`ROLLS` order, the side to move's best reply by the network: the
@@ -254,7 +261,7 @@ def _replies(
         stay = f.pack(end)  # no play: the turn passes
         chunks: list[bytes] = []
         for roll, _ in ROLLS:
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and clock() > deadline:
                 return None
             boards = f.end_boards(end, roll) or stay
             starts.append(n)
@@ -262,7 +269,7 @@ def _replies(
             chunks.append(boards)
         parts.append(b"".join(chunks))
         values.append(net.board_values(parts[-1], turn))
-    if deadline is not None and time.perf_counter() > deadline:
+    if deadline is not None and clock() > deadline:
         return None
     packed = b"".join(parts)
     v = np.concatenate(values)

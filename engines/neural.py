@@ -86,6 +86,8 @@ class NetworkEngine(Engine):
         self.given = network  # None: the shipped network of the variant of the game
         self.net = self._network()
         self.max_seconds = max_seconds
+        #: the search's clock (seconds): read for the deadline and the searches' costs
+        self.clock = time.perf_counter
         self.rng = random.Random(seed)
         self.timeouts = 0  # searches cut short by the clock
         self.deepened = 0  # choices made at 2 ply
@@ -105,7 +107,7 @@ class NetworkEngine(Engine):
         if time_left_ms is not None:
             t = max(0.0, (time_left_ms / 3 - SAFETY_MS) / 1000)
             budget = t if budget is None else min(budget, t)
-        deadline = None if budget is None else time.perf_counter() + budget
+        deadline = None if budget is None else self.clock() + budget
         p = self.params
         values = match_outcomes(match, self.net.features.kinds)
         eq0 = equity(self.net.after(plays), values)
@@ -157,15 +159,15 @@ class NetworkEngine(Engine):
             return None, cost
         out: dict[int, float] = {}
         for i in close:
-            start = time.perf_counter()
+            start = self.clock()
             if deadline is not None and start + cost > deadline:
                 self.timeouts += 1
                 break
-            v = lookahead(self.net, plays[i].end, deadline, depth=depth)
+            v = lookahead(self.net, plays[i].end, deadline, depth=depth, clock=self.clock)
             if v is None:
                 self.timeouts += 1
                 break
-            cost = max(cost, time.perf_counter() - start)
+            cost = max(cost, self.clock() - start)
             out[i] = float(equity(v, values))
         return (out if len(out) >= 2 else None), cost
 

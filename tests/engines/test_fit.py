@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engines import fit, train
 from engines import features_long as fl
+from engines import fit, train
 from engines import network as nw
 from engines.selfplay import self_play, td_targets
 
@@ -28,7 +28,9 @@ def test_value_positions_carry_their_lambda_returns():
     rows = [states.index(p) for p in data.positions(fl.FEATURES)]
     assert len(rows) == SMALL.positions and rows == sorted(rows)
     assert np.allclose(data.labels, g[rows], atol=1e-6) and set(data.games) == {3}
-    assert not any(fl.in_race(p) for p in data.positions(fl.FEATURES))  # the network's positions only
+    assert not any(
+        fl.in_race(p) for p in data.positions(fl.FEATURES)
+    )  # the network's positions only
 
 
 @pytest.mark.parametrize("depth", [1, 2])

@@ -116,7 +116,9 @@ def mirrored(pos: Position) -> Position:
 
 def test_encoding_is_turn_relative():
     positions = game_positions(2, 100)
-    assert np.array_equal(fl.FEATURES.encode(positions), fl.FEATURES.encode([mirrored(p) for p in positions]))
+    assert np.array_equal(
+        fl.FEATURES.encode(positions), fl.FEATURES.encode([mirrored(p) for p in positions])
+    )
     # and the two sides' halves swap when only the side to move changes
     x, y = fl.FEATURES.encode(positions), fl.FEATURES.encode([p.passed() for p in positions])
     side = (fl.SIZE - 1) // 2

@@ -1,6 +1,7 @@
 """Short nardy's value network (engines/features_short.py): its inputs against a plain
 per-position reference, its outcomes (single, gammon, backgammon: RULES.md §8), exact
-values from the bear-off tables, and the network engine playing short nardy."""
+values from the bear-off tables, and the network engine playing short nardy: legal plays
+at every level, a whole game on the arbiter, and a full level that keeps to its budget."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ import random
 
 import numpy as np
 import pytest
+import trio
 
 from engines import bearoff
 from engines.features import equity, features, flip
 from engines.features_short import SIZE, both_home
 from engines.network import Network
-from nardy import Color, variant
+from engines.neural import LEVELS, NetworkEngine
+from nardy import variant, wire
+from nardy.client import Client
+from nardy.v1 import game_pb2 as pb
+from server.app import EmbeddedServer
+from tests.engines.test_engines import GAME_TIMEOUT_S, TURN_MS, launch, wait
 
 SHORT = variant("short")
 F = features("short")
@@ -178,3 +185,108 @@ def test_the_bear_off_tables_hold_for_short_nardy():
     off, first = bearoff.build(limit=3, position=_short_home, rules=SHORT)
     small = bearoff.boards().sum(1) <= 3
     assert np.allclose(off[small], bearoff.table().off[small], atol=1e-6)
+
+
+# -- the engine ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_levels_play_legal_moves(level):
+    engine = NetworkEngine(level=level, seed=3, rules=SHORT)
+    positions = game_positions(4, 60)[::6]
+    rng = random.Random(level)
+    for pos in positions:
+        dice = (rng.randint(1, 6), rng.randint(1, 6))
+        plays = SHORT.legal_plays(pos, dice)
+        if plays:
+            play = engine.choose(pos, dice, plays)
+            assert any(play is p for p in plays)
+
+
+class CountedClock:
+    """A clock that moves on by ``step`` seconds each time it is read: the search's budget
+    counted in reads, whatever the machine's speed."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step, self.reads = 0.0, step, 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += self.step
+        return self.now
+
+
+@pytest.mark.parametrize("name", ["long", "short"])
+def test_the_full_level_stops_its_search_by_its_budget(name):
+    rules = variant(name)
+    rng = random.Random(9)
+    checked = 0
+    pos = rules.start()
+    for turn in range(40):
+        dice = (rng.randint(1, 6), rng.randint(1, 6))
+        while name == "short" and turn == 0 and dice[0] == dice[1]:
+            dice = (rng.randint(1, 6), rng.randint(1, 6))
+        plays = rules.legal_plays(pos, dice)
+        if len(plays) > 1:
+            engine = NetworkEngine(level=3, rules=rules, max_seconds=0.5)
+            engine.clock = clock = CountedClock(0.01)  # 50 reads of the clock in the budget
+            play = engine.choose(pos, dice, plays)
+            assert any(play is p for p in plays)
+            # the deadline is the first read + 0.5 s: no more than a couple of reads (one
+            # roll of one candidate's search each) pass it before the search gives up
+            assert clock.reads <= 50 + 3, clock.reads
+            checked += engine.timeouts > 0  # the search was cut short by the budget
+            # with no time at all, it plays the 0-ply choice without searching
+            hurried = NetworkEngine(level=3, rules=rules, max_seconds=0.0)
+            hurried.clock = CountedClock(0.01)
+            zero = NetworkEngine(level=2, rules=rules)
+            assert hurried.choose(pos, dice, plays) is zero.choose(pos, dice, plays)
+        pos = play.end if len(plays) > 1 else (plays[0].end if plays else rules.passed(pos))
+        if rules.result(pos) is not None:
+            break
+    assert checked >= 3  # the budget did bind on several positions
+
+
+@pytest.fixture
+def arbiter(tmp_path):
+    with EmbeddedServer(db=str(tmp_path / "a.db")) as srv:
+        yield srv
+
+
+async def test_the_network_plays_a_short_game_on_the_arbiter(arbiter):
+    """``nardy engine network`` against ``nardy engine greedy``, each its own process, a
+    short-nardy game to the end; every play is legal by the variant (RULES.md §8)."""
+    async with Client(arbiter.address) as client:
+        r = await client.create_match(
+            target_points=1,
+            seed=5,
+            options=pb.GameOptions(variant="short", turn_time_ms=TURN_MS, auto_play_forced=True),
+        )
+        procs = [
+            launch("network", arbiter.address, r.first_seat_token),
+            launch("greedy", arbiter.address, r.second_seat_token),
+        ]
+        outcomes = []
+
+        async def run(p):
+            outcomes.append(await trio.to_thread.run_sync(wait, p, GAME_TIMEOUT_S))
+
+        async with trio.open_nursery() as nursery:
+            for p in procs:
+                nursery.start_soon(run, p)
+        for code, err in outcomes:
+            assert code == 0, err[-2000:]
+        pos, plays = SHORT.start(), 0
+        async for ev in client.events(r.game_id, from_start=True):
+            if ev.type == pb.EVENT_TYPE_PLAY_MADE:
+                pos = SHORT.match_play(pos, wire.dice_of(ev.play.dice), ev.play.notation).end
+                assert pos.text() == ev.state.position
+                plays += 1
+            elif ev.type == pb.EVENT_TYPE_TURN_PASSED:
+                pos = SHORT.passed(pos)
+            elif ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+                break
+        assert plays > 10 and SHORT.result(pos) is not None
+        state = (await client.get_game(r.game_id)).state
+        assert state.status == pb.GAME_STATUS_FINISHED
+        assert state.result.points == SHORT.result(pos).points
