@@ -16,6 +16,8 @@
   a SPEC being ``NAME[:LEVEL[:WEIGHTS[:SEARCH]]]`` (e.g. ``network:0`` against
   ``network:3``, or ``network:3:engines/weights/long-prev.npz:previous``: the weights and
   the full level's search shipped before);
+* the network engine's levels: ``--levels [--variant short]`` plays levels 0, 1 and 2
+  each against level 3 (full strength);
 * the network engine's time per move at each level (0-3) of each variant.
 
 Games are spread over two worker processes. Run ``python -m bench strength`` or
@@ -281,7 +283,12 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
     ap.add_argument("--only", default=None, help=f"random,{','.join(MATCHES)}")
     ap.add_argument("--engine", default=None, help="NAME[:LEVEL[:WEIGHTS]] (with --opponent)")
     ap.add_argument("--opponent", default=None, help="NAME[:LEVEL[:WEIGHTS]]")
-    ap.add_argument("--variant", default="long", help="of --engine's match (long or short)")
+    ap.add_argument(
+        "--levels",
+        action="store_true",
+        help="the network engine's levels 0, 1 and 2 each against level 3 (full strength)",
+    )
+    ap.add_argument("--variant", default="long", help="of --engine's and --levels' matches")
     ap.add_argument("--seed", type=int, default=None, help="dice seed (default: the match's)")
     ap.add_argument(
         "--minutes",
@@ -314,6 +321,13 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
         a, b = parse_spec(args.engine, seed), parse_spec(args.opponent, seed)
         matches = {"given": (args.variant, a, b, seed)}
         only = {"given"}
+    elif args.levels:
+        seed = 12 if args.seed is None else args.seed
+        matches = {
+            f"L{lv}": (args.variant, ("network", lv, seed), ("network", 3, seed), seed)
+            for lv in (0, 1, 2)
+        }
+        only = set(matches)
     else:
         only = set(args.only.split(",")) if args.only else {"random", *MATCHES}
     if not os.path.exists(PREVIOUS):

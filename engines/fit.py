@@ -6,19 +6,23 @@ end positions of the plays it does *not* choose, inconsistent with its own one-r
 the positions a choice compares, which self-play never visits. Each **round** makes two data
 sets with the current network N and fits N to them (a form of expert iteration):
 
-* **value positions**: ``games`` self-play games at 0 ply, each stopped at its first race (valued
-  by the race model, as ``--races`` does); ``positions`` positions drawn at random from each game,
-  labelled by their lambda-return with ``lam`` = 0.95 (:func:`engines.train.td_targets`: mostly
-  the game's outcome, a little of N's own values along the way);
+* **value positions**: ``games`` self-play games at 0 ply, each stopped where exact values
+  take over (long nardy: its first race, valued by the race model, as ``--races`` does; short
+  nardy: both sides all home, the bear-off tables); ``positions`` positions drawn at random
+  from each game, labelled by their lambda-return with ``lam`` = 0.95
+  (:func:`engines.train.td_targets`: mostly the game's outcome, a little of N's own values
+  along the way);
 * **candidate positions**: in ``candidate_games`` other self-play games, at a share
   ``candidate_share`` of the turns, the end positions of the best ``candidates`` plays by N
-  (except races and finished games, which the network is never asked about), each labelled by
-  N's lookahead ``depth`` rolls deep (:func:`engines.network.lookahead`; 1: the average over
-  the next roll of the opponent's best reply), the search the full level plays with.
+  (except finished games and the positions play values exactly, which the network is never
+  asked about), each labelled by N's lookahead ``depth`` rolls deep
+  (:func:`engines.network.lookahead`; 1: the average over the next roll of the opponent's
+  best reply), the search the full level plays with.
 
-N is then fitted to this round's data and the previous round's (``window``) by minibatch Adam on
-the cross-entropy of the three outputs, ``epochs`` passes with a cosine-decayed step from
-``lr``, 1 game in 20 held out to report the fit.
+N is then fitted to this round's data and that of the ``window - 1`` rounds before (those
+found in the work directory) by minibatch Adam on the cross-entropy of the outputs,
+``epochs`` passes with a cosine-decayed step from ``lr``, 1 game in 20 held out to report
+the fit.
 
 Reproducible and resumable: every game's dice and draws come from ``(seed, round, game)``,
 the data of a round are made in chunks of ``chunk`` games with the same weights and saved as
@@ -100,8 +104,8 @@ def _rng(seed: int, rnd: int, kind: str, game: int) -> random.Random:
 
 
 def value_game(net: Network, seed: int, rnd: int, game: int, s: Settings) -> Data:
-    """One self-play game to its first race; ``s.positions`` of its positions with their
-    lambda-returns."""
+    """One self-play game to where exact values take over; ``s.positions`` of its positions
+    with their lambda-returns."""
     states, outcome = self_play(net, _rng(seed, rnd, "dice", game))
     g = td_targets(net.values(states), outcome, s.lam)
     draw = _rng(seed, rnd, "draw", game)
@@ -110,8 +114,8 @@ def value_game(net: Network, seed: int, rnd: int, game: int, s: Settings) -> Dat
 
 
 def candidate_game(net: Network, seed: int, rnd: int, game: int, s: Settings) -> Data:
-    """One self-play game to its first race; at a share of its turns, the end positions of
-    the best plays by the network, labelled by its lookahead."""
+    """One self-play game to where exact values take over; at a share of its turns, the end
+    positions of the best plays by the network, labelled by its lookahead."""
     draw = _rng(seed, rnd, "draw", game)
     ends: list[Position] = []
     f = net.features
@@ -122,7 +126,7 @@ def candidate_game(net: Network, seed: int, rnd: int, game: int, s: Settings) ->
         turn = pos.turn.opponent
         for j in np.argsort(-equity(v), kind="stable")[: s.candidates]:
             end = f.position(boards[int(j) * f.width : (int(j) + 1) * f.width], turn)
-            if not f.over(end) and not f.in_race(end):
+            if not f.over(end) and not f.stop(end, races=True):  # not valued exactly at play
                 ends.append(end)
 
     self_play(net, _rng(seed, rnd, "dice", game), visit)
@@ -283,7 +287,7 @@ def run_round(
     """One round: its data (made or read back), then the fit on it and the previous rounds'
     (``s.window``); the fitted network, its round noted in its ``meta``."""
     started = time.perf_counter()
-    net.races = True  # self-play stops at the first race; the race model values it
+    net.races = True  # self-play stops where play takes exact values (long: the first race)
     data = {k: make_data(net, k, seed, rnd, s, work, pool, note, progress) for k in KINDS}
     sets = [data["values"], data["candidates"]]
     for back in range(1, s.window):

@@ -54,7 +54,7 @@ LEVELS: dict[int, Level] = {
     0: Level(0, 1, 0.0, 0, 0.0, noise=0.30, slip=0.30, slip_margin=0.40),
     1: Level(0, 1, 0.0, 0, 0.0, noise=0.10, slip=0.12, slip_margin=0.15),
     2: Level(0, 1, 0.0, 0, 0.0, noise=0.0, slip=0.0, slip_margin=0.0),
-    3: Level(1, 5, 0.25, 3, 0.04, noise=0.0, slip=0.0, slip_margin=0.0),
+    3: Level(1, 8, 0.30, 5, 0.16, noise=0.0, slip=0.0, slip_margin=0.0),
 }
 FULL = 3
 #: The level ``nardy play`` offers a newcomer: it slips often enough to be beaten.

@@ -188,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         "--fit-chunk", type=int, default=fit.Settings.chunk, help="games per saved part of data"
     )
     ap.add_argument(
+        "--fit-window",
+        type=int,
+        default=fit.Settings.window,
+        help="fit on this round's data and that of the rounds before it, this many in all",
+    )
+    ap.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -332,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 depth=args.fit_depth,
                 epochs=args.fit_epochs,
                 chunk=args.fit_chunk,
+                window=args.fit_window,
             )
             work = ckpt.with_name(ckpt.name + ".fit")
             work.mkdir(exist_ok=True)
