@@ -48,44 +48,62 @@ WORKERS = 2
 PREVIOUS = "engines/weights/long-prev.npz"  # the long network shipped before the current one
 
 #: The full level's search before its 2-ply search was widened (engines/neural.py).
-PREVIOUS_SEARCH = (("k", 5), ("margin", 0.25), ("k2", 3), ("margin2", 0.04))
+PREVIOUS_SEARCH = {"k": 5, "margin": 0.25, "k2": 3, "margin2": 0.04}
 
-# An engine spec: (name, level, seed[, weights file or None[, search]]), where a search is
-# ((Level field, value), ...) overriding the level's; a match's jobs carry the variant.
+_KEPT: dict[tuple, object] = {}  # a worker's engines, kept from pair to pair
 
 
-def _make(spec: tuple, variant_name: str):
-    name, level, seed, weights, search = (*spec, None, None)[:5]
-    if weights or search:
-        import dataclasses
+def _engine(spec: tuple, variant_name: str):
+    """The engine of ``spec`` (``(name, level, seed)``, then optionally a dict of options:
+    the network's ``weights`` file and ``search``, fields of its level's
+    :class:`engines.neural.Level` to override) for ``variant_name``, made once per worker
+    process."""
+    key = (repr(spec), variant_name)
+    if key not in _KEPT:
+        name, level, seed, *options = spec
+        options = options[0] if options else {}
+        if options:
+            import dataclasses
 
-        from engines.network import Network
-        from engines.neural import NetworkEngine
+            from engines.network import Network
+            from engines.neural import NetworkEngine
 
-        net = Network.load(weights) if weights else None
-        engine = NetworkEngine(level=level, seed=seed, network=net, rules=variant(variant_name))
-        engine.params = dataclasses.replace(engine.params, **dict(search or ()))
-        return engine
-    return make_engine(name, level, seed, variant_name=variant_name)
+            net = Network.load(options["weights"]) if options.get("weights") else None
+            engine = NetworkEngine(level, seed, network=net, rules=variant(variant_name))
+            engine.params = dataclasses.replace(engine.params, **options.get("search", {}))
+        else:
+            engine = make_engine(name, level, seed, variant_name)
+        _KEPT[key] = engine
+    return _KEPT[key]
+
+
+def _engines(specs: tuple, variant_name: str, seed: int) -> list:
+    """The engines of ``specs``, their random choices (the lower levels' slips) seeded by
+    the pair's dice seed: the same games whichever worker plays them."""
+    out = [_engine(spec, variant_name) for spec in specs]
+    for i, engine in enumerate(out):
+        if hasattr(engine, "rng"):
+            engine.rng.seed(f"{seed}:{i}")
+    return out
 
 
 # -- jobs (run in worker processes) -------------------------------------------------------
 
 
 def _single(job: tuple) -> list[GameRecord]:
-    """One game: ``(white spec, black spec, dice seed, variant)``."""
-    wspec, bspec, seed, v = job
-    return [play_game(_make(wspec, v), _make(bspec, v), seed, rules=variant(v))]
+    """One game: ``(white spec, black spec, dice seed)`` of long nardy."""
+    wspec, bspec, seed = job
+    return [play_game(make_engine(*wspec), make_engine(*bspec), seed)]
 
 
 def _pair(job: tuple) -> list[GameRecord]:
-    """A duplicate pair: the same dice seed with the colours swapped (``a`` white first)."""
-    aspec, bspec, seed, v = job
-    rules = variant(v)
-    return [
-        play_game(_make(aspec, v), _make(bspec, v), seed, rules=rules),
-        play_game(_make(bspec, v), _make(aspec, v), seed, rules=rules),
-    ]
+    """A duplicate pair: the same dice seed with the colours swapped (of ``job``'s variant,
+    long nardy if it names none)."""
+    aspec, bspec, seed, *rest = job
+    name = rest[0] if rest else "long"
+    a, b = _engines((aspec, bspec), name, seed)
+    rules = variant(name)
+    return [play_game(a, b, seed, rules=rules), play_game(b, a, seed, rules=rules)]
 
 
 def _run(
@@ -170,7 +188,7 @@ def greedy_vs_random(games: int, seed: int = 1) -> dict:
     jobs = []
     for i in range(games):
         w, b = (specs[0], specs[1]) if i % 2 == 0 else (specs[1], specs[0])
-        jobs.append((w, (b[0], b[1], b[2] + i), seed * 100_000 + i, "long"))
+        jobs.append((w, (b[0], b[1], b[2] + i), seed * 100_000 + i))
     recs = [g for r in _run(_single, jobs, "greedy vs random") for g in r]
     wins = sum(_winner_name(g) == "greedy" for g in recs)
     lo, hi = wilson(wins, len(recs))
@@ -192,12 +210,12 @@ def duplicate(
     workers: int = WORKERS,
     variant_name: str = "long",
 ) -> dict:
-    """``a`` against ``b`` (engine specs ``(name, level, seed[, weights])``) over
+    """``a`` against ``b`` (engine specs ``(name, level, seed[, options])``) over
     duplicate-dice pairs of ``variant_name`` (the first ones of them finished by
     ``deadline``, if given)."""
-    label = f"{_spec_name(a)} vs {_spec_name(b)}" + (
-        "" if variant_name == "long" else f" ({variant_name})"
-    )
+    label = f"{_spec_name(a)} vs {_spec_name(b)}"
+    if variant_name != "long":
+        label += f" ({variant_name} nardy)"
     jobs = [(a, b, seed * 100_000 + i, variant_name) for i in range(pairs)]
     results = _run(_pair, jobs, label, deadline, workers)
     if not results:
@@ -231,10 +249,13 @@ def duplicate(
 
 
 def _spec_name(spec: tuple) -> str:
-    name, level, _, weights, search = (*spec, None, None)[:5]
-    out = name + (f" L{level}" if level is not None else "")
-    out += f" ({os.path.basename(weights)})" if weights else ""
-    return out + (" [" + ",".join(f"{k}={v}" for k, v in search) + "]" if search else "")
+    options = spec[3] if len(spec) > 3 else {}
+    out = spec[0] + (f" L{spec[1]}" if spec[1] is not None else "")
+    if options.get("weights"):
+        out += f" ({os.path.basename(options['weights'])})"
+    if options.get("search"):
+        out += " [" + ",".join(f"{k}={v}" for k, v in options["search"].items()) + "]"
+    return out
 
 
 def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
@@ -243,17 +264,21 @@ def _fmt_ci(x: float, lo: float, hi: float, pct: bool = True) -> str:
     return f"{x:+.3f}  [{lo:+.3f}, {hi:+.3f}]"
 
 
-#: The duplicate matches of the full bench: (variant, engine, opponent, dice seed).
+#: The duplicate matches of the full bench: (engine, opponent, dice seed[, variant]).
 MATCHES = {
-    "expectimax-greedy": ("long", ("expectimax", 3, 2), ("greedy", None, 2), 2),
-    "network-greedy": ("long", ("network", 3, 3), ("greedy", None, 3), 3),
-    "network0-greedy": ("long", ("network", 2, 5), ("greedy", None, 5), 5),
-    "network-expectimax": ("long", ("network", 3, 4), ("expectimax", 3, 4), 4),
-    "network-prev": ("long", ("network", 3, 6), ("network", 3, 6, PREVIOUS, PREVIOUS_SEARCH), 6),
-    "short-greedy-random": ("short", ("greedy", None, 7), ("random", None, 7), 7),
-    "short-network-random": ("short", ("network", 3, 8), ("random", None, 8), 8),
-    "short-network-greedy": ("short", ("network", 3, 9), ("greedy", None, 9), 9),
-    "short-network0-greedy": ("short", ("network", 2, 10), ("greedy", None, 10), 10),
+    "expectimax-greedy": (("expectimax", 3, 2), ("greedy", None, 2), 2),
+    "network-greedy": (("network", 3, 3), ("greedy", None, 3), 3),
+    "network0-greedy": (("network", 2, 5), ("greedy", None, 5), 5),
+    "network-expectimax": (("network", 3, 4), ("expectimax", 3, 4), 4),
+    "network-prev": (
+        ("network", 3, 6),
+        ("network", 3, 6, {"weights": PREVIOUS, "search": PREVIOUS_SEARCH}),
+        6,
+    ),
+    "short-greedy-random": (("greedy", None, 7), ("random", None, 7), 7, "short"),
+    "short-network-random": (("network", 3, 8), ("random", None, 8), 8, "short"),
+    "short-network-greedy": (("network", 3, 9), ("greedy", None, 9), 9, "short"),
+    "short-network0-greedy": (("network", 2, 10), ("greedy", None, 10), 10, "short"),
 }
 
 
@@ -264,11 +289,15 @@ def parse_spec(text: str, seed: int) -> tuple:
     level, _, rest = rest.partition(":")
     weights, _, search = rest.partition(":")
     if search == "previous":
-        fields = PREVIOUS_SEARCH
+        fields = dict(PREVIOUS_SEARCH)
     else:
         pairs = [kv.split("=") for kv in search.split(",") if kv]
-        fields = tuple((k, int(v) if k in ("ply", "k", "k2") else float(v)) for k, v in pairs)
-    return (name, int(level) if level else None, seed, weights or None, fields or None)
+        fields = {k: int(v) if k in ("ply", "k", "k2") else float(v) for k, v in pairs}
+    options = {"weights": weights} if weights else {}
+    if fields:
+        options["search"] = fields
+    spec = (name, int(level) if level else None, seed)
+    return (*spec, options) if options else spec
 
 
 def main(quick: bool = False, argv: list[str] | None = None) -> None:
@@ -319,12 +348,12 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
             raise SystemExit("--engine and --opponent go together")
         seed = 11 if args.seed is None else args.seed
         a, b = parse_spec(args.engine, seed), parse_spec(args.opponent, seed)
-        matches = {"given": (args.variant, a, b, seed)}
+        matches = {"given": (a, b, seed, args.variant)}
         only = {"given"}
     elif args.levels:
         seed = 12 if args.seed is None else args.seed
         matches = {
-            f"L{lv}": (args.variant, ("network", lv, seed), ("network", 3, seed), seed)
+            f"L{lv}": (("network", lv, seed), ("network", 3, seed), seed, args.variant)
             for lv in (0, 1, 2)
         }
         only = set(matches)
@@ -346,9 +375,10 @@ def main(quick: bool = False, argv: list[str] | None = None) -> None:
                 "win rate " + _fmt_ci(gr["rate"], *gr["ci"]) + " (Wilson)",
             )
         )
-    for key, (v, a, b, seed) in matches.items():
+    for key, (a, b, seed, *rest) in matches.items():
         if key not in only:
             continue
+        v = rest[0] if rest else "long"
         if args.seed is not None:
             seed = args.seed
         limit = None if args.minutes is None else time.perf_counter() + 60 * args.minutes

@@ -11,7 +11,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from nardy.game import Color
+from nardy import Color
 from nardy.match import Opening
 from nardy.variant import Variant, variant
 
@@ -34,14 +34,13 @@ class GameRecord:
 def play_game(
     white, black, dice_seed: int, *, max_turns: int = 2000, rules: Variant | None = None
 ) -> GameRecord:
-    """Play one game of ``rules`` (the engines' variant unless told; long nardy by
-    default) between two engine objects; turn ``i`` uses the ``i``-th roll of the sequence
-    seeded by ``dice_seed`` (so two games with one seed have the same dice). A variant
-    whose opening throw is white's first roll (short nardy, RULES.md §8) throws again
-    until it is no double."""
-    rules = rules or getattr(white, "rules", None) or variant("long")
-    opening = rules.default_opening is Opening.USE_OPENING_DICE
+    """Play one game of ``rules`` (long nardy unless told) between two engine objects;
+    turn ``i`` uses the ``i``-th roll of the sequence seeded by ``dice_seed`` (so two games
+    with one seed have the same dice). Where the variant's opening dice are white's first
+    roll (short nardy, RULES.md §8) a double is thrown again for the first turn."""
+    rules = rules or variant("long")
     rng = random.Random(dice_seed)
+    opening = rules.default_opening is Opening.USE_OPENING_DICE
     pos = rules.start()
     engines = {Color.WHITE: white, Color.BLACK: black}
     names = {Color.WHITE: f"white:{white.name}", Color.BLACK: f"black:{black.name}"}
@@ -52,7 +51,7 @@ def play_game(
         if turns >= max_turns:
             raise RuntimeError(f"game with seed {dice_seed} did not finish")
         dice = (rng.randint(1, 6), rng.randint(1, 6))
-        while opening and not turns and dice[0] == dice[1]:
+        while opening and turns == 0 and dice[0] == dice[1]:
             dice = (rng.randint(1, 6), rng.randint(1, 6))
         turns += 1
         plays = rules.legal_plays(pos, dice)
