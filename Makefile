@@ -10,7 +10,7 @@ PROTOS  := $(wildcard proto/nardy/v1/*.proto)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py nardy/long/_movegen.c engines/_evaluate.c engines/_network.c
+$(STAMP): pyproject.toml setup.py nardy/long/_movegen.c nardy/short/_movegen.c engines/_evaluate.c engines/_network.c engines/_network_short.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

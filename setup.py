@@ -1,6 +1,7 @@
 """The compiled accelerators, built at install: the long-nardy move generator
-(nardy/long/_movegen.c), the engines' evaluation (engines/_evaluate.c) and the value
-network's inputs (engines/_network.c).
+(nardy/long/_movegen.c), short nardy's end boards (nardy/short/_movegen.c), the engines'
+evaluation (engines/_evaluate.c) and the value
+networks' inputs (engines/_network.c for long nardy, engines/_network_short.c for short).
 
 Optional: without a C compiler (or if the build fails for any reason) the package still
 installs, and nardy.long.movegen / engines.evaluate use their pure-Python code (the
@@ -37,6 +38,12 @@ setup(
             optional=True,
         ),
         Extension(
+            "nardy.short._movegen",
+            ["nardy/short/_movegen.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
             "engines._evaluate",
             ["engines/_evaluate.c"],
             # no fused multiply-add: the equities must be bit-identical to the Python ones
@@ -47,6 +54,13 @@ setup(
             "engines._network",
             ["engines/_network.c"],
             extra_compile_args=["-O3"],  # the first layer's sums vectorised
+            optional=True,
+        ),
+        Extension(
+            "engines._network_short",
+            ["engines/_network_short.c"],
+            # no fused multiply-add: the inputs must be bit-identical to numpy's
+            extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,
         ),
     ],

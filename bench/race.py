@@ -25,7 +25,9 @@ import numpy as np
 
 
 def main(quick: bool = False, argv: list[str] | None = None) -> None:
-    from engines.network import Network, both_home, counts, equity, flip, race
+    from engines.features import equity, flip
+    from engines.features_long import both_home, counts, race
+    from engines.network import Network
     from nardy import Position, legal_plays, result
 
     ap = argparse.ArgumentParser(prog="python -m bench race")

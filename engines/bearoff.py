@@ -1,5 +1,6 @@
-"""The exact one-sided bear-off database of long nardy, and race values from it: exact
-when both sides are all home, approximate before.
+"""The exact one-sided bear-off database of long nardy (and of short nardy: bearing off is
+the same, RULES.md §4 and §8), and race values from it: exact when both sides are all
+home, approximate before.
 
 **Positions.** A side with every checker on board in its home (points 6..1, RULES.md §4.1)
 has one of C(21, 6) = 54,264 *home boards*: 0..15 checkers spread over six points (the
@@ -91,9 +92,18 @@ def _position(home: np.ndarray) -> Position:
     return Position(Color.WHITE, tuple(board))
 
 
-def build(progress: bool = False, limit: int = CHECKERS) -> tuple[np.ndarray, np.ndarray]:
+def build(
+    progress: bool = False, limit: int = CHECKERS, position=None, rules=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Compute the ``off`` and ``first`` tables (see the module docstring); with ``limit``,
-    only the rows of boards with at most that many checkers (the others stay zero)."""
+    only the rows of boards with at most that many checkers (the others stay zero).
+
+    The plays are long nardy's unless ``rules`` (a :class:`nardy.Variant`) and
+    ``position`` (a home board -> that variant's position with white to move, white's
+    point ``p`` at absolute index ``24 - p`` and black out of the way) say otherwise:
+    bearing off is the same in short nardy (§4, §8), and the tables are the same."""
+    legal = legal_plays if rules is None else rules.legal_plays
+    position = position or _position
     b = boards()
     keys = b @ _RADIX
     n = len(b)
@@ -109,9 +119,9 @@ def build(progress: bool = False, limit: int = CHECKERS) -> tuple[np.ndarray, np
     for done, i in enumerate(np.argsort(pips, kind="stable")):
         if i == 0 or b[i].sum() > limit:
             continue
-        pos = _position(b[i])
+        pos = position(b[i])
         for dice, w in ROLLS:
-            ends = np.array([p.end.board[24 - HOME :][::-1] for p in legal_plays(pos, dice)])
+            ends = np.array([p.end.board[24 - HOME :][::-1] for p in legal(pos, dice)])
             j = np.searchsorted(keys, ends @ _RADIX)
             best = j[np.argmin(mean_off[j])]
             off[i, 1:] += w * off[best, :-1]

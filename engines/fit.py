@@ -6,19 +6,23 @@ end positions of the plays it does *not* choose, inconsistent with its own one-r
 the positions a choice compares, which self-play never visits. Each **round** makes two data
 sets with the current network N and fits N to them (a form of expert iteration):
 
-* **value positions**: ``games`` self-play games at 0 ply, each stopped at its first race (valued
-  by the race model, as ``--races`` does); ``positions`` positions drawn at random from each game,
-  labelled by their lambda-return with ``lam`` = 0.95 (:func:`engines.train.td_targets`: mostly
-  the game's outcome, a little of N's own values along the way);
+* **value positions**: ``games`` self-play games at 0 ply, each stopped where exact values
+  take over (long nardy: its first race, valued by the race model, as ``--races`` does; short
+  nardy: both sides all home, the bear-off tables); ``positions`` positions drawn at random
+  from each game, labelled by their lambda-return with ``lam`` = 0.95
+  (:func:`engines.train.td_targets`: mostly the game's outcome, a little of N's own values
+  along the way);
 * **candidate positions**: in ``candidate_games`` other self-play games, at a share
   ``candidate_share`` of the turns, the end positions of the best ``candidates`` plays by N
-  (except races and finished games, which the network is never asked about), each labelled by
-  N's lookahead ``depth`` rolls deep (:func:`engines.network.lookahead`; 1: the average over
-  the next roll of the opponent's best reply), the search the full level plays with.
+  (except finished games and the positions play values exactly, which the network is never
+  asked about), each labelled by N's lookahead ``depth`` rolls deep
+  (:func:`engines.network.lookahead`; 1: the average over the next roll of the opponent's
+  best reply), the search the full level plays with.
 
-N is then fitted to this round's data and the previous round's (``window``) by minibatch Adam on
-the cross-entropy of the three outputs, ``epochs`` passes with a cosine-decayed step from
-``lr``, 1 game in 20 held out to report the fit.
+N is then fitted to this round's data and that of the ``window - 1`` rounds before (those
+found in the work directory) by minibatch Adam on the cross-entropy of the outputs,
+``epochs`` passes with a cosine-decayed step from ``lr``, 1 game in 20 held out to report
+the fit.
 
 Reproducible and resumable: every game's dice and draws come from ``(seed, round, game)``,
 the data of a round are made in chunks of ``chunk`` games with the same weights and saved as
@@ -36,13 +40,16 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from engines.network import FEATURES, POINTS, Network, _encode, equity, flip, in_race, lookahead
+from engines.features import Features
+from engines.network import Network, equity, flip, lookahead
 from engines.selfplay import self_play, td_targets
-from nardy import Color, Position
+from nardy.game import Color
+
+Position = Any  # a position of the network's variant
 
 
 @dataclass(frozen=True)
@@ -64,8 +71,9 @@ class Settings:
 
 
 class Data(NamedTuple):
-    """Labelled positions: boards ``(n, 24)`` int8 (absolute, signed), the sides to move
-    ``(n,)``, the labels ``(n, 3)`` for the side to move, and the game each came from."""
+    """Labelled positions: packed boards ``(n, width)`` int8 (``Features.pack``), the sides
+    to move ``(n,)``, the labels ``(n, outputs)`` for the side to move, and the game each
+    came from."""
 
     boards: np.ndarray
     turns: np.ndarray
@@ -73,12 +81,12 @@ class Data(NamedTuple):
     games: np.ndarray
 
     @classmethod
-    def of(cls, positions: list[Position], labels, game: int) -> Data:
+    def of(cls, f: Features, positions: list[Position], labels, game: int) -> Data:
         n = len(positions)
         return cls(
-            np.array([p.board for p in positions], np.int8).reshape(n, POINTS),
+            np.frombuffer(b"".join(map(f.pack, positions)), np.int8).reshape(n, f.width),
             np.array([p.turn.value for p in positions], np.int8),
-            np.asarray(labels, np.float32).reshape(n, 3),
+            np.asarray(labels, np.float32).reshape(n, f.outputs),
             np.full(n, game, np.int32),
         )
 
@@ -86,9 +94,9 @@ class Data(NamedTuple):
     def join(cls, parts: list[Data]) -> Data:
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls._fields))
 
-    def positions(self) -> list[Position]:
-        rows = zip(self.boards.tolist(), self.turns.tolist(), strict=True)
-        return [Position(Color(t), tuple(b)) for b, t in rows]
+    def positions(self, f: Features) -> list[Position]:
+        rows = zip(self.boards, self.turns.tolist(), strict=True)
+        return [f.position(b, Color(t)) for b, t in rows]
 
 
 def _rng(seed: int, rnd: int, kind: str, game: int) -> random.Random:
@@ -96,34 +104,34 @@ def _rng(seed: int, rnd: int, kind: str, game: int) -> random.Random:
 
 
 def value_game(net: Network, seed: int, rnd: int, game: int, s: Settings) -> Data:
-    """One self-play game to its first race; ``s.positions`` of its positions with their
-    lambda-returns."""
+    """One self-play game to where exact values take over; ``s.positions`` of its positions
+    with their lambda-returns."""
     states, outcome = self_play(net, _rng(seed, rnd, "dice", game))
     g = td_targets(net.values(states), outcome, s.lam)
     draw = _rng(seed, rnd, "draw", game)
     keep = sorted(draw.sample(range(len(states)), min(s.positions, len(states))))
-    return Data.of([states[t] for t in keep], g[keep], game)
+    return Data.of(net.features, [states[t] for t in keep], g[keep], game)
 
 
 def candidate_game(net: Network, seed: int, rnd: int, game: int, s: Settings) -> Data:
-    """One self-play game to its first race; at a share of its turns, the end positions of
-    the best plays by the network, labelled by its lookahead."""
+    """One self-play game to where exact values take over; at a share of its turns, the end
+    positions of the best plays by the network, labelled by its lookahead."""
     draw = _rng(seed, rnd, "draw", game)
     ends: list[Position] = []
+    f = net.features
 
     def visit(pos: Position, boards: bytes, v: np.ndarray) -> None:
         if len(v) < 2 or draw.random() >= s.candidate_share:
             return
         turn = pos.turn.opponent
         for j in np.argsort(-equity(v), kind="stable")[: s.candidates]:
-            b = np.frombuffer(boards, np.int8, POINTS, int(j) * POINTS).tolist()
-            end = Position(turn, tuple(b))
-            if end.winner is None and not in_race(end):
+            end = f.position(boards[int(j) * f.width : (int(j) + 1) * f.width], turn)
+            if not f.over(end) and not f.stop(end, races=True):  # not valued exactly at play
                 ends.append(end)
 
     self_play(net, _rng(seed, rnd, "dice", game), visit)
     labels = [flip(lookahead(net, e, depth=s.depth)) for e in ends]  # for the side to move
-    return Data.of(ends, labels, game)
+    return Data.of(f, ends, labels, game)
 
 
 KINDS: dict[str, Callable[[Network, int, int, int, Settings], Data]] = {
@@ -133,8 +141,8 @@ KINDS: dict[str, Callable[[Network, int, int, int, Settings], Data]] = {
 
 
 def _job(job: tuple) -> Data:
-    weights, kind, seed, rnd, game, s = job
-    net = Network(*weights)
+    weights, variant, kind, seed, rnd, game, s = job
+    net = Network(*weights, variant=variant)
     return KINDS[kind](net, seed, rnd, game, s)
 
 
@@ -153,7 +161,8 @@ def make_data(
                 got = [KINDS[kind](net, seed, rnd, g, s) for g in games]
             else:
                 weights = (net.w1, net.b1, net.w2, net.b2)
-                got = pool.map(_job, [(weights, kind, seed, rnd, g, s) for g in games])
+                jobs = [(weights, net.variant, kind, seed, rnd, g, s) for g in games]
+                got = pool.map(_job, jobs)
             tmp = path.with_name(path.name + ".tmp.npz")
             np.savez(tmp, **Data.join(got)._asdict())
             tmp.replace(path)
@@ -172,13 +181,18 @@ def make_data(
     return Data.join(parts)
 
 
-def inputs(data: Data) -> np.ndarray:
+def inputs(f: Features, data: Data) -> np.ndarray:
     """The network inputs of the data's positions, as float16 (exact for the unit inputs;
     the others to ~1e-3) to keep millions of them in memory."""
-    x = np.empty((len(data.turns), FEATURES), np.float16)
+    x = np.empty((len(data.turns), f.size), np.float16)
     step = 50_000
     for i in range(0, len(x), step):
-        x[i : i + step] = _encode(Data(*(a[i : i + step] for a in data)).positions())[0]
+        part = Data(*(a[i : i + step] for a in data))
+        for turn in Color:  # packed boards of one side to move at a time
+            rows = np.flatnonzero(part.turns == turn.value)
+            if len(rows):
+                boards = np.ascontiguousarray(part.boards[rows]).tobytes()
+                x[i + rows] = f.board_inputs(boards, turn)[0]
     return x
 
 
@@ -264,7 +278,7 @@ def fit(
                 "seconds": round(time.perf_counter() - t0, 1),
             }
         )
-    return Network(*(a.astype(np.float64) for a in p), meta=net.meta)
+    return Network(*(a.astype(np.float64) for a in p), meta=net.meta, variant=net.variant)
 
 
 def run_round(
@@ -273,7 +287,7 @@ def run_round(
     """One round: its data (made or read back), then the fit on it and the previous rounds'
     (``s.window``); the fitted network, its round noted in its ``meta``."""
     started = time.perf_counter()
-    net.races = True  # self-play stops at the first race; the race model values it
+    net.races = True  # self-play stops where play takes exact values (long: the first race)
     data = {k: make_data(net, k, seed, rnd, s, work, pool, note, progress) for k in KINDS}
     sets = [data["values"], data["candidates"]]
     for back in range(1, s.window):
@@ -283,7 +297,7 @@ def run_round(
                 with np.load(path) as f:
                     sets.append(Data(*(f[k] for k in Data._fields)))
     everything = Data.join(sets)
-    x, y = inputs(everything), everything.labels
+    x, y = inputs(net.features, everything), everything.labels
     held = everything.games % 20 == 0
     note({"round": rnd, "positions": len(y), **{k: len(d.labels) for k, d in data.items()}})
     held_set = (x[held], y[held])

@@ -1,4 +1,5 @@
-"""The "network" engine: the trained value network (engines/network.py) with search and levels.
+"""The "network" engine: the trained value network (engines/network.py) with search and levels,
+for long and short nardy (each with its own network: engines/features.py).
 
 * **0-ply**: every legal play's end position is judged by the network in one batch.
 * **1-ply** (full strength): the 0-ply pass prunes the candidates to the best ``k`` within
@@ -12,9 +13,9 @@
   (``lookahead(..., depth=2)``: each opponent roll's best reply, then the average over our
   21 rolls of our best answer), in 1-ply order while the budget lasts; the best of them at
   2 ply is played when at least two were searched, else the 1-ply choice.
-* **Match play**: with the match score, plays are judged by match winning chances (the
-  outcome values of :func:`engines.evaluate.match_values`: a mars is worth no more than an
-  oin when one point wins the match), else by points.
+* **Match play**: with the match score, plays are judged by match winning chances
+  (:func:`match_outcomes`: a mars or gammon is worth no more than a single game when one
+  point wins the match), else by points.
 * **Levels** 0..3: 3 is full strength, 2 plays the network's 0-ply choice, and the lower
   levels slip like a person: their judgement gets noise and now and then they take the
   second or third choice when it looks close.
@@ -29,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from engines import bearoff
-from engines.base import Engine
-from engines.evaluate import values_for
+from engines.base import Engine, Play, Position
+from engines.evaluate import match_winning_chance
 from engines.network import Network, equity, lookahead, shipped
-from nardy import Play, Position
+from nardy.variant import Variant
 
 SAFETY_MS = 50  # kept back from the time budget for messaging
 JUDGE_K = 8  # analysis deeper than 0 ply: the candidates searched ...
@@ -55,7 +56,7 @@ LEVELS: dict[int, Level] = {
     0: Level(0, 1, 0.0, 0, 0.0, noise=0.30, slip=0.30, slip_margin=0.40),
     1: Level(0, 1, 0.0, 0, 0.0, noise=0.10, slip=0.12, slip_margin=0.15),
     2: Level(0, 1, 0.0, 0, 0.0, noise=0.0, slip=0.0, slip_margin=0.0),
-    3: Level(1, 5, 0.25, 3, 0.04, noise=0.0, slip=0.0, slip_margin=0.0),
+    3: Level(1, 8, 0.30, 5, 0.16, noise=0.0, slip=0.0, slip_margin=0.0),
 }
 FULL = 3
 #: The level ``nardy play`` offers a newcomer: it slips often enough to be beaten.
@@ -77,16 +78,21 @@ class NetworkEngine(Engine):
         *,
         network: Network | None = None,
         max_seconds: float | None = 0.9,
+        rules: Variant | None = None,
     ) -> None:
         level = FULL if level is None else level
         if level not in LEVELS:
             raise ValueError(f"level must be 0..{FULL}, not {level}")
+        if rules is None and network is not None:
+            rules = network.features.rules
+        super().__init__(rules=rules)
         self.level = level
         self.params = LEVELS[level]
-        self.net = network or shipped()
-        if self.net.bearoff:
-            bearoff.table()  # loaded now, not in the first bear-off's time
+        self.given = network  # None: the shipped network of the variant of the game
+        self.net = self._network()
         self.max_seconds = max_seconds
+        #: the search's clock (seconds): read for the deadline and the searches' costs
+        self.clock = time.perf_counter
         self.rng = random.Random(seed)
         self.timeouts = 0  # searches cut short by the clock
         self.deepened = 0  # choices made at 2 ply
@@ -100,13 +106,15 @@ class NetworkEngine(Engine):
         time_left_ms: int | None,
         match,
     ) -> Play:
+        if self.net.variant != self.rules.name:  # a game of another variant than the last
+            self.net = self._network()
         budget = self.max_seconds
         if time_left_ms is not None:
             t = max(0.0, (time_left_ms / 3 - SAFETY_MS) / 1000)
             budget = t if budget is None else min(budget, t)
-        deadline = None if budget is None else time.perf_counter() + budget
+        deadline = None if budget is None else self.clock() + budget
         p = self.params
-        values = None if match is None else values_for(match)
+        values = match_outcomes(match, self.net.features.kinds)
         eq0 = equity(self.net.after(plays), values)
         order = np.argsort(-eq0, kind="stable")
         scores = {int(i): float(eq0[i]) for i in order}
@@ -139,6 +147,14 @@ class NetworkEngine(Engine):
             for i in dict.fromkeys([*close, played])
         }
 
+    def _network(self) -> Network:
+        net = self.given or shipped(self.rules.name)
+        if net.variant != self.rules.name:
+            raise ValueError(f"a {net.variant} nardy network cannot play {self.rules.name} nardy")
+        if net.bearoff:
+            bearoff.table()  # loaded now, not in the first bear-off's time
+        return net
+
     def _search(
         self,
         plays: list[Play],
@@ -164,15 +180,15 @@ class NetworkEngine(Engine):
             return None, cost
         out: dict[int, float] = {}
         for i in close:
-            start = time.perf_counter()
+            start = self.clock()
             if deadline is not None and start + cost > deadline:
                 self.timeouts += 1
                 break
-            v = lookahead(self.net, plays[i].end, deadline, depth=depth)
+            v = lookahead(self.net, plays[i].end, deadline, depth=depth, clock=self.clock)
             if v is None:
                 self.timeouts += 1
                 break
-            cost = max(cost, time.perf_counter() - start)
+            cost = max(cost, self.clock() - start)
             out[i] = float(equity(v, values))
         return (out if len(out) >= 2 else None), cost
 
@@ -187,3 +203,20 @@ class NetworkEngine(Engine):
             if close:
                 return self.rng.choice(close)[1]
         return ranked[0][1]
+
+
+def match_outcomes(
+    match: tuple[int, int, int] | None, kinds: int
+) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """What winning and losing by each of ``kinds`` kinds (1..kinds points) is worth in
+    match winning chances at ``(target, my points, their points)``, rescaled so that a
+    single game is worth about 1 (:func:`engines.evaluate.match_winning_chance`'s table);
+    None for money play (points)."""
+    if match is None or match[0] <= 0:
+        return None
+    target, mine, theirs = match
+    need, opp = max(target - mine, 1), max(target - theirs, 1)
+    wins = [match_winning_chance(need - k, opp) for k in range(1, kinds + 1)]
+    losses = [match_winning_chance(need, opp - k) for k in range(1, kinds + 1)]
+    mid, half = (wins[0] + losses[0]) / 2, (wins[0] - losses[0]) / 2 or 1.0
+    return tuple((w - mid) / half for w in wins), tuple((w - mid) / half for w in losses)

@@ -45,7 +45,7 @@ ENGINES: dict[str, Entry] = {
         Entry("random", "engines.random_engine:RandomEngine", ("long", "short"), "a random play"),
         Entry("greedy", "engines.greedy:GreedyEngine", ("long", "short"), "best 1-ply evaluation"),
         Entry("expectimax", "engines.expectimax:ExpectimaxEngine", ("long",), "2-ply search"),
-        Entry("network", "engines.neural:NetworkEngine", ("long",), "value network"),
+        Entry("network", "engines.neural:NetworkEngine", ("long", "short"), "value network"),
         Entry("gnubg", "engines.gnubg:GnubgEngine", ("short",), "GNU Backgammon", bundled=False),
     )
 }

@@ -1,4 +1,4 @@
-"""Train the long-nardy value network by TD(lambda) self-play: ``python -m engines.train``.
+"""Train a variant's value network by TD(lambda) self-play: ``python -m engines.train``.
 
 The method is TD-Gammon's: the network plays both sides at 0 ply (the dice are the only
 exploration) and learns to predict its own next estimate. Each game is learned from as a
@@ -16,6 +16,10 @@ game on, ``meta["steps"]`` lists ``[first game, alpha, alpha_half]`` of each str
 first position with both sides all home: from there the exact bear-off tables
 (engines/bearoff.py) are the outcome, and the network is never asked about such positions
 (``meta["bearoff_from"]``: the first game trained so; earlier games were played out).
+
+``--variant`` (long by default, or short) picks the game and its feature module
+(engines/features.py: the inputs, the outcomes, the exact values); the checkpoint and the
+weights are the variant's (``engines/weights/<variant>.ckpt.npz`` and ``<variant>.npz``).
 
 Reproducible and resumable: game ``i`` of a run with ``--seed S`` throws its dice from a
 generator seeded with ``(S, i)`` and the weights start from ``S``, so the same command
@@ -48,10 +52,14 @@ import numpy as np
 
 from engines import fit
 from engines.arena import mean_ci, pair_score
-from engines.network import WEIGHTS, Network, encode
+from engines.features import features
+from engines.network import Network
 from engines.selfplay import game_rng, self_play, td_targets
 
-DEFAULT_CHECKPOINT = WEIGHTS.with_name("long.ckpt.npz")
+
+def default_checkpoint(variant: str) -> Path:
+    """Where a variant's training checkpoint is kept in the repository."""
+    return features(variant).weights.with_name(f"{variant}.ckpt.npz")
 
 
 def learn(net: Network, x: np.ndarray, g: np.ndarray, alpha: float) -> float:
@@ -82,7 +90,8 @@ def grow(net: Network, hidden: int, seed: int) -> Network:
     w2 = np.vstack([net.w2, np.zeros((extra, net.w2.shape[1]))])
     meta = dict(net.meta, hidden=hidden)
     meta["grown"] = [*net.meta.get("grown", []), [games, net.hidden, hidden]]
-    return Network(w1, np.concatenate([net.b1, np.zeros(extra)]), w2, net.b2.copy(), meta=meta)
+    b1 = np.concatenate([net.b1, np.zeros(extra)])
+    return Network(w1, b1, w2, net.b2.copy(), meta=meta, variant=net.variant)
 
 
 def evaluate(net: Network, pairs: int, seed: int, at: int) -> dict:
@@ -90,8 +99,9 @@ def evaluate(net: Network, pairs: int, seed: int, at: int) -> dict:
     from engines.greedy import GreedyEngine
     from engines.neural import NetworkEngine
 
-    me = NetworkEngine(level=2, network=net, max_seconds=None)
-    other = GreedyEngine()
+    rules = net.features.rules
+    me = NetworkEngine(level=2, network=net, max_seconds=None, rules=rules)
+    other = GreedyEngine(rules=rules)
     t0 = time.perf_counter()
     scores = [pair_score(me, other, 10**9 + seed * 10**6 + at + i) for i in range(pairs)]
     rate, lo, hi = mean_ci([s[0] for s in scores])
@@ -112,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m engines.train", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument("--games", type=int, default=20_000, help="train until this many games in all")
+    ap.add_argument("--variant", default="long", choices=["long", "short"], help="the game")
     ap.add_argument("--seed", type=int, default=1, help="seed of the weights and the dice")
     ap.add_argument(
         "--hidden",
@@ -124,7 +135,12 @@ def main(argv: list[str] | None = None) -> int:
         "--alpha-half", type=float, default=10_000, help="games until the step is alpha/sqrt(2)"
     )
     ap.add_argument("--lam", type=float, default=0.7, help="TD lambda")
-    ap.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT)
+    ap.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="default engines/weights/<variant>.ckpt.npz",
+    )
     ap.add_argument("--checkpoint-every", type=int, default=500)
     ap.add_argument("--eval-every", type=int, default=2000, help="0: never")
     ap.add_argument("--eval-pairs", type=int, default=50)
@@ -172,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         "--fit-chunk", type=int, default=fit.Settings.chunk, help="games per saved part of data"
     )
     ap.add_argument(
+        "--fit-window",
+        type=int,
+        default=fit.Settings.window,
+        help="fit on this round's data and that of the rounds before it, this many in all",
+    )
+    ap.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -180,10 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    ckpt: Path = args.checkpoint
+    ckpt: Path = args.checkpoint or default_checkpoint(args.variant)
     if ckpt.exists() and not args.fresh:
         net = Network.load(ckpt)
         done = int(net.meta["games"])
+        if net.variant != args.variant:
+            print(f"{ckpt}: a {net.variant} nardy network; use --variant", file=sys.stderr)
+            return 2
         if net.meta.get("seed") != args.seed:
             print(
                 f"{ckpt}: a run with seed {net.meta.get('seed')}; use --fresh or its seed",
@@ -205,8 +230,8 @@ def main(argv: list[str] | None = None) -> int:
             net = grow(net, args.hidden, args.seed)
     else:
         hidden = args.hidden or 80
-        net = Network.random(hidden, seed=args.seed)
-        net.meta = {"seed": args.seed, "games": 0, "hidden": hidden, "seconds": 0.0}
+        net = Network.random(hidden, seed=args.seed, variant=args.variant)
+        net.meta.update(seed=args.seed, games=0, hidden=hidden, seconds=0.0)
         done = 0
     net.meta.setdefault("bearoff_from", done)  # games from here on stop at the tables
     if args.races:
@@ -269,10 +294,10 @@ def main(argv: list[str] | None = None) -> int:
                     stop = min(stop, (done // every + 1) * every)
             batch = list(range(done, stop))
             if pool is None:
-                games = [_play_game((None, args.seed, i, net.races), net) for i in batch]
+                games = [_play_game((None, args.seed, i, net.races, None), net) for i in batch]
             else:  # the same weights for the whole batch, learned from in game order
                 weights = (net.w1, net.b1, net.w2, net.b2)
-                jobs = [(weights, args.seed, i, net.races) for i in batch]
+                jobs = [(weights, args.seed, i, net.races, net.variant) for i in batch]
                 games = pool.map(_play_game, jobs)
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])  # learn a batch whole
             for x, outcome in games:
@@ -313,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 depth=args.fit_depth,
                 epochs=args.fit_epochs,
                 chunk=args.fit_chunk,
+                window=args.fit_window,
             )
             work = ckpt.with_name(ckpt.name + ".fit")
             work.mkdir(exist_ok=True)
@@ -388,7 +414,7 @@ class _Average:
         """The averaged weights (``net`` itself until the first checkpoint is averaged)."""
         if self.mean is None:
             return net
-        return Network(*self.mean, meta=net.meta)
+        return Network(*self.mean, meta=net.meta, variant=net.variant)
 
 
 def _which(net: Network) -> dict:
@@ -402,12 +428,12 @@ def _interrupt(signum, frame) -> None:
 
 def _play_game(job: tuple, net: Network | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Self-play game ``i`` with the given weights: its encoded positions and outcome."""
-    weights, seed, i, races = job
+    weights, seed, i, races, variant = job
     if net is None:
-        net = Network(*weights)
+        net = Network(*weights, variant=variant)
         net.races = races  # as in main()
-    states, outcome = self_play(net, game_rng(seed, i))
-    return encode(states), outcome
+    states, outcome = self_play(net, game_rng(seed, i, net.variant))
+    return net.features.encode(states), outcome
 
 
 def _progress():

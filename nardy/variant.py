@@ -18,6 +18,9 @@ What a variant provides (OpenSpiel's game / state split, python-chess's values):
   die steps with ``src``, ``dst``, ``die``) and ``notation()`` (``-`` for none).
   ``legal_plays(position, dice)`` lists every legal play as distinct end positions, ``[]``
   when nothing can be played (§3.6, §3.7). Applying a play is taking its ``end``.
+  ``end_boards(position, dice)`` gives the same end positions packed as signed bytes, for
+  engines that judge thousands of them: per play its :class:`Board` view's 24 points and,
+  in a variant with a bar (``has_bar``), the bars of white and black.
 * **Points in steps** are the mover's own numbers: 1..24, ``OFF`` (0) for borne off and
   ``BAR`` (25) for a checker entering from the bar (variants with a bar).
 * ``match_play(position, dice, text)`` is the legal play written as ``text`` or an
@@ -106,6 +109,7 @@ class Variant(ABC):
     house_rules: frozenset[str] = frozenset()
     kinds: type[StrEnum]
     head: int | None = None  # the point every checker starts on (long nardy's 24), if any
+    has_bar: bool = False  # checkers can be hit and wait on the bar (short nardy)
 
     @property
     def default_opening(self) -> Opening:
@@ -134,6 +138,16 @@ class Variant(ABC):
         """The sorted end-position texts of the legal plays (``[]`` when the turn passes);
         a variant may compute them without building the plays (``nardy legal``)."""
         return sorted(p.end.text() for p in self.legal_plays(position, dice))
+
+    def end_boards(self, position: Any, dice: tuple[int, int]) -> bytes:
+        """The legal plays' end positions in ``legal_plays`` order, ``24 (+ 2 with a bar)``
+        signed bytes each (``b""`` when the turn passes); a variant may make them without
+        building the plays."""
+        out = bytearray()
+        for p in self.legal_plays(position, dice):
+            b = self.board(p.end)
+            out += bytes(c & 0xFF for c in b.points + (b.bar if self.has_bar else ()))
+        return bytes(out)
 
     @abstractmethod
     def match_play(self, position: Any, dice: tuple[int, int], text: str) -> Any: ...

@@ -75,8 +75,8 @@ def ranked(rules: Variant, position, dice: tuple[int, int]) -> list[tuple[Any, f
     try:
         from engines.network import best_plays
 
-        return [(r.play, r.equity) for r in best_plays(position, dice)]
-    except (ImportError, ValueError, TypeError):  # no engine for this variant
+        return [(r.play, r.equity) for r in best_plays(position, dice, variant=rules.name)]
+    except (ImportError, OSError, ValueError, TypeError):  # no network for this variant
         return None
 
 

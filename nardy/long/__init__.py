@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nardy.game import Color, GameResult, Termination
-from nardy.long.movegen import end_texts, legal_plays
+from nardy.long.movegen import end_boards, end_texts, legal_plays
 from nardy.long.notation import parse_moves
 from nardy.long.position import ABS, HEAD, Position
 from nardy.long.scoring import Kind, forfeit, result
@@ -37,6 +37,9 @@ class LongNardy(Variant):
 
     def end_texts(self, position: Position, dice: tuple[int, int]) -> list[str]:
         return end_texts(position, dice)
+
+    def end_boards(self, position: Position, dice: tuple[int, int]) -> bytes:
+        return end_boards(position, dice)
 
     def match_play(self, position: Position, dice: tuple[int, int], text: str):
         return match_play(position, dice, text)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from nardy.game import Color, GameResult, Termination
 from nardy.match import Opening
-from nardy.short.movegen import Play, legal_plays
+from nardy.short.movegen import Play, end_boards, legal_plays
 from nardy.short.notation import parse_moves
 from nardy.short.position import Position, absolute
 from nardy.short.scoring import Kind, forfeit, result
@@ -22,6 +22,7 @@ class ShortNardy(Variant):
 
     name = "short"
     kinds = Kind
+    has_bar = True
 
     @property
     def default_opening(self) -> Opening:
@@ -38,6 +39,9 @@ class ShortNardy(Variant):
 
     def legal_plays(self, position: Position, dice: tuple[int, int]) -> list[Play]:
         return legal_plays(position, dice)
+
+    def end_boards(self, position: Position, dice: tuple[int, int]) -> bytes:
+        return end_boards(position, dice)
 
     def match_play(self, position: Position, dice: tuple[int, int], text: str) -> Play:
         return match_play(position, dice, text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 from typing import NamedTuple
 
+from nardy.compiled import load
 from nardy.game import Color
 from nardy.short.notation import format_step
 from nardy.short.position import BAR, CHECKERS, OFF, Position, absolute
@@ -181,6 +182,27 @@ def legal_plays(position: Position, dice: tuple[int, int]) -> list[Play]:
     return [
         new(Play, (tuple([new(Step, s) for s in steps]), end(key))) for key, steps in _search(turn)
     ]
+
+
+_compiled = load("nardy.short._movegen")
+
+
+def end_boards(position: Position, dice: tuple[int, int]) -> bytes:
+    """The end positions of the legal plays, in :func:`legal_plays` order, 26 signed bytes
+    each: the 24 counts by absolute index (white positive), then the bars of white and
+    black (``b""`` when the turn passes). For engines that judge thousands of positions
+    and need no plays: the compiled search (``_movegen.c``, the same search as
+    :func:`_search`) builds them without Python objects when it was built."""
+    if _compiled is not None:
+        return _compiled.end_boards(position.turn, position.board, position.bar, *dice)
+    return end_boards_py(position, dice)
+
+
+def end_boards_py(position: Position, dice: tuple[int, int]) -> bytes:
+    """:func:`end_boards` from :func:`legal_plays`: the reference for the compiled one."""
+    return b"".join(
+        bytes(c & 0xFF for c in p.end.board + p.end.bar) for p in legal_plays(position, dice)
+    )
 
 
 Path = tuple[tuple[int, int, int, bool], ...]  # (src, dst, die, hit) steps

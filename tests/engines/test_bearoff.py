@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from engines import bearoff, train
+from engines import features_long as fl
 from engines import network as nw
 from nardy import CHECKERS, Color, Position, legal_plays
 
@@ -63,7 +64,7 @@ def test_race_values():
 def test_the_network_takes_race_values_from_the_tables():
     # white: one on its 6 (a=18); black: 15 on its point 1 (a=11), nothing borne off
     pos = Position.parse("w/0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,1,0,0,0,0,0")
-    assert nw.both_home(pos) and not nw.both_home(Position.start())
+    assert fl.both_home(pos) and not fl.both_home(Position.start())
     net = nw.Network.random(8, seed=1)
     assert np.allclose(net.values([pos]), [[1.0, 27 / 36, 0.0]])
     net.bearoff = False
@@ -75,11 +76,11 @@ def test_self_play_stops_at_the_tables():
     net.races = False  # with the race model it stops sooner (below)
     for game in range(3):
         states, outcome = train.self_play(net, train.game_rng(1, game))
-        assert not any(nw.both_home(s) for s in states)
+        assert not any(fl.both_home(s) for s in states)
         # the outcome is for the side to move after the last turn: the tables' values of
         # a position both all home that one of the last position's plays reaches, or a loss
         ends = {p.end for roll, _ in nw.ROLLS for p in legal_plays(states[-1], roll)}
-        finals = [e for e in ends if nw.both_home(e) or e.winner is not None]
+        finals = [e for e in ends if fl.both_home(e) or e.winner is not None]
         assert any(np.allclose(net.values([e])[0], outcome) for e in finals)
 
 
@@ -138,9 +139,9 @@ def test_the_network_takes_races_before_all_home_from_the_model():
     # §1 absolute indices: white has one checker on its 8 (a=16) and 14 on its 1; black
     # has all 15 on its 1 (a=11): they have passed each other, a race, white not all home
     pos = Position.parse("w/0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,1,0,0,0,0,0,0,14")
-    assert not nw.both_home(pos) and nw.encode([pos])[0, -1] == 1
+    assert not fl.both_home(pos) and fl.FEATURES.encode([pos])[0, -1] == 1
     net = nw.Network.random(8, seed=1)
-    c = nw.counts(*nw._boards([pos]))
+    c = fl.counts(*fl.boards_of([pos]))
     model = TABLE.race_values(c[:, 0], c[:, 1])
     assert np.allclose(net.values([pos]), model)
     net.races = False
@@ -154,20 +155,20 @@ def test_training_judges_races_by_the_network_or_stops_at_the_first():
     net = nw.Network.random(8, seed=2)
     net.races = False  # as the shipped run did: races before all home by the network
     states, outcome = train.self_play(net, train.game_rng(2, 0))
-    x, got = train._play_game(((net.w1, net.b1, net.w2, net.b2), 2, 0, False))
-    assert np.array_equal(x, nw.encode(states)) and np.array_equal(got, outcome)
-    assert not any(nw.both_home(p) for p in states)
-    raced = [i for i, p in enumerate(states) if nw.in_race(p)]
+    x, got = train._play_game(((net.w1, net.b1, net.w2, net.b2), 2, 0, False, "long"))
+    assert np.array_equal(x, fl.FEATURES.encode(states)) and np.array_equal(got, outcome)
+    assert not any(fl.both_home(p) for p in states)
+    raced = [i for i, p in enumerate(states) if fl.in_race(p)]
     assert raced, "this game has a race before both sides are all home"
     net.races = True  # --races: the game stops at its first race, valued by the model
     short, end = train.self_play(net, train.game_rng(2, 0))
-    assert short == states[: raced[0]] and not any(nw.in_race(p) for p in short)
+    assert short == states[: raced[0]] and not any(fl.in_race(p) for p in short)
     rng = train.game_rng(2, 0)  # the last turn's dice, and the play the network chose
     for _ in range(len(short)):
         dice = (rng.randint(1, 6), rng.randint(1, 6))
     plays = legal_plays(short[-1], dice)
     first = plays[int(np.argmax(nw.equity(net.after(plays))))].end
-    c = nw.counts(*nw._boards([first]))
-    assert nw.in_race(first) and np.allclose(end, TABLE.race_values(c[:, 0], c[:, 1])[0])
-    x, got = train._play_game(((net.w1, net.b1, net.w2, net.b2), 2, 0, True))
-    assert np.array_equal(x, nw.encode(short)) and np.array_equal(got, end)
+    c = fl.counts(*fl.boards_of([first]))
+    assert fl.in_race(first) and np.allclose(end, TABLE.race_values(c[:, 0], c[:, 1])[0])
+    x, got = train._play_game(((net.w1, net.b1, net.w2, net.b2), 2, 0, True, "long"))
+    assert np.array_equal(x, fl.FEATURES.encode(short)) and np.array_equal(got, end)

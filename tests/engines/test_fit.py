@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engines import features_long as fl
 from engines import fit, train
 from engines import network as nw
 from engines.selfplay import self_play, td_targets
@@ -24,10 +25,12 @@ def test_value_positions_carry_their_lambda_returns():
     data = fit.value_game(net, 5, 0, 3, SMALL)
     states, outcome = self_play(net, fit._rng(5, 0, "dice", 3))
     g = td_targets(net.values(states), outcome, SMALL.lam)
-    rows = [states.index(p) for p in data.positions()]
+    rows = [states.index(p) for p in data.positions(fl.FEATURES)]
     assert len(rows) == SMALL.positions and rows == sorted(rows)
     assert np.allclose(data.labels, g[rows], atol=1e-6) and set(data.games) == {3}
-    assert not any(nw.in_race(p) for p in data.positions())  # the network's positions only
+    assert not any(
+        fl.in_race(p) for p in data.positions(fl.FEATURES)
+    )  # the network's positions only
 
 
 @pytest.mark.slow
@@ -36,8 +39,8 @@ def test_candidates_are_the_best_plays_labelled_by_lookahead(depth):
     net = _net(2)
     s = fit.Settings(candidate_share=1.0 if depth == 1 else 0.1, candidates=3, depth=depth)
     data = fit.candidate_game(net, 5, 0, 1, s)
-    ends = data.positions()
-    assert ends and not any(nw.in_race(e) or e.winner is not None for e in ends)
+    ends = data.positions(fl.FEATURES)
+    assert ends and not any(fl.in_race(e) or e.winner is not None for e in ends)
     for e, label in list(zip(ends, data.labels, strict=True))[:12]:
         assert np.allclose(label, nw.flip(nw.lookahead(net, e, depth=depth)), atol=1e-6)
     # every turn's ends are among its best three by the network (RULES.md §3.7: plays
@@ -56,7 +59,7 @@ def test_candidates_are_the_best_plays_labelled_by_lookahead(depth):
 def test_a_fit_resumes_from_its_last_epoch_to_the_same_weights(tmp_path):
     net = _net(3)
     data = fit.Data.join([fit.value_game(net, 1, 0, g, SMALL) for g in range(4)])
-    x, y = fit.inputs(data), data.labels
+    x, y = fit.inputs(fl.FEATURES, data), data.labels
     held = (x[:5], y[:5])
     logs = []
     once = fit.fit(net, x, y, SMALL, 1, 0, tmp_path / "a.npz", logs.append, held)

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from engines import features_long as fl
 from engines import network as nw
 from engines import train
 from engines.evaluate import values_for
@@ -89,20 +90,20 @@ def reference(pos: Position) -> list[float]:
 
 def test_encoding_matches_the_documented_reference():
     positions = game_positions(1) + [START, MIDDLE, RACE, BEAR_OFF]
-    x = nw.encode(positions)
-    assert x.shape == (len(positions), nw.FEATURES)
+    x = fl.FEATURES.encode(positions)
+    assert x.shape == (len(positions), fl.SIZE)
     want = np.array([reference(p) for p in positions])
     assert np.array_equal(x, want)  # every input is one correctly rounded division
 
 
-@pytest.mark.skipif(nw._COMPILED is None, reason="engines._network was not built")
+@pytest.mark.skipif(fl.COMPILED is None, reason="engines._network was not built")
 def test_compiled_encoding_is_the_numpy_one_bit_for_bit():
     positions = game_positions(3, 2000) + [START, MIDDLE, RACE, BEAR_OFF]
-    x, c = nw._encode(positions)
-    c0 = nw.counts(*nw._boards(positions))
-    assert np.array_equal(c, c0) and np.array_equal(x, nw.features(c0))
+    x, c = fl.FEATURES.inputs(positions)
+    c0 = fl.counts(*fl.boards_of(positions))
+    assert np.array_equal(c, c0) and np.array_equal(x, fl.features(c0))
     with pytest.raises(ValueError):
-        nw._COMPILED.encode(positions, np.empty((1, nw.FEATURES)), c)
+        fl.COMPILED.encode(positions, np.empty((1, fl.SIZE)), c)
 
 
 def mirrored(pos: Position) -> Position:
@@ -115,15 +116,17 @@ def mirrored(pos: Position) -> Position:
 
 def test_encoding_is_turn_relative():
     positions = game_positions(2, 100)
-    assert np.array_equal(nw.encode(positions), nw.encode([mirrored(p) for p in positions]))
+    assert np.array_equal(
+        fl.FEATURES.encode(positions), fl.FEATURES.encode([mirrored(p) for p in positions])
+    )
     # and the two sides' halves swap when only the side to move changes
-    x, y = nw.encode(positions), nw.encode([p.passed() for p in positions])
-    side = (nw.FEATURES - 1) // 2
+    x, y = fl.FEATURES.encode(positions), fl.FEATURES.encode([p.passed() for p in positions])
+    side = (fl.SIZE - 1) // 2
     assert np.array_equal(x[:, :side], y[:, side : 2 * side])
 
 
 def test_race_input():
-    race = nw.encode([START, MIDDLE, RACE, BEAR_OFF])[:, -1]
+    race = fl.FEATURES.encode([START, MIDDLE, RACE, BEAR_OFF])[:, -1]
     assert list(race) == [0, 0, 1, 0]  # BEAR_OFF: black is still on its head, behind white
 
 
@@ -137,7 +140,7 @@ def net() -> nw.Network:
 
 def test_shipped_weights_load_and_are_small(net):
     assert nw.WEIGHTS.stat().st_size < 5_000_000
-    assert net.w1.shape == (nw.FEATURES, net.hidden)
+    assert net.w1.shape == (fl.SIZE, net.hidden)
     assert net.meta["games"] > 0 and "seed" in net.meta  # how they were made
     v = net.values(game_positions(3, 50))
     assert v.shape == (50, 3) and ((v >= 0) & (v <= 1)).all()
@@ -320,7 +323,7 @@ def test_td_targets():
 
 def test_float32_outputs_follow_the_weights_as_they_learn():
     net = nw.Network.random(16, seed=6)
-    x = nw.encode(game_positions(7, 50))
+    x = fl.FEATURES.encode(game_positions(7, 50))
     assert np.allclose(net.outputs(x), net.forward(x)[1], atol=1e-5)
     before = net.outputs(x)
     train.learn(net, x, np.full((50, 3), [1.0, 0.0, 0.0]), alpha=0.05)
@@ -330,7 +333,7 @@ def test_float32_outputs_follow_the_weights_as_they_learn():
 
 def test_learning_moves_values_toward_targets():
     net = nw.Network.random(16, seed=4)
-    x = nw.encode(game_positions(4, 40))
+    x = fl.FEATURES.encode(game_positions(4, 40))
     g = np.full((40, 3), [1.0, 0.0, 0.0])
     before = train.learn(net, x, g, alpha=0.05)
     for _ in range(20):
@@ -396,7 +399,7 @@ def test_a_grown_network_plays_like_the_one_it_grew_from():
     net.meta = {"games": 10}
     wide = train.grow(net, 12, seed=1)
     assert wide.hidden == 12 and wide.meta["grown"] == [[10, 8, 12]]
-    x = nw.encode(game_positions(6, 30))
+    x = fl.FEATURES.encode(game_positions(6, 30))
     assert np.allclose(wide.forward(x)[1], net.forward(x)[1])
     assert np.array_equal(wide.w1[:, :8], net.w1) and wide.w1[:, 8:].std() > 0
 

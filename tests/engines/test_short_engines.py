@@ -1,6 +1,6 @@
 """The engines that play short nardy (engines/registry.py): random, greedy (with its own
-evaluation, engines/evaluate_short.py) and gnubg (tests/engines/test_gnubg.py); the
-long-only engines refuse it by name."""
+evaluation, engines/evaluate_short.py), the network (tests/engines/test_short_network.py)
+and gnubg (tests/engines/test_gnubg.py); the long-only engines refuse it by name."""
 
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ def test_greedy_beats_random_at_short_nardy():
 
 
 def test_only_the_engines_that_play_short_are_offered_for_it():
-    assert names("short") == ["random", "greedy", "gnubg"]
-    assert default_engine("short") == "greedy" and default_engine("long") == "network"
+    assert names("short") == ["random", "greedy", "network", "gnubg"]
+    assert default_engine("short") == "network" and default_engine("long") == "network"
     with pytest.raises(ValueError, match="no bundled engine plays hyper"):
         default_engine("hyper")
-    with pytest.raises(ValueError, match="network plays long nardy, not short"):
-        make_engine("network", variant_name="short")
+    with pytest.raises(ValueError, match="expectimax plays long nardy, not short"):
+        make_engine("expectimax", variant_name="short")
 
 
 def test_greedy_has_an_evaluation_for_every_variant_it_is_listed_for():
