@@ -21,6 +21,7 @@ ALL = [
     "strength",
     "race",
     "store",
+    "retention",
     "cluster",
 ]
 
