@@ -255,7 +255,7 @@ async def idle_games(
             await asyncio.sleep(0.01)
         out["before"] = proc_status(pid)["VmRSS"]
         # A few creators at a time, each opening its streams one after another: thousands
-        # at once overrun grpc.aio's pending request limits (notes/grpc-trio.md, pitfall 7),
+        # at once overrun grpc.aio's limits on pending requests,
         # one at a time takes many minutes under the play load.
         waiters = []
         t0 = time.perf_counter()

@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         import multiprocessing
 
         # forkserver, not fork: a plain fork of a process with gRPC threads (the test
-        # suite's, any caller's) can deadlock in the child (shared/notes/grpc-trio.md)
+        # suite's, any caller's) can deadlock in the child
         pool = multiprocessing.get_context("forkserver").Pool(args.workers)
     signal.signal(signal.SIGTERM, _interrupt)  # a stopped session saves its checkpoint
     t0 = time.perf_counter()

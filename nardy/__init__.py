@@ -8,7 +8,7 @@ The names exported here are the shared types and, for convenience, long nardy's 
 import os
 
 # nardy processes start children with fork+exec only (engines, checkers); grpc's fork
-# handlers are not needed for that and only log noise (notes/grpc-trio.md, pitfall 5).
+# handlers are not needed for that and only log noise.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from nardy.game import (

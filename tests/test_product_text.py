@@ -16,7 +16,7 @@ WORDS = {
     "a work session": r"\bsessions?\s+\d+\b",
     "an issue number": r"\bissues?\s+#?\d+\b|\bissue\s+#\w+",
     "the time of a run": r"\b\d{1,2}:\d{2}(?:\s*-\s*\d{1,2}:\d{2})?\s+UTC\b",
-    "a path outside the repository": r"\.\./" + "shared" + r"\b|/work" + r"/",
+    "a path outside the repository": r"\.\./" + "shared" + r"\b|/work" + r"/|\bnotes/[\w-]+\.md\b",
 }
 PATTERN = re.compile("|".join(f"(?P<w{i}>{p})" for i, p in enumerate(WORDS.values())), re.I)
 NAMES = list(WORDS)

@@ -44,7 +44,7 @@ def spawn(
 
     The pty is made here and the process started with ``subprocess`` rather than
     ``pexpect.spawn``: that forks this process, whose gRPC threads (the arbiter, the bots)
-    do not survive a plain fork reliably (see shared notes/grpc-trio.md, item 5).
+    do not survive a plain fork reliably.
     """
     e = {k: v for k, v in os.environ.items() if k not in ("NARDY_SERVER", "NARDY_TOKEN")}
     e.update(NO_COLOR="1", TERM="xterm", LANG="C.UTF-8", PYTHONUNBUFFERED="1")
