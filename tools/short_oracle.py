@@ -36,7 +36,7 @@ from nardy.game import Color
 from nardy.short.movegen import Play, Turn, legal_plays
 from nardy.short.position import BAR, CHECKERS, OFF, Position, absolute
 from tests.short.naive import KINDS, random_dice, random_position
-from tests.short.test_cross_check import self_play_cases
+from tests.short.test_cross_check import CHECK
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = ROOT / "tools" / "gnubg_driver.py"
@@ -211,7 +211,7 @@ def cases(seed: int, self_play: int, per_tag: int, pool: int) -> list[tuple[Case
     rng = random.Random(seed)
     chosen = [
         ((p, d), ["self-play", *tags(p, d, legal_plays(p, d))])
-        for p, d in self_play_cases(rng, self_play)
+        for p, d in CHECK.self_play_cases(rng, self_play)
     ]
     have: Counter[str] = Counter()
     makers = list(MAKERS.items())
