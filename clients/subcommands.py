@@ -96,7 +96,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=10_000,
         metavar="MS",
         help="several instances on one PostgreSQL: an instance that stops renewing its "
-        "lease for this long has its games taken over by another (default 10000)",
+        "lease for this long has its games taken over by another (default 10000: its games "
+        "go on a median 11.6 s after a kill -9, `make failover`; shorter hands them over "
+        "sooner, but an instance that stalls longer loses them)",
     )
     p.add_argument(
         "--advertise",
