@@ -1094,6 +1094,9 @@ async def serve_games(
         nursery.cancel_scope.cancel()
 
 
+RELIST_S = 2.0  # a failed ListChallenges asked again after this
+
+
 async def _answer_challenges(
     client: Client,
     consent: Consent,
@@ -1104,11 +1107,13 @@ async def _answer_challenges(
     """Each time challenges are announced: the ones waiting, each accepted (and its game
     started at once, so that it counts for the next) or declined, one call at a time."""
     async for _ in bell:
-        try:
-            waiting = await client.list_challenges()
-        except grpc.RpcError as e:
-            log.warning("challenges: %s", e.details())
-            continue
+        while True:  # (a challenge announced must be answered: its challenger waits)
+            try:
+                waiting = await client.list_challenges()
+                break
+            except grpc.RpcError as e:
+                log.warning("challenges: %s; asking again in %g s", e.details(), RELIST_S)
+                await trio.sleep(RELIST_S)
         for c in waiting:
             points = f"{c.target_points} point" + ("s" if c.target_points != 1 else "")
             terms = f"{c.options.variant} nardy, {points}, {c.options.turn_time_ms} ms a turn"
