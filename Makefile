@@ -70,8 +70,8 @@ test: $(STAMP) proto browser gnubg node nginx systemd
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 
-# The quick subset for developers (under two minutes on two cores): every area, without the
-# tests marked slow (pyproject's pytest markers). `make test` runs everything.
+# The quick subset for developers: every area, without the tests marked slow (pyproject's
+# pytest markers). `make test` runs everything.
 test-quick: $(STAMP) proto browser gnubg node
 	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q -m "not slow"; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
