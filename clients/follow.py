@@ -15,7 +15,7 @@ import grpc
 
 from clients.board import side_name
 from nardy import BAR, OFF, Color, variant, wire
-from nardy.client import END_TYPES, Client, Reconnect, Unreachable
+from nardy.client import Client, Reconnect, Unreachable, over
 from nardy.v1 import game_pb2 as pb
 
 MAX_BACKOFF = 4.0
@@ -66,7 +66,7 @@ async def follow(
                 if ev.type != pb.EVENT_TYPE_HEARTBEAT:
                     last = max(last, ev.seq)
                 on_event(ev)
-                if ev.type in END_TYPES:
+                if over(ev):
                     return ev
                 if ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN:
                     told = True

@@ -25,7 +25,7 @@ from clients.board import play_marks, render, rules_of, side_name, state_for
 from clients.follow import dice_text, finished_text, names_of
 from clients.term import Screen, run_trio
 from nardy import Color, wire
-from nardy.client import END_TYPES, Client
+from nardy.client import Client, over
 from nardy.v1 import game_pb2 as pb
 
 
@@ -135,7 +135,7 @@ async def fetch_events(client: Client, game_id: str) -> list[pb.GameEvent]:
             if ev.type == pb.EVENT_TYPE_HEARTBEAT:
                 continue
             events.append(ev)
-            if ev.type in END_TYPES or ev.seq >= last:
+            if over(ev) or ev.seq >= last:
                 break
     return events
 

@@ -76,6 +76,15 @@ INSTANCE_KEY = "nardy-instance"  # trailing metadata: the instance that runs the
 GAME_CALLS = {"GetGame", "SubmitPlay", "Resign", "SubscribeGame"}  # sent where the game is
 MAX_HOPS = 4  # redirects followed in a row for one call
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
+ENDED = {pb.GAME_STATUS_FINISHED, pb.GAME_STATUS_ABORTED}
+
+
+def over(ev: pb.GameEvent) -> bool:
+    """The game is over as of ``ev``: its last event, or the SNAPSHOT a stream opened on an
+    ended game sends (its only event, before the stream ends)."""
+    return ev.type in END_TYPES or ev.state.status in ENDED
+
+
 # How a seat's game travels: the Play stream (falling back to unary where the arbiter does
 # not offer it), or SubscribeGame + a SubmitPlay call per turn.
 PLAY, UNARY = "play", "unary"
@@ -608,7 +617,7 @@ class Client:
             "SubscribeGame",
             request,
             shutdown=lambda ev: ev.type == pb.EVENT_TYPE_SERVER_SHUTDOWN,
-            ends=lambda ev: ev.type in END_TYPES,
+            ends=over,
             resume=resume,
             reconnect=reconnect,
             game_id=game_id,
@@ -728,7 +737,7 @@ class PlayStream:
                 "Play",
                 self._request,
                 shutdown=lambda r: _is_event(r, {pb.EVENT_TYPE_SERVER_SHUTDOWN}),
-                ends=lambda r: _is_event(r, END_TYPES),
+                ends=lambda r: r.WhichOneof("kind") == "event" and over(r.event),
                 resume=True,
                 reconnect=self.reconnect,
                 game_id=self.game_id,
@@ -838,7 +847,7 @@ async def _over_play(client: Client, seat: _Seat) -> pb.GameState:
             if kind == "event":
                 ev = response.event
                 seat.state = ev.state
-                if ev.type in END_TYPES:
+                if over(ev):
                     return seat.state
                 if seat.wants(ev) and not stream.awaits(ev.state.turn_id):
                     fields = choice_fields(await seat.answer(ev.state))
@@ -889,7 +898,7 @@ async def _over_unary(client: Client, seat: _Seat) -> pb.GameState:
     while True:
         async for ev in client.events(seat.game_id, client_seed=seat.seed, own_turns=True):
             seat.state = ev.state
-            if ev.type in END_TYPES:
+            if over(ev):
                 return seat.state
             if not seat.wants(ev):
                 continue

@@ -27,7 +27,7 @@ from clients.check_engine.judge import (
     judge_without_play,
 )
 from clients.check_engine.model import Run, Scenario
-from nardy.client import END_TYPES, my_turn
+from nardy.client import my_turn, over
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
 
@@ -66,7 +66,7 @@ async def submit_illegal(run: Run) -> None:
     with trio.move_on_after(JOIN_MS / 1000):
         async with contextlib.aclosing(seat.events(run.game_id)) as events:
             async for ev in events:
-                if ev.type in END_TYPES:
+                if over(ev):
                     break
                 if not my_turn(ev):
                     continue

@@ -49,7 +49,26 @@ async def answer(person: Client, game_id: str) -> int:
             async for ev in events:
                 if ev.type in (pb.EVENT_TYPE_GAME_STARTED, pb.EVENT_TYPE_GAME_ABORTED):
                     return ev.type
+                if ev.state.status == pb.GAME_STATUS_ABORTED:  # (answered before we came)
+                    return pb.EVENT_TYPE_GAME_ABORTED
+                if ev.state.status in (pb.GAME_STATUS_IN_PROGRESS, pb.GAME_STATUS_FINISHED):
+                    return pb.EVENT_TYPE_GAME_STARTED
     raise AssertionError("the game's stream ended without an answer")
+
+
+async def test_a_stream_opened_on_a_declined_challenge_ends_with_its_snapshot(arbiter):
+    """The SDK's events() of a game over before the stream opened: one SNAPSHOT of the
+    ended game, then the end (not a dropped stream to resume for ever)."""
+    async with Client(arbiter.address) as bot, Client(arbiter.address) as alice:
+        await bot.register("declining-bot")
+        await alice.register("alice", bot=False)
+        game = await challenge(alice, "alice", "declining-bot")
+        (waiting,) = await bot.list_challenges()
+        await bot.decline_challenge(waiting.match_id)
+        with trio.fail_after(10):
+            seen = [ev async for ev in alice.events(game)]
+        assert [ev.type for ev in seen] == [pb.EVENT_TYPE_SNAPSHOT]
+        assert seen[0].state.status == pb.GAME_STATUS_ABORTED
 
 
 async def test_the_engine_accepts_what_it_plays_and_declines_the_rest(arbiter):
