@@ -4,6 +4,7 @@ and the one arbiter fixture."""
 import os
 import secrets
 import signal
+from typing import NoReturn
 
 import pytest
 
@@ -12,6 +13,14 @@ import pytest
 # that press Ctrl-C need children that take it as a terminal's user's would.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def missing(message: str) -> NoReturn:
+    """A tool the test needs is not here: skipped on a developer's machine, failed in CI
+    (where `make test` installs everything)."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 # -- databases: every store test runs on SQLite and on PostgreSQL ----------------------------
@@ -25,10 +34,7 @@ def pg_server() -> str:
     Missing, the PostgreSQL tests are skipped on a developer's machine and fail in CI."""
     url = os.environ.get("NARDY_TEST_PG", "")
     if not url:
-        message = "NARDY_TEST_PG is not set: run `make test`, or `make pg` and export it"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("NARDY_TEST_PG is not set: run `make test`, or `make pg` and export it")
     return url
 
 

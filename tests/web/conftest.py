@@ -11,18 +11,17 @@ import shutil
 
 import pytest
 
+from tests.conftest import missing
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 @pytest.fixture
 def browser(tmp_path):
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not shutil.which(p)]
-    if missing:
-        message = f"no {' or '.join(missing)}: `make browser` installs chromium"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    absent = [p for p in (CHROMIUM, CHROMEDRIVER) if not shutil.which(p)]
+    if absent:
+        missing(f"no {' or '.join(absent)}: `make browser` installs chromium")
     os.environ["SE_OFFLINE"] = "true"  # selenium never downloads a driver or a browser
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
