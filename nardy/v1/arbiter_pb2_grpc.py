@@ -191,7 +191,8 @@ class ArbiterServiceServicer:
         seat in the game: PERMISSION_DENIED. Every event carries the full state; a seat may
         ask for only what it needs to play (SubscribeGameRequest.filter). The stream
         ends after GAME_FINISHED / GAME_ABORTED (a finished game's stream is its backlog
-        only), or with SERVER_SHUTDOWN.
+        only: without after_seq or from_start, one SNAPSHOT whose state.status is FINISHED or
+        ABORTED, then the end), or with SERVER_SHUTDOWN.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
