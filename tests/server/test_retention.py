@@ -187,37 +187,17 @@ async def test_a_ladder_s_archived_games_still_count_the_same(db):
     """The standings are built from the ladder's books (one record a game), never from
     the games' events: archiving changes nothing in them, nor after a restart."""
     with EmbeddedServer(db=db, heartbeat_s=30.0) as server:
-        async with Client(server.address, server.admin_token) as op:
-            await op.create_ladder("kept", max_games=2, turn_time_ms=5000)
-        bots = [Client(server.address) for _ in range(2)]
-        for i, bot in enumerate(bots):
-            await bot.register(f"keeper{i}")
-        async with trio.open_nursery() as nursery:
-            for i, bot in enumerate(bots):
-                rng = random.Random(i)
-                nursery.start_soon(
-                    lambda b=bot, r=rng: serve_games(b, lambda t: r.choice(t.legal), max_games=2)
-                )
-            for bot in bots:
-                await bot.join_ladder("kept")
-        standings = (await bots[0].standings("kept")).SerializeToString(deterministic=True)
-        cross = (await bots[0].crosstable("kept")).SerializeToString(deterministic=True)
-        games = [g.game_id for g in await bots[0].all_games(ladder="kept")]
+        games = await ladder_of_one_pair(server, "kept")
         assert len(games) == 2
+        books = await trio.to_thread.run_sync(books_of, server, "kept")
         seen = await trio.to_thread.run_sync(everything, server.address, games)
         run = await archived(server)
         assert run.archived == 2 and rows(db, "archive") == 2
         if not db.startswith("postgresql://"):  # (several instances' books: the store's)
             assert execute(db, "SELECT counted FROM ladder_books") == [(2,)]  # stored by the run
-        assert (await bots[0].standings("kept")).SerializeToString(deterministic=True) == standings
-        for bot in bots:
-            bot.close()
+        assert (await trio.to_thread.run_sync(books_of, server, "kept"))[0] == books[0]
     with EmbeddedServer(db=db, heartbeat_s=30.0) as server:
-        async with Client(server.address) as client:
-            assert (await client.standings("kept")).SerializeToString(
-                deterministic=True
-            ) == standings
-            assert (await client.crosstable("kept")).SerializeToString(deterministic=True) == cross
+        assert await trio.to_thread.run_sync(books_of, server, "kept") == books
         assert await trio.to_thread.run_sync(everything, server.address, games) == seen
 
 
