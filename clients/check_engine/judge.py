@@ -67,9 +67,14 @@ def common(run: Run) -> list[EngineTurn]:
             if run.scenario.unary_only
             else "it must SubscribeGame, or open a Play stream, with NARDY_TOKEN"
         )
+        started = (
+            f"; its process was started {run.launched[0]:.1f} s after the match was made"
+            if run.launched
+            else ""
+        )
         raise Fail(
             f"the engine never joined the game: the arbiter aborted it after "
-            f"{JOIN_MS // 1000} s ({how})"
+            f"{JOIN_MS // 1000} s ({how}{started})"
         )
     started = next((ev for ev in events if ev.type == pb.EVENT_TYPE_GAME_STARTED), None)
     if started is None:

@@ -15,7 +15,9 @@ from nardy.client import Client
 from nardy.match import DEFAULT_VARIANT
 from nardy.v1 import game_pb2 as pb
 
-JOIN_MS = 15_000  # the engine must subscribe to its game within this, or the game aborts
+# The engine must subscribe to its game within this of the match being made, or the game
+# aborts: an engine starts in well under a second, the rest is room for a loaded machine.
+JOIN_MS = 30_000
 LAUNCH_MS = 5_000  # extra clock where the engine is (re)launched during its own turn
 NEAR_TIMEOUT_MS = 1_500
 
@@ -89,6 +91,8 @@ class Run:
     exit_code: int | None = None  # of an engine process that ended by itself
     error: str | None = None
     notes: dict = field(default_factory=dict)
+    made: float = field(default_factory=trio.current_time)  # when the match was made
+    launched: list[float] = field(default_factory=list)  # seconds after that, each launch
 
     @property
     def engine(self) -> EngineProcess | None:
@@ -106,6 +110,7 @@ class Run:
             env={"NARDY_SERVER": self.client.address, "NARDY_TOKEN": self.engine_token},
         )
         self.engines.append(engine)
+        self.launched.append(trio.current_time() - self.made)
         engine.start()
 
     async def kill_engine(self) -> None:

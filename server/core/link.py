@@ -6,20 +6,18 @@ is read: server.core.clock); each call is then answered by a task of its own. At
 :data:`CALLS_A_ROUND` answers are started in one scheduling round, the rest in the rounds
 after, in order: however many calls a saturated core has read, a round stays short, so a
 clock whose deadline passes is acted on within a round or two rather than after all of
-them. A frame is
-written as it is made, without waiting for the writer task, while the socket takes it;
-what it does not take waits for the writer, in order. A frame the core cannot use is
+them. The frames
+made in one scheduling round go out together, in order, in one write at the start of the
+next: a turn's events and its answer cost the socket (and the edge's wake-up) once, not
+once a frame. A frame the core cannot use is
 dropped and logged, never fatal: nothing the edge can send stops the core, and the link
 closing (the edge stopped or died) ends its run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
-import os
-import socket
 from collections import deque
 
 import trio
@@ -46,11 +44,6 @@ class EdgeLink:
         self.api: Api | None = None
         self._out = bytearray()  # not written yet, in order
         self._wake = trio.Event()
-        # a socket's own descriptor, non-blocking, to write frames as they are made
-        self._raw: socket.socket | None = None
-        if isinstance(stream, trio.SocketStream):
-            self._raw = socket.socket(fileno=os.dup(stream.socket.fileno()))
-            self._raw.setblocking(False)
         self._fences: dict[int, Passed] = {}  # asked of the edge, not answered yet
         self._fence_ids = itertools.count(1)
         self.offset = 0.0  # the core's clock minus CLOCK_MONOTONIC
@@ -62,17 +55,7 @@ class EdgeLink:
 
     # -- out ------------------------------------------------------------------------------
     def send(self, message: link_pb.ToEdge) -> None:
-        data = frame(message)
-        if self._raw is not None and not self._out:
-            try:
-                data = data[self._raw.send(data) :]
-            except BlockingIOError:
-                pass
-            except OSError:
-                return  # the edge is gone: the reader sees it too
-            if not data:
-                return
-        self._out += data
+        self._out += frame(message)
         self._wake.set()
 
     def tell(self, tap: int, message: bytes, turn_id: int, seq: int) -> None:
@@ -106,19 +89,14 @@ class EdgeLink:
         return ticket
 
     async def _write(self) -> None:
-        """What the socket did not take at once, once it takes more."""
+        """The frames made since it last wrote, in one write while the socket takes them."""
         while True:
             await self._wake.wait()
             self._wake = trio.Event()
             try:
                 while self._out:
-                    if self._raw is None:
-                        data, self._out = bytes(self._out), bytearray()
-                        await self.stream.send_all(data)
-                        continue
-                    await trio.lowlevel.wait_writable(self._raw)
-                    with contextlib.suppress(BlockingIOError):
-                        del self._out[: self._raw.send(self._out)]
+                    data, self._out = bytes(self._out), bytearray()
+                    await self.stream.send_all(data)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                 return  # the edge is gone: the reader sees it too
 
@@ -136,9 +114,6 @@ class EdgeLink:
                 await self._read()
             finally:
                 self.closed.set()
-                if self._raw is not None:
-                    trio.lowlevel.notify_closing(self._raw)
-                    self._raw.close()
                 for ticket in self._fences.values():
                     ticket.done.set()  # no edge: nothing is in flight
                 self._fences.clear()

@@ -289,7 +289,10 @@ class MatchSession:
                     white = 0 if game.planned_white is None else game.planned_white
                     result = game.absent_loses(white)
                 else:
-                    await game.abort("a seat did not arrive in time")
+                    absent = " and ".join(
+                        ("first", "second")[seat] for seat in (0, 1) if seat not in audience.present
+                    )
+                    await game.abort(f"the {absent} seat did not arrive in time")
                     await self.host.game_over(game)
                     return
             self.match.record(white, result)
