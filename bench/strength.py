@@ -58,23 +58,26 @@ _KEPT: dict[tuple, object] = {}  # a worker's engines, kept from pair to pair
 def _engine(spec: tuple, variant_name: str):
     """The engine of ``spec`` (``(name, level, seed)``, then optionally a dict of options:
     the network's ``weights`` file and ``search``, fields of its level's
-    :class:`engines.neural.Level` to override) for ``variant_name``, made once per worker
-    process."""
+    :class:`engines.neural.Level` to override; any other option, such as gnubg's
+    ``{"ply": 0}``, goes to :func:`engines.registry.make_engine`) for ``variant_name``,
+    made once per worker process: an engine with a process of its own (gnubg) is started
+    once, not for every pair."""
     key = (repr(spec), variant_name)
     if key not in _KEPT:
         name, level, seed, *options = spec
-        options = options[0] if options else {}
-        if options:
+        options = dict(options[0]) if options else {}
+        weights, search = options.pop("weights", None), options.pop("search", None)
+        if weights or search:
             import dataclasses
 
             from engines.network import Network
             from engines.neural import NetworkEngine
 
-            net = Network.load(options["weights"]) if options.get("weights") else None
+            net = Network.load(weights) if weights else None
             engine = NetworkEngine(level, seed, network=net, rules=variant(variant_name))
-            engine.params = dataclasses.replace(engine.params, **options.get("search", {}))
+            engine.params = dataclasses.replace(engine.params, **(search or {}))
         else:
-            engine = make_engine(name, level, seed, variant_name)
+            engine = make_engine(name, level, seed, variant_name, **options)
         _KEPT[key] = engine
     return _KEPT[key]
 
@@ -96,20 +99,6 @@ def _single(job: tuple) -> list[GameRecord]:
     """One game: ``(white spec, black spec, dice seed)`` of long nardy."""
     wspec, bspec, seed = job
     return [play_game(make_engine(*wspec), make_engine(*bspec), seed)]
-
-
-_KEPT: dict[tuple, object] = {}  # a worker's engines, kept from pair to pair
-
-
-def _engine(spec: tuple, variant_name: str):
-    """The engine of ``spec`` (``(name, level, seed)``, then optionally a dict of options
-    such as ``{"ply": 0}``) for ``variant_name``, made once per worker process: an engine
-    with a process of its own (gnubg) is started once, not for every pair."""
-    key = (repr(spec), variant_name)
-    if key not in _KEPT:
-        name, level, seed, *options = spec
-        _KEPT[key] = make_engine(name, level, seed, variant_name, **(options[0] if options else {}))
-    return _KEPT[key]
 
 
 def _pair(job: tuple) -> list[GameRecord]:
