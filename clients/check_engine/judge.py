@@ -68,8 +68,8 @@ def common(run: Run) -> list[EngineTurn]:
             else "it must SubscribeGame, or open a Play stream, with NARDY_TOKEN"
         )
         started = (
-            f"; its process was started {run.launched[0]:.1f} s after the match was made"
-            if run.launched
+            f"; its process was started {run.launched:.1f} s after the match was made"
+            if run.launched is not None
             else ""
         )
         raise Fail(

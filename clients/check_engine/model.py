@@ -92,7 +92,7 @@ class Run:
     error: str | None = None
     notes: dict = field(default_factory=dict)
     made: float = field(default_factory=trio.current_time)  # when the match was made
-    launched: list[float] = field(default_factory=list)  # seconds after that, each launch
+    launched: float | None = None  # seconds after that, the engine's first launch
 
     @property
     def engine(self) -> EngineProcess | None:
@@ -110,7 +110,8 @@ class Run:
             env={"NARDY_SERVER": self.client.address, "NARDY_TOKEN": self.engine_token},
         )
         self.engines.append(engine)
-        self.launched.append(trio.current_time() - self.made)
+        if self.launched is None:
+            self.launched = trio.current_time() - self.made
         engine.start()
 
     async def kill_engine(self) -> None:

@@ -6,12 +6,12 @@ is read: server.core.clock); each call is then answered by a task of its own. At
 :data:`CALLS_A_ROUND` answers are started in one scheduling round, the rest in the rounds
 after, in order: however many calls a saturated core has read, a round stays short, so a
 clock whose deadline passes is acted on within a round or two rather than after all of
-them. The frames
-made in one scheduling round go out together, in order, in one write at the start of the
-next: a turn's events and its answer cost the socket (and the edge's wake-up) once, not
-once a frame. A frame the core cannot use is
-dropped and logged, never fatal: nothing the edge can send stops the core, and the link
-closing (the edge stopped or died) ends its run.
+them. The frames made in one scheduling round go out together, in order, in one write at
+the start of the next: a turn's events and its answer cost the socket (and the edge's
+wake-up) once, not once a frame. Answers cut short when the link closes are not written
+(there is no edge to read them; the edge answers its open calls UNAVAILABLE when the link
+drops). A frame the core cannot use is dropped and logged, never fatal: nothing the edge
+can send stops the core, and the link closing (the edge stopped or died) ends its run.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ log = logging.getLogger("nardy.server")
 
 READ_BYTES = 16 * 1024  # frames read at a time: a core batch stays short (timers between)
 CALLS_A_ROUND = 2  # answers started in one scheduling round (each a play's work, ~1 ms)
-SHUTTING_DOWN = "the server is shutting down"
 
 
 class EdgeLink:
@@ -180,13 +179,6 @@ class EdgeLink:
         call_id = admitted.call.id
         try:
             reply = await self.api.answer(admitted)
-        except trio.Cancelled:
-            self.send(
-                link_pb.ToEdge(
-                    reply=refusal(call_id, ArbiterError(Code.UNAVAILABLE, SHUTTING_DOWN))
-                )
-            )
-            raise
         except Exception:
             log.exception("answering %s", admitted.call.method)
             reply = refusal(call_id, ArbiterError(Code.INTERNAL, "the server failed to answer"))
