@@ -3,12 +3,15 @@
 A ``nardy serve`` process runs a ladder of instant bots (4 registered bots, two games
 each at a time: 4 games at once, in duplicate pairs, from the standard start) until it has
 finished ``N`` games; the bots follow their player streams like any ladder bot and play
-the first legal play at once. The server's RSS is read after game 500 and then every 500
-games: a finished game must cost nothing beyond bounded caches (target: RSS after the last
-game within 10% of RSS after game 500). Standings are checked at the end (every game
-counted).
+the first legal play at once, two of them over the ``Play`` stream and two over
+SubscribeGame and SubmitPlay. The server's RSS (edge and core) is read after game 500 and
+then every 500 games: a finished game must cost nothing beyond bounded caches (target: RSS
+after the last game within 10% of RSS after game 500). The edge remembers the last
+``REMEMBERED`` tokens (server/edge/limits.py), two new seat tokens a game: past game
+``REMEMBERED / 2`` its caches are full, and the growth per game from there on is printed
+apart.
 
-``python -m bench memory [--quick]`` (quick: 1,500 games; full: 5,000);
+``python -m bench memory [--quick]`` (quick: 1,500 games; full: 8,000);
 ``python -m bench.memory GAMES`` for another count.
 """
 
@@ -24,10 +27,12 @@ import grpc
 
 from bench.arbiter import arbiter, proc_status
 from bench.bots import ADMIN_ENV, bearer, instant_seat
+from bench.turns import Round, play_seat
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server.edge.limits import REMEMBERED
 
 BOTS = 4
 EVERY = 500  # games between samples (fewer for short runs)
@@ -68,7 +73,11 @@ async def ladder(address: str, n: int, pid: int) -> tuple[list[tuple[int, float,
             stream = stub.SubscribePlayer(api.SubscribePlayerRequest(), metadata=bearer(r.token))
             async for note in stream:
                 if note.type == api.PLAYER_EVENT_TYPE_GAME_ASSIGNED:
-                    task = asyncio.create_task(instant_seat(stub, note.game_id, r.token))
+                    if i % 2:
+                        seat = instant_seat(stub, note.game_id, r.token)
+                    else:
+                        seat = play_seat(stub, note.game_id, r.token, Round(), single=False)
+                    task = asyncio.create_task(seat)
                     playing.add(task)
                     task.add_done_callback(playing.discard)
                 elif note.type == api.PLAYER_EVENT_TYPE_GAME_OVER and note.game_id not in over:
@@ -89,7 +98,7 @@ async def ladder(address: str, n: int, pid: int) -> tuple[list[tuple[int, float,
 
 
 def main(quick: bool = False, n: int | None = None) -> None:
-    n = n or (1500 if quick else 5000)
+    n = n or (1500 if quick else 8000)
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     with arbiter() as (address, proc):
         samples, counted = asyncio.run(ladder(address, n, proc.pid))
@@ -105,6 +114,13 @@ def main(quick: bool = False, n: int | None = None) -> None:
         f"({per_game:.2f} KiB per finished game); target within 10%: "
         + ("met" if abs(growth) <= 0.10 else "NOT met")
     )
+    full = [(g, rss) for g, rss, _ in samples if g >= REMEMBERED // 2]
+    if len(full) >= 2:
+        (g0, r0), (g1, r1) = full[0], full[-1]
+        print(
+            f"  once the edge's caches are full (game {g0} on): RSS {r0:.1f} -> {r1:.1f} MiB, "
+            f"{(r1 - r0) * 1024 / (g1 - g0):.2f} KiB per finished game"
+        )
 
 
 if __name__ == "__main__":

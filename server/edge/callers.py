@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 import grpc
 
-from server.edge.limits import RateLimiter, StreamQuota
+from server.edge.limits import REMEMBERED, RateLimiter, StreamQuota
 from server.issued import Issued
 from server.link import link_pb
 
@@ -141,7 +141,7 @@ class Identities:
     """What the core said of tokens, by digest: at most ``most`` known ones (least recently
     used out) and ``most`` unknown ones, each for ``unknown_s`` seconds."""
 
-    def __init__(self, most: int = 100_000, unknown_s: float = 600.0) -> None:
+    def __init__(self, most: int = REMEMBERED, unknown_s: float = 600.0) -> None:
         self.most = most
         self.unknown_s = unknown_s
         self._known: OrderedDict[str, Identity] = OrderedDict()

@@ -61,6 +61,7 @@ class Calls:
         self.gate = gate
         self.metrics = metrics
         self.heartbeat_s = heartbeat_s
+        self._readers: set[asyncio.Task] = set()  # Play streams' readers outliving their call
 
     # -- the caller -------------------------------------------------------------------------
     async def caller(self, credentials: Credentials, *, held: bool = False) -> Who:
@@ -174,8 +175,12 @@ class Calls:
             await self._write(core, tap, follow, kind, write, wrap or _same)
         finally:
             follow.cancel()
-            if reader is not None:
-                reader.cancel()
+            if reader is not None and not reader.done():
+                # Not cancelled: a task cancelled in the middle of a grpc.aio read leaks
+                # that read's native memory. Its read ends with the call, and a reader
+                # drops what it reads once its stream has ended.
+                self._readers.add(reader)
+                reader.add_done_callback(self._readers.discard)
             if tap.tap:
                 core.leave(tap.tap, follow)
             if counted:  # (after its end is written to the core)

@@ -11,6 +11,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+# Entries the edge remembers per token (its identity, its rate bucket) and per game (when
+# its turn was handed out) before it forgets the stalest (least recently used; for rate
+# buckets, those refilled). Each costs a few hundred bytes and every game brings two new
+# seat tokens, so the edge's memory levels off once this many are held; a forgotten
+# token's identity is asked of the core again.
+REMEMBERED = 10_000
+
 
 @dataclass
 class Bucket:
@@ -21,7 +28,7 @@ class Bucket:
 class RateLimiter:
     """``rate`` requests per second on average, bursts of up to ``burst``, per key."""
 
-    def __init__(self, rate: float, burst: float, max_keys: int = 100_000) -> None:
+    def __init__(self, rate: float, burst: float, max_keys: int = REMEMBERED) -> None:
         self.rate = rate
         self.burst = burst
         self.max_keys = max_keys

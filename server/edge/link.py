@@ -19,13 +19,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
+from server.edge.limits import REMEMBERED
 from server.errors import Code
 from server.link import Frames, frame, link_pb
 
 log = logging.getLogger("nardy.edge")
 
 UNREACHABLE = "the server's core is restarting; retry in a moment"
-SENT_GAMES = 100_000  # games whose last turn's send is remembered (the oldest forgotten)
+SENT_GAMES = REMEMBERED  # games whose last turn's send is remembered (the oldest forgotten)
 
 
 class Follower(Protocol):

@@ -184,7 +184,7 @@ class Services:
 
         async def plays(who: Who, game_id: str, follow: Follow) -> None:
             try:
-                while (data := await context.read()) is not grpc.aio.EOF:
+                while (data := await context.read()) is not grpc.aio.EOF and not follow.ended:
                     follow.put(await self._stream_play(data, time.perf_counter(), who, game_id))
             except Exception as e:  # (the caller went away mid-message: its stream ends too)
                 log.debug("a Play stream's requests ended with %r", e)
