@@ -197,7 +197,7 @@ class Calls:
         wrap: Callable[[bytes], bytes],
     ) -> None:
         for message in opened.backlog:
-            await write(wrap(message))
+            await follow.send(write, wrap(message))
         follow.sent()
         if not opened.tap:
             return  # (a game already over: its backlog is all)
@@ -217,8 +217,9 @@ class Calls:
                 message = wrap(message)
             if turn:  # the seat's turn: its clock runs from now
                 core.sent(opened.game_id, turn, time.perf_counter())
-            await write(message)
-            follow.sent()
+            await follow.send(write, message)
+        if follow.behind:
+            raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, follow.error or "")
         if follow.error is not None and core.lost.is_set():
             raise Refused(grpc.StatusCode.UNAVAILABLE, follow.error)
 

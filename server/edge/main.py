@@ -137,6 +137,10 @@ class Edge:
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
                 ("grpc.so_reuseport", 0),
+                # No window growth past HTTP/2's 64 KiB per stream: with it, grpc took a
+                # Play stream's requests into memory (hundreds of MiB) while the edge read
+                # none (a reader that reads no answers, server.edge.services)
+                ("grpc.http2.bdp_probe", 0),
             ],
             maximum_concurrent_rpcs=config.max_concurrent_rpcs,
         )

@@ -37,6 +37,10 @@ SUBSCRIBE_GAME = f"/{ARBITER}/SubscribeGame"
 PLAY = f"/{ARBITER}/Play"
 UNPARSABLE = "the request is not a valid protobuf message of its type"
 PLAY_EVENT, PLAYED = 1, 2  # PlayResponse's fields: event, played
+# A Play stream reads its next play only while fewer messages than this wait for its reader:
+# plays sent by a client that reads no answers wait in the transport's flow control, not
+# in the edge's memory.
+UNREAD_ANSWERS = 64
 
 # Methods that are forwarded as they come, answered as the core answers them.
 FORWARDED = {
@@ -184,7 +188,11 @@ class Services:
 
         async def plays(who: Who, game_id: str, follow: Follow) -> None:
             try:
-                while (data := await context.read()) is not grpc.aio.EOF and not follow.ended:
+                while True:
+                    await follow.room(UNREAD_ANSWERS)  # (a reader of nothing: no more plays)
+                    data = grpc.aio.EOF if follow.ended else await context.read()
+                    if data is grpc.aio.EOF or follow.ended:  # (read as it ended: not played)
+                        return
                     follow.put(await self._stream_play(data, time.perf_counter(), who, game_id))
             except Exception as e:  # (the caller went away mid-message: its stream ends too)
                 log.debug("a Play stream's requests ended with %r", e)

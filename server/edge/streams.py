@@ -1,5 +1,11 @@
 """A stream's messages at the edge: what its tap tells (server.edge.link), queued for the
 stream's writer, with a heartbeat when it is idle and an end for a reader too far behind.
+
+A reader that stops reading stalls its stream's writes (transport flow control); what is
+told meanwhile waits here, up to :data:`MAX_BACKLOG` messages. Beyond that the stream is
+over: its queue is dropped at once and a write stalled on that reader is given up
+(:meth:`Follow.send`), so the stream ends with RESOURCE_EXHAUSTED (:data:`BEHIND`) and
+holds nothing while its connection lingers.
 """
 
 from __future__ import annotations
@@ -7,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 log = logging.getLogger("nardy.edge")
 
 # A stream whose reader lags this many messages behind is ended (it can resume by seq).
 MAX_BACKLOG = 10_000
+BEHIND = "the stream fell too far behind its reader; resubscribe with after_seq"
 BEAT = object()  # the stream has been idle for the heartbeat interval
 END = object()  # the stream is over
 
@@ -25,8 +33,11 @@ class Follow:
         self.loop = asyncio.get_running_loop()
         self._items: collections.deque = collections.deque()
         self._waiter: asyncio.Future | None = None
+        self._room: asyncio.Future | None = None  # a Play stream's reader waits for room
         self.error: str | None = None  # why it ended early (None: it ended as it should)
         self.ended = False
+        self.behind = False  # ended because its reader fell MAX_BACKLOG messages behind
+        self._writing: asyncio.Task | None = None  # the task in a write (Follow.send)
         self.every = every
         self.last = self.loop.time()
         self._timer = self.loop.call_later(every, self._due) if every else None
@@ -39,6 +50,8 @@ class Follow:
         if not self.ended:
             self.ended, self.error = True, error
             self._wake()
+            if self._room is not None and not self._room.done():
+                self._room.set_result(None)
 
     # -- the handler's side -----------------------------------------------------------------
     def put(self, item: Any) -> None:
@@ -46,10 +59,19 @@ class Follow:
             return
         if len(self._items) >= MAX_BACKLOG:
             log.warning("a reader fell %d messages behind; ending its stream", MAX_BACKLOG)
-            self.closed("the stream fell too far behind; resubscribe with after_seq")
+            self._fell_behind()
             return
         self._items.append(item)
         self._wake()
+
+    def _fell_behind(self) -> None:
+        """End the stream now: nothing queued is kept, and a write waiting for the reader is
+        given up."""
+        self.closed(BEHIND)
+        self.behind = True
+        self._items.clear()
+        if self._writing is not None:
+            self._writing.cancel()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -66,7 +88,37 @@ class Follow:
                 await self._waiter
             finally:
                 self._waiter = None
-        return self._items.popleft()
+        item = self._items.popleft()
+        room = self._room
+        if room is not None and not room.done():
+            room.set_result(None)
+        return item
+
+    async def send(self, write: Callable[[bytes], Awaitable[None]], message: bytes) -> None:
+        """``write(message)``, given up (returning) if the reader falls too far behind
+        meanwhile; the stream is not idle."""
+        if self.behind:
+            return
+        task = self._writing = asyncio.current_task()
+        try:
+            await write(message)
+        except asyncio.CancelledError:
+            if not self.behind or task is None or task.uncancel() > 0:
+                raise  # (cancelled for another reason too: the call itself is over)
+        finally:
+            self._writing = None
+        self.sent()
+
+    async def room(self, most: int) -> None:
+        """Until fewer than ``most`` messages wait for the reader, or the stream is over
+        (a Play stream reads its next play then: a reader that reads no answers gets no
+        more plays read)."""
+        while len(self._items) >= most and not self.ended:
+            self._room = self.loop.create_future()
+            try:
+                await self._room
+            finally:
+                self._room = None
 
     def sent(self) -> None:
         """Something was just written: the stream is not idle."""
@@ -81,7 +133,9 @@ class Follow:
         self._timer = self.loop.call_later(self.last + self.every - now, self._due)
 
     def cancel(self) -> None:
-        """The stream is over: no more heartbeats."""
+        """The stream is over: no more heartbeats, and its Play reader waits no more."""
         self.ended = True
         if self._timer is not None:
             self._timer.cancel()
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
