@@ -129,11 +129,17 @@ class Roster:
         return player
 
     def _registration_quota(self, address: str) -> None:
-        recent = self.registrations.setdefault(address, deque())
+        """Refuse a registration from ``address`` over its hourly quota; an address with
+        none in the last hour is forgotten (its attempts alone leave nothing here)."""
+        recent = self.registrations.get(address)
+        if recent is None:
+            return
         now = trio.current_time()
         while recent and recent[0] < now - 3600:
             recent.popleft()
-        if len(recent) >= self.policy.players_per_hour:
+        if not recent:
+            del self.registrations[address]
+        elif len(recent) >= self.policy.players_per_hour:
             raise ArbiterError(
                 Code.RESOURCE_EXHAUSTED,
                 f"at most {self.policy.players_per_hour} registrations per hour from one "

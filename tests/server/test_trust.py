@@ -212,6 +212,22 @@ async def test_anonymous_callers_cannot_flood_the_server(tmp_path):
             assert db_count(srv, "players") == 6
 
 
+async def test_refused_registrations_leave_nothing_in_memory(tmp_path):
+    """An address's refused attempts (a bad name) are not remembered: a stranger cannot
+    grow the server's bookkeeping of registrations without registering players."""
+    with EmbeddedServer(db=str(tmp_path / "r.db"), players_per_hour=5) as srv:
+
+        def addresses() -> int:
+            return srv.call(lambda: len(srv.arbiter.roster.registrations))
+
+        async with Client(srv.address) as client:
+            for name in ("", "x" * 41, "no spaces"):
+                await refused(grpc.StatusCode.INVALID_ARGUMENT, register(client, name))
+            assert await trio.to_thread.run_sync(addresses) == 0
+            await register(client, "p0")
+            assert await trio.to_thread.run_sync(addresses) == 1
+
+
 async def test_seat_tokens_count_as_their_creator_for_limits(tmp_path):
     """Anyone mints seat tokens (a casual match between open seats): were each an identity
     of its own, every limit would be dodged by chaining (a seat token creates matches whose
