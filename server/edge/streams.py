@@ -3,9 +3,10 @@ stream's writer, with a heartbeat when it is idle and an end for a reader too fa
 
 A reader that stops reading stalls its stream's writes (transport flow control); what is
 told meanwhile waits here, up to :data:`MAX_BACKLOG` messages. Beyond that the stream is
-over: its queue is dropped at once and a write stalled on that reader is given up
-(:meth:`Follow.send`), so the stream ends with RESOURCE_EXHAUSTED (:data:`BEHIND`) and
-holds nothing while its connection lingers.
+over: its queue is dropped at once, so it holds nothing while its connection lingers, and
+the stream ends with RESOURCE_EXHAUSTED (:data:`BEHIND`) as soon as its stalled write goes
+through. (That write is not cancelled: a cancellation that lands as the write completes
+would end the call unreported.)
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ class Follow:
         self.error: str | None = None  # why it ended early (None: it ended as it should)
         self.ended = False
         self.behind = False  # ended because its reader fell MAX_BACKLOG messages behind
-        self._writing: asyncio.Task | None = None  # the task in a write (Follow.send)
         self.every = every
         self.last = self.loop.time()
         self._timer = self.loop.call_later(every, self._due) if every else None
@@ -65,13 +65,10 @@ class Follow:
         self._wake()
 
     def _fell_behind(self) -> None:
-        """End the stream now: nothing queued is kept, and a write waiting for the reader is
-        given up."""
-        self.closed(BEHIND)
+        """End the stream now: nothing queued is kept."""
         self.behind = True
+        self.closed(BEHIND)
         self._items.clear()
-        if self._writing is not None:
-            self._writing.cancel()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -95,18 +92,11 @@ class Follow:
         return item
 
     async def send(self, write: Callable[[bytes], Awaitable[None]], message: bytes) -> None:
-        """``write(message)``, given up (returning) if the reader falls too far behind
-        meanwhile; the stream is not idle."""
+        """``write(message)`` unless the reader has fallen too far behind; the stream is not
+        idle."""
         if self.behind:
             return
-        task = self._writing = asyncio.current_task()
-        try:
-            await write(message)
-        except asyncio.CancelledError:
-            if not self.behind or task is None or task.uncancel() > 0:
-                raise  # (cancelled for another reason too: the call itself is over)
-        finally:
-            self._writing = None
+        await write(message)
         self.sent()
 
     async def room(self, most: int) -> None:
