@@ -50,8 +50,7 @@ class Follow:
         if not self.ended:
             self.ended, self.error = True, error
             self._wake()
-            if self._room is not None and not self._room.done():
-                self._room.set_result(None)
+            self._free_room()
 
     # -- the handler's side -----------------------------------------------------------------
     def put(self, item: Any) -> None:
@@ -75,6 +74,12 @@ class Follow:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def _free_room(self) -> None:
+        """Wake a Play stream's reader waiting in :meth:`room`."""
+        room = self._room
+        if room is not None and not room.done():
+            room.set_result(None)
+
     async def next(self) -> Any:
         """The next item, BEAT once idle for ``every`` seconds, or END."""
         while not self._items:
@@ -86,9 +91,7 @@ class Follow:
             finally:
                 self._waiter = None
         item = self._items.popleft()
-        room = self._room
-        if room is not None and not room.done():
-            room.set_result(None)
+        self._free_room()
         return item
 
     async def send(self, write: Callable[[bytes], Awaitable[None]], message: bytes) -> None:
@@ -127,5 +130,4 @@ class Follow:
         self.ended = True
         if self._timer is not None:
             self._timer.cancel()
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
+        self._free_room()
