@@ -17,7 +17,7 @@ import sys
 
 import grpc
 import pytest
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -69,9 +69,16 @@ def page(driver) -> dict:
 
 
 def wait(driver, check, timeout: float = 30):
-    return WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=STALE).until(
-        check
-    )
+    """Wait for ``check``; on a timeout, say what the page showed (its address and text)."""
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=STALE).until(
+            check
+        )
+    except TimeoutException:
+        shown = driver.execute_script("return document.body.innerText.slice(0, 800)")
+        raise TimeoutException(
+            f"waited {timeout} s on {driver.current_url}, which shows: {shown!r}"
+        ) from None
 
 
 def click_point(driver, point: int) -> None:
@@ -322,3 +329,69 @@ def test_a_person_challenges_a_bot_on_the_page_and_plays_the_game(arbiter, brows
     assert {final.white.name, final.black.name} == {"zara", "random-bot"}
     won = final.result.winner == final.your_color
     assert page(browser)["status"].startswith("You win" if won else "random-bot wins")
+
+
+# Holds the answers to ListChallenges while ``__hold`` is set, as a slow network would, and
+# counts the answers the page has finished with (``__settled``: counted once the page's
+# code after the answer has run).
+SLOW_LIST = """
+const real = window.fetch;
+window.__hold = false; window.__held = []; window.__settled = 0;
+window.fetch = async function (url, init) {
+  const response = await real(url, init);
+  if (!String(url).endsWith("/ListChallenges")) return response;
+  if (window.__hold) await new Promise((release) => window.__held.push(release));
+  const json = response.json.bind(response);
+  response.json = async function () {
+    const value = await json();
+    setTimeout(function () { window.__settled += 1; }, 0);
+    return value;
+  };
+  return response;
+};
+"""
+
+
+def test_a_late_answer_never_brings_back_a_declined_challenge(arbiter, browser):
+    """The challenges list is asked again on every challenge news. An answer asked before a
+    decline and arriving after it (a slow network, a loaded server) must not bring the
+    declined challenge back: only the newest answer is shown."""
+    stub = arbiter.stub
+    token = {}
+    for name in ("bob", "alice", "carol", "dave"):
+        token[name] = stub.RegisterPlayer(api.RegisterPlayerRequest(name=name)).token
+
+    def challenge(name: str) -> api.CreateMatchResponse:
+        return stub.CreateMatch(
+            api.CreateMatchRequest(
+                first=api.SeatSpec(player_name=name), second=api.SeatSpec(player_name="bob")
+            ),
+            metadata=(("authorization", f"Bearer {token[name]}"),),
+        )
+
+    def listed(d) -> list[str]:
+        return [li.text.split(" ")[1] for li in d.find_elements(By.CSS_SELECTOR, "#challenges li")]
+
+    browser.get(arbiter.http_url + "/play")
+    browser.execute_script(SLOW_LIST)
+    browser.find_element(By.ID, "token").send_keys(token["bob"])  # (no reload: it stays)
+    browser.find_element(By.ID, "signin-button").click()
+    wait(browser, lambda d: d.execute_script("return window.__settled") == 1)
+    assert listed(browser) == []
+    for n, name in enumerate(("alice", "carol"), start=2):  # each news: the list asked again
+        challenge(name)
+        wait(browser, lambda d, n=n: d.execute_script("return window.__settled") == n)
+    assert sorted(listed(browser)) == ["alice", "carol"]
+
+    browser.execute_script("window.__hold = true;")
+    challenge("dave")  # its news asks again; the answer (alice, carol, dave) is held
+    wait(browser, lambda d: d.execute_script("return window.__held.length") == 1)
+    browser.execute_script("window.__hold = false;")
+    carol = browser.find_element(By.XPATH, '//*[@id="challenges"]/li[contains(., "carol")]')
+    carol.find_element(By.CSS_SELECTOR, ".decline").click()
+    wait(browser, lambda d: d.execute_script("return window.__settled") == 4)
+    assert sorted(listed(browser)) == ["alice", "dave"]
+
+    browser.execute_script("window.__held.shift()();")  # the old answer arrives at last
+    wait(browser, lambda d: d.execute_script("return window.__settled") == 5)
+    assert sorted(listed(browser)) == ["alice", "dave"]

@@ -157,14 +157,20 @@
     $("no-games").hidden = [...games.values()].some((li) => !li.classList.contains("over"));
   }
 
+  // The challenges made to you, asked again on every challenge news; only the answer to
+  // the newest ask is shown (an older one, arriving late, would bring back a declined one).
+  let challengesAsked = 0;
   async function challenges() {
+    const asked = ++challengesAsked;
     let got;
     try {
       got = await call("ListChallenges", {});
     } catch (e) {
-      if (e.status !== 403) text($("home-error"), e.message);  // (a seat token: none)
+      // (a seat token has none)
+      if (asked === challengesAsked && e.status !== 403) text($("home-error"), e.message);
       return;
     }
+    if (asked !== challengesAsked) return;
     $("challenges-section").hidden = false;
     $("challenge-section").hidden = false;  // (a player token: it may challenge too)
     const list = $("challenges");
