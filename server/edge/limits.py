@@ -1,5 +1,5 @@
 """Limits per caller: token buckets keyed by token (or peer address when anonymous), and
-the streams a caller holds open.
+the streams a caller holds open; and the connections the edge takes in all.
 
 Runs in the transport's asyncio thread, before a request reaches the core; a caller over
 its rate gets RESOURCE_EXHAUSTED and can retry after a short wait.
@@ -7,6 +7,7 @@ its rate gets RESOURCE_EXHAUSTED and can retry after a short wait.
 
 from __future__ import annotations
 
+import resource
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -17,6 +18,21 @@ from dataclasses import dataclass
 # seat tokens, so the edge's memory levels off once this many are held; a forgotten
 # token's identity is asked of the core again.
 REMEMBERED = 10_000
+
+
+def connection_quota() -> int:
+    """The gRPC connections the edge accepts at once: three quarters of its file
+    descriptors (raised first to the most it may have), so that a flood of connections
+    that never end (a client answering pings keeps one open without a call) leaves the
+    rest for the web view, the link to the core and starting a new core."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # (an unlimited hard limit some kernels refuse)
+            pass
+    return max(16, soft * 3 // 4)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from server import link
 from server.config import ServerConfig
 from server.edge.callers import Gate, networks, peer_address, too_many
 from server.edge.calls import Calls, Core
-from server.edge.limits import RateLimiter, StreamQuota
+from server.edge.limits import RateLimiter, StreamQuota, connection_quota
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
 from server.edge.peers import Peers
@@ -141,6 +141,8 @@ class Edge:
                 # Play stream's requests into memory (hundreds of MiB) while the edge read
                 # none (a reader that reads no answers, server.edge.services)
                 ("grpc.http2.bdp_probe", 0),
+                # Connections beyond it are closed at once (limits.connection_quota)
+                ("grpc.max_allowed_incoming_connections", connection_quota()),
             ],
             maximum_concurrent_rpcs=config.max_concurrent_rpcs,
         )

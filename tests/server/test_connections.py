@@ -1,0 +1,95 @@
+"""A flood of connections that are never used: the edge takes at most three quarters of its
+file descriptors in gRPC connections, so the rest stay for the web view (and the link to
+the core), and callers already connected go on. A real `nardy serve` with few descriptors."""
+
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+DESCRIPTORS = 512  # the server's limit; it takes at most 384 gRPC connections
+FLOOD = 600
+
+
+def few_descriptors() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (DESCRIPTORS, DESCRIPTORS))
+
+
+def serving(proc: subprocess.Popen) -> tuple[int, int]:
+    """The gRPC and web ports ``nardy serve`` says it serves on (its log, read as it comes)."""
+    grpc_port = http_port = 0
+    for line in proc.stderr:
+        if " web view on http://" in line:
+            http_port = int(line.rsplit(":", 1)[1].strip(" /\n"))
+        if " serving nardy.v1 on " in line:
+            grpc_port = int(line.split(" on ", 1)[1].split()[0].rsplit(":", 1)[1])
+            return grpc_port, http_port
+    raise AssertionError("nardy serve stopped before serving")
+
+
+def descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def check(port: int, timeout: float = 30) -> int:
+    """A health check on a new connection of its own."""
+    options = [("grpc.use_local_subchannel_pool", 1)]
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        return stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout).status
+
+
+def test_a_flood_of_unused_connections_leaves_the_web_view_and_callers_served(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clients", "serve", "--port", "0", "--http-port", "0"]
+        + ["--db", str(tmp_path / "c.db"), "--log-level", "INFO"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=few_descriptors,
+    )
+    flood: list[socket.socket] = []
+    try:
+        port, http_port = serving(proc)
+        threading.Thread(target=proc.stderr.read, daemon=True).start()  # (never a full pipe)
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as connected:
+            health = health_pb2_grpc.HealthStub(connected)
+            assert health.Check(health_pb2.HealthCheckRequest(), timeout=30).status == 1
+
+            for _ in range(FLOOD):  # connections that never send a byte
+                flood.append(socket.create_connection(("127.0.0.1", port)))
+            deadline = time.monotonic() + 60
+            while descriptors(proc.pid) < DESCRIPTORS * 3 // 4:  # the edge has taken them
+                assert time.monotonic() < deadline, descriptors(proc.pid)
+                time.sleep(0.05)
+
+            # the web view still accepts (without the quota: "Too many open files")
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/", timeout=20) as page:
+                assert page.status == 200
+            # a caller connected before the flood goes on
+            assert health.Check(health_pb2.HealthCheckRequest(), timeout=30).status == 1
+            # and a new connection is refused, not left hanging, while the quota is full
+            with pytest.raises(grpc.RpcError) as refused:
+                check(port, timeout=20)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert descriptors(proc.pid) < DESCRIPTORS - 16
+
+        for s in flood:
+            s.close()
+        flood.clear()
+        assert check(port) == 1  # room again once the flood is gone
+    finally:
+        for s in flood:
+            s.close()
+        proc.kill()
+        proc.wait()
