@@ -19,12 +19,16 @@ answer (dead, its games not yet taken over) is UNAVAILABLE: retry.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import NoReturn
 
 import grpc
 
+from server.edge.streams import Gone, writer
 from server.errors import INSTANCE_KEY
+
+log = logging.getLogger("nardy.edge")
 
 FORWARDED = "nardy-forwarded"  # metadata: the call comes from another instance
 PASSED = ("authorization",)  # the caller's metadata the owner needs
@@ -93,11 +97,14 @@ class Peers:
 
     @staticmethod
     async def _relay(call, context) -> None:
+        write = writer(context)
         try:
             async for message in call:
-                await context.write(message)
+                await write(message)
         except grpc.aio.AioRpcError as e:
             await _refuse(context, e)
+        except Gone as e:
+            log.debug("a forwarded stream's caller went away under a write: %s", e)
         finally:
             call.cancel()
 

@@ -26,7 +26,7 @@ from server.edge.callers import TOO_FAST, Refused, Who, client_host, grpc_creden
 from server.edge.calls import ARBITER, STATUS, SUBMIT_PLAY, Calls, Core
 from server.edge.metrics import EdgeMetrics
 from server.edge.peers import Peers, forwarded
-from server.edge.streams import Follow
+from server.edge.streams import Follow, Gone, writer
 from server.errors import INSTANCE_KEY
 
 log = logging.getLogger("nardy.edge")
@@ -157,8 +157,10 @@ class Services:
         to the instance running its game."""
         try:
             await self.calls.follow(
-                self._credentials(context), method, request, kind, context.write, **options
+                self._credentials(context), method, request, kind, writer(context), **options
             )
+        except Gone as e:
+            log.debug("a stream's caller went away under a write: %s", e)
         except Refused as r:
             address = self._elsewhere(r, context) if elsewhere is not None else None
             if address is None:

@@ -26,6 +26,23 @@ BEAT = object()  # the stream has been idle for the heartbeat interval
 END = object()  # the stream is over
 
 
+class Gone(Exception):
+    """A stream's caller went away under a write: the transport refused it (grpc.aio
+    raises an ExecuteBatchError, and logs a traceback if it reaches the call's end)."""
+
+
+def writer(context) -> Callable[[bytes], Awaitable[None]]:
+    """``context.write`` of a stream's call, a refused write raised as :class:`Gone`."""
+
+    async def write(message: bytes) -> None:
+        try:
+            await context.write(message)
+        except Exception as e:
+            raise Gone(repr(e)) from None
+
+    return write
+
+
 class Follow:
     """The messages for one stream, in order: (message, turn offered, seq) from its tap,
     and whatever else the stream's handler puts (a Play stream's answers)."""
@@ -107,6 +124,7 @@ class Follow:
         (a Play stream reads its next play then: a reader that reads no answers gets no
         more plays read)."""
         while len(self._items) >= most and not self.ended:
+            log.debug("%d answers unread: no more plays read until the reader reads", most)
             self._room = self.loop.create_future()
             try:
                 await self._room

@@ -6,7 +6,10 @@ is a grpcio client whose receive window stays small until its application reads.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
+from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -47,6 +50,29 @@ def flood(srv: EmbeddedServer, plays: int, unread: int):
     return channel, responses
 
 
+@contextlib.contextmanager
+def logged(*texts: str) -> Iterator[tuple[threading.Event, list[logging.LogRecord]]]:
+    """An event set once a record whose message holds one of ``texts`` (or one with a
+    traceback) is logged, and every record logged meanwhile."""
+    seen, records = threading.Event(), []
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+            if any(t in record.getMessage() for t in texts) or record.exc_info:
+                seen.set()
+
+    watch, root = Watch(logging.DEBUG), logging.getLogger()
+    level = root.level
+    root.addHandler(watch)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield seen, records
+    finally:
+        root.removeHandler(watch)
+        root.setLevel(level)
+
+
 def test_a_play_stream_reads_no_plays_while_its_answers_go_unread(tmp_path, monkeypatch):
     """Plays sent faster than their answers are read wait for the reader: the edge queues a
     few answers, never enough to fall behind (it read every play it was sent, and queued
@@ -69,9 +95,13 @@ def test_a_stream_too_far_behind_ends_with_resource_exhausted(tmp_path, monkeypa
     """The reader is told why its stream ended (it ended OK, as if the game were over, once
     the reader had read what was queued, and held that queue until then)."""
     monkeypatch.setattr(streams, "MAX_BACKLOG", 20)
-    with EmbeddedServer(db=str(tmp_path / "a.db"), heartbeat_s=60.0) as srv:
+    with (
+        EmbeddedServer(db=str(tmp_path / "a.db"), heartbeat_s=60.0) as srv,
+        logged("messages behind; ending its stream") as (behind, _),
+    ):
         channel, responses = flood(srv, plays=200, unread=150)
         try:
+            assert behind.wait(30)  # (reading before it fell behind, it would not)
             with pytest.raises(grpc.RpcError) as info:
                 for _ in responses:
                     pass
@@ -80,3 +110,17 @@ def test_a_stream_too_far_behind_ends_with_resource_exhausted(tmp_path, monkeypa
         finally:
             responses.cancel()
             channel.close()
+
+
+def test_a_reader_gone_under_a_stalled_write_ends_its_stream_quietly(tmp_path):
+    """A caller that goes away while a write to it is stalled: its stream ends without
+    grpc's "ExecuteBatchError raised ... by servicer method" traceback in the log."""
+    with EmbeddedServer(db=str(tmp_path / "a.db"), heartbeat_s=60.0) as srv:
+        with logged("no more plays read") as (stalled, _):
+            channel, responses = flood(srv, plays=3000, unread=300)
+            assert stalled.wait(30)  # (its answers unread: the edge's write is stalled)
+        # its write refused (or, if it was between writes, its handler cancelled by grpc)
+        with logged("went away under a write", "RPC cancelled") as (ended, records):
+            channel.close()
+            assert ended.wait(30)
+    assert not [r.getMessage() for r in records if r.exc_info]
