@@ -20,11 +20,9 @@ from dataclasses import dataclass
 REMEMBERED = 10_000
 
 
-def connection_quota() -> int:
-    """The gRPC connections the edge accepts at once: three quarters of its file
-    descriptors (raised first to the most it may have), so that a flood of connections
-    that never end (a client answering pings keeps one open without a call) leaves the
-    rest for the web view, the link to the core and starting a new core."""
+def descriptors() -> int:
+    """The file descriptors this process may have open: its soft limit, raised first to
+    its hard one."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         try:
@@ -32,7 +30,15 @@ def connection_quota() -> int:
             soft = hard
         except (ValueError, OSError):  # (an unlimited hard limit some kernels refuse)
             pass
-    return max(16, soft * 3 // 4)
+    return soft
+
+
+def connection_quota() -> int:
+    """The gRPC connections the edge accepts at once: three quarters of its descriptors,
+    so that a flood of connections that never end (a client answering pings keeps one open
+    without a call) leaves the rest for the web view (an eighth,
+    server.edge.web.connections), the link to the core and starting a new core."""
+    return max(16, descriptors() * 3 // 4)
 
 
 @dataclass

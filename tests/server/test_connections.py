@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import selectors
 import socket
 import subprocess
 import sys
@@ -90,6 +91,69 @@ def test_a_flood_of_unused_connections_leaves_the_web_view_and_callers_served(tm
         assert check(port) == 1  # room again once the flood is gone
     finally:
         for s in flood:
+            s.close()
+        proc.kill()
+        proc.wait()
+
+
+def slow_request(address: str, port: int) -> socket.socket:
+    """A connection from ``address`` to the web view that starts a request and never ends
+    its headers (slowloris)."""
+    s = socket.socket()
+    s.bind((address, 0))
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET / HTTP/1.1\r\nHost: nardy\r\n")
+    return s
+
+
+def closed_by_server(socks: list[socket.socket], count: int, timeout: float = 30) -> int:
+    """Wait until ``count`` of ``socks`` have been closed by the server; how many were."""
+    closed = 0
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as waiting:
+        for s in socks:
+            waiting.register(s, selectors.EVENT_READ)
+        while closed < count and time.monotonic() < deadline:
+            for key, _ in waiting.select(0.5):
+                try:
+                    gone = not key.fileobj.recv(1024)
+                except ConnectionError:
+                    gone = True
+                if gone:
+                    waiting.unregister(key.fileobj)
+                    closed += 1
+    return closed
+
+
+def test_slow_requests_to_the_web_view_are_capped_per_address_and_in_all(tmp_path):
+    """Connections to the web view that never finish their request: one address holds at
+    most 32, and all together an eighth of the descriptors (64 here), so the gRPC port
+    still takes new connections."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clients", "serve", "--port", "0", "--http-port", "0"]
+        + ["--db", str(tmp_path / "c.db"), "--log-level", "INFO"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=few_descriptors,
+    )
+    slow: list[socket.socket] = []
+    try:
+        port, http_port = serving(proc)
+        threading.Thread(target=proc.stderr.read, daemon=True).start()  # (never a full pipe)
+
+        one = [slow_request("127.0.0.2", http_port) for _ in range(40)]
+        slow += one
+        assert closed_by_server(one, 8) == 8  # 32 kept for that address
+        assert closed_by_server(one, 9, timeout=1) == 8
+
+        for n in range(3, 43):  # 40 more addresses, 20 each: 800 in all
+            slow += [slow_request(f"127.0.0.{n}", http_port) for _ in range(20)]
+        assert closed_by_server(slow[40:], 800 - 32) == 800 - 32  # 64 in all
+        assert descriptors(proc.pid) < DESCRIPTORS // 2
+        assert check(port) == 1  # the gRPC port takes a new connection
+    finally:
+        for s in slow:
             s.close()
         proc.kill()
         proc.wait()

@@ -36,11 +36,12 @@ from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from server import link
 from server.edge.calls import Calls
-from server.edge.limits import RateLimiter
+from server.edge.limits import RateLimiter, descriptors
 from server.edge.metrics import EdgeMetrics
 from server.edge.web.analysis import COST, Analyses, Busy, Failed, panel, record_text
 from server.edge.web.analysis import SCRIPT as ANALYSIS_SCRIPT
 from server.edge.web.api import MAX_BODY, PREFIX, HttpApi
+from server.edge.web.connections import Connections
 from server.edge.web.play import PlayPages
 from server.errors import ArbiterError, Code
 from server.link import link_pb
@@ -149,6 +150,7 @@ class WebView:
         self.analyses = Analyses()
         self._index = Fresh(self.queries.index)
         self.runner: web.AppRunner | None = None
+        self.listener: asyncio.Server | None = None
         self.port = 0
 
     def app(self) -> web.Application:
@@ -178,13 +180,17 @@ class WebView:
         # (a browser that goes away ends its handler at once: its streams' places freed)
         self.runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
         await self.runner.setup()
-        site = web.TCPSite(self.runner, host, port, reuse_address=True)
-        await site.start()
-        self.port = self.runner.addresses[0][1]
+        connections = Connections(max(16, descriptors() // 8))
+        self.listener = await asyncio.get_running_loop().create_server(
+            connections.factory(self.runner.server), host, port, reuse_address=True
+        )
+        self.port = self.listener.sockets[0].getsockname()[1]
         return self.port
 
     async def stop(self) -> None:
         await self.analyses.close()
+        if self.listener is not None:
+            self.listener.close()
         if self.runner is not None:
             await self.runner.cleanup()
 

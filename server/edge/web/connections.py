@@ -1,0 +1,80 @@
+"""The web view's connections: at most ``most`` at once, at most ``per_address`` from one
+address (an IPv6 one by its /64); a connection beyond either is closed as it opens.
+
+aiohttp has no deadline for a request's headers: a client that sends them a line at a time
+(or never finishes them) holds its connection, and its descriptor, for as long as it likes.
+These caps bound what such clients hold: one address cannot take the web view from the
+others, and all of them together cannot take the descriptors the gRPC port, the link to the
+core and a new core need (server.edge.limits.connection_quota)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+
+from server.edge.callers import address_of
+
+PER_ADDRESS = 32  # a browser opens six at most, and a few streams (a game, your games)
+
+
+class Connections:
+    """The connections open now, in all and per address."""
+
+    def __init__(self, most: int, per_address: int = PER_ADDRESS) -> None:
+        self.most = most
+        self.per_address = per_address
+        self.open: Counter[str] = Counter()
+        self.total = 0
+
+    def admit(self, address: str) -> bool:
+        if self.total >= self.most or self.open[address] >= self.per_address:
+            return False
+        self.open[address] += 1
+        self.total += 1
+        return True
+
+    def release(self, address: str) -> None:
+        self.total -= 1
+        self.open[address] -= 1
+        if not self.open[address]:
+            del self.open[address]
+
+    def factory(self, protocol: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
+        """``protocol`` (aiohttp's server, a protocol factory) behind these caps."""
+        return lambda: _Counted(protocol(), self)
+
+
+class _Counted(asyncio.Protocol):
+    """A connection's protocol, counted while it is open; one over the caps is closed."""
+
+    def __init__(self, inner: asyncio.Protocol, connections: Connections) -> None:
+        self.inner = inner
+        self.connections = connections
+        self.address: str | None = None  # (None: not admitted)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        address = address_of(peer[0]) if peer else "?"
+        if not self.connections.admit(address):
+            transport.abort()
+            return
+        self.address = address
+        self.inner.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.address is not None:
+            self.connections.release(self.address)
+            self.inner.connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
