@@ -35,6 +35,7 @@ from nardy.svg import state_svg
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from server import link
+from server.edge.callers import address_of
 from server.edge.calls import Calls
 from server.edge.limits import RateLimiter, descriptors
 from server.edge.metrics import EdgeMetrics
@@ -448,8 +449,8 @@ class WebView:
 
 
 def _who(request: web.Request) -> str:
-    """Whose rate a request counts against: its peer address."""
-    return request.remote or "?"
+    """Whose rate a request counts against: its peer address (an IPv6 one by its /64)."""
+    return address_of(request.remote or "?")
 
 
 # -- rendering ---------------------------------------------------------------------------
