@@ -48,7 +48,7 @@ def finished_result(snap: Snapshot) -> pb.GameResult | None:
 def state_pb(card: GameCard, snap: Snapshot, audience: Color | None) -> pb.GameState:
     """The GameState of ``snap`` as ``audience`` (a seat's colour, or None) sees it."""
     low, high = _common_state(card, snap)
-    return pb.GameState.FromString(b"".join((low, _personal(snap, audience), high)))
+    return pb.GameState.FromString(b"".join((low, _personal(card, snap, audience), high)))
 
 
 # -- a GameEvent as each audience sees it, spliced from bytes -------------------------------
@@ -117,13 +117,16 @@ def _fixed_state(card: GameCard, white_seat: int | None) -> tuple[bytes, bytes, 
     return parts
 
 
-def _personal(snap: Snapshot, audience: Color | None) -> bytes:
+def _personal(card: GameCard, snap: Snapshot, audience: Color | None) -> bytes:
     """The seat's own fields, serialized: on its turn the legal plays, and its colour."""
     if audience is None:
         return b""
     colour = YOUR_COLOR + _SHORT[wire.color_pb(audience)]
     if snap.legal and snap.position.turn is audience:
-        return b"".join((*map(legal_play_field, snap.legal), colour))
+        legal = variant(card.options.variant).legal_plays_wire(snap.legal)  # compiled
+        if legal is None:
+            legal = b"".join(map(legal_play_field, snap.legal))
+        return legal + colour
     return colour
 
 
@@ -160,7 +163,9 @@ def _event_parts(card: GameCard, event: Event) -> tuple[bytes, bytes, bytes, byt
 # -- GameState.legal_plays, encoded by hand ------------------------------------------------
 # The 20-odd LegalPlay messages of a turn are the costliest part of its events when built
 # as messages (docs/PERFORMANCE.md); their protobuf encoding is written here directly:
-# the bytes are those of wire.legal_pb (tests/server/test_views.py compares them).
+# the bytes are those of wire.legal_pb (tests/server/test_views.py compares them). A
+# variant's compiled helper may write them instead (Variant.legal_plays_wire, long nardy's):
+# this is its reference.
 LEGAL_PLAYS = b"\x8a\x01"  # GameState field 17 (legal_plays), length-delimited
 _STEPS: dict[tuple[int, ...], bytes] = {}  # Step (field 3 of LegalPlay) by its values
 
@@ -230,7 +235,7 @@ def event_wire(card: GameCard, event: Event, seat: int | None) -> tuple[bytes, b
     if wire_form is None:
         head, low, high, tail = _event_parts(card, event)
         snap = event.snapshot
-        state = b"".join((low, _personal(snap, audience), high))
+        state = b"".join((low, _personal(card, snap, audience), high))
         data = b"".join((head, STATE, _length(len(state)), state, tail))
         offers = (
             event.type is EventType.TURN_STARTED

@@ -9,6 +9,8 @@ import random
 import pytest
 
 from nardy import Color, Termination, wire
+from nardy.long import movegen
+from nardy.long.position import Position
 from nardy.match import GameOptions
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
@@ -183,3 +185,43 @@ def test_each_audience_gets_the_bytes_of_its_message(name):
         if rules.result(position) is not None:
             position = rules.start()
     assert compared > 3000
+
+
+@pytest.mark.skipif(not movegen.COMPILED, reason="the compiled generator is not built")
+def test_compiled_legal_plays_are_the_python_bytes():
+    """Long nardy's compiled helper writes a turn's legal plays as the Python encoding does
+    (its reference), over positions of random games and every throw."""
+    rules = variant("long")
+    rng = random.Random(29)
+    compared = 0
+    for _ in range(8):
+        position = rules.start()
+        while rules.result(position) is None:
+            for dice in THROWS:
+                plays = rules.legal_plays(position, dice)
+                by_python = b"".join(map(legal_play_field, plays))
+                assert rules.legal_plays_wire(plays) == by_python
+                assert rules.legal_plays_wire(tuple(plays)) == by_python
+                compared += len(plays)
+            plays = rules.legal_plays(position, rng.choice(THROWS))
+            position = rng.choice(plays).end if plays else rules.passed(position)
+    assert compared > 10_000
+
+
+@pytest.mark.skipif(not movegen.COMPILED, reason="the compiled generator is not built")
+@pytest.mark.parametrize(
+    "plays",
+    [
+        [("24/18", None)],
+        [((), ("w", (0,) * 24))],
+        [((), (0, (0,) * 23))],
+        [((movegen.Step(24, 18, 6),) * 5, Position.start())],
+        [((movegen.Step(24, 18, 9),), Position.start())],
+        [(((24, 18),), Position.start())],
+        [((), (0, (100,) * 24))],
+        7,
+    ],
+)
+def test_compiled_legal_plays_refuse_what_is_not_a_play(plays):
+    with pytest.raises((TypeError, ValueError)):
+        movegen.legal_plays_wire(plays)
