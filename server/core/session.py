@@ -253,7 +253,8 @@ class GameSession(Game):
         if ahead is None:
             commit = self.match.host.journal(self, event)
         else:
-            snap = self.snapshot()._replace(
+            # the state as the play left it (nothing ran since), with the next turn's dice
+            snap = event.snapshot._replace(
                 dice=ahead.dice, turn_id=ahead.turn_id, legal=ahead.legal
             )
             offer = Event(event.seq + 1, EventType.TURN_STARTED, event.time, snap)
