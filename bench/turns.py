@@ -26,7 +26,10 @@ bidirectional relay, the unary way >= 60% of the unary relay), with each server'
 turn (/proc; the arbiter's edge and core together, and each).
 
 ``python -m bench turns [--quick]``; ``python -m bench.turns relay PORT EVENTS`` runs the
-relay.
+relay. ``python -m bench.turns --against DIR``: also the arbiter of another checkout of the
+code in DIR (e.g. the commit before a change: ``git archive COMMIT | tar -x -C DIR``, then
+``python setup.py build_ext --inplace`` there), run by the same interpreter, over the Play
+stream and the unary way, each compared with this checkout's round by round.
 """
 
 from __future__ import annotations
@@ -316,14 +319,17 @@ def cpu_s(pid: int) -> tuple[float, float]:
     return own, sum(sum(cpu_s(child)) for child in children(pid))
 
 
-def main(quick: bool = False, vs: tuple[str, ...] = (), against: str | None = None) -> None:
-    """The rounds; ``vs``: more arbiters, each started with these ``nardy serve`` options;
-    ``against``: the arbiter of another checkout (its directory), played over the Play
-    stream and the unary way as this one is, each compared with this one round by round."""
+def main(
+    quick: bool = False, vs: tuple[str, ...] = (), against: str | None = None, rounds: int = 0
+) -> None:
+    """The rounds (``rounds``: how many, 0 for the default); ``vs``: more arbiters, each
+    started with these ``nardy serve`` options; ``against``: the arbiter of another checkout
+    (its directory), played over the Play stream and the unary way as this one is, each
+    compared with this one round by round."""
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     admin = os.environ[ADMIN_ENV]
     seconds = 6.0 if quick else 12.0
-    rounds = 2 if quick else 3
+    rounds = rounds or (2 if quick else 3)
     echo_port, relay_port = free_port(), free_port()
     print(f"  load average at start: {os.getloadavg()[0]:.1f}")
     with (
@@ -453,5 +459,6 @@ if __name__ == "__main__":
             "a change, extracted with its accelerators built), over the Play stream and "
             "the unary way",
         )
+        ap.add_argument("--rounds", type=int, default=0, help="rounds (default 3, --quick 2)")
         args = ap.parse_args()
-        main(args.quick, tuple(args.vs), args.against)
+        main(args.quick, tuple(args.vs), args.against, args.rounds)
