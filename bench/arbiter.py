@@ -60,8 +60,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def process(args: list[str], port: int):
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def process(args: list[str], port: int, cwd: str | None = None):
+    """``args`` started (in ``cwd``), once it listens on ``port``."""
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     try:
         deadline = time.time() + 60  # a loaded machine starts Python slowly
         while True:
@@ -82,8 +83,10 @@ def process(args: list[str], port: int):
 
 
 @contextmanager
-def arbiter(*extra: str):
-    """``nardy serve`` on a fresh SQLite file (``extra``: more options); (address, process)."""
+def arbiter(*extra: str, checkout: str | None = None):
+    """``nardy serve`` on a fresh SQLite file (``extra``: more options); (address, process).
+    ``checkout``: the server of another checkout of the code (its directory), run by this
+    interpreter (its own packages first on the path)."""
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "bench.db")
@@ -104,7 +107,7 @@ def arbiter(*extra: str):
             "1000000",
             *extra,
         ]
-        with process(args, port) as proc:
+        with process(args, port, checkout) as proc:
             yield f"127.0.0.1:{port}", proc
 
 

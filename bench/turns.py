@@ -26,7 +26,10 @@ bidirectional relay, the unary way >= 60% of the unary relay), with each server'
 turn (/proc; the arbiter's edge and core together, and each).
 
 ``python -m bench turns [--quick]``; ``python -m bench.turns relay PORT EVENTS`` runs the
-relay.
+relay. ``python -m bench.turns --against DIR``: also the arbiter of another checkout of the
+code in DIR (e.g. the commit before a change: ``git archive COMMIT | tar -x -C DIR``, then
+``python setup.py build_ext --inplace`` there), run by the same interpreter, over the Play
+stream and the unary way, each compared with this checkout's round by round.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from nardy.v1 import game_pb2 as pb
 
 RELAY_TURNS = 80  # turns in one relay game (a long nardy game is ~100-160)
 OWN, EVERY, BIDI, PLAY = "own turns", "every event", "bidi", "Play stream"  # how bots play
+AGAINST = "other checkout, "  # the servers of --against
 
 
 # -- the relay -------------------------------------------------------------------------------
@@ -307,20 +311,25 @@ async def capture(address: str, admin: str) -> list[pb.GameEvent]:
     return [found[0], found[1]]
 
 
-def cpu_s(pid: int) -> float:
+def cpu_s(pid: int) -> tuple[float, float]:
     """CPU seconds of process ``pid`` and of the processes it started (the edge's core)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_s(child) for child in children(pid))
+    return own, sum(sum(cpu_s(child)) for child in children(pid))
 
 
-def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
-    """The rounds; ``vs``: more arbiters, each started with these ``nardy serve`` options."""
+def main(
+    quick: bool = False, vs: tuple[str, ...] = (), against: str | None = None, rounds: int = 0
+) -> None:
+    """The rounds (``rounds``: how many, 0 for the default); ``vs``: more arbiters, each
+    started with these ``nardy serve`` options; ``against``: the arbiter of another checkout
+    (its directory), played over the Play stream and the unary way as this one is, each
+    compared with this one round by round."""
     os.environ.setdefault(ADMIN_ENV, secrets.token_urlsafe(32))
     admin = os.environ[ADMIN_ENV]
     seconds = 6.0 if quick else 12.0
-    rounds = 2 if quick else 3
+    rounds = rounds or (2 if quick else 3)
     echo_port, relay_port = free_port(), free_port()
     print(f"  load average at start: {os.getloadavg()[0]:.1f}")
     with (
@@ -329,6 +338,8 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
         contextlib.ExitStack() as more,
     ):
         others = {f"arbiter {o}": more.enter_context(arbiter(*o.split())) for o in vs}
+        if against is not None:
+            there, there_proc = more.enter_context(arbiter(checkout=against))
         events = asyncio.run(capture(address, admin))
         path = os.path.join(tmp, "events.bin")
         with open(path, "wb") as f:
@@ -347,8 +358,12 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
                 "bidi relay": (relay_at, relay.pid, BIDI),
             }
             servers.update({k: (a, p.pid, OWN) for k, (a, p) in others.items()})
+            if against is not None:
+                servers[AGAINST + PLAY] = (there, there_proc.pid, PLAY)
+                servers[AGAINST + "unary"] = (there, there_proc.pid, OWN)
             asyncio.run(raw_ping(f"127.0.0.1:{echo_port}", 300))  # warm up
-            results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+            # (turns/s, server CPU ms per turn: all, the edge's or relay's own, the core's)
+            results: dict[tuple[str, int], list[tuple[float, float, float, float]]] = {}
             handover: dict[str, list[float]] = {name: [] for name in servers}
             pings: list[float] = []
             for r in range(rounds):
@@ -356,16 +371,22 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
                 for games in (1, 8):
                     for name in order:
                         where, pid, bots = servers[name]
-                        cpu0 = cpu_s(pid)
+                        edge0, core0 = cpu_s(pid)
                         tally = asyncio.run(drive(where, games, seconds, admin, bots))
-                        cpu = cpu_s(pid) - cpu0
+                        edge1, core1 = cpu_s(pid)
                         rate = tally.turns / seconds
-                        per = cpu / max(1, tally.turns) * 1e3
-                        results.setdefault((name, games), []).append((rate, per))
+                        edge, core = (
+                            (t1 - t0) / max(1, tally.turns) * 1e3
+                            for t0, t1 in ((edge0, edge1), (core0, core1))
+                        )
+                        results.setdefault((name, games), []).append(
+                            (rate, edge + core, edge, core)
+                        )
                         handover[name] += tally.handover
                         print(
-                            f"  round {r + 1} {name:20s} {games} game(s): {rate:7.0f} turns/s, "
-                            f"server CPU {per:.2f} ms/turn",
+                            f"  round {r + 1} {name:28s} {games} game(s): {rate:7.0f} turns/s, "
+                            f"server CPU {edge + core:.2f} ms/turn (edge {edge:.2f}, "
+                            f"core {core:.2f})",
                             flush=True,
                         )
                     if games == 1:
@@ -380,17 +401,17 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
             f"{statistics.median(h) / raw:.2f}x the raw ping-pong"
         )
 
-    def against(name: str, relay: str, games: int) -> list[float]:
+    def ratios_of(name: str, relay: str, games: int) -> list[float]:
         pairs = zip(results[name, games], results[relay, games], strict=True)
         return [a[0] / b[0] for a, b in pairs]
 
     same = {"arbiter, Play stream": ("bidi relay", 0.8), "arbiter, unary": ("relay", 0.6)}
     for games in (1, 8):
-        for name in [k for k in servers if k.startswith("arbiter")]:
+        for name in [k for k in servers if k.startswith(("arbiter", AGAINST))]:
             arb = statistics.median(x[0] for x in results[name, games])
             for relay in ("bidi relay", "relay"):
                 rel = statistics.median(x[0] for x in results[relay, games])
-                ratios = against(name, relay, games)
+                ratios = ratios_of(name, relay, games)
                 target = same.get(name)
                 goal = ""
                 if target is not None and target[0] == relay:
@@ -400,11 +421,19 @@ def main(quick: bool = False, vs: tuple[str, ...] = ()) -> None:
                     f"{games} game(s): {name} {arb:.0f} turns/s vs {relay} {rel:.0f}: per round "
                     f"{', '.join(f'{x:.0%}' for x in ratios)}{goal}"
                 )
-        cpu = {k: statistics.median(x[1] for x in results[k, games]) for k in servers}
-        print(
-            f"{games} game(s): server CPU per turn "
-            + ", ".join(f"{k} {v:.2f} ms" for k, v in cpu.items())
-        )
+        if against is not None:
+            for way in (PLAY, "unary"):
+                ratios = ratios_of(f"arbiter, {way}", AGAINST + way, games)
+                print(
+                    f"{games} game(s): arbiter, {way} vs {AGAINST + way}: per round "
+                    f"{', '.join(f'{x:.0%}' for x in ratios)}"
+                )
+        for k in servers:
+            cpu = [statistics.median(x[i] for x in results[k, games]) for i in (1, 2, 3)]
+            print(
+                f"{games} game(s): server CPU per turn, {k}: {cpu[0]:.2f} ms "
+                f"(edge {cpu[1]:.2f}, core {cpu[2]:.2f})"
+            )
 
 
 if __name__ == "__main__":
@@ -423,5 +452,13 @@ if __name__ == "__main__":
             help="also an arbiter with these `nardy serve` options (e.g. "
             "--vs='--rate 100'), its bots following their own turns",
         )
+        ap.add_argument(
+            "--against",
+            metavar="DIR",
+            help="also the arbiter of another checkout of the code (e.g. the commit before "
+            "a change, extracted with its accelerators built), over the Play stream and "
+            "the unary way",
+        )
+        ap.add_argument("--rounds", type=int, default=0, help="rounds (default 3, --quick 2)")
         args = ap.parse_args()
-        main(args.quick, tuple(args.vs))
+        main(args.quick, tuple(args.vs), args.against, args.rounds)

@@ -149,6 +149,11 @@ class Variant(ABC):
             out += bytes(c & 0xFF for c in b.points + (b.bar if self.has_bar else ()))
         return bytes(out)
 
+    def legal_plays_wire(self, plays: Sequence[Any]) -> bytes | None:
+        """``plays`` as the protobuf entries of ``GameState.legal_plays``, when a compiled
+        helper of the variant writes them; None when it has none (the caller encodes them)."""
+        return None
+
     @abstractmethod
     def match_play(self, position: Any, dice: tuple[int, int], text: str) -> Any: ...
 

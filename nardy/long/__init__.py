@@ -4,10 +4,11 @@ returns for ``"long"``. The modules here are the rules; nothing outside ``nardy/
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from nardy.game import Color, GameResult, Termination
-from nardy.long.movegen import end_boards, end_texts, legal_plays
+from nardy.long.movegen import end_boards, end_texts, legal_plays, legal_plays_wire
 from nardy.long.notation import parse_moves
 from nardy.long.position import ABS, HEAD, Position
 from nardy.long.scoring import Kind, forfeit, result
@@ -40,6 +41,9 @@ class LongNardy(Variant):
 
     def end_boards(self, position: Position, dice: tuple[int, int]) -> bytes:
         return end_boards(position, dice)
+
+    def legal_plays_wire(self, plays: Sequence[Any]) -> bytes | None:
+        return legal_plays_wire(plays)
 
     def match_play(self, position: Position, dice: tuple[int, int], text: str):
         return match_play(position, dice, text)

@@ -18,6 +18,10 @@
  *                                                each, in legal_plays order (b"" = pass)
  *   text(turn, board) -> str                    the position text (RULES.md §1)
  *   notation(steps) -> str                      "24/18 18/13", "6/off", "-" for none
+ *   legal_plays_wire(plays) -> bytes            the plays as protobuf GameState.legal_plays
+ *                                               entries (field 17: notation, end position,
+ *                                               steps), the bytes server/core/views.py's
+ *                                               Python encoding gives
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -574,6 +578,29 @@ static PyObject *py_end_boards(PyObject *self, PyObject *const *args, Py_ssize_t
     return out;
 }
 
+/* The 24 counts of a board sequence into ``board``; 0 with an exception set if it is not one. */
+static int read_board(PyObject *counts, int board[POINTS]) {
+    PyObject *seq = PySequence_Fast(counts, "board must be a sequence of 24 counts");
+    if (!seq) return 0;
+    if (PySequence_Fast_GET_SIZE(seq) != POINTS) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "expected 24 point counts");
+        return 0;
+    }
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (int a = 0; a < POINTS; a++) {
+        long c = PyLong_AsLong(items[a]);
+        if ((c == -1 && PyErr_Occurred()) || c > 99 || c < -99) {
+            Py_DECREF(seq);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a count out of range");
+            return 0;
+        }
+        board[a] = (int)c;
+    }
+    Py_DECREF(seq);
+    return 1;
+}
+
 static PyObject *py_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 2) {
@@ -582,28 +609,40 @@ static PyObject *py_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     long turn = PyLong_AsLong(args[0]);
     if (turn == -1 && PyErr_Occurred()) return NULL;
-    PyObject *seq = PySequence_Fast(args[1], "board must be a sequence of 24 counts");
-    if (!seq) return NULL;
-    if (PySequence_Fast_GET_SIZE(seq) != POINTS) {
-        Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "expected 24 point counts");
-        return NULL;
-    }
     int board[POINTS];
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    for (int a = 0; a < POINTS; a++) {
-        long c = PyLong_AsLong(items[a]);
-        if ((c == -1 && PyErr_Occurred()) || c > 99 || c < -99) {
-            Py_DECREF(seq);
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a count out of range");
-            return NULL;
-        }
-        board[a] = (int)c;
-    }
-    Py_DECREF(seq);
+    if (!read_board(args[1], board)) return NULL;
     char buf[112];
     int len = format_text(buf, turn ? 1 : 0, board);
     return PyUnicode_FromStringAndSize(buf, len);
+}
+
+/* A step's (src, dst[, die]) into ``v`` (``die`` too when ``with_die``), checked; 0 with an
+ * exception set if it is not a step of long nardy. */
+static int read_step(PyObject *step, long v[3], int with_die) {
+    v[0] = v[1] = v[2] = -1;
+    if (PyTuple_Check(step) && PyTuple_GET_SIZE(step) >= 2 + with_die) {
+        for (int i = 0; i < 2 + with_die; i++) v[i] = PyLong_AsLong(PyTuple_GET_ITEM(step, i));
+    }
+    if (PyErr_Occurred() || v[0] < 1 || v[0] > 25 || v[1] < 0 || v[1] > 24 ||
+        (with_die && (v[2] < 1 || v[2] > 6))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a step is (src, dst, die)");
+        return 0;
+    }
+    return 1;
+}
+
+/* One step's notation, "src/dst" ("off" for dst 0), at ``p``; returns the end written. */
+static char *format_step(char *p, long src, long dst) {
+    if (src >= 10) *p++ = (char)('0' + src / 10);
+    *p++ = (char)('0' + src % 10);
+    *p++ = '/';
+    if (dst == 0) {
+        memcpy(p, "off", 3);
+        return p + 3;
+    }
+    if (dst >= 10) *p++ = (char)('0' + dst / 10);
+    *p++ = (char)('0' + dst % 10);
+    return p;
 }
 
 static PyObject *py_notation(PyObject *self, PyObject *steps) {
@@ -622,32 +661,101 @@ static PyObject *py_notation(PyObject *self, PyObject *steps) {
     }
     char *p = buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *step = PySequence_Fast_GET_ITEM(seq, i);
-        long src = -1, dst = -1;
-        if (PyTuple_Check(step) && PyTuple_GET_SIZE(step) >= 2) {
-            src = PyLong_AsLong(PyTuple_GET_ITEM(step, 0));
-            dst = PyLong_AsLong(PyTuple_GET_ITEM(step, 1));
-        }
-        if (PyErr_Occurred() || src < 1 || src > 25 || dst < 0 || dst > 24) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a step is (src, dst, die)");
+        long v[3];
+        if (!read_step(PySequence_Fast_GET_ITEM(seq, i), v, 0)) {
             if (buf != stack) PyMem_Free(buf);
             Py_DECREF(seq);
             return NULL;
         }
         if (i) *p++ = ' ';
-        if (src >= 10) *p++ = (char)('0' + src / 10);
-        *p++ = (char)('0' + src % 10);
-        *p++ = '/';
-        if (dst == 0) {
-            memcpy(p, "off", 3);
-            p += 3;
-        } else {
-            if (dst >= 10) *p++ = (char)('0' + dst / 10);
-            *p++ = (char)('0' + dst % 10);
-        }
+        p = format_step(p, v[0], v[1]);
     }
     PyObject *out = PyUnicode_FromStringAndSize(buf, p - buf);
     if (buf != stack) PyMem_Free(buf);
+    Py_DECREF(seq);
+    return out;
+}
+
+/* -- legal plays as protobuf -------------------------------------------------------------
+ * GameState field 17 (legal_plays), one LegalPlay per play: notation (field 1), end
+ * position (2), steps (3: from, to, die; proto3 leaves out zero values). A play has at
+ * most 4 steps, so an entry is at most PLAY_WIRE bytes. */
+#define PLAY_STEPS 4
+#define PLAY_WIRE 192
+
+static char *put_varint(char *p, size_t n) {
+    while (n >= 0x80) {
+        *p++ = (char)((n & 0x7F) | 0x80);
+        n >>= 7;
+    }
+    *p++ = (char)n;
+    return p;
+}
+
+/* One play's LegalPlay entry at ``out``; returns the end written, NULL with an exception
+ * set if ``play`` is not a (steps, end) of long nardy. */
+static char *play_wire(char *out, PyObject *play) {
+    if (!PyTuple_Check(play) || PyTuple_GET_SIZE(play) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a play is (steps, end)");
+        return NULL;
+    }
+    PyObject *steps = PyTuple_GET_ITEM(play, 0), *end = PyTuple_GET_ITEM(play, 1);
+    if (!PyTuple_Check(steps) || PyTuple_GET_SIZE(steps) > PLAY_STEPS || !PyTuple_Check(end) ||
+        PyTuple_GET_SIZE(end) != 2) {
+        PyErr_SetString(PyExc_ValueError, "a play is (at most 4 steps, (turn, board))");
+        return NULL;
+    }
+    long turn = PyLong_AsLong(PyTuple_GET_ITEM(end, 0));
+    int board[POINTS];
+    if ((turn == -1 && PyErr_Occurred()) || !read_board(PyTuple_GET_ITEM(end, 1), board)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(steps);
+    long v[PLAY_STEPS][3];
+    char body[PLAY_WIRE], *b = body + 2, *note = b;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!read_step(PyTuple_GET_ITEM(steps, i), v[i], 1)) return NULL;
+        if (i) *b++ = ' ';
+        b = format_step(b, v[i][0], v[i][1]);
+    }
+    if (n == 0) *b++ = '-';
+    body[0] = 0x0a; /* notation: under 0x80 bytes */
+    body[1] = (char)(b - note);
+    *b++ = 0x12; /* end position: under 0x80 bytes */
+    int len = format_text(b + 1, turn ? 1 : 0, board);
+    *b = (char)len;
+    b += 1 + len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char *field = b;
+        b += 2;
+        for (int k = 0; k < 3; k++) {
+            if (v[i][k]) {
+                *b++ = (char)(0x08 + 8 * k); /* fields 1..3, varints under 0x80 */
+                *b++ = (char)v[i][k];
+            }
+        }
+        field[0] = 0x1a;
+        field[1] = (char)(b - field - 2);
+    }
+    *out++ = (char)0x8a; /* GameState field 17, length-delimited */
+    *out++ = 0x01;
+    out = put_varint(out, (size_t)(b - body));
+    memcpy(out, body, (size_t)(b - body));
+    return out + (b - body);
+}
+
+static PyObject *py_legal_plays_wire(PyObject *self, PyObject *plays) {
+    (void)self;
+    PyObject *seq = PySequence_Fast(plays, "plays must be a sequence of (steps, end)");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    char *buf = PyMem_Malloc((size_t)(n ? n : 1) * PLAY_WIRE);
+    if (!buf) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    char *p = buf;
+    for (Py_ssize_t i = 0; i < n && p; i++) p = play_wire(p, PySequence_Fast_GET_ITEM(seq, i));
+    PyObject *out = p ? PyBytes_FromStringAndSize(buf, p - buf) : NULL;
+    PyMem_Free(buf);
     Py_DECREF(seq);
     return out;
 }
@@ -695,6 +803,8 @@ static PyMethodDef methods[] = {
     {"text", (PyCFunction)(void (*)(void))py_text, METH_FASTCALL,
      "text(turn, board) -> the position text."},
     {"notation", py_notation, METH_O, "notation(steps) -> the play's notation ('-' for none)."},
+    {"legal_plays_wire", py_legal_plays_wire, METH_O,
+     "legal_plays_wire(plays) -> the plays as protobuf GameState.legal_plays entries."},
     {NULL, NULL, 0, NULL},
 };
 

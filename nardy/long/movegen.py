@@ -27,6 +27,7 @@ same steps (tests/long/test_accelerator.py).
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from itertools import compress
 from typing import NamedTuple
 
@@ -228,6 +229,15 @@ def end_boards(position: Position, dice: tuple[int, int]) -> bytes:
     if _compiled is not None:
         return _compiled.end_boards(position.turn, position.board, dice[0], dice[1])
     return b"".join(bytes(c & 0xFF for c in p.end.board) for p in legal_plays_py(position, dice))
+
+
+def legal_plays_wire(plays: Sequence[Play]) -> bytes | None:
+    """``plays`` as the protobuf entries of ``GameState.legal_plays`` (field 17: notation,
+    end position, steps), written by the compiled generator in one call; None without it
+    (the server then encodes them in Python, the reference: server/core/views.py)."""
+    if _compiled is not None:
+        return _compiled.legal_plays_wire(plays)
+    return None
 
 
 def legal_plays_py(position: Position, dice: tuple[int, int]) -> list[Play]:

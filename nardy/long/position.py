@@ -128,10 +128,11 @@ class Position(NamedTuple):
 
     @property
     def winner(self) -> Color | None:
-        """The side that has borne off all 15, if any."""
-        for color in Color:
-            if self.on_board(color) == 0:
-                return color
+        """The side that has borne off all 15 (none of its checkers left on the board), if any."""
+        if max(self.board) <= 0:
+            return Color.WHITE
+        if min(self.board) >= 0:
+            return Color.BLACK
         return None
 
     def passed(self) -> Position:

@@ -467,10 +467,10 @@ class Api:
             told = game.audience.events if game is not None else ()
             if told:
                 board = out.live.add()
-                board.state.CopyFrom(views.event_pb(game.card, told[-1], None).state)
+                board.state.CopyFrom(views.event_pb(game.card, told[-1]).state)
                 last = next((e for e in reversed(told) if e.play is not None), None)
                 if last is not None:
-                    board.last.CopyFrom(views.event_pb(game.card, last, None).play)
+                    board.last.CopyFrom(views.event_pb(game.card, last).play)
         finished, _ = arbiter.catalogue.page(pb.GAME_STATUS_FINISHED, "", r.finished, "")
         out.finished.extend(finished)
         return out
@@ -480,7 +480,7 @@ class Api:
         out = link_pb.HistoryResponse(state=views.state_pb(game.card, game.snapshot(), None))
         if r.events:
             told = await game.audience.history()
-            out.events.extend(views.event_pb(game.card, e, None) for e in told)
+            out.events.extend(views.event_pb(game.card, e) for e in told)
         return out
 
     async def metrics(self, r, who: Caller, digest: str):

@@ -141,14 +141,14 @@ class Game:
         awaiting its play), or in the TURN_STARTED that offers it (``offer``): a turn on
         its way to the journal is offered to nobody yet."""
         now = trio.current_time()
-        clocks = [self.clocks[color].reading(now) for color in Color]
+        clocks = self.clocks[Color.WHITE].reading(now), self.clocks[Color.BLACK].reading(now)
         scores = self.match.scores_by_colour(self)
         return Snapshot(
             status=self.status,
             position=self.position,
             dice=self.dice,
             turn_id=self.turn_id,
-            clocks=(clocks[0], clocks[1]),
+            clocks=clocks,
             scores=scores,
             match_over=self.match.match.over,
             result=self.result,

@@ -81,6 +81,9 @@ class Event:
 
 
 # -- events -----------------------------------------------------------------------------
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # json.dumps would make one per entry
+
+
 def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
     """A compact journal entry: everything needed to rebuild the event, as JSON.
 
@@ -114,7 +117,7 @@ def encode_event(event: Event, white_seat: int | None, rolled: int) -> bytes:
     if event.type is EventType.GAME_STARTED:
         entry["white_seat"] = white_seat
     entry["rolled"] = rolled
-    return json.dumps(entry, separators=(",", ":")).encode()
+    return _COMPACT.encode(entry).encode()
 
 
 def _result_entry(r: GameResult | None) -> list | None:

@@ -1,11 +1,11 @@
 """How the arbiter judges the plays of a game.
 
 A play comes as notation or as its end position and is found among the legal plays of the
-turn awaiting it (indexed once per turn: a play given as the server wrote it is found
-without parsing). A play that is none of them is refused and counted against the side to
-move; past the game's limit that side loses (a ladder rule). A play sent again for a turn
-already played gets the same answer, marked duplicate, in an ended game too: its answers
-are read back from the end of its journal.
+turn awaiting it (a play given as the server wrote it is found without parsing). A play
+that is none of them is refused and counted against the side to move; past the game's
+limit that side loses (a ladder rule). A play sent again for a turn already played gets
+the same answer, marked duplicate, in an ended game too: its answers are read back from
+the end of its journal.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ class Judge:
         self.limit = limit  # refused plays that lose the game (0: none do)
         self.accepted: dict[int, Accepted] = {}  # turn_id -> the answer to its play
         self.refused = {Color.WHITE: 0, Color.BLACK: 0}  # plays refused as illegal, per side
-        self._offer: tuple = ((), {})  # see _offered
 
     def read(
         self, position: Any, dice: tuple[int, ...], legal: tuple[Play, ...], notation, end
@@ -55,16 +54,13 @@ class Judge:
         """The play of ``legal`` (the awaited turn's, thrown ``dice`` at ``position``) that
         ``notation`` or ``end`` (its end position) names; one that names none is refused
         (INVALID_ARGUMENT) and counted against the side to move."""
-        if end is None:
-            play = self._offered(legal, "notation").get(notation or "")
-        else:
-            play = self._offered(legal, "end").get(end)
+        play = _written(legal, notation or "") if end is None else _ending(legal, end)
         if play is not None:
             return play
         try:
             if end is None:  # recorded as the legal play it matches: its canonical notation
                 written = self.rules.match_play(position, dice, notation or "")
-                return self._offered(legal, "end").get(written.end.text(), written)
+                return next((play for play in legal if play.end == written.end), written)
             target = self.rules.parse(end)
             for play in legal:
                 if play.end == target:
@@ -77,20 +73,6 @@ class Judge:
     def over_limit(self, side: Color) -> bool:
         """Whether ``side`` has had as many plays refused as lose the game."""
         return bool(self.limit) and self.refused[side] >= self.limit
-
-    def _offered(self, legal: tuple[Play, ...], by: str) -> dict[str, Play]:
-        """The awaited turn's ``legal`` plays by end-position text (``by`` "end") or by
-        notation ("notation"), each built once per turn when first needed."""
-        if self._offer[0] is not legal:
-            self._offer = (legal, {})
-        found = self._offer[1].get(by)
-        if found is None:
-            if by == "end":
-                found = {play.end.text(): play for play in legal}
-            else:
-                found = {play.notation(): play for play in legal}
-            self._offer[1][by] = found
-        return found
 
     async def resent(
         self, turn_id: int, notation: str | None, end: str | None, history: History, ended: bool
@@ -145,4 +127,21 @@ class Judge:
     def release(self) -> None:
         """The game ended: its answers are read back from the journal (see resent)."""
         self.accepted = {}
-        self._offer = ((), {})
+
+
+# A turn's plays are searched in order: a turn is played once, so an index of its 20-odd
+# plays would be built for one look-up (bots often send the first).
+def _written(legal: tuple[Play, ...], notation: str) -> Play | None:
+    """The play of ``legal`` whose notation, as the server writes it, is ``notation``."""
+    for play in legal:
+        if play.notation() == notation:
+            return play
+    return None
+
+
+def _ending(legal: tuple[Play, ...], end: str) -> Play | None:
+    """The play of ``legal`` whose end position, as the server writes it, is ``end``."""
+    for play in legal:
+        if play.end.text() == end:
+            return play
+    return None

@@ -47,51 +47,64 @@ def finished_result(snap: Snapshot) -> pb.GameResult | None:
 
 def state_pb(card: GameCard, snap: Snapshot, audience: Color | None) -> pb.GameState:
     """The GameState of ``snap`` as ``audience`` (a seat's colour, or None) sees it."""
-    state = pb.GameState()
-    _fill_state(state, card, snap)
-    _personalise(state, snap, audience)
-    return state
+    low, high = _common_state(card, snap)
+    return pb.GameState.FromString(b"".join((low, _personal(card, snap, audience), high)))
 
 
-def _fill_state(state: pb.GameState, card: GameCard, snap: Snapshot) -> None:
-    """Set the fields of ``state`` (empty) as everybody sees ``snap``."""
+# -- a GameEvent as each audience sees it, spliced from bytes -------------------------------
+# Everybody's GameState is the same but for legal_plays (field 17) and your_color (18), so
+# an event is serialized once in parts: the GameEvent's fields before its state (seq, type),
+# the state's fields numbered below 17 and above 18, the GameEvent's fields after its state
+# (play, opening throws, time). Each audience's bytes are those parts around its own two
+# fields, in field-number order: protobuf's canonical serialization of the same message
+# (tests/server/test_views.py parses them and serializes them again).
+STATE = b"\x1a"  # GameEvent field 3 (state), length-delimited
+YOUR_COLOR = b"\x90\x01"  # GameState field 18 (your_color), varint
+
+
+def _common_state(card: GameCard, snap: Snapshot) -> tuple[bytes, bytes]:
+    """The fields of ``snap``'s GameState that everybody sees, serialized: those numbered
+    below legal_plays and those above your_color."""
+    head, options, high_fixed = _fixed_state(card, snap.white_seat)
     pos = snap.position
-    state.MergeFromString(_fixed_state(card, snap.white_seat))
-    state.MergeFrom(
-        pb.GameState(
-            status=int(snap.status),
-            position=pos.text(),
-            board=wire.board_pb(variant(card.options.variant).board(pos)),
-            side_to_move=wire.color_pb(pos.turn) if snap.status is Status.IN_PROGRESS else 0,
-            dice=snap.dice,
-            turn_id=snap.turn_id,
-            white_clock=pb.Clock(remaining_ms=snap.clocks[0][0], bank_ms=snap.clocks[0][1]),
-            black_clock=pb.Clock(remaining_ms=snap.clocks[1][0], bank_ms=snap.clocks[1][1]),
-            match=match_score_pb(card, snap),
-            result=finished_result(snap),
-            client_seeds=snap.client_seeds,
-            server_seed=snap.server_seed,
-            next_game_id=snap.next_game_id,
-            white_refused=snap.refused[0],
-            black_refused=snap.refused[1],
-        )
+    status = int(snap.status)
+    low = pb.GameState(
+        position=pos.text(),
+        board=wire.board_pb(variant(card.options.variant).board(pos)),
+        side_to_move=wire.color_pb(pos.turn) if snap.status is Status.IN_PROGRESS else 0,
+        dice=snap.dice,
+        turn_id=snap.turn_id,
+        white_clock=pb.Clock(remaining_ms=snap.clocks[0][0], bank_ms=snap.clocks[0][1]),
+        black_clock=pb.Clock(remaining_ms=snap.clocks[1][0], bank_ms=snap.clocks[1][1]),
+        match=match_score_pb(card, snap),
+        result=finished_result(snap),
     )
+    high = pb.GameState(
+        next_game_id=snap.next_game_id,
+        white_refused=snap.refused[0],
+        black_refused=snap.refused[1],
+        client_seeds=snap.client_seeds,
+        server_seed=snap.server_seed,
+    )
+    high.MergeFromString(high_fixed)
+    status_field = b"\x20" + _SHORT[status] if status else b""  # field 4 (status), varint
+    low_bytes = b"".join((head, status_field, options, low.SerializeToString()))
+    return low_bytes, high.SerializeToString()
 
 
-def _fixed_state(card: GameCard, white_seat: int | None) -> bytes:
-    """The fields of a game's GameState that never change once its colours are known
-    (ids, options, players, dice commitment), serialized once (cached with the card)."""
+def _fixed_state(card: GameCard, white_seat: int | None) -> tuple[bytes, bytes, bytes]:
+    """The fields of a game's GameState that never change once its colours are known,
+    serialized once (cached with the card): those before status (ids, number), those
+    between status and position (options, players), and those after your_color."""
     key = ("state", white_seat)
-    data = card.views.get(key)
-    if data is None:
+    parts = card.views.get(key)
+    if parts is None:
         white, black = players_pb(card, white_seat)
-        data = card.views[key] = pb.GameState(
-            game_id=card.game_id,
-            match_id=card.match_id,
-            game_number=card.number,
-            options=wire.options_pb(card.options, card.terms),
-            white=white,
-            black=black,
+        head = pb.GameState(game_id=card.game_id, match_id=card.match_id, game_number=card.number)
+        options = pb.GameState(
+            options=wire.options_pb(card.options, card.terms), white=white, black=black
+        )
+        high = pb.GameState(
             seeded=card.seeded,
             rated=card.rated,
             dice_commitment=card.dice_commitment,
@@ -99,22 +112,60 @@ def _fixed_state(card: GameCard, white_seat: int | None) -> bytes:
             scripted_dice=card.scripted_dice,
             ladder=card.ladder,
             **seats_pb(card),
-        ).SerializeToString()
-    return data
+        )
+        parts = card.views[key] = tuple(m.SerializeToString() for m in (head, options, high))
+    return parts
 
 
-def _personalise(state: pb.GameState, snap: Snapshot, audience: Color | None) -> None:
-    """Mark the seat's colour and, on its turn, add the legal plays."""
-    state.your_color = wire.color_pb(audience)
-    if audience is not None and snap.legal and snap.position.turn is audience:
-        state.MergeFromString(b"".join(map(legal_play_field, snap.legal)))
+def _personal(card: GameCard, snap: Snapshot, audience: Color | None) -> bytes:
+    """The seat's own fields, serialized: on its turn the legal plays, and its colour."""
+    if audience is None:
+        return b""
+    colour = YOUR_COLOR + _SHORT[wire.color_pb(audience)]
+    if snap.legal and snap.position.turn is audience:
+        legal = variant(card.options.variant).legal_plays_wire(snap.legal)  # compiled
+        if legal is None:
+            legal = b"".join(map(legal_play_field, snap.legal))
+        return legal + colour
+    return colour
+
+
+def _event_parts(card: GameCard, event: Event) -> tuple[bytes, bytes, bytes, bytes]:
+    """``event`` serialized in the parts every audience shares (cached with the event):
+    the GameEvent's fields before its state, the state's two common parts, and the
+    GameEvent's fields after its state."""
+    parts = event.views.get("parts")
+    if parts is None:
+        head = pb.GameEvent(seq=event.seq, type=int(event.type))
+        tail = pb.GameEvent()
+        tail.time.FromNanoseconds(int(event.time * 1e9))
+        if event.play is not None:
+            p = event.play
+            tail.play.MergeFrom(
+                pb.PlayRecord(
+                    side=wire.color_pb(p.side),
+                    dice=p.dice,
+                    notation=p.notation,
+                    turn_id=p.turn_id,
+                    automatic=p.automatic,
+                    used_ms=p.used_ms,
+                )
+            )
+        tail.opening_throws.extend(
+            pb.OpeningThrow(first_player_die=a, second_player_die=b) for a, b in event.throws
+        )
+        low, high = _common_state(card, event.snapshot)
+        parts = head.SerializeToString(), low, high, tail.SerializeToString()
+        event.views["parts"] = parts
+    return parts
 
 
 # -- GameState.legal_plays, encoded by hand ------------------------------------------------
 # The 20-odd LegalPlay messages of a turn are the costliest part of its events when built
-# as messages (docs/PERFORMANCE.md); their protobuf encoding is written here
-# directly and merged into the state, which upb then serializes canonically: the bytes on
-# the wire are those of wire.legal_pb (tests/server/test_views.py compares them).
+# as messages (docs/PERFORMANCE.md); their protobuf encoding is written here directly:
+# the bytes are those of wire.legal_pb (tests/server/test_views.py compares them). A
+# variant's compiled helper may write them instead (Variant.legal_plays_wire, long nardy's):
+# this is its reference.
 LEGAL_PLAYS = b"\x8a\x01"  # GameState field 17 (legal_plays), length-delimited
 _STEPS: dict[tuple[int, ...], bytes] = {}  # Step (field 3 of LegalPlay) by its values
 
@@ -166,55 +217,33 @@ def legal_play_field(play) -> bytes:
     return b"".join((LEGAL_PLAYS, _length(len(body)), body))
 
 
-def event_pb(card: GameCard, event: Event, seat: int | None, keep: bool = True) -> pb.GameEvent:
-    """The event as ``seat`` (or a spectator, None) sees it; built once per audience
-    (``keep``: cached with the event; the spectators' view always is)."""
-    audience = card.color_of(seat, event.snapshot.white_seat)
-    views = event.views
-    msg = views.get(audience)
-    if msg is not None:
-        return msg
-    base = views.get(None)
-    if base is None:
-        base = pb.GameEvent(seq=event.seq, type=int(event.type))
-        _fill_state(base.state, card, event.snapshot)
-        base.time.FromNanoseconds(int(event.time * 1e9))
-        if event.play is not None:
-            p = event.play
-            base.play.MergeFrom(
-                pb.PlayRecord(
-                    side=wire.color_pb(p.side),
-                    dice=p.dice,
-                    notation=p.notation,
-                    turn_id=p.turn_id,
-                    automatic=p.automatic,
-                    used_ms=p.used_ms,
-                )
-            )
-        base.opening_throws.extend(
-            pb.OpeningThrow(first_player_die=a, second_player_die=b) for a, b in event.throws
-        )
-        views[None] = base
-    if audience is None:
-        return base
-    msg = pb.GameEvent()
-    msg.CopyFrom(base)
-    _personalise(msg.state, event.snapshot, audience)
-    if keep:
-        views[audience] = msg
+def event_pb(card: GameCard, event: Event) -> pb.GameEvent:
+    """The event as spectators see it (cached with the event)."""
+    msg = event.views.get(None)
+    if msg is None:
+        msg = event.views[None] = pb.GameEvent.FromString(event_wire(card, event, None)[0])
     return msg
 
 
 def event_wire(card: GameCard, event: Event, seat: int | None) -> tuple[bytes, bool]:
-    """The event as ``seat`` sees it, serialized (once per audience), and whether it
-    offers that seat its turn (TURN_STARTED with the legal plays)."""
+    """The event as ``seat`` (or a spectator, None) sees it, serialized (once per
+    audience), and whether it offers that seat its turn (TURN_STARTED with the legal
+    plays)."""
     audience = card.color_of(seat, event.snapshot.white_seat)
     key = ("wire", audience)
     wire_form = event.views.get(key)
     if wire_form is None:
-        msg = event_pb(card, event, seat, keep=False)  # only its bytes are kept
-        offers = event.type is EventType.TURN_STARTED and len(msg.state.legal_plays) > 0
-        wire_form = event.views[key] = (msg.SerializeToString(), offers)
+        head, low, high, tail = _event_parts(card, event)
+        snap = event.snapshot
+        state = b"".join((low, _personal(card, snap, audience), high))
+        data = b"".join((head, STATE, _length(len(state)), state, tail))
+        offers = (
+            event.type is EventType.TURN_STARTED
+            and bool(snap.legal)
+            and audience is not None
+            and snap.position.turn is audience
+        )
+        wire_form = event.views[key] = (data, offers)
     return wire_form
 
 

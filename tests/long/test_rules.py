@@ -88,6 +88,14 @@ def test_start_position_text():
     assert s.winner is None
 
 
+def test_the_winner_is_the_side_with_nothing_left_on_the_board():
+    """§5: a side wins once all 15 of its checkers are borne off, whoever is to move."""
+    assert make("b", {wa(1): 1, 12: -1}).winner is None
+    assert make("b", {12: -15}).winner is W
+    assert make("w", {wa(3): 2}).winner is B
+    assert make("w", {wa(3): 2, 5: -1}).winner is None
+
+
 def test_player_relative_points():
     """§1: a = 24 - p for white, a = (36 - q) % 24 for black; the opponent's head is 12."""
     pos = make("w", {0: 14, 11: 1, 12: -14, 23: -1})
