@@ -48,6 +48,7 @@ log = logging.getLogger("nardy.server")
 LADDER_LOCK = 0x6E61_7264_7903  # session advisory lock: the ladder scheduler's leader
 CLAIM_LOCK = 0x6E61_7264_7904  # transaction advisory lock: one claimer at a time
 CHANNEL = "nardy"  # LISTEN/NOTIFY channel of news between instances
+LISTENING = {"k": "listening"}  # (told by listen itself: it listens from now on)
 NOW = "extract(epoch FROM clock_timestamp())"  # the database's clock, in seconds
 DEFAULT_LEASE_S = 10.0
 CLAIMS_PER_BEAT = 64  # lease groups one heartbeat may claim (the others go to the next)
@@ -235,7 +236,9 @@ class Cluster:
 
     # -- news from the other instances ------------------------------------------------
     def listen(self, deliver: Callable[[dict], None]) -> None:
-        """Call ``deliver(news)`` in the trio thread for each NOTIFY of another instance."""
+        """Call ``deliver(news)`` in the trio thread for each NOTIFY of another instance,
+        and ``deliver(LISTENING)`` each time it starts listening (at first, and again after
+        a lost connection): news sent before that was missed."""
         token = trio.lowlevel.current_trio_token()
 
         def tell(news: dict) -> None:  # in the trio thread: a bad item must not stop it
@@ -251,6 +254,7 @@ class Cluster:
                     if conn is None or conn.closed or conn.broken:
                         conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
                         conn.execute(f"LISTEN {CHANNEL}")
+                        token.run_sync_soon(tell, LISTENING)
                     for note in conn.notifies(timeout=0.5):
                         news = json.loads(note.payload)
                         if news.get("o") != self.id:

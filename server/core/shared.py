@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from nardy.v1 import arbiter_pb2 as api
+from server.core.journal import Status
 from server.core.ladders import Ladders
 from server.core.lockstep import Lockstep
 from server.core.notes import Note, PlayerNote, RemoteCard, colour, seats_of
@@ -219,6 +220,17 @@ class Shared(Sole):
             self.roster.heard_issued(news["d"])
         elif kind == "adopt" and news["to"] == self.cluster.id:
             self._beat_now.set()  # a match was handed to us: take it now
+        elif kind == "listening":  # (news missed until now; and the others may have too)
+            self.tell("hello")
+            self._tell_games()
+        elif kind == "hello":  # an instance that may have missed news
+            self._tell_games()
+
+    def _tell_games(self) -> None:
+        """Tell the other instances the games running here, as if new."""
+        for game in list(self.tables.games.values()):
+            if game.status in (Status.WAITING, Status.IN_PROGRESS):
+                self.tables.publish(game, new=True)
 
     # -- the heartbeat ------------------------------------------------------------------
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
