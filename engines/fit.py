@@ -286,6 +286,12 @@ def run_round(
 ) -> Network:
     """One round: its data (made or read back), then the fit on it and the previous rounds'
     (``s.window``); the fitted network, its round noted in its ``meta``."""
+    missing = missing_rounds(work, rnd, s.window)
+    if missing:  # (fitted on less than the window, it would be recorded as the window)
+        raise FileNotFoundError(
+            f"round {rnd} fits on the data of rounds {missing} too (--fit-window {s.window}),"
+            f" which {work} does not hold: make them again, or pass --fit-window 1"
+        )
     started = time.perf_counter()
     net.races = True  # self-play stops where play takes exact values (long: the first race)
     data = {k: make_data(net, k, seed, rnd, s, work, pool, note, progress) for k in KINDS}
@@ -306,6 +312,12 @@ def run_round(
     figures = {"positions": len(y), "held_out": losses(_params(fitted), *held_set)}
     record(fitted, s, time.perf_counter() - started, **figures)
     return fitted
+
+
+def missing_rounds(work: Path, rnd: int, window: int) -> list[int]:
+    """The earlier rounds whose data round ``rnd`` fits on (``window``) and ``work`` lacks."""
+    earlier = range(max(0, rnd - window + 1), rnd)
+    return [r for r in earlier if not all(any(work.glob(f"round{r}-{k}-*.npz")) for k in KINDS)]
 
 
 def rounds(net: Network) -> int:

@@ -101,3 +101,12 @@ def test_fitting_rounds_are_reproducible_with_any_workers(tmp_path):
     ]
     # TD games cannot follow fitting rounds
     assert train.main([*td[:-1], "3", "--checkpoint", str(tmp_path / "a.npz")]) == 2
+    # a round whose window reaches a round without its data is refused, before its own
+    for part in work.glob("round1-*.npz"):
+        part.unlink()
+    third = [*td, *small, "--checkpoint", str(tmp_path / "a.npz"), "--fit-rounds", "3"]
+    with pytest.raises(FileNotFoundError, match="--fit-window 1"):
+        train.main(third)
+    assert not list(work.glob("round2-*"))
+    assert train.main([*third, "--fit-window", "1"]) == 0
+    assert nw.Network.load(str(tmp_path / "a.npz")).meta["fit"][2]["window"] == 1
