@@ -281,6 +281,12 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
     resign.click()
     assert resign.text == "Really resign?"
     resign.click()
+
+    def resigned(_) -> bool:  # the arbiter has it (a failure here: it never arrived)
+        game = api.GetGameRequest(game_id=alice.game_id)
+        return stub.GetGame(game, metadata=alice_md).state.status == pb.GAME_STATUS_FINISHED
+
+    wait(browser, resigned)
     wait(browser, lambda d: page(d)["status"].startswith("alice wins"))
     for ev in stream:
         if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
