@@ -78,7 +78,13 @@ def common(run: Run) -> list[EngineTurn]:
         )
     started = next((ev for ev in events if ev.type == pb.EVENT_TYPE_GAME_STARTED), None)
     if started is None:
-        raise Fail("the game never started")
+        last = (
+            f"; {len(events)} events seen, the last {pb.EventType.Name(events[-1].type)}"
+            f" ({pb.GameStatus.Name(events[-1].state.status)})"
+            if events
+            else "; no event seen"
+        )
+        raise Fail(f"the game never started{last}")
     a, b = (
         started.opening_throws[-1].first_player_die,
         started.opening_throws[-1].second_player_die,
