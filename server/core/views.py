@@ -8,7 +8,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
 from server.core.game import GameCard
-from server.core.journal import Event, EventType, Snapshot, Status
+from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.core.match import Seat
 
 
@@ -130,6 +130,18 @@ def _personal(card: GameCard, snap: Snapshot, audience: Color | None) -> bytes:
     return colour
 
 
+def play_pb(p: PlayRecord) -> pb.PlayRecord:
+    """A play as the events carry it."""
+    return pb.PlayRecord(
+        side=wire.color_pb(p.side),
+        dice=p.dice,
+        notation=p.notation,
+        turn_id=p.turn_id,
+        automatic=p.automatic,
+        used_ms=p.used_ms,
+    )
+
+
 def _event_parts(card: GameCard, event: Event) -> tuple[bytes, bytes, bytes, bytes]:
     """``event`` serialized in the parts every audience shares (cached with the event):
     the GameEvent's fields before its state, the state's two common parts, and the
@@ -140,17 +152,7 @@ def _event_parts(card: GameCard, event: Event) -> tuple[bytes, bytes, bytes, byt
         tail = pb.GameEvent()
         tail.time.FromNanoseconds(int(event.time * 1e9))
         if event.play is not None:
-            p = event.play
-            tail.play.MergeFrom(
-                pb.PlayRecord(
-                    side=wire.color_pb(p.side),
-                    dice=p.dice,
-                    notation=p.notation,
-                    turn_id=p.turn_id,
-                    automatic=p.automatic,
-                    used_ms=p.used_ms,
-                )
-            )
+            tail.play.MergeFrom(play_pb(event.play))
         tail.opening_throws.extend(
             pb.OpeningThrow(first_player_die=a, second_player_die=b) for a, b in event.throws
         )

@@ -4,6 +4,7 @@ the core), and callers already connected go on. A real `nardy serve` with few de
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import selectors
@@ -13,6 +14,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -50,7 +52,9 @@ def check(port: int, timeout: float = 30) -> int:
         return stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout).status
 
 
-def test_a_flood_of_unused_connections_leaves_the_web_view_and_callers_served(tmp_path):
+@contextlib.contextmanager
+def serve(tmp_path) -> Iterator[tuple[int, int, int]]:
+    """A real `nardy serve` with few descriptors: (its pid, gRPC port, web port)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "clients", "serve", "--port", "0", "--http-port", "0"]
         + ["--db", str(tmp_path / "c.db"), "--log-level", "INFO"],
@@ -59,10 +63,20 @@ def test_a_flood_of_unused_connections_leaves_the_web_view_and_callers_served(tm
         text=True,
         preexec_fn=few_descriptors,
     )
-    flood: list[socket.socket] = []
     try:
         port, http_port = serving(proc)
         threading.Thread(target=proc.stderr.read, daemon=True).start()  # (never a full pipe)
+        yield proc.pid, port, http_port
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_flood_of_unused_connections_leaves_the_web_view_and_callers_served(tmp_path):
+    flood: list[socket.socket] = []
+    with contextlib.ExitStack() as stack:
+        pid, port, http_port = stack.enter_context(serve(tmp_path))
+        stack.callback(lambda: [s.close() for s in flood])
         with grpc.insecure_channel(f"127.0.0.1:{port}") as connected:
             health = health_pb2_grpc.HealthStub(connected)
             assert health.Check(health_pb2.HealthCheckRequest(), timeout=30).status == 1
@@ -70,8 +84,8 @@ def test_a_flood_of_unused_connections_leaves_the_web_view_and_callers_served(tm
             for _ in range(FLOOD):  # connections that never send a byte
                 flood.append(socket.create_connection(("127.0.0.1", port)))
             deadline = time.monotonic() + 60
-            while descriptors(proc.pid) < DESCRIPTORS * 3 // 4:  # the edge has taken them
-                assert time.monotonic() < deadline, descriptors(proc.pid)
+            while descriptors(pid) < DESCRIPTORS * 3 // 4:  # the edge has taken them
+                assert time.monotonic() < deadline, descriptors(pid)
                 time.sleep(0.05)
 
             # the web view still accepts (without the quota: "Too many open files")
@@ -83,17 +97,12 @@ def test_a_flood_of_unused_connections_leaves_the_web_view_and_callers_served(tm
             with pytest.raises(grpc.RpcError) as refused:
                 check(port, timeout=20)
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-            assert descriptors(proc.pid) < DESCRIPTORS - 16
+            assert descriptors(pid) < DESCRIPTORS - 16
 
         for s in flood:
             s.close()
         flood.clear()
         assert check(port) == 1  # room again once the flood is gone
-    finally:
-        for s in flood:
-            s.close()
-        proc.kill()
-        proc.wait()
 
 
 def slow_request(address: str, port: int) -> socket.socket:
@@ -129,18 +138,10 @@ def test_slow_requests_to_the_web_view_are_capped_per_address_and_in_all(tmp_pat
     """Connections to the web view that never finish their request: one address holds at
     most 32, and all together an eighth of the descriptors (64 here), so the gRPC port
     still takes new connections."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "clients", "serve", "--port", "0", "--http-port", "0"]
-        + ["--db", str(tmp_path / "c.db"), "--log-level", "INFO"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        preexec_fn=few_descriptors,
-    )
     slow: list[socket.socket] = []
-    try:
-        port, http_port = serving(proc)
-        threading.Thread(target=proc.stderr.read, daemon=True).start()  # (never a full pipe)
+    with contextlib.ExitStack() as stack:
+        pid, port, http_port = stack.enter_context(serve(tmp_path))
+        stack.callback(lambda: [s.close() for s in slow])
 
         one = [slow_request("127.0.0.2", http_port) for _ in range(40)]
         slow += one
@@ -150,10 +151,5 @@ def test_slow_requests_to_the_web_view_are_capped_per_address_and_in_all(tmp_pat
         for n in range(3, 43):  # 40 more addresses, 20 each: 800 in all
             slow += [slow_request(f"127.0.0.{n}", http_port) for _ in range(20)]
         assert closed_by_server(slow[40:], 800 - 32) == 800 - 32  # 64 in all
-        assert descriptors(proc.pid) < DESCRIPTORS // 2
+        assert descriptors(pid) < DESCRIPTORS // 2
         assert check(port) == 1  # the gRPC port takes a new connection
-    finally:
-        for s in slow:
-            s.close()
-        proc.kill()
-        proc.wait()

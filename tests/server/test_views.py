@@ -18,7 +18,14 @@ from nardy.wire import Terms
 from server.core.game import GameCard
 from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.core.match import Seat
-from server.core.views import event_pb, event_wire, legal_play_field, player_pb, players_pb
+from server.core.views import (
+    event_pb,
+    event_wire,
+    legal_play_field,
+    play_pb,
+    player_pb,
+    players_pb,
+)
 
 THROWS = [(a, b) for a in range(1, 7) for b in range(1, 7)]
 
@@ -115,17 +122,7 @@ def _reference(card: GameCard, event: Event, audience: Color | None) -> pb.GameE
     msg = pb.GameEvent(seq=event.seq, type=int(event.type), state=state)
     msg.time.FromNanoseconds(int(event.time * 1e9))
     if event.play is not None:
-        p = event.play
-        msg.play.MergeFrom(
-            pb.PlayRecord(
-                side=wire.color_pb(p.side),
-                dice=p.dice,
-                notation=p.notation,
-                turn_id=p.turn_id,
-                automatic=p.automatic,
-                used_ms=p.used_ms,
-            )
-        )
+        msg.play.MergeFrom(play_pb(event.play))
     msg.opening_throws.extend(
         pb.OpeningThrow(first_player_die=a, second_player_die=b) for a, b in event.throws
     )
