@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import grpc
 import pytest
@@ -279,14 +280,19 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
     wait(browser, lambda d: "Your turn" in page(d)["status"] or "to play" in page(d)["status"])
     resign = browser.find_element(By.ID, "resign")
     resign.click()
+    armed = time.monotonic()
     assert resign.text == "Really resign?"
     resign.click()
+    between = time.monotonic() - armed  # (over 4 s, the page has disarmed: a slow machine)
 
     def resigned(_) -> bool:  # the arbiter has it (a failure here: it never arrived)
         game = api.GetGameRequest(game_id=alice.game_id)
         return stub.GetGame(game, metadata=alice_md).state.status == pb.GAME_STATUS_FINISHED
 
-    wait(browser, resigned)
+    try:
+        wait(browser, resigned)
+    except TimeoutException as e:
+        raise AssertionError(f"{e.msg} ({between:.1f} s between the two clicks)") from None
     wait(browser, lambda d: page(d)["status"].startswith("alice wins"))
     for ev in stream:
         if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
@@ -337,15 +343,16 @@ def test_a_person_challenges_a_bot_on_the_page_and_plays_the_game(arbiter, brows
     assert page(browser)["status"].startswith("You win" if won else "random-bot wins")
 
 
-# Holds the answers to ListChallenges while ``__hold`` is set, as a slow network would, and
-# counts the answers the page has finished with (``__settled``: counted once the page's
-# code after the answer has run).
-SLOW_LIST = """
+def slow_answers(method: str) -> str:
+    """A script that holds the page's answers to ``method`` while ``__hold`` is set, as a
+    slow network would, and counts the answers the page has finished with (``__settled``:
+    counted once the page's code after the answer has run)."""
+    return """
 const real = window.fetch;
 window.__hold = false; window.__held = []; window.__settled = 0;
 window.fetch = async function (url, init) {
   const response = await real(url, init);
-  if (!String(url).endsWith("/ListChallenges")) return response;
+  if (!String(url).endsWith("/METHOD")) return response;
   if (window.__hold) await new Promise((release) => window.__held.push(release));
   const json = response.json.bind(response);
   response.json = async function () {
@@ -355,7 +362,7 @@ window.fetch = async function (url, init) {
   };
   return response;
 };
-"""
+""".replace("METHOD", method)
 
 
 def test_a_late_answer_never_brings_back_a_declined_challenge(arbiter, browser):
@@ -379,7 +386,7 @@ def test_a_late_answer_never_brings_back_a_declined_challenge(arbiter, browser):
         return [li.text.split(" ")[1] for li in d.find_elements(By.CSS_SELECTOR, "#challenges li")]
 
     browser.get(arbiter.http_url + "/play")
-    browser.execute_script(SLOW_LIST)
+    browser.execute_script(slow_answers("ListChallenges"))
     browser.find_element(By.ID, "token").send_keys(token["bob"])  # (no reload: it stays)
     browser.find_element(By.ID, "signin-button").click()
     wait(browser, lambda d: d.execute_script("return window.__settled") == 1)
@@ -401,3 +408,43 @@ def test_a_late_answer_never_brings_back_a_declined_challenge(arbiter, browser):
     browser.execute_script("window.__held.shift()();")  # the old answer arrives at last
     wait(browser, lambda d: d.execute_script("return window.__settled") == 5)
     assert sorted(listed(browser)) == ["alice", "dave"]
+
+
+def test_a_play_is_taken_while_the_answer_to_the_last_is_still_on_its_way(arbiter, browser):
+    """The game's stream can bring the person's next turn before the answer to their last
+    play (a loaded server, a slow network). That turn's play is taken at once: an answer
+    still on its way for an earlier turn never holds up, nor silently drops, a new one."""
+    stub = arbiter.stub
+    r = stub.CreateMatch(
+        api.CreateMatchRequest(
+            first=api.SeatSpec(display_name="person"),
+            second=api.SeatSpec(display_name="random-bot"),
+        )
+    )
+    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
+    arbiter.engine(r.second_seat_token)
+    sign_in(browser, arbiter.http_url, r.first_seat_token)
+    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
+    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    browser.execute_script(slow_answers("SubmitPlay"))
+
+    def my_turn(d) -> int:
+        return int(page(d)["turn"] or 0)
+
+    def state() -> pb.GameState:
+        return stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
+
+    first = wait(browser, my_turn, 60)
+    browser.execute_script("window.__hold = true;")
+    type_play(browser, state().legal_plays[-1].notation)
+    wait(browser, lambda d: d.execute_script("return window.__held.length") == 1)
+    second = wait(browser, lambda d: (t := my_turn(d)) != first and t)  # the answer still held
+    assert state().turn_id == second
+    browser.execute_script("window.__hold = false;")
+    type_play(browser, state().legal_plays[-1].notation)
+    wait(browser, lambda _: state().turn_id != second)  # the arbiter has the second play
+    assert browser.execute_script("return window.__held.length") == 1
+    wait(browser, lambda d: d.execute_script("return window.__settled") == 1)
+    browser.execute_script("window.__held.shift()();")  # the first answer arrives at last
+    wait(browser, lambda d: d.execute_script("return window.__settled") == 2)
+    assert "Refused" not in page(browser)["message"]

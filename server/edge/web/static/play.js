@@ -286,7 +286,7 @@
 
   const game = {
     id: "", maps: {}, state: null, me: null, lastSeq: 0, seen: new Set(),
-    turn: null, made: [], selected: null, busy: false, clockAt: 0, over: false,
+    turn: null, made: [], selected: null, clockAt: 0, over: false,
   };
 
   function play() {
@@ -564,23 +564,24 @@
     if (whole) send({endPosition: whole.end}, false);
   }
 
+  // A play is sent for its own turn: an answer still on its way for an earlier turn (the
+  // stream can bring the next turn first) never holds up this one.
   async function send(play, typed) {
     const turn = game.turn;
-    if (!turn || turn.sent || game.busy) {
-      if (!turn) say("It is not your turn.", "refused");
-      return;
-    }
-    game.busy = true;
+    if (!turn) { say("It is not your turn.", "refused"); return; }
+    if (turn.sent || turn.busy) return;  // (sent, or on its way: its answer will say)
+    turn.busy = true;
+    render();
     try {
       const body = Object.assign({gameId: game.id, turnId: String(turn.id)}, play);
       const r = await call("SubmitPlay", body);
       turn.sent = true;
-      if (typed) $("notation").value = "";
-      say("You played " + (r.notation || "-"));
+      if (typed && game.turn === turn) $("notation").value = "";
+      if (game.turn === turn || !game.turn) say("You played " + (r.notation || "-"));
     } catch (e) {
       say("Refused: " + e.message, "refused");
     } finally {
-      game.busy = false;
+      turn.busy = false;
       render();
     }
   }
@@ -719,9 +720,9 @@
   function showBuilding() {
     const turn = game.turn;
     const whole = turn && !turn.sent ? completed() : null;
-    $("send").disabled = !whole || game.busy;
+    $("send").disabled = !whole || turn.busy;
     $("undo").disabled = !turn || turn.sent || !game.made.length;
-    $("send-typed").disabled = !turn || turn.sent || game.busy;
+    $("send-typed").disabled = !turn || turn.sent || turn.busy;
     let words = "";
     if (turn && !turn.sent) {
       const made = game.made.map((s) => (s.from === 25 ? "bar" : s.from) + "/" + (s.to || "off"));
