@@ -119,8 +119,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         metavar="ADDR",
         help="a reverse proxy's (or another instance's) address or network, e.g. 10.0.0.0/24 "
-        "(repeat, or separate with commas): its x-real-ip metadata names the client, whose "
-        "address the limits kept per address then count",
+        "(repeat, or separate with commas): its x-real-ip metadata (on the web view, its "
+        "X-Real-IP header) names the client, whose address the limits kept per address then "
+        "count",
     )
     p.set_defaults(func=_serve)
     register_operator(sub)

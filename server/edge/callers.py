@@ -78,21 +78,30 @@ def networks(specs: list[str] | tuple[str, ...]) -> Networks:
 def client_host(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> str:
     """The caller's host without its port ("ipv4:1.2.3.4:5678" -> "1.2.3.4"); for a peer
     in ``trusted`` (a reverse proxy, another instance forwarding a call) the ``x-real-ip``
-    it sent instead, when that is an address."""
+    it sent instead (:func:`real_host`)."""
     peer = unquote(context.peer() or "")
     kind, _, rest = peer.partition(":")
     if kind not in ("ipv4", "ipv6"):
         return peer
     host = rest.rpartition(":")[0].strip("[]")
-    if trusted and _within(host, trusted):
-        for key, value in context.invocation_metadata() or ():
-            if key == REAL_IP and isinstance(value, str):
+    claimed = (v for k, v in context.invocation_metadata() or () if k == REAL_IP)
+    return real_host(host, claimed, trusted)
+
+
+def real_host(host: str, claimed: Iterable[str], trusted: Networks) -> str:
+    """The client's host: ``host``, the peer's, unless it is in ``trusted``: then the first
+    of the addresses that peer ``claimed`` for its client (``X-Real-IP``), if one is an
+    address. From any other peer a claim is ignored."""
+    if trusted and within(host, trusted):
+        for value in claimed:
+            if isinstance(value, str):
                 with contextlib.suppress(ValueError):
                     return str(ipaddress.ip_address(value.strip()))
     return host
 
 
-def _within(host: str, trusted: Networks) -> bool:
+def within(host: str, trusted: Networks) -> bool:
+    """Whether ``host`` (an address) is in one of the ``trusted`` networks."""
     try:
         ip = ipaddress.ip_address(host.partition("%")[0])
     except ValueError:

@@ -1,10 +1,12 @@
 """A flood of connections that are never used: the edge takes at most three quarters of its
 file descriptors in gRPC connections, so the rest stay for the web view (and the link to
-the core), and callers already connected go on. A real `nardy serve` with few descriptors."""
+the core), and callers already connected go on. The web view caps connections too, per
+address (but a trusted proxy's) and in all. A real `nardy serve` with few descriptors."""
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import resource
 import selectors
@@ -14,7 +16,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -53,11 +55,11 @@ def check(port: int, timeout: float = 30) -> int:
 
 
 @contextlib.contextmanager
-def serve(tmp_path) -> Iterator[tuple[int, int, int]]:
+def serve(tmp_path, *options: str) -> Iterator[tuple[int, int, int]]:
     """A real `nardy serve` with few descriptors: (its pid, gRPC port, web port)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "clients", "serve", "--port", "0", "--http-port", "0"]
-        + ["--db", str(tmp_path / "c.db"), "--log-level", "INFO"],
+        + ["--db", str(tmp_path / "c.db"), "--log-level", "INFO", *options],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -153,3 +155,52 @@ def test_slow_requests_to_the_web_view_are_capped_per_address_and_in_all(tmp_pat
         assert closed_by_server(slow[40:], 800 - 32) == 800 - 32  # 64 in all
         assert descriptors(pid) < DESCRIPTORS // 2
         assert check(port) == 1  # the gRPC port takes a new connection
+
+
+def test_a_trusted_proxy_is_not_capped_per_address_and_its_clients_are_counted_apart(
+    tmp_path,
+):
+    """Behind a reverse proxy (``--trusted-proxy``) every web connection comes from the
+    proxy: its connections count in the web view's total only, and the page rate counts the
+    client it names in X-Real-IP. From any other address X-Real-IP is ignored."""
+    slow: list[socket.socket] = []
+    with contextlib.ExitStack() as stack:
+        _, _, http_port = stack.enter_context(serve(tmp_path, "--trusted-proxy", "127.0.0.2"))
+        stack.callback(lambda: [s.close() for s in slow])
+        proxy = [slow_request("127.0.0.2", http_port) for _ in range(40)]
+        other = [slow_request("127.0.0.3", http_port) for _ in range(40)]
+        slow += proxy + other
+        assert closed_by_server(other, 16) == 16  # 64 in all (accepted after the proxy's)
+        assert closed_by_server(proxy, 1, timeout=0) == 0  # all 40 of the proxy's kept
+        for s in slow:
+            s.close()
+
+        def pages(source: str, claims: Callable[[int], str], then: str) -> tuple[int, int]:
+            """GETs from ``source``, the n-th claiming the client ``claims(n)``, until one is
+            refused (429): how many were served, and the answer to one claiming ``then``."""
+            web = http.client.HTTPConnection(
+                "127.0.0.1", http_port, timeout=30, source_address=(source, 0)
+            )
+
+            def get(claim: str) -> int:
+                web.request("GET", "/static/style.css", headers={"X-Real-IP": claim})
+                answer = web.getresponse()
+                answer.read()
+                return answer.status
+
+            try:
+                for n in range(10_000):
+                    status = get(claims(n))
+                    if status == 429:
+                        return n, get(then)
+                    assert status == 200
+                raise AssertionError("never refused")
+            finally:
+                web.close()
+
+        # through the proxy: one client refused, the next one it names served
+        served, then = pages("127.0.0.2", lambda _: "203.0.113.9", "203.0.113.10")
+        assert served >= 100 and then == 200  # (a burst of 100)
+        # elsewhere a claim counts for nothing: every request claims another client
+        served, then = pages("127.0.0.3", lambda n: f"203.0.113.{n % 250}", "203.0.113.10")
+        assert served >= 100 and then == 429

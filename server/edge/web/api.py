@@ -32,7 +32,7 @@ from google.protobuf.message import Message
 
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from server.edge.callers import Credentials, Refused, address_of, bearer
+from server.edge.callers import Credentials, Networks, Refused, address_of, bearer, real_host
 from server.edge.calls import ARBITER, Calls
 from server.edge.metrics import EdgeMetrics
 
@@ -79,10 +79,18 @@ HTTP_STATUS = {
 NO_STORE = {"Cache-Control": "no-store"}
 
 
-def credentials(request: web.Request) -> Credentials:
-    """An HTTP call's credentials: its ``Authorization`` header and its peer."""
+def client_address(request: web.Request, trusted: Networks = ()) -> str:
+    """Whose limits a request counts against: its peer's address, or for a peer in
+    ``trusted`` (a reverse proxy, ``--trusted-proxy``) the client it names in
+    ``X-Real-IP``; as :func:`address_of` counts it."""
+    claimed = request.headers.getall("X-Real-IP", [])
+    return address_of(real_host(request.remote or "?", claimed, trusted))
+
+
+def credentials(request: web.Request, trusted: Networks = ()) -> Credentials:
+    """An HTTP call's credentials: its ``Authorization`` header and its client."""
     token, malformed = bearer(request.headers.getall("Authorization", []))
-    return Credentials(token, malformed, address_of(request.remote or ""))
+    return Credentials(token, malformed, client_address(request, trusted))
 
 
 def a_challenge(request: api.CreateMatchRequest) -> bool:
@@ -94,10 +102,17 @@ def a_challenge(request: api.CreateMatchRequest) -> bool:
 class HttpApi:
     """The handlers of ``/api/nardy.v1.ArbiterService/METHOD``."""
 
-    def __init__(self, calls: Calls, metrics: EdgeMetrics, headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        calls: Calls,
+        metrics: EdgeMetrics,
+        headers: dict[str, str],
+        trusted: Networks = (),
+    ) -> None:
         self.calls = calls
         self.metrics = metrics
         self.headers = headers  # every answer's (the web view's security headers)
+        self.trusted = trusted  # reverse proxies whose X-Real-IP names the client
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post(PREFIX + "{method}", self.call)
@@ -123,7 +138,7 @@ class HttpApi:
             why = "a match made here is a challenge: name yourself and the player you challenge"
             return self._refused(Refused(grpc.StatusCode.INVALID_ARGUMENT, why))
         data = message.SerializeToString()
-        who = credentials(request)
+        who = credentials(request, self.trusted)
         if method in STREAMS:
             return await self._stream(request, method, who, data)
         request_kind, response_kind, held = UNARY[method]

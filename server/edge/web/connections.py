@@ -1,5 +1,6 @@
 """The web view's connections: at most ``most`` at once, at most ``per_address`` from one
-address (an IPv6 one by its /64); a connection beyond either is closed as it opens.
+address (an IPv6 one by its /64; a trusted reverse proxy's are counted in ``most`` only);
+a connection beyond either is closed as it opens.
 
 aiohttp has no deadline for a request's headers: a client that sends them a line at a time
 (or never finishes them) holds its connection, and its descriptor, for as long as it likes.
@@ -13,7 +14,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 
-from server.edge.callers import address_of
+from server.edge.callers import Networks, address_of, within
 
 PER_ADDRESS = 32  # a browser opens six at most, and a few streams (a game, your games)
 
@@ -21,18 +22,24 @@ PER_ADDRESS = 32  # a browser opens six at most, and a few streams (a game, your
 class Connections:
     """The connections open now, in all and per address."""
 
-    def __init__(self, most: int, per_address: int = PER_ADDRESS) -> None:
+    def __init__(self, most: int, per_address: int = PER_ADDRESS, trusted: Networks = ()) -> None:
         self.most = most
         self.per_address = per_address
+        self.trusted = trusted  # reverse proxies: all their clients come from their address
         self.open: Counter[str] = Counter()
         self.total = 0
 
-    def admit(self, address: str) -> bool:
-        if self.total >= self.most or self.open[address] >= self.per_address:
-            return False
+    def admit(self, host: str) -> str | None:
+        """Count a connection from ``host``: the address it is counted under, or None if
+        it is over a cap."""
+        address = address_of(host)
+        if self.total >= self.most:
+            return None
+        if self.open[address] >= self.per_address and not within(host, self.trusted):
+            return None
         self.open[address] += 1
         self.total += 1
-        return True
+        return address
 
     def release(self, address: str) -> None:
         self.total -= 1
@@ -55,8 +62,8 @@ class _Counted(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
-        address = address_of(peer[0]) if peer else "?"
-        if not self.connections.admit(address):
+        address = self.connections.admit(peer[0] if peer else "?")
+        if address is None:
             transport.abort()
             return
         self.address = address

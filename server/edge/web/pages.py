@@ -35,13 +35,13 @@ from nardy.svg import state_svg
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from server import link
-from server.edge.callers import address_of
+from server.edge.callers import Networks
 from server.edge.calls import Calls
 from server.edge.limits import RateLimiter, descriptors
 from server.edge.metrics import EdgeMetrics
 from server.edge.web.analysis import COST, Analyses, Busy, Failed, panel, record_text
 from server.edge.web.analysis import SCRIPT as ANALYSIS_SCRIPT
-from server.edge.web.api import MAX_BODY, PREFIX, HttpApi
+from server.edge.web.api import MAX_BODY, PREFIX, HttpApi, client_address
 from server.edge.web.connections import Connections
 from server.edge.web.play import PlayPages
 from server.errors import ArbiterError, Code
@@ -141,12 +141,18 @@ class WebView:
     """The web view's application; with ``calls``, also the play pages and their calls."""
 
     def __init__(
-        self, core, metrics: EdgeMetrics, rate_per_s: float = 50.0, calls: Calls | None = None
+        self,
+        core,
+        metrics: EdgeMetrics,
+        rate_per_s: float = 50.0,
+        calls: Calls | None = None,
+        trusted: Networks = (),
     ):
         self.queries = Queries(core)
         self.metrics = metrics
         self.limiter = RateLimiter(rate_per_s, 2 * rate_per_s)
-        self.api = None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS)
+        self.trusted = trusted  # reverse proxies whose X-Real-IP names the client
+        self.api = None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS, trusted)
         self._replays: OrderedDict[str, tuple[pb.GameState, list]] = OrderedDict()
         self.analyses = Analyses()
         self._index = Fresh(self.queries.index)
@@ -181,7 +187,7 @@ class WebView:
         # (a browser that goes away ends its handler at once: its streams' places freed)
         self.runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
         await self.runner.setup()
-        connections = Connections(max(16, descriptors() // 8))
+        connections = Connections(max(16, descriptors() // 8), trusted=self.trusted)
         self.listener = await asyncio.get_running_loop().create_server(
             connections.factory(self.runner.server), host, port, reuse_address=True
         )
@@ -199,7 +205,7 @@ class WebView:
     async def _guard(self, request: web.Request, handler):
         if request.path.startswith(PREFIX):  # (limited on the caller's identity there)
             return await handler(request)
-        if not self.limiter.allow(_who(request)):
+        if not self.limiter.allow(self._who(request)):
             return web.Response(status=429, text="too many requests; slow down\n")
         try:
             response = await handler(request)
@@ -212,6 +218,10 @@ class WebView:
             )
         response.headers.update(SECURITY_HEADERS)
         return response
+
+    def _who(self, request: web.Request) -> str:
+        """Whose rate a request counts against: its client (an IPv6 one by its /64)."""
+        return client_address(request, self.trusted)
 
     # -- data ----------------------------------------------------------------------------
     async def _game(self, game_id: str, with_events: bool, who: str) -> tuple[pb.GameState, list]:
@@ -283,13 +293,13 @@ class WebView:
 
     async def game_page(self, request: web.Request) -> web.Response:
         game_id = request.match_info["id"]
-        body, title, ended = await self._game_body(game_id, _ply(request), _who(request))
+        body, title, ended = await self._game_body(game_id, _ply(request), self._who(request))
         if ended:
             return _html(_page(title, body))
         return _html(_page(title, _live(f"/fragment/game/{_q(game_id)}", body)))
 
     async def game_fragment(self, request: web.Request) -> web.Response:
-        body, _, _ = await self._game_body(request.match_info["id"], None, _who(request))
+        body, _, _ = await self._game_body(request.match_info["id"], None, self._who(request))
         return _html(body)
 
     async def _game_body(self, game_id: str, ply: int | None, who: str) -> tuple[str, str, bool]:
@@ -320,7 +330,7 @@ class WebView:
 
     async def board(self, request: web.Request) -> web.Response:
         game_id = request.match_info["id"]
-        state, events = await self._game(game_id, True, _who(request))
+        state, events = await self._game(game_id, True, self._who(request))
         replay = _replay(state, events)
         ply = _ply(request)
         if ply is not None and 0 <= ply <= len(replay.plays):
@@ -398,7 +408,7 @@ class WebView:
         )
 
     async def api_game(self, request: web.Request) -> web.Response:
-        state, events = await self._game(request.match_info["id"], True, _who(request))
+        state, events = await self._game(request.match_info["id"], True, self._who(request))
         return web.json_response(
             {
                 "state": MessageToDict(state),
@@ -415,7 +425,7 @@ class WebView:
     async def api_analysis(self, request: web.Request) -> web.Response:
         """An ended game's analysis (server/edge/web/analysis.py): kept, or made in a child
         process (charged to the caller), never for a game in progress."""
-        game_id, who = request.match_info["id"], _who(request)
+        game_id, who = request.match_info["id"], self._who(request)
         found = self.analyses.kept_for(game_id)
         if found is None:
             state, events = await self._game(game_id, True, who)
@@ -446,11 +456,6 @@ class WebView:
 
     async def style(self, request: web.Request) -> web.Response:
         return web.Response(text=STYLE, content_type="text/css")
-
-
-def _who(request: web.Request) -> str:
-    """Whose rate a request counts against: its peer address (an IPv6 one by its /64)."""
-    return address_of(request.remote or "?")
 
 
 # -- rendering ---------------------------------------------------------------------------
