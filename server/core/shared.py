@@ -223,6 +223,7 @@ class Shared(Sole):
         elif kind == "listening":  # (news missed until now; and the others may have too)
             self.tell("hello")
             self._tell_games()
+            self.ladders.reload_soon()  # (the leader: members and results missed)
         elif kind == "hello":  # an instance that may have missed news
             self._tell_games()
 

@@ -5,6 +5,9 @@ Real PostgreSQL (NARDY_TEST_PG), real servers on loopback ports, short leases.""
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import grpc
 import psycopg
 import pytest
@@ -209,6 +212,47 @@ async def test_players_registered_anywhere_play_a_ladder_from_any_instance(pair)
         assert standings[0].games_in_progress == 0
         for bot in bots:
             bot.close()
+
+
+async def test_a_ladder_member_joined_while_the_leader_was_not_listening_is_paired(pair, pg_db):
+    """Ladder news sent while the leading instance's news connection is down is not lost:
+    once it listens again it reads its ladders back, and pairs a member that joined at
+    another instance meanwhile."""
+    a, b = pair
+    async with Client(a.address, a.admin_token) as op:
+        await op.create_ladder("gap", max_games=2, turn_time_ms=30_000)
+    bots = [Client(a.address), Client(b.address)]
+    for i, bot in enumerate(bots):
+        await bot.register(f"gap{i}")
+    lost = threading.Semaphore(0)
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "news connection lost" in record.getMessage():
+                lost.release()
+
+    watch = Watch(logging.WARNING)
+    logging.getLogger().addHandler(watch)
+    try:
+        with psycopg.connect(pg_db, autocommit=True) as db:  # every instance's listener
+            db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()"
+            )
+        for _ in pair:
+            assert await trio.to_thread.run_sync(lost.acquire, True, 30)
+        for bot in bots:  # told while nobody listens (each instance is back within a second)
+            await bot.join_ladder("gap")
+    finally:
+        logging.getLogger().removeHandler(watch)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for i, bot in enumerate(bots):
+                nursery.start_soon(
+                    lambda bot=bot, i=i: serve_games(bot, random_engine(i), max_games=2)
+                )
+    for bot in bots:
+        bot.close()
 
 
 async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(pair):
