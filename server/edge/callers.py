@@ -20,7 +20,7 @@ import ipaddress
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -84,8 +84,14 @@ def client_host(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> st
     if kind not in ("ipv4", "ipv6"):
         return peer
     host = rest.rpartition(":")[0].strip("[]")
-    claimed = (v for k, v in context.invocation_metadata() or () if k == REAL_IP)
-    return real_host(host, claimed, trusted)
+    return real_host(host, _real_ips(context), trusted)
+
+
+def _real_ips(context: grpc.aio.ServicerContext) -> Iterator[str]:
+    """The call's ``x-real-ip`` values, read only when asked for."""
+    for key, value in context.invocation_metadata() or ():
+        if key == REAL_IP:
+            yield value
 
 
 def real_host(host: str, claimed: Iterable[str], trusted: Networks) -> str:
