@@ -280,7 +280,7 @@ class Api:
         game, seat = await self.arbiter.actions.viewer(digest, r.game_id, read=True)
         color = None if seat is None else game.color_of(seat)
         return api.GetGameResponse(
-            state=views.state_pb(game.card, game.snapshot(), color),
+            state=views.state_pb(game.card, game.told(), color),
             last_seq=game.audience.last_seq,
         )
 
@@ -449,7 +449,7 @@ class Api:
         if tap is None or tap.key[0] != "game":
             raise ArbiterError(Code.NOT_FOUND, "no such stream")
         game = await self.arbiter.tables.game(tap.key[1], read=True)
-        event = Event(r.seq, EventType.HEARTBEAT, time.time(), game.snapshot())
+        event = Event(r.seq, EventType.HEARTBEAT, time.time(), game.told())
         return views.event_wire(game.card, event, tap.key[2])[0]
 
     async def index(self, r, who: Caller, digest: str):
@@ -477,7 +477,7 @@ class Api:
 
     async def history(self, r, who: Caller, digest: str):
         game = await self.arbiter.tables.game(r.game_id, read=True)
-        out = link_pb.HistoryResponse(state=views.state_pb(game.card, game.snapshot(), None))
+        out = link_pb.HistoryResponse(state=views.state_pb(game.card, game.told(), None))
         if r.events:
             told = await game.audience.history()
             out.events.extend(views.event_pb(game.card, e) for e in told)

@@ -160,6 +160,21 @@ class Game:
             server_seed=self.revealed_seed(),
         )
 
+    def told(self) -> Snapshot:
+        """The state as the game's last told event left it, its clocks and refusals read
+        now: what a SNAPSHOT, a HEARTBEAT and GetGame show. An event on its way to the
+        journal shows nowhere before it is told: not a play or a result a failed write
+        would undo, nor a game over before the event that ends it (a client ending its
+        stream on it would never see that event), nor the next turn's dice."""
+        now = self.snapshot()
+        events = self.audience.events
+        if not events:  # none told: waiting (or ended, all told, and let go)
+            return now if self.audience.released else now._replace(status=Status.WAITING)
+        last = events[-1].snapshot
+        return last._replace(
+            clocks=now.clocks, refused=now.refused, legal=last.legal if self.open_turn else ()
+        )
+
     def _record(self, kind: EventType, *, offer: bool = False, **extra) -> tuple[Event, Commit]:
         """The next event, queued for the journal; tell it once durable."""
         event = self.next_event(kind, offer=offer, **extra)
@@ -195,7 +210,7 @@ class Game:
             after_seq,
             from_start,
             own_turns,
-            snapshot=self.snapshot,
+            snapshot=self.told,
             awaited=seat is not None and self.awaits(seat),
             ended=self.status in (Status.FINISHED, Status.ABORTED),
         )
@@ -203,7 +218,7 @@ class Game:
     def close_streams(self, final: EventType | None = None) -> None:
         """End every stream (after a ``final`` unrecorded event such as SERVER_SHUTDOWN)."""
         audience = self.audience
-        audience.close(audience.unrecorded(final, self.snapshot()) if final else None)
+        audience.close(audience.unrecorded(final, self.told()) if final else None)
 
     def log(self, msg: str, *args) -> None:
         log.info("game=%s " + msg, self.id, *args)

@@ -4,8 +4,11 @@ never the clocks or the answers of the core. Run on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
+import time
+import urllib.request
 from contextlib import contextmanager
 
 import trio
@@ -115,7 +118,7 @@ class Gate:
 
 
 @contextmanager
-def gated(db: str):
+def gated(db: str, **options):
     """A real server on ``db`` whose store is a :class:`Gate`: yields (server, gate)."""
     gates: list[Gate] = []
 
@@ -123,8 +126,17 @@ def gated(db: str):
         gates.append(Gate(path))
         return gates[-1]
 
-    with EmbeddedServer(db=db, store_factory=factory) as srv:
+    with EmbeddedServer(db=db, store_factory=factory, http_port=0, **options) as srv:
         yield srv, gates[0]
+
+
+def timeouts_decided(srv: EmbeddedServer) -> int:
+    """How many clocks the core has acted on at their deadline (its /metrics)."""
+    with urllib.request.urlopen(srv.http_url + "/metrics", timeout=30) as page:
+        text = page.read().decode()
+    found = re.search(r"^nardy_clock_lateness_seconds_count ([0-9.e+]+)$", text, re.M)
+    assert found, text[:400]
+    return int(float(found.group(1)))
 
 
 async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
@@ -139,6 +151,7 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
             # game C: its mover never plays, and its turn clock is short
             rc, seats_c = await create(client, seed=5, options={"turn_time_ms": 1500})
             await next_turn(seats_c, rc.game_id)  # C's clock is running
+            decided = await trio.to_thread.run_sync(timeouts_decided, srv)
             gate.open.clear()  # the store stalls from here on
             t0 = trio.current_time()
             async with trio.open_nursery() as nursery:
@@ -152,7 +165,7 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
                 async def watch_c():
                     async for ev in seats_c[0].events(rc.game_id):
                         if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
-                            answer["c"] = ev.state.result
+                            answer["c"] = ev
                             c_told.set()
 
                 async def submit_b():
@@ -160,25 +173,25 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
                     answer["b"] = await mover_b.submit(rb.game_id, st_b.turn_id, end_position=end)
                     b_answered.set()
 
-                nursery.start_soon(submit)
-                nursery.start_soon(watch_c)
-                await trio.to_thread.run_sync(gate.held.wait)  # A's play waits at the gate
-                nursery.start_soon(submit_b)  # B's play queues behind it
-                # the core answers at once, and C's clock runs out on time: its loss is
-                # decided (in memory) while nothing can be written
-                while True:
+                try:
+                    nursery.start_soon(submit)
+                    nursery.start_soon(watch_c)
+                    await trio.to_thread.run_sync(gate.held.wait)  # A's play waits at the gate
+                    nursery.start_soon(submit_b)  # B's play queues behind it
+                    # the core answers at once, and C's clock runs out on time: its loss is
+                    # decided while nothing can be written
+                    while await trio.to_thread.run_sync(timeouts_decided, srv) == decided:
+                        await trio.sleep(0.02)
+                    # nothing shows before it is durable: C is still on, A's play not made
                     state = (await client.get_game(rc.game_id)).state
-                    if state.status == pb.GAME_STATUS_FINISHED:
-                        break
-                    await trio.sleep(0.02)
-                assert state.result.termination in (
-                    pb.TERMINATION_TIMEOUT,
-                    pb.TERMINATION_ABANDONMENT,
-                )
-                assert (await client.get_game(ra.game_id)).state.turn_id == st.turn_id
-                assert not answered.is_set() and not c_told.is_set()  # nothing told yet
-                stalled = trio.current_time() - t0
-                gate.open.set()
+                    assert state.status == pb.GAME_STATUS_IN_PROGRESS
+                    assert not state.HasField("result")
+                    assert (await client.get_game(ra.game_id)).state.turn_id == st.turn_id
+                    assert not answered.is_set() and not c_told.is_set()  # nothing told yet
+                    stalled = trio.current_time() - t0
+                    opened = time.time()
+                finally:  # (a failed check must not leave the writes held)
+                    gate.open.set()
                 await answered.wait()
                 await b_answered.wait()
                 await c_told.wait()
@@ -186,7 +199,12 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
             assert answer["b"].end_position == st_b.legal_plays[0].end_position
             # the player is not charged for the store's stall
             assert answer["resp"].used_ms < stalled * 1000
-            assert answer["c"].termination == state.result.termination
+            finished = answer["c"]  # decided before the store came back
+            assert finished.state.result.termination in (
+                pb.TERMINATION_TIMEOUT,
+                pb.TERMINATION_ABANDONMENT,
+            )
+            assert finished.time.ToNanoseconds() / 1e9 < opened
         # group commit: what queued during the stall (B's play, C's end) went to the store
         # in one transaction
         together = [
@@ -199,8 +217,9 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
 
 
 async def test_a_turn_on_its_way_to_the_journal_is_offered_to_nobody(db):
-    """Until its TURN_STARTED is durable, no snapshot shows the turn's legal plays (a play
-    sent for it would be refused): the turn is offered once, by its TURN_STARTED."""
+    """Until its TURN_STARTED is durable, no snapshot shows the turn, its dice or its legal
+    plays (a play sent for it would be refused): the turn is offered once, by its
+    TURN_STARTED."""
     with gated(db) as (srv, gate):
         try:
             await offered_once(srv, gate)
@@ -227,8 +246,8 @@ async def offered_once(srv: EmbeddedServer, gate: Gate) -> None:
             gate.let_one_through()
             await trio.to_thread.run_sync(gate.held.wait)  # TURN_STARTED at the gate
             for seat in seats:
-                state = (await seat.get_game(r.game_id)).state
-                assert state.turn_id == 1 and not state.legal_plays
+                state = (await seat.get_game(r.game_id)).state  # as GAME_STARTED left it
+                assert state.turn_id == 0 and not state.dice and not state.legal_plays
                 async for ev in seat.events(r.game_id):  # a fresh subscription
                     assert ev.type == pb.EVENT_TYPE_SNAPSHOT and not ev.state.legal_plays
                     break
@@ -236,6 +255,51 @@ async def offered_once(srv: EmbeddedServer, gate: Gate) -> None:
             gate.open.set()
             await offered.wait()
             nursery.cancel_scope.cancel()
+
+
+async def test_a_game_ending_on_its_way_to_the_journal_shows_nowhere_before_its_event(db):
+    """A game whose end is on its way to the journal (no seat came; the store stalls) is
+    still waiting in every HEARTBEAT, SNAPSHOT and GetGame until its GAME_ABORTED is told:
+    a stream that ends on a game over never ends before the event that ends it."""
+    with gated(db, heartbeat_s=0.05) as (srv, gate):
+        try:
+            await ended_once(srv, gate)
+        finally:
+            gate.open.set()
+
+
+async def ended_once(srv: EmbeddedServer, gate: Gate) -> None:
+    async with Client(srv.address) as client:
+        r, _ = await create(client, start_timeout_ms=1000)
+        spectator = Client(srv.address, shared=client.channel)  # no token
+        held, beaten = trio.Event(), trio.Event()
+        beats_while_held: list[pb.GameEvent] = []
+        seen: list[pb.GameEvent] = []
+        async with trio.open_nursery() as nursery:
+
+            async def follow():
+                async for ev in spectator.events(r.game_id, from_start=True):
+                    seen.append(ev)
+                    if held.is_set() and ev.type == pb.EVENT_TYPE_HEARTBEAT:
+                        beats_while_held.append(ev)
+                        if len(beats_while_held) == 3:
+                            beaten.set()
+
+            nursery.start_soon(follow)
+            gate.open.clear()
+            await trio.to_thread.run_sync(gate.held.wait)  # the game's end at the gate
+            held.set()
+            state = (await client.get_game(r.game_id)).state
+            assert state.status == pb.GAME_STATUS_WAITING
+            async for ev in spectator.events(r.game_id):  # a fresh subscription
+                assert ev.type == pb.EVENT_TYPE_SNAPSHOT
+                assert ev.state.status == pb.GAME_STATUS_WAITING and ev.seq == 0
+                break
+            await beaten.wait()
+            assert all(b.state.status == pb.GAME_STATUS_WAITING for b in beats_while_held)
+            gate.open.set()
+        assert seen[-1].type == pb.EVENT_TYPE_GAME_ABORTED  # (the stream ended on it)
+        assert (await client.get_game(r.game_id)).state.status == pb.GAME_STATUS_ABORTED
 
 
 async def test_a_play_and_the_turn_after_it_are_one_commit(db):
