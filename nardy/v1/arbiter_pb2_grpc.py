@@ -166,9 +166,11 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetGame(self, request, context):
-        """The state of a game now. Without a token a spectator's view; with a token that holds
-        a seat, that seat's view: `your_color`, and on its waiting turn the legal plays (a
-        unary way to fetch the pending turn). A token without a seat: PERMISSION_DENIED.
+        """The state of a game now, as its latest event left it (`last_seq`), the clocks read
+        now: nothing shows before the event that records it. Without a token a spectator's
+        view; with a token that holds a seat, that seat's view: `your_color`, and on its
+        waiting turn the legal plays (a unary way to fetch the pending turn). A token without
+        a seat: PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
