@@ -3,6 +3,7 @@ SQLite file and on a real PostgreSQL database, and clients of it."""
 
 from __future__ import annotations
 
+import logging
 import random
 import sqlite3
 import threading
@@ -121,3 +122,32 @@ def the_play_is_made(streams) -> None:
             assert ev.type != pb.EVENT_TYPE_GAME_FINISHED
             ev = next(stream)
         stream.cancel()
+
+
+@contextmanager
+def news_cut(pg_db: str, instances: int = 1) -> Iterator[None]:
+    """Every instance's news connection (LISTEN) terminated: the block runs once
+    ``instances`` of them have noticed, while they do not listen (each listens again
+    within a second or so)."""
+    import psycopg
+
+    lost = threading.Semaphore(0)
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "news connection lost" in record.getMessage():
+                lost.release()
+
+    watch = Watch(logging.WARNING)
+    logging.getLogger().addHandler(watch)
+    try:
+        with psycopg.connect(pg_db, autocommit=True) as db:
+            db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()"
+            )
+        for _ in range(instances):
+            assert lost.acquire(timeout=30)
+        yield
+    finally:
+        logging.getLogger().removeHandler(watch)

@@ -5,9 +5,6 @@ Real PostgreSQL (NARDY_TEST_PG), real servers on loopback ports, short leases.""
 
 from __future__ import annotations
 
-import logging
-import threading
-
 import grpc
 import psycopg
 import pytest
@@ -23,7 +20,7 @@ from server.core.pgstore import PostgresStore
 from server.core.store import LeaseLost
 from tests.ladder.test_lockstep import games_of
 
-from .conftest import counting, execute, random_engine
+from .conftest import counting, execute, news_cut, random_engine
 
 LEASE_S = 3.0  # short, so that failover tests are quick; long enough for a loaded machine
 
@@ -224,27 +221,9 @@ async def test_a_ladder_member_joined_while_the_leader_was_not_listening_is_pair
     bots = [Client(a.address), Client(b.address)]
     for i, bot in enumerate(bots):
         await bot.register(f"gap{i}")
-    lost = threading.Semaphore(0)
-
-    class Watch(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "news connection lost" in record.getMessage():
-                lost.release()
-
-    watch = Watch(logging.WARNING)
-    logging.getLogger().addHandler(watch)
-    try:
-        with psycopg.connect(pg_db, autocommit=True) as db:  # every instance's listener
-            db.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()"
-            )
-        for _ in pair:
-            assert await trio.to_thread.run_sync(lost.acquire, True, 30)
-        for bot in bots:  # told while nobody listens (each instance is back within a second)
+    with news_cut(pg_db, instances=len(pair)):
+        for bot in bots:  # told while nobody listens
             await bot.join_ladder("gap")
-    finally:
-        logging.getLogger().removeHandler(watch)
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             for i, bot in enumerate(bots):

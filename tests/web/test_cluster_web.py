@@ -5,15 +5,12 @@ finished games; and a crowd on a page costs the core one question a second."""
 from __future__ import annotations
 
 import json
-import logging
-import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
-import psycopg
 import pytest
 
 from nardy.v1 import arbiter_pb2 as api
@@ -22,6 +19,7 @@ from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.core.pgstore import PostgresStore
 from server.link import INDEX
+from tests.server.conftest import news_cut
 
 TOKEN = "operator-token-for-the-cluster-tests"
 
@@ -154,25 +152,8 @@ def test_a_game_told_while_an_instance_was_not_listening_is_listed_there(pair, p
     """News sent while an instance's news connection is down is not lost on it: once it
     listens again it says so, and the others tell it their games again."""
     a, b = pair
-    lost = threading.Event()
-
-    class Watch(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "news connection lost" in record.getMessage():
-                lost.set()
-
-    watch = Watch(logging.WARNING)
-    logging.getLogger().addHandler(watch)
-    try:
-        with psycopg.connect(pg_db, autocommit=True) as db:  # every instance's listener
-            db.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()"
-            )
-        assert lost.wait(30)
+    with news_cut(pg_db):
         theirs, held = started(b)  # told while nobody listens
-    finally:
-        logging.getLogger().removeHandler(watch)
     listed = until(
         lambda: {g["gameId"] for g in games(a)["in_progress"]} >= {theirs.game_id},
         f"{a.address} lists the game {b.address} started while it was not listening",

@@ -140,16 +140,22 @@ def play_out(driver, stub, game_id: str, seat, play_turn) -> pb.GameState:
     return stub.GetGame(api.GetGameRequest(game_id=game_id), metadata=seat).state
 
 
-def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, browser):
-    stub = arbiter.stub
-    r = stub.CreateMatch(
+def against_the_bot(arbiter) -> tuple[api.CreateMatchResponse, tuple]:
+    """A match of a person (the first seat) against ``nardy engine random`` (a process of
+    its own in the second): the match, and the person's seat metadata."""
+    r = arbiter.stub.CreateMatch(
         api.CreateMatchRequest(
             first=api.SeatSpec(display_name="person"),
             second=api.SeatSpec(display_name="random-bot"),
         )
     )
-    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
     arbiter.engine(r.second_seat_token)
+    return r, (("authorization", f"Bearer {r.first_seat_token}"),)
+
+
+def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, browser):
+    stub = arbiter.stub
+    r, seat = against_the_bot(arbiter)
 
     # sign in with the seat token; the game is on the list
     sign_in(browser, arbiter.http_url, r.first_seat_token)
@@ -415,14 +421,7 @@ def test_a_play_is_taken_while_the_answer_to_the_last_is_still_on_its_way(arbite
     play (a loaded server, a slow network). That turn's play is taken at once: an answer
     still on its way for an earlier turn never holds up, nor silently drops, a new one."""
     stub = arbiter.stub
-    r = stub.CreateMatch(
-        api.CreateMatchRequest(
-            first=api.SeatSpec(display_name="person"),
-            second=api.SeatSpec(display_name="random-bot"),
-        )
-    )
-    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
-    arbiter.engine(r.second_seat_token)
+    r, seat = against_the_bot(arbiter)
     sign_in(browser, arbiter.http_url, r.first_seat_token)
     wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
     browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
