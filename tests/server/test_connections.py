@@ -204,3 +204,47 @@ def test_a_trusted_proxy_is_not_capped_per_address_and_its_clients_are_counted_a
         # elsewhere a claim counts for nothing: every request claims another client
         served, then = pages("127.0.0.3", lambda n: f"203.0.113.{n % 250}", "203.0.113.10")
         assert served >= 100 and then == 429
+
+
+def test_a_request_not_sent_within_ten_seconds_is_closed(tmp_path):
+    """The web view's deadline for a request (server.edge.web.connections.REQUEST_WITHIN):
+    a connection that sends nothing, one that sends its headers a line every half second,
+    and a call whose body never ends are each closed about ten seconds on (the call
+    answered 408), not held for as long as their client likes."""
+    with serve(tmp_path) as (_, _, http_port):
+        silent = socket.create_connection(("127.0.0.1", http_port))
+        dripping = slow_request("127.0.0.1", http_port)
+        unfinished = socket.create_connection(("127.0.0.1", http_port))
+        unfinished.sendall(
+            b"POST /api/nardy.v1.ArbiterService/GetGame HTTP/1.1\r\nHost: nardy\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        )
+        socks = {"silent": silent, "dripping": dripping, "unfinished": unfinished}
+        answers = {name: b"" for name in socks}
+        closed: dict[str, float] = {}
+        start = time.monotonic()
+        drips = 0
+        with selectors.DefaultSelector() as waiting:
+            for name, s in socks.items():
+                waiting.register(s, selectors.EVENT_READ, name)
+            while len(closed) < len(socks) and time.monotonic() - start < 60:
+                for key, _ in waiting.select(0.5):
+                    try:
+                        data = key.fileobj.recv(4096)
+                    except ConnectionError:
+                        data = b""
+                    answers[key.data] += data
+                    if not data:
+                        waiting.unregister(key.fileobj)
+                        closed[key.data] = time.monotonic() - start
+                if "dripping" not in closed:
+                    dripping.sendall(b"X-Drip: 1\r\n")
+                    drips += 1
+        for s in socks.values():
+            s.close()
+        assert set(closed) == set(socks), f"still open after 60 s: {set(socks) - set(closed)}"
+        assert drips >= 10  # it went on sending, and was closed all the same
+        assert max(closed.values()) < 40, closed
+        assert answers["silent"] == answers["dripping"] == b""
+        assert answers["unfinished"].startswith(b"HTTP/1.1 408 "), answers["unfinished"][:200]
+        assert b'"REQUEST_TIMEOUT"' in answers["unfinished"]

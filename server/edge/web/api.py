@@ -3,11 +3,12 @@ each maps one to one onto the gRPC method of the same name and goes through the 
 checks, limits, stamps and answers (server.edge.calls).
 
 ``POST /api/nardy.v1.ArbiterService/METHOD`` with ``Content-Type: application/json``, the
-request message in protobuf's JSON mapping as the body (at most :data:`MAX_BODY` bytes),
-and the token as ``Authorization: Bearer <token>`` (never a cookie: a page of another
-site cannot make a call with it). A unary method answers its response message as JSON; a
-streaming one answers ``text/event-stream``: each message one Server-Sent Event, its JSON
-as ``data`` (a game event's seq as ``id``), and ``event: error`` if the stream ends early.
+request message in protobuf's JSON mapping as the body (at most :data:`MAX_BODY` bytes, all
+of it within ten seconds, else ``408``), and the token as ``Authorization: Bearer <token>``
+(never a cookie: a page of another site cannot make a call with it). A unary method
+answers its response message as JSON; a streaming one answers ``text/event-stream``: each
+message one Server-Sent Event, its JSON as ``data`` (a game event's seq as ``id``), and
+``event: error`` if the stream ends early.
 A refusal is the HTTP status of its gRPC code (google.rpc's mapping: UNAUTHENTICATED 401,
 PERMISSION_DENIED 403, RESOURCE_EXHAUSTED 429, ...) with ``{"code", "message"}`` (and
 ``instance``: the gRPC address of the instance that runs the game).
@@ -22,6 +23,7 @@ request.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -35,6 +37,7 @@ from nardy.v1 import game_pb2 as pb
 from server.edge.callers import Credentials, Networks, Refused, address_of, bearer, real_host
 from server.edge.calls import ARBITER, Calls
 from server.edge.metrics import EdgeMetrics
+from server.edge.web.connections import REQUEST_WITHIN
 
 PREFIX = f"/api/{ARBITER}/"
 MAX_BODY = 4096  # the largest request is a play: 200 characters of notation and its ids
@@ -124,9 +127,14 @@ class HttpApi:
         if request.content_type != JSON:
             return self._error(415, "UNSUPPORTED_MEDIA_TYPE", f"send the request as {JSON}")
         try:
-            body = await request.read()
+            async with asyncio.timeout(REQUEST_WITHIN):
+                body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return self._error(413, "PAYLOAD_TOO_LARGE", f"a request is at most {MAX_BODY} bytes")
+        except TimeoutError:
+            late = self._error(408, "REQUEST_TIMEOUT", f"send the body within {REQUEST_WITHIN:g} s")
+            late.force_close()  # (the rest of the body is not waited for)
+            return late
         arrival = time.perf_counter()  # a play is charged up to here: its whole request read
         kinds = UNARY.get(method) or STREAMS[method]
         try:

@@ -2,11 +2,14 @@
 address (an IPv6 one by its /64; a trusted reverse proxy's are counted in ``most`` only);
 a connection beyond either is closed as it opens.
 
-aiohttp has no deadline for a request's headers: a client that sends them a line at a time
-(or never finishes them) holds its connection, and its descriptor, for as long as it likes.
-These caps bound what such clients hold: one address cannot take the web view from the
-others, and all of them together cannot take the descriptors the gRPC port, the link to the
-core and a new core need (server.edge.limits.connection_quota)."""
+A connection must send a whole request's headers within :data:`REQUEST_WITHIN` seconds of
+opening or of its last answer (aiohttp's keep-alive timeout, which also closes a connection
+whose request has begun but not ended), and a request its body within as long
+(server.edge.web.api): a client that sends them a line at a time, or never finishes them,
+is closed. Until then it holds its connection and descriptor; these caps bound what such
+clients hold: one address cannot take the web view from the others, and all of them
+together cannot take the descriptors the gRPC port, the link to the core and a new core need
+(server.edge.limits.connection_quota)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from server.edge.callers import Networks, address_of, within
 
 PER_ADDRESS = 32  # a browser opens six at most, and a few streams (a game, your games)
+REQUEST_WITHIN = 10.0  # seconds: a browser sends a request's headers and body at once
 
 
 class Connections:

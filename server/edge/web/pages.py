@@ -42,7 +42,7 @@ from server.edge.metrics import EdgeMetrics
 from server.edge.web.analysis import COST, Analyses, Busy, Failed, panel, record_text
 from server.edge.web.analysis import SCRIPT as ANALYSIS_SCRIPT
 from server.edge.web.api import MAX_BODY, PREFIX, HttpApi, client_address
-from server.edge.web.connections import Connections
+from server.edge.web.connections import REQUEST_WITHIN, Connections
 from server.edge.web.play import PlayPages
 from server.errors import ArbiterError, Code
 from server.link import link_pb
@@ -184,8 +184,14 @@ class WebView:
         return app
 
     async def start(self, host: str, port: int) -> int:
-        # (a browser that goes away ends its handler at once: its streams' places freed)
-        self.runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
+        # (a browser that goes away ends its handler at once: its streams' places freed; a
+        # request's headers must come within REQUEST_WITHIN of the connection or last answer)
+        self.runner = web.AppRunner(
+            self.app(),
+            access_log=None,
+            handler_cancellation=True,
+            keepalive_timeout=REQUEST_WITHIN,
+        )
         await self.runner.setup()
         connections = Connections(max(16, descriptors() // 8), trusted=self.trusted)
         self.listener = await asyncio.get_running_loop().create_server(
