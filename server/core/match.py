@@ -56,6 +56,9 @@ class Host(Protocol):
     async def game_created(self, game: GameSession) -> None:
         """A new game of a match exists (store it, tell the seats)."""
 
+    def game_started(self, game: GameSession) -> None:
+        """A game's GAME_STARTED is told: its colours may be shown."""
+
     async def game_over(self, game: GameSession) -> None:
         """A game ended (store its result, tell the seats and its ladder)."""
 

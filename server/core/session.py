@@ -82,6 +82,7 @@ class GameSession(Game):
         self.throws = tuple(throws)
         self.status = Status.IN_PROGRESS
         await self.emit(EventType.GAME_STARTED, throws=self.throws)
+        self.match.host.game_started(self)
         self.log(
             "started white=%s black=%s",
             self.seat_of(Color.WHITE).name,

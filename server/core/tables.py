@@ -294,8 +294,6 @@ class Tables:
 
     # -- the Host of sessions ---------------------------------------------------------------
     def journal(self, game: GameSession, *events: Event) -> Commit:
-        if events[0].type is EventType.GAME_STARTED:
-            self.publish(game)  # the colours are known now
         writes = [statements.append_event(game, event) for event in events]
         return self.runtime.writer.submit(*writes, fence=self.owner.fence(game.match))
 
@@ -311,6 +309,9 @@ class Tables:
         self.games[game.id] = game
         self.publish(game, new=True)
         self.notices.notify(game, Note.GAME_ASSIGNED)
+
+    def game_started(self, game: GameSession) -> None:
+        self.publish(game)
 
     async def game_over(self, game: GameSession) -> None:
         writes = [statements.update_game(game), *self.ladders.game_over(game)]

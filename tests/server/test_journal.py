@@ -219,12 +219,18 @@ async def test_a_stalled_store_delays_answers_but_never_clocks_or_the_core(db):
 async def test_a_turn_on_its_way_to_the_journal_is_offered_to_nobody(db):
     """Until its TURN_STARTED is durable, no snapshot shows the turn, its dice or its legal
     plays (a play sent for it would be refused): the turn is offered once, by its
-    TURN_STARTED."""
+    TURN_STARTED. ListGames shows the game started (its colours) once GAME_STARTED is."""
     with gated(db) as (srv, gate):
         try:
             await offered_once(srv, gate)
         finally:
             gate.open.set()  # a failed check must not leave the server's writes held
+
+
+async def listed(client: Client, game_id: str) -> tuple[int, str, str]:
+    """How ListGames shows a game: its status and the names of its white and black."""
+    (summary,) = [s for s in await client.all_games() if s.game_id == game_id]
+    return summary.status, summary.white.name, summary.black.name
 
 
 async def offered_once(srv: EmbeddedServer, gate: Gate) -> None:
@@ -243,8 +249,11 @@ async def offered_once(srv: EmbeddedServer, gate: Gate) -> None:
             for seat in seats:
                 nursery.start_soon(follow, seat)
             await trio.to_thread.run_sync(gate.held.wait)  # GAME_STARTED at the gate
+            assert await listed(client, r.game_id) == (pb.GAME_STATUS_WAITING, "", "")
             gate.let_one_through()
             await trio.to_thread.run_sync(gate.held.wait)  # TURN_STARTED at the gate
+            status, *colours = await listed(client, r.game_id)  # GAME_STARTED told
+            assert status == pb.GAME_STATUS_IN_PROGRESS and all(colours)
             for seat in seats:
                 state = (await seat.get_game(r.game_id)).state  # as GAME_STARTED left it
                 assert state.turn_id == 0 and not state.dice and not state.legal_plays
