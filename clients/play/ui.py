@@ -22,22 +22,18 @@ from clients.follow import (
     names_of,
     score_text,
 )
+from clients.play import entry
 from clients.play.commands import HELP, parse_command
-from clients.play.explore import Turn, hint_lines, targets, why_not
+from clients.play.explore import Turn, hint_lines, targets
 from clients.supervisor import EngineProcess
 from clients.term import Screen
 from nardy import wire
 from nardy.client import RETRYABLE, Client, my_turn
-from nardy.game import Color, IllegalPlay, NotationError, Termination
+from nardy.game import Color, IllegalPlay, Termination
 from nardy.v1 import game_pb2 as pb
-from nardy.variant import BAR, OFF
+from nardy.variant import OFF
 
 log = logging.getLogger("nardy.play")
-
-
-def point_name(point: int) -> str:
-    """A point as notation writes it: ``off``, ``bar`` or its number."""
-    return {OFF: "off", BAR: "bar"}.get(point, str(point))
 
 
 NEXT_GAME_S = 15.0  # the next game of a match starts by itself after this
@@ -299,30 +295,7 @@ class PlayUI:
             if mover is None or not st.dice:
                 return Text("")
             return Text(f"{names_of(st)[mover]} is playing {dice_text(st.dice)}...", "grey50")
-        b = turn.builder
-        if turn.sent:
-            return Text(f"Play sent: {b.play().notation() if b.complete else ''}", "grey50")
-        if b.complete and b.steps:
-            return Text(
-                f"Play complete: {' '.join(map(str, b.steps))}. "
-                "Type done (or press Enter) to submit, undo to take back.",
-                style="bold",
-            )
-        if turn.selected is not None:
-            where = targets(turn.builder, turn.selected)
-            parts = [
-                f"{'off' if d == OFF else d} ({'+'.join(map(str, dice))})"
-                for d, dice in sorted(where.items(), key=lambda kv: -kv[0] or 99)
-            ]
-            src = point_name(turn.selected)
-            return Text(f"From {src}: " + ", ".join(parts) + ". Type a target.")
-        sources = [point_name(p) for p in sorted({s.src for s in b.legal_steps()}, reverse=True)]
-        left = "-".join(map(str, b.remaining))
-        done = f"played {' '.join(map(str, b.steps))}; " if b.steps else ""
-        return Text(
-            f"Your move, {done}dice left {left}. Move from: {' '.join(sources)}. "
-            "(24/18, a point, hint, undo, help)"
-        )
+        return entry.status(turn)
 
     def status_line(self) -> None:
         self.screen.set_status(self.status_text())
@@ -413,7 +386,7 @@ class PlayUI:
         turn = self.turn
         if kind == "enter":
             if turn is not None and turn.builder.complete and turn.builder.steps and not turn.sent:
-                await self._done()
+                await self._submit(entry.done(turn, self.note))
             return
         if turn is None or turn.sent:
             if self.state is not None and self.state.status == pb.GAME_STATUS_IN_PROGRESS:
@@ -429,11 +402,11 @@ class PlayUI:
             turn.selected = None
             self.note(f"Took back {step}." if step else "Nothing to undo.")
         elif kind == "done":
-            await self._done()
+            await self._submit(entry.done(turn, self.note))
         elif kind in ("off", "point"):
-            await self._point(OFF if kind == "off" else cmd.point)
+            await self._submit(entry.point(turn, OFF if kind == "off" else cmd.point, self.note))
         else:
-            await self._moves(cmd.text)
+            await self._submit(entry.moves(turn, cmd.text, self.note))
         self.status_line()
 
     async def _analyse(self) -> None:
@@ -518,89 +491,14 @@ class PlayUI:
             "again to rejoin."
         )
 
-    async def _done(self) -> None:
-        assert self.turn is not None
-        b = self.turn.builder
-        if not b.steps:
-            self.note("Nothing played yet: enter a move first (hint lists the plays).")
-            return
-        try:
-            play = b.play()
-        except IllegalPlay as e:
-            self.note(f"Not yet: {e}", "bold red")
-            return
-        await self._submit(play)
-
-    async def _point(self, n: int) -> None:
-        turn = self.turn
-        assert turn is not None
-        if turn.selected is not None and n in targets(turn.builder, turn.selected):
-            src = turn.selected
-            turn.selected = None
-            await self._moves(f"{point_name(src)}/{point_name(n)}", whole=False)
-            return
-        if n == OFF:
-            self.note("Choose a checker first (type its point), then 'off'.")
-            return
-        if not 1 <= n <= 24 and n != BAR:
-            self.note(f"There is no point {n}: points are 1 to 24 (and the bar in short nardy).")
-            return
-        b = turn.builder
-        if b.complete:
-            self.note("The play is complete: done submits it, undo takes a step back.")
-            return
-        if any(s.src == n for s in b.legal_steps()):
-            turn.selected = n
-            return
-        turn.selected = None
-        self.note(f"Nothing can move from {n}: {why_not(b, n)}", "bold red")
-
-    async def _moves(self, text: str, *, whole: bool = True) -> None:
-        """Apply the moves of ``text``; a whole play typed at once is submitted at once
-        (``whole``), anything else waits for done."""
-        turn = self.turn
-        assert turn is not None
-        b = turn.builder
-        turn.selected = None
-        try:
-            moves = turn.rules.parse_moves(text)
-        except NotationError as e:
-            self.note(f"Not understood: {e}. Type help for the commands.", "bold red")
-            return
-        if not moves:
-            self.note("You have a legal play, so you must move (hint lists them).")
-            return
-        if whole and not b.steps:
-            try:
-                play = turn.rules.match_play(turn.position, turn.dice, text)
-            except (IllegalPlay, ValueError):
-                pass
-            else:  # a whole play at once
-                for step in play.steps:
-                    b.step(step.src, step.dst)
-                await self._submit(play)
-                return
-        mark = len(b.steps)
-        try:
-            for src, dst in moves:
-                b.step(src, dst)
-        except IllegalPlay as e:
-            b.rewind(mark)
-            self.note(f"Not allowed: {e}", "bold red")
-            return
-        made = " ".join(map(str, b.steps[mark:]))
-        if b.complete:
-            self.note(f"Moved {made}. The play is complete: done (or Enter) submits it.")
-        else:
-            self.note(f"Moved {made}; dice left {'-'.join(map(str, b.remaining))}.")
-
     def _send(self, play) -> None:
         assert self.nursery is not None
         self.nursery.start_soon(self._submit, play)
 
     async def _submit(self, play) -> None:
+        """Send ``play`` (None: nothing to send) for the turn being built."""
         turn = self.turn
-        if turn is None or turn.sent:
+        if play is None or turn is None or turn.sent:
             return
         turn.sent = True
         turn.selected = None
