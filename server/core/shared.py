@@ -51,6 +51,7 @@ class Shared(Sole):
         self._creating: set[str] = set()  # matches being created here
         self._to_adopt: set[str] = set()  # leases taken, their matches not yet running
         self._beat_now = trio.Event()  # an early heartbeat: a match was handed to us
+        self._players_missed = False  # news missed: a token reissued elsewhere, maybe
 
     def bind(self, roster: Roster, tables: Tables, ladders: Ladders, notices: Notices) -> None:
         """The parts this owner acts on (made after it: each of them asks it)."""
@@ -224,6 +225,8 @@ class Shared(Sole):
             self.tell("hello")
             self._tell_games()
             self.ladders.reload_soon()  # (the leader: members and results missed)
+            self._players_missed = True  # (read again at once, by the heartbeat)
+            self._beat_now.set()
         elif kind == "hello":  # an instance that may have missed news
             self._tell_games()
 
@@ -248,12 +251,24 @@ class Shared(Sole):
                 log.warning("%s", e.message)
             else:
                 await self._after_beat(beat, before)
+            if self._players_missed:
+                await self._players_again()
             if first:  # started once the games orphaned by a stopped instance run here
                 task_status.started()
                 first = False
             with trio.move_on_after(cluster.interval_s):
                 await self._beat_now.wait()
             self._beat_now = trio.Event()
+
+    async def _players_again(self) -> None:
+        """Every player read again from the store after news may have been missed: a token
+        reissued on another instance meanwhile stops working here too (learn_players)."""
+        try:
+            await self.learn_players("TRUE")
+        except StoreError as e:
+            log.warning("players not read again yet: %s", e.message)
+        else:
+            self._players_missed = False
 
     async def _after_beat(self, beat: Beat, before: dict[str, int]) -> None:
         tables = self.tables

@@ -5,6 +5,8 @@ Real PostgreSQL (NARDY_TEST_PG), real servers on loopback ports, short leases.""
 
 from __future__ import annotations
 
+import contextlib
+
 import grpc
 import psycopg
 import pytest
@@ -232,6 +234,40 @@ async def test_a_ladder_member_joined_while_the_leader_was_not_listening_is_pair
                 )
     for bot in bots:
         bot.close()
+
+
+async def token_works(address: str, token: str) -> bool:
+    """Whether the instance at ``address`` takes ``token`` as a player's (False: refused as
+    unknown)."""
+    async with Client(address, token) as player:
+        try:
+            await player.list_challenges()
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.UNAUTHENTICATED, e
+            return False
+    return True
+
+
+@pytest.mark.parametrize("listening", [True, False], ids=["told", "while-not-listening"])
+async def test_a_reissued_token_stops_working_on_every_instance(pair, pg_db, listening):
+    """A player's token reissued on one instance stops working on the others, which knew
+    it, and the new one works there: told at once as news, or, when the news was sent
+    while they did not listen, once they listen again (they read the players back)."""
+    a, b = pair
+    async with Client(a.address) as player:
+        old = await player.register("reissued")
+    assert await token_works(b.address, old)  # (b holds it now)
+    with contextlib.ExitStack() as cut:
+        if not listening:
+            cut.enter_context(news_cut(pg_db, instances=len(pair)))
+        new = await trio.to_thread.run_sync(a.call, a.arbiter.roster.reissue_token, "reissued")
+    assert not await token_works(a.address, old)
+
+    async def refused_at_b() -> bool:
+        return not await token_works(b.address, old)
+
+    await wait_for(refused_at_b, "the old token refused at the other instance")
+    assert await token_works(b.address, new)
 
 
 async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(pair):
