@@ -74,6 +74,7 @@ BACK_OFF = RETRYABLE | {grpc.StatusCode.RESOURCE_EXHAUSTED}
 FIRST_BACKOFF_S = 0.1
 INSTANCE_KEY = "nardy-instance"  # trailing metadata: the instance that runs the game
 GAME_CALLS = {"GetGame", "SubmitPlay", "Resign", "SubscribeGame"}  # sent where the game is
+MATCH_CALLS = {"AcceptChallenge", "DeclineChallenge"}  # sent where the match is
 MAX_HOPS = 4  # redirects followed in a row for one call
 END_TYPES = {pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED}
 ENDED = {pb.GAME_STATUS_FINISHED, pb.GAME_STATUS_ABORTED}
@@ -246,8 +247,8 @@ def channel(
 
 
 class Routes:
-    """Where games live when several instances serve one database: game id -> address,
-    with one channel per instance (shared by the clients of one connection)."""
+    """Where games live when several instances serve one database: game (or match) id ->
+    address, with one channel per instance (shared by the clients of one connection)."""
 
     def __init__(self, make: Callable[[str], grpc.Channel]) -> None:
         self.make = make
@@ -367,8 +368,15 @@ class Client:
         """A unary call (ArbiterService or LadderService) without blocking trio; raises
         grpc.RpcError on a status. With ``attempts`` > 1, for idempotent calls only, a
         transient status (:data:`BACK_OFF`) is retried after a growing pause. A call about
-        a game is sent where the game lives, following the arbiter's redirects."""
-        game_id = request.game_id if method in GAME_CALLS else ""
+        a game (or a challenge's match) is sent where it lives, following the arbiter's
+        redirects."""
+        game_id = (  # (the key of its place: a game's id, or a match's)
+            request.game_id
+            if method in GAME_CALLS
+            else request.match_id
+            if method in MATCH_CALLS
+            else ""
+        )
         delay = FIRST_BACKOFF_S
         attempt = hops = 0
         while True:

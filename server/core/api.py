@@ -262,7 +262,7 @@ class Api:
 
     async def list_challenges(self, r, who: Caller, digest: str):
         out = api.ListChallengesResponse()
-        for match in self.arbiter.seating.list_challenges(digest):
+        for match in await self.arbiter.seating.list_challenges(digest):
             card = match.current.card
             challenger = next(s for s in card.seats if s.player_id != match.challenged)
             out.challenges.append(

@@ -87,6 +87,15 @@ class Notices:
                     else:
                         sink.send(PlayerNote(kind, card, seat.index, colour(seat.index, white)))
 
+    def challenge(self, game: GameSession) -> None:
+        """Tell the player challenged to ``game``'s match (here and, through the news, on
+        other instances)."""
+        challenged = game.match.challenged
+        assert challenged is not None
+        seat = game.match.seat_index(challenged)
+        self.to_player(challenged, PlayerNote.about(Note.CHALLENGE, game, seat))
+        self.owner.tell_note(game, Note.CHALLENGE)
+
     def to_player(self, player_id: str, note: PlayerNote) -> None:
         for sink in list(self.sinks.get(player_id, ())):
             sink.send(note)

@@ -92,6 +92,10 @@ class Sole:
         """The unfinished games of ``principal`` that other instances run."""
         return []
 
+    async def challenges_elsewhere(self, player_id: str) -> list[MatchSession]:
+        """The matches other instances run that wait for ``player_id`` to accept."""
+        return []
+
     # -- telling the others -----------------------------------------------------------------
     def tell(self, kind: str, **fields) -> None:
         """News for the other instances, sent when the next journal batch commits."""

@@ -14,7 +14,7 @@ from nardy.variant import Variant, variant
 from server.core import statements
 from server.core.journal import Status
 from server.core.match import MatchSession, MatchSpec, Seat
-from server.core.notes import Note, PlayerNote
+from server.core.notes import Note
 from server.core.notices import Notices
 from server.core.ownership import Sole
 from server.core.policy import MAX_TURN_TIME_MS
@@ -206,10 +206,7 @@ class Seating:
             self.roster.issue(issued)
         self.tables.run(match)
         if new.challenged is not None:
-            seat = next(s.index for s in match.seats if s.player_id == new.challenged)
-            self.notices.to_player(
-                new.challenged, PlayerNote.about(Note.CHALLENGE, match.current, seat)
-            )
+            self.notices.challenge(match.current)
         log.info(
             "match created id=%s target=%d seats=%s,%s",
             match.id,
@@ -309,14 +306,16 @@ class Seating:
         await match.call_off("the challenge was declined")
         log.info("challenge declined match=%s", match.id)
 
-    def list_challenges(self, digest: str | None) -> list[MatchSession]:
-        """The matches waiting for the calling player to accept its challenge, oldest first."""
+    async def list_challenges(self, digest: str | None) -> list[MatchSession]:
+        """The matches waiting for the calling player to accept its challenge: this
+        instance's oldest first, then other instances'."""
         principal = self.roster.authenticate(digest)
         assert principal is not None
         if principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "challenges are made to a player token")
-        return [
+        here = [
             m
             for m in self.tables.matches.values()
             if m.challenged == principal.player_id and m.current.status is Status.WAITING
         ]
+        return here + await self.owner.challenges_elsewhere(principal.player_id)

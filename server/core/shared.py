@@ -156,6 +156,16 @@ class Shared(Sole):
                     notes.append(PlayerNote(kind, card, seat.index))
         return notes
 
+    async def challenges_elsewhere(self, player_id: str) -> list[MatchSession]:
+        out = []
+        for game_id, row in await self.runtime.reader.unfinished_games():
+            if game_id in self.tables.games or row["options"].get("challenged") != player_id:
+                continue
+            game = await self.tables.read_game(row["id"], game_id)
+            if game is not None and game.status is Status.WAITING:
+                out.append(game.match)
+        return out
+
     # -- telling the others -----------------------------------------------------------------
     def tell(self, kind: str, **fields) -> None:
         self.runtime.writer.submit(self.cluster.news(kind, **fields))
@@ -231,10 +241,15 @@ class Shared(Sole):
             self._tell_games()
 
     def _tell_games(self) -> None:
-        """Tell the other instances the games running here, as if new."""
+        """Tell the other instances the games running here, as if new, and again the
+        players of those waiting for them (news missed may have been their only word)."""
         for game in list(self.tables.games.values()):
             if game.status in (Status.WAITING, Status.IN_PROGRESS):
                 self.tables.publish(game, new=True)
+            if game.status is Status.WAITING:
+                self.tell_note(game, Note.GAME_ASSIGNED)
+                if game.match.challenged is not None:
+                    self.tell_note(game, Note.CHALLENGE)
 
     # -- the heartbeat ------------------------------------------------------------------
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:

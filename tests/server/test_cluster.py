@@ -270,6 +270,59 @@ async def test_a_reissued_token_stops_working_on_every_instance(pair, pg_db, lis
     assert await token_works(b.address, new)
 
 
+@pytest.mark.parametrize("listening", [True, False], ids=["told", "while-not-listening"])
+async def test_a_challenge_made_at_one_instance_reaches_players_following_at_another(
+    pair, pg_db, listening
+):
+    """Two players follow their streams at one instance; one challenges the other at
+    another instance: the challenged is told CHALLENGE and the challenger GAME_ASSIGNED
+    where they follow, as news at once or, when it was sent while nobody listened, once
+    the instances listen again (each tells the others its games waiting for seats). The
+    challenged lists it and accepts it there. A challenge made at another instance was
+    neither told nor listed."""
+    a, b = pair
+    tokens = {}
+    for name in ("challenger", "challenged"):
+        async with Client(a.address) as player:
+            tokens[name] = await player.register(f"{name}-{listening}")
+    told = {name: trio.Event() for name in tokens}
+    want = {
+        "challenger": api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
+        "challenged": api.PLAYER_EVENT_TYPE_CHALLENGE,
+    }
+    following = {name: trio.Event() for name in tokens}
+
+    async def follow(name: str, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with Client(a.address, tokens[name]) as player:
+            task_status.started()
+            async for ev in player.player_events():
+                following[name].set()
+                if ev.type == want[name]:
+                    told[name].set()
+
+    async with trio.open_nursery() as nursery:
+        for name in tokens:
+            await nursery.start(follow, name)
+        with contextlib.ExitStack() as cut:
+            if not listening:
+                cut.enter_context(news_cut(pg_db, instances=len(pair)))
+            async with Client(b.address, tokens["challenger"]) as challenger:
+                made = await challenger.create_match(
+                    first=api.SeatSpec(player_name=f"challenger-{listening}"),
+                    second=api.SeatSpec(player_name=f"challenged-{listening}"),
+                )
+        assert made.challenge
+        with trio.move_on_after(60):
+            for name in tokens:
+                await told[name].wait()
+        assert [name for name in tokens if not told[name].is_set()] == []
+        nursery.cancel_scope.cancel()
+    async with Client(a.address, tokens["challenged"]) as challenged:  # listed, accepted there
+        assert [c.match_id for c in await challenged.list_challenges()] == [made.match_id]
+        assert (await challenged.accept_challenge(made.match_id)).game_id == made.game_id
+        assert await challenged.list_challenges() == []
+
+
 async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(pair):
     """The two games of a ladder pair share one server seed, revealed once both have ended:
     the first game to end must not show it while its partner plays, on any instance. The
