@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nardy.server")
 
+UNFINISHED_KEPT_S = 1.0  # the games not yet over, read once for every caller this long
+
 
 class Shared(Sole):
     """One of several instances on one PostgreSQL (server/core/cluster.py)."""
@@ -52,6 +54,7 @@ class Shared(Sole):
         self._to_adopt: set[str] = set()  # leases taken, their matches not yet running
         self._beat_now = trio.Event()  # an early heartbeat: a match was handed to us
         self._players_missed = False  # news missed: a token reissued elsewhere, maybe
+        self._unfinished: tuple[float, list[tuple[str, dict]]] | None = None  # (read at, games)
 
     def bind(self, roster: Roster, tables: Tables, ladders: Ladders, notices: Notices) -> None:
         """The parts this owner acts on (made after it: each of them asks it)."""
@@ -138,9 +141,18 @@ class Shared(Sole):
     async def pair_playing(self, pair_id: str) -> bool:
         return await self.runtime.reader.pair_playing(pair_id)
 
+    async def unfinished_games(self) -> list[tuple[str, dict]]:
+        """Every game not yet over with its match row, read at most once a second for all
+        callers (player streams and challenge lists, on any instance, ask it), and afresh
+        after news of a new game."""
+        now = trio.current_time()
+        if self._unfinished is None or now - self._unfinished[0] >= UNFINISHED_KEPT_S:
+            self._unfinished = (now, await self.runtime.reader.unfinished_games())
+        return self._unfinished[1]
+
     async def games_elsewhere(self, principal: Principal) -> list[PlayerNote]:
         notes = []
-        for game_id, row in await self.runtime.reader.unfinished_games():
+        for game_id, row in await self.unfinished_games():
             if game_id in self.tables.games:
                 continue
             seats = seats_of(row["seats"])
@@ -158,12 +170,13 @@ class Shared(Sole):
 
     async def challenges_elsewhere(self, player_id: str) -> list[MatchSession]:
         out = []
-        for game_id, row in await self.runtime.reader.unfinished_games():
+        for game_id, row in await self.unfinished_games():
             if game_id in self.tables.games or row["options"].get("challenged") != player_id:
                 continue
-            game = await self.tables.read_game(row["id"], game_id)
-            if game is not None and game.status is Status.WAITING:
-                out.append(game.match)
+            game = await self.tables.read_game(row["id"], game_id)  # (as it is now)
+            if game is not None and game.match.challenged == player_id:
+                if game.status is Status.WAITING:
+                    out.append(game.match)
         return out
 
     # -- telling the others -----------------------------------------------------------------
@@ -205,6 +218,10 @@ class Shared(Sole):
     def _news(self, news: dict) -> None:
         """News from another instance (see Cluster.listen)."""
         kind = news.get("k")
+        if (kind == "summary" and news.get("new")) or (
+            kind == "note" and Note(news["n"]) is not Note.GAME_OVER
+        ):
+            self._unfinished = None  # (a game new to the lists, or its seats told of it)
         if kind == "summary":
             summary = api.GameSummary.FromString(base64.b64decode(news["s"]))
             if news["g"] not in self.tables.games:

@@ -323,6 +323,33 @@ async def test_a_challenge_made_at_one_instance_reaches_players_following_at_ano
         assert await challenged.list_challenges() == []
 
 
+async def test_games_elsewhere_are_read_once_a_second_however_fast_players_ask(pair):
+    """ListChallenges and a player stream's start look for the games other instances run:
+    one read of every game not yet over, shared by all callers for a second, so a caller
+    asking as fast as its rate allows does not make the store scan them each time."""
+    a, _ = pair
+    reader = a.arbiter.reader
+    scan = reader.unfinished_games
+    reads = 0
+
+    async def counted():
+        nonlocal reads
+        reads += 1
+        return await scan()
+
+    await trio.to_thread.run_sync(a.call, setattr, reader, "unfinished_games", counted)
+    try:
+        async with Client(a.address) as player:
+            await player.register("eager")
+            start = trio.current_time()
+            for _ in range(60):
+                assert await player.list_challenges() == []
+            elapsed = trio.current_time() - start
+    finally:
+        await trio.to_thread.run_sync(a.call, setattr, reader, "unfinished_games", scan)
+    assert 1 <= reads <= elapsed + 2, (reads, elapsed)
+
+
 async def test_a_pairs_seed_stays_secret_on_every_instance_until_both_games_end(pair):
     """The two games of a ladder pair share one server seed, revealed once both have ended:
     the first game to end must not show it while its partner plays, on any instance. The
