@@ -174,9 +174,8 @@ class Shared(Sole):
             if game_id in self.tables.games or row["options"].get("challenged") != player_id:
                 continue
             game = await self.tables.read_game(row["id"], game_id)  # (as it is now)
-            if game is not None and game.match.challenged == player_id:
-                if game.status is Status.WAITING:
-                    out.append(game.match)
+            if game and game.match.challenged == player_id and game.status is Status.WAITING:
+                out.append(game.match)
         return out
 
     # -- telling the others -----------------------------------------------------------------
