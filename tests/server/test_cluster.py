@@ -278,8 +278,7 @@ async def test_a_challenge_made_at_one_instance_reaches_players_following_at_ano
     another instance: the challenged is told CHALLENGE and the challenger GAME_ASSIGNED
     where they follow, as news at once or, when it was sent while nobody listened, once
     the instances listen again (each tells the others its games waiting for seats). The
-    challenged lists it and accepts it there. A challenge made at another instance was
-    neither told nor listed."""
+    challenged lists it and accepts it there."""
     a, b = pair
     tokens = {}
     for name in ("challenger", "challenged"):
