@@ -370,7 +370,7 @@ class Client:
         transient status (:data:`BACK_OFF`) is retried after a growing pause. A call about
         a game (or a challenge's match) is sent where it lives, following the arbiter's
         redirects."""
-        game_id = (  # (the key of its place: a game's id, or a match's)
+        place = (  # what it is about: a game's id, or a match's
             request.game_id
             if method in GAME_CALLS
             else request.match_id
@@ -380,12 +380,12 @@ class Client:
         delay = FIRST_BACKOFF_S
         attempt = hops = 0
         while True:
-            stub = self._stub(game_id)
+            stub = self._stub(place)
             rpc = getattr(stub, method, None) or getattr(self.ladders, method)
             try:
                 return await self._unary(rpc, request, timeout or self.timeout)
             except grpc.RpcError as e:
-                if hops < MAX_HOPS and self.routes.follow(e, game_id):
+                if hops < MAX_HOPS and self.routes.follow(e, place):
                     hops += 1
                     continue
                 attempt += 1

@@ -92,8 +92,9 @@ class Sole:
         """The unfinished games of ``principal`` that other instances run."""
         return []
 
-    async def challenges_elsewhere(self, player_id: str) -> list[MatchSession]:
-        """The matches other instances run that wait for ``player_id`` to accept."""
+    async def challenges_elsewhere(self, principal: Principal) -> list[MatchSession]:
+        """The matches other instances run that wait for ``principal`` (a player) to
+        accept."""
         return []
 
     # -- telling the others -----------------------------------------------------------------

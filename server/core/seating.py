@@ -318,4 +318,4 @@ class Seating:
             for m in self.tables.matches.values()
             if m.challenged == principal.player_id and m.current.status is Status.WAITING
         ]
-        return here + await self.owner.challenges_elsewhere(principal.player_id)
+        return here + await self.owner.challenges_elsewhere(principal)

@@ -141,7 +141,7 @@ class Shared(Sole):
     async def pair_playing(self, pair_id: str) -> bool:
         return await self.runtime.reader.pair_playing(pair_id)
 
-    async def unfinished_games(self) -> list[tuple[str, dict]]:
+    async def _unfinished_games(self) -> list[tuple[str, dict]]:
         """Every game not yet over with its match row, read at most once a second for all
         callers (player streams and challenge lists, on any instance, ask it), and afresh
         after news of a new game."""
@@ -152,7 +152,7 @@ class Shared(Sole):
 
     async def games_elsewhere(self, principal: Principal) -> list[PlayerNote]:
         notes = []
-        for game_id, row in await self.unfinished_games():
+        for game_id, row in await self._unfinished_games():
             if game_id in self.tables.games:
                 continue
             seats = seats_of(row["seats"])
@@ -168,13 +168,15 @@ class Shared(Sole):
                     notes.append(PlayerNote(kind, card, seat.index))
         return notes
 
-    async def challenges_elsewhere(self, player_id: str) -> list[MatchSession]:
+    async def challenges_elsewhere(self, principal: Principal) -> list[MatchSession]:
         out = []
-        for game_id, row in await self.unfinished_games():
-            if game_id in self.tables.games or row["options"].get("challenged") != player_id:
+        for note in await self.games_elsewhere(principal):
+            if note.type is not Note.CHALLENGE:
                 continue
-            game = await self.tables.read_game(row["id"], game_id)  # (as it is now)
-            if game and game.match.challenged == player_id and game.status is Status.WAITING:
+            card = note.game
+            game = await self.tables.read_game(card.match_id, card.game_id)  # (as it is now)
+            waiting = game is not None and game.status is Status.WAITING
+            if waiting and game.match.challenged == principal.player_id:
                 out.append(game.match)
         return out
 
