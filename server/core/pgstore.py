@@ -22,6 +22,7 @@ from server.core.store import (
     SQLStore,
     StoreError,
     Write,
+    folded_names,
     run_batch,
 )
 
@@ -112,6 +113,8 @@ $$ LANGUAGE plpgsql""",
     game_id TEXT PRIMARY KEY REFERENCES games(id), format INTEGER NOT NULL,
     entries INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL, journal BYTEA NOT NULL)""",
     ],
+    # player names unique whatever their case in the store too
+    7: folded_names("n"),
 }
 
 

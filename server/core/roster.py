@@ -87,6 +87,9 @@ class Roster:
             )
         except ArbiterError:
             self.names.discard(name.casefold())
+            # refused by the store's unique name: another instance registered it meanwhile
+            if await self.owner.learn_players("lower(name) = lower(?)", name):
+                raise ArbiterError(Code.ALREADY_EXISTS, f"player name {name!r} is taken") from None
             raise
         self.add(player, token_hash(token))
         self.issue([token_hash(token)])

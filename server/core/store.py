@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The schema's version: each store records it and applies MIGRATIONS[n] to go from n-1 to n.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 Write = tuple[str, tuple]  # one statement and its parameters
 
@@ -523,6 +523,20 @@ class SQLStore:
         return version
 
 
+def folded_names(order: str) -> list[str]:
+    """Migration 7, the same in both stores (``order``: the column that keeps insertion
+    order): player names unique whatever their case in the store too, so that two
+    instances registering ``Bob`` and ``bob`` at once cannot both succeed. A name with an
+    older twin (only such a race made one) is renamed first: its first 31 characters, a
+    dash and the start of its id."""
+    return [
+        "UPDATE players SET name = substr(name, 1, 31) || '-' || substr(id, 1, 8) "
+        "WHERE EXISTS (SELECT 1 FROM players o WHERE lower(o.name) = lower(players.name) "
+        f"AND o.{order} < players.{order})",
+        "CREATE UNIQUE INDEX IF NOT EXISTS players_folded_name ON players (lower(name))",
+    ]
+
+
 # Migration 6's indexes, the same in both stores (live games by status, a match's games,
 # games to archive by when they ended, a duplicate pair's matches), and each ladder's books
 # as of its ``counted``-th result, the last of them ``last`` (server.core.ladders).
@@ -587,6 +601,8 @@ CREATE TABLE IF NOT EXISTS events (
     game_id TEXT PRIMARY KEY REFERENCES games(id), format INTEGER NOT NULL,
     entries INTEGER NOT NULL, at REAL NOT NULL, journal BLOB NOT NULL)""",
     ],
+    # player names unique whatever their case in the store too
+    7: folded_names("rowid"),
 }
 
 

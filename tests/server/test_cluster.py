@@ -420,3 +420,29 @@ async def test_anyones_standings_requests_do_not_each_read_a_ladder_back(pg_db):
                 await stranger.standings("busy")
                 await stranger.crosstable("busy")
     assert len(read) <= 4, read  # 40 requests
+
+
+@pytest.mark.parametrize("other", ["Racer", "racer"], ids=["other-case", "same-case"])
+async def test_a_name_asked_for_at_two_instances_at_once_is_given_once(pair, pg_db, other):
+    """Player names are unique whatever their case (``Racer`` is ``racer``). Two instances
+    asked for one name at the same moment, each before the other has stored it: one
+    registers it, the other answers ALREADY_EXISTS, and the store holds one player."""
+    a, b = pair
+    outcomes: dict[str, list] = {}
+
+    async def register(client: Client, name: str, key: str) -> None:
+        try:
+            await client.call("RegisterPlayer", api.RegisterPlayerRequest(name=name))
+            outcomes.setdefault(key, []).append("registered")
+        except grpc.RpcError as e:
+            outcomes.setdefault(key, []).append(e.code())
+
+    async with Client(a.address, a.admin_token) as at_a, Client(b.address, b.admin_token) as at_b:
+        for i in range(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(register, at_a, f"{other}{i}", f"racer{i}")
+                nursery.start_soon(register, at_b, f"racer{i}", f"racer{i}")
+    for name, got in outcomes.items():
+        assert sorted(got, key=str) == [grpc.StatusCode.ALREADY_EXISTS, "registered"], name
+    stored = sql(pg_db, "SELECT lower(name), count(*) FROM players GROUP BY lower(name)")
+    assert [n for n, count in stored if n.startswith("racer") and count != 1] == []

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from nardy.client import Client
+from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.core.journal import EventType
@@ -174,3 +175,28 @@ def test_a_second_server_on_the_same_sqlite_file_is_refused(tmp_path):
         assert "another nardy server is running this database" in info.value.message
     with EmbeddedServer(db=db):  # free again once the first has stopped
         pass
+
+
+async def test_names_twinned_by_case_before_they_were_unique_in_the_store_are_told_apart(db):
+    """Before the store itself kept names unique whatever their case, two instances racing
+    could register ``Twin`` and ``twin``. The migration renames the younger (its first
+    characters, a dash, the start of its id); both players keep their tokens, and the
+    store refuses such twins from then on."""
+    with EmbeddedServer(db=db) as srv:
+        async with Client(srv.address) as client:
+            await client.register("Twin")
+    execute(db, "DROP INDEX players_folded_name")
+    execute(db, "UPDATE nardy_schema SET version = 6")
+    execute(
+        db,
+        "INSERT INTO players (id, name, bot, token_hash, owner, created) "
+        "VALUES ('a1b2c3d4e5f6', 'twin', 1, 'h', '', 0)",
+    )
+    with EmbeddedServer(db=db) as srv:
+        names = {p.name for p in srv.arbiter.roster.players.values()}
+        assert {"Twin", "twin-a1b2c3d4"} <= names
+        async with Client(srv.address, client.token) as twin:
+            await twin.call("ListChallenges", api.ListChallengesRequest())  # (Twin's token)
+    assert execute(db, "SELECT version FROM nardy_schema") == [(SCHEMA_VERSION,)]
+    with pytest.raises(Exception, match="(?i)unique"):
+        execute(db, "INSERT INTO players (id, name, bot, token_hash) VALUES ('x', 'TWIN', 1, 'h')")
