@@ -201,7 +201,7 @@ class MatchScore(_message.Message):
     def __init__(self, target: _Optional[int] = ..., white_points: _Optional[int] = ..., black_points: _Optional[int] = ..., over: _Optional[bool] = ...) -> None: ...
 
 class GameState(_message.Message):
-    __slots__ = ("game_id", "match_id", "game_number", "status", "options", "white", "black", "position", "board", "side_to_move", "dice", "turn_id", "white_clock", "black_clock", "match", "result", "legal_plays", "your_color", "seeded", "next_game_id", "white_refused", "black_refused", "ladder", "first_player", "second_player", "rated", "dice_commitment", "server_seed", "client_seeds", "public_seed", "scripted_dice")
+    __slots__ = ("game_id", "match_id", "game_number", "status", "options", "white", "black", "position", "board", "side_to_move", "dice", "turn_id", "white_clock", "black_clock", "match", "result", "legal_plays", "your_color", "seeded", "next_game_id", "white_refused", "black_refused", "ladder", "first_player", "second_player", "rated", "dice_commitment", "server_seed", "client_seeds", "public_seed", "scripted_dice", "challenge_pending")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_NUMBER_FIELD_NUMBER: _ClassVar[int]
@@ -233,6 +233,7 @@ class GameState(_message.Message):
     CLIENT_SEEDS_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_SEED_FIELD_NUMBER: _ClassVar[int]
     SCRIPTED_DICE_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGE_PENDING_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     match_id: str
     game_number: int
@@ -264,7 +265,8 @@ class GameState(_message.Message):
     client_seeds: _containers.RepeatedScalarFieldContainer[str]
     public_seed: bool
     scripted_dice: int
-    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., options: _Optional[_Union[GameOptions, _Mapping]] = ..., white: _Optional[_Union[Player, _Mapping]] = ..., black: _Optional[_Union[Player, _Mapping]] = ..., position: _Optional[str] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., side_to_move: _Optional[_Union[Color, str]] = ..., dice: _Optional[_Iterable[int]] = ..., turn_id: _Optional[int] = ..., white_clock: _Optional[_Union[Clock, _Mapping]] = ..., black_clock: _Optional[_Union[Clock, _Mapping]] = ..., match: _Optional[_Union[MatchScore, _Mapping]] = ..., result: _Optional[_Union[GameResult, _Mapping]] = ..., legal_plays: _Optional[_Iterable[_Union[LegalPlay, _Mapping]]] = ..., your_color: _Optional[_Union[Color, str]] = ..., seeded: _Optional[bool] = ..., next_game_id: _Optional[str] = ..., white_refused: _Optional[int] = ..., black_refused: _Optional[int] = ..., ladder: _Optional[str] = ..., first_player: _Optional[_Union[Player, _Mapping]] = ..., second_player: _Optional[_Union[Player, _Mapping]] = ..., rated: _Optional[bool] = ..., dice_commitment: _Optional[str] = ..., server_seed: _Optional[str] = ..., client_seeds: _Optional[_Iterable[str]] = ..., public_seed: _Optional[bool] = ..., scripted_dice: _Optional[int] = ...) -> None: ...
+    challenge_pending: bool
+    def __init__(self, game_id: _Optional[str] = ..., match_id: _Optional[str] = ..., game_number: _Optional[int] = ..., status: _Optional[_Union[GameStatus, str]] = ..., options: _Optional[_Union[GameOptions, _Mapping]] = ..., white: _Optional[_Union[Player, _Mapping]] = ..., black: _Optional[_Union[Player, _Mapping]] = ..., position: _Optional[str] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., side_to_move: _Optional[_Union[Color, str]] = ..., dice: _Optional[_Iterable[int]] = ..., turn_id: _Optional[int] = ..., white_clock: _Optional[_Union[Clock, _Mapping]] = ..., black_clock: _Optional[_Union[Clock, _Mapping]] = ..., match: _Optional[_Union[MatchScore, _Mapping]] = ..., result: _Optional[_Union[GameResult, _Mapping]] = ..., legal_plays: _Optional[_Iterable[_Union[LegalPlay, _Mapping]]] = ..., your_color: _Optional[_Union[Color, str]] = ..., seeded: _Optional[bool] = ..., next_game_id: _Optional[str] = ..., white_refused: _Optional[int] = ..., black_refused: _Optional[int] = ..., ladder: _Optional[str] = ..., first_player: _Optional[_Union[Player, _Mapping]] = ..., second_player: _Optional[_Union[Player, _Mapping]] = ..., rated: _Optional[bool] = ..., dice_commitment: _Optional[str] = ..., server_seed: _Optional[str] = ..., client_seeds: _Optional[_Iterable[str]] = ..., public_seed: _Optional[bool] = ..., scripted_dice: _Optional[int] = ..., challenge_pending: _Optional[bool] = ...) -> None: ...
 
 class PlayRecord(_message.Message):
     __slots__ = ("side", "dice", "notation", "turn_id", "automatic", "used_ms")

@@ -158,6 +158,7 @@ class Game:
             white_seat=self.known_white,
             client_seeds=self.roller.client_seeds,
             server_seed=self.revealed_seed(),
+            challenge_pending=self.match.challenged is not None,
         )
 
     def told(self) -> Snapshot:

@@ -65,6 +65,7 @@ class Snapshot(NamedTuple):
     white_seat: int | None = None  # the seat playing white, once known
     client_seeds: tuple[str, ...] = ()  # the dice's client seeds, once the game has started
     server_seed: str = ""  # hex, once revealed (the game, and its pair, has ended)
+    challenge_pending: bool = False  # its match waits for the challenged player's answer
 
 
 @dataclass(slots=True)

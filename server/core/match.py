@@ -125,6 +125,7 @@ class MatchSession:
         self.challenged = challenged  # a player who has not yet accepted this challenge
         self.called_off = ""  # why the operator (or a declined challenge) ended the match
         self._scope: trio.CancelScope | None = None
+        self._arrival: trio.CancelScope | None = None  # while a game waits for its seats
         self._halted = False  # another instance runs it now (see halt)
         self.settled = trio.Event()  # a call_off has written all it writes
         self._stopped = trio.Event()  # the match task has ended
@@ -250,6 +251,12 @@ class MatchSession:
         finally:
             self.settled.set()
 
+    def accepted(self) -> None:
+        """Its challenge was accepted: both seats have the start timeout again to come
+        (the challenge may have waited most of it)."""
+        if self._arrival is not None:
+            self._arrival.deadline = trio.current_time() + self.start_timeout
+
     def halt(self) -> None:
         """Stop the match's task where it is, writing nothing more: another instance took
         it over (its writes would be refused anyway, see server/cluster.py)."""
@@ -276,8 +283,9 @@ class MatchSession:
                 result = await game.resume()
             else:
                 audience = game.audience
-                with trio.move_on_after(self.start_timeout):
+                with trio.move_on_after(self.start_timeout) as self._arrival:
                     await audience.all_present.wait()
+                self._arrival = None
                 if audience.all_present.is_set():
                     game.fix_client_seeds()
                     await game.throw_gate()

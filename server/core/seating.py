@@ -297,6 +297,7 @@ class Seating:
         except ArbiterError:
             match.challenged = challenged
             raise
+        match.accepted()
         self.notices.notify(match.current, Note.GAME_ASSIGNED)
         log.info("challenge accepted match=%s", match.id)
         return match

@@ -85,6 +85,7 @@ def _common_state(card: GameCard, snap: Snapshot) -> tuple[bytes, bytes]:
         black_refused=snap.refused[1],
         client_seeds=snap.client_seeds,
         server_seed=snap.server_seed,
+        challenge_pending=snap.challenge_pending,
     )
     high.MergeFromString(high_fixed)
     status_field = b"\x20" + _SHORT[status] if status else b""  # field 4 (status), varint

@@ -20,7 +20,7 @@ from nardy.wire import Terms
 from server.core.arbiter import Arbiter
 from server.core.journal import EventType, Status
 from server.core.match import MatchSpec
-from server.core.principals import token_hash
+from server.core.principals import AS_OPERATOR, Caller, token_hash
 from server.core.store import SQLiteStore
 from server.errors import ArbiterError
 
@@ -313,3 +313,41 @@ async def test_a_timeout_waits_for_the_plays_the_edge_stamped_in_time(
     assert fences == [(pytest.approx(start + 0.9), pytest.approx(start + 1.0))]
     assert game.result is None or game.result.termination is not Termination.TIMEOUT
     assert answers[0].used_ms == made.play.used_ms == pytest.approx(500, abs=1)
+
+
+async def test_an_accepted_challenge_gives_both_seats_the_start_timeout_again(
+    nursery, tmp_path, autojump_clock
+):
+    """A challenge must be answered within the match's start timeout; once accepted, both
+    seats have that timeout again to come (a challenge accepted in its last second would
+    otherwise leave nobody time to subscribe). GetGame says whether it is still pending."""
+    arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")))
+    await nursery.start(arbiter.run)
+    digests = {}
+    for name in ("alice", "bob"):
+        _, token = await arbiter.roster.register(AS_OPERATOR, name, False)
+        digests[name] = token_hash(token)
+    alice = Caller(arbiter.roster.authenticate(digests["alice"]))
+    spec = MatchSpec(
+        options=GameOptions(),
+        target=1,
+        first=("alice", ""),
+        second=("bob", ""),
+        start_timeout_ms=60_000,
+    )
+    match, _, _ = await arbiter.seating.create_match(alice, spec)
+    game = match.current
+    await trio.sleep(50)
+    assert game.told().challenge_pending
+    autojump_clock.autojump_threshold = float("inf")  # (no jump while the store writes)
+    await arbiter.seating.accept_challenge(digests["bob"], match.id)
+    autojump_clock.autojump_threshold = 0
+    assert not game.told().challenge_pending
+    await trio.sleep(30)  # past the first 60 s
+    assert game.status is Status.WAITING  # (not called off)
+    inbox = Inbox()
+    for name in ("alice", "bob"):
+        await arbiter.actions.subscribe(digests[name], game.id, 0, False, lambda *_: inbox)
+    autojump_clock.autojump_threshold = float("inf")
+    started = await inbox.next(EventType.GAME_STARTED)
+    assert not started.snapshot.challenge_pending

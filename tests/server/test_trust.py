@@ -111,6 +111,7 @@ async def test_a_challenge_seats_the_other_player_only_when_it_accepts(client, o
     assert r.challenge
     # until bob accepts he holds no seat: the game cannot start with him
     await refused(grpc.StatusCode.PERMISSION_DENIED, bob.get_game(r.game_id))
+    assert (await alice.get_game(r.game_id)).state.challenge_pending
     await refused(
         grpc.StatusCode.FAILED_PRECONDITION,
         alice.call("AcceptChallenge", api.AcceptChallengeRequest(match_id=r.match_id)),
@@ -121,6 +122,7 @@ async def test_a_challenge_seats_the_other_player_only_when_it_accepts(client, o
         break
     await bob.call("AcceptChallenge", api.AcceptChallengeRequest(match_id=r.match_id))
     assert (await bob.get_game(r.game_id)).state.your_color == pb.COLOR_UNSPECIFIED
+    assert not (await alice.get_game(r.game_id)).state.challenge_pending
     async with trio.open_nursery() as n:
         n.start_soon(first_event, alice, r.game_id, pb.EVENT_TYPE_GAME_STARTED)
         ev = await first_event(bob, r.game_id, pb.EVENT_TYPE_GAME_STARTED)
