@@ -349,6 +349,42 @@ def test_a_person_challenges_a_bot_on_the_page_and_plays_the_game(arbiter, brows
     assert page(browser)["status"].startswith("You win" if won else "random-bot wins")
 
 
+def test_many_challenges_wait_on_the_page_at_once(arbiter, browser):
+    """A browser opens few connections to one server (six): the page holds no stream per
+    challenge it sent, so with six waiting it still makes more, and each answer reaches
+    it: a declined one says so, an accepted one opens its game."""
+    stub = arbiter.stub
+    person = stub.RegisterPlayer(api.RegisterPlayerRequest(name="zara", bot=False)).token
+    names = [f"bot{i}" for i in range(7)]
+    bots = {n: stub.RegisterPlayer(api.RegisterPlayerRequest(name=n)).token for n in names}
+    sign_in(browser, arbiter.http_url, person)
+    form = wait(browser, lambda d: (f := d.find_element(By.ID, "challenge")).is_displayed() and f)
+    form.find_element(By.ID, "me").send_keys("zara")
+    for n, name in enumerate(names, start=1):
+        opponent = form.find_element(By.ID, "opponent")
+        opponent.clear()
+        opponent.send_keys(name)
+        form.find_element(By.ID, "challenge-button").click()
+        wait(browser, lambda d, n=n: len(d.find_elements(By.CSS_SELECTOR, "#sent li")) == n, 20)
+    items = {li.text.split(" ")[1]: li for li in browser.find_elements(By.CSS_SELECTOR, "#sent li")}
+    assert all("waiting for an answer" in li.text for li in items.values())
+
+    def challenge_to(name: str) -> api.Challenge:
+        md = (("authorization", f"Bearer {bots[name]}"),)
+        (waiting,) = stub.ListChallenges(api.ListChallengesRequest(), metadata=md).challenges
+        return waiting, md
+
+    declined, md = challenge_to("bot2")
+    stub.DeclineChallenge(api.DeclineChallengeRequest(match_id=declined.match_id), metadata=md)
+    wait(browser, lambda _: "declined" in items["bot2"].text)
+    assert "waiting for an answer" in items["bot5"].text
+    accepted, md = challenge_to("bot5")
+    stub.AcceptChallenge(api.AcceptChallengeRequest(match_id=accepted.match_id), metadata=md)
+    wait(browser, lambda d: d.current_url.endswith(f"/play/game/{accepted.game_id}"))
+    seated = stub.GetGame(api.GetGameRequest(game_id=accepted.game_id), metadata=md).state
+    assert not seated.challenge_pending and seated.status == pb.GAME_STATUS_WAITING
+
+
 def slow_answers(method: str) -> str:
     """A script that holds the page's answers to ``method`` while ``__hold`` is set, as a
     slow network would, and counts the answers the page has finished with (``__settled``:

@@ -123,6 +123,7 @@
         }, function () {
           delay = 500;
           if (next) location.assign(next);  // (the token works)
+          for (const gameId of sent.keys()) answered(gameId);  // (news missed meanwhile)
         });
       } catch (e) {
         if (e.status === 401) { signInAgain("This arbiter does not know that token."); return; }
@@ -140,6 +141,7 @@
     const type = ev.type || "";
     if (type.endsWith("CHALLENGE")) { challenges(); return; }
     if (!ev.gameId || !(type.endsWith("GAME_ASSIGNED") || type.endsWith("GAME_OVER"))) return;
+    if (sent.has(ev.gameId)) answered(ev.gameId);
     let item = games.get(ev.gameId);
     if (!item) {
       item = document.createElement("li");
@@ -234,36 +236,35 @@
     const words = document.createElement("span");
     item.append("to " + opponent + " · " + terms(options, points) + ": ", words);
     $("sent").prepend(item);
-    awaitAnswer(made.gameId, words);
+    text(words, "waiting for an answer…", "pending");
+    sent.set(made.gameId, words);
+    answered(made.gameId);  // (its news may have come before this answer)
   }
 
-  async function awaitAnswer(gameId, words) {
-    let delay = 500, answered = false;
-    text(words, "waiting for an answer…", "pending");
-    while (!answered) {
-      try {
-        await stream("SubscribeGame", {gameId: gameId, clientSeed: clientSeed(gameId)},
-          function (kind, ev) {
-            const status = (ev.state && ev.state.status) || "";
-            if (kind === "error" || answered) return;
-            if (status.endsWith("IN_PROGRESS") || status.endsWith("FINISHED")) {
-              answered = true;
-              text(words, "accepted", "accepted");
-              location.assign("/play/game/" + encodeURIComponent(gameId));
-            } else if (status.endsWith("ABORTED")) {
-              answered = true;
-              text(words, "declined, or not answered in time", "declined");
-            }
-          });
-      } catch (e) {
-        if (e.status >= 400 && e.status < 500 && e.status !== 429) {
-          text(words, e.message, "error");
-          return;
-        }
-      }
-      if (answered) return;
-      await sleep(delay);
-      delay = Math.min(2 * delay, 10000);
+  // The challenges this page sent that wait for an answer: game id -> its words on the
+  // list. No stream is held per challenge (a browser opens few connections to one server):
+  // the player stream's news about the game (GAME_ASSIGNED again once it is accepted,
+  // GAME_OVER once declined or unanswered) has the page ask GetGame which it was.
+  const sent = new Map();
+
+  async function answered(gameId) {
+    let state;
+    try {
+      state = (await call("GetGame", {gameId: gameId})).state || {};
+    } catch (e) {
+      if (sent.has(gameId)) setTimeout(function () { answered(gameId); }, 2000);
+      return;
+    }
+    const words = sent.get(gameId);
+    if (!words) return;  // (told meanwhile)
+    const status = state.status || "";
+    if (status.endsWith("ABORTED")) {
+      sent.delete(gameId);
+      text(words, "declined, or not answered in time", "declined");
+    } else if (!state.challengePending) {
+      sent.delete(gameId);
+      text(words, "accepted", "accepted");
+      location.assign("/play/game/" + encodeURIComponent(gameId));
     }
   }
 
