@@ -366,7 +366,10 @@ def render(
         who = "you win" if winner is you else f"{side_name(winner)} wins"
         panel[7] = Text(f"{who}: {kind} (+{state.result.points})", style="bold")
     elif state.status == pb.GAME_STATUS_WAITING:
-        panel[7] = Text("waiting for players", style=S_DIM)
+        waiting = (
+            "a challenge: not yet accepted" if state.challenge_pending else "waiting for players"
+        )
+        panel[7] = Text(waiting, style=S_DIM)
     elif state.status == pb.GAME_STATUS_ABORTED:
         panel[7] = Text("game aborted", style="bold")
     if state.seeded:

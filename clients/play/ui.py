@@ -203,7 +203,8 @@ class PlayUI:
             if mover is not self.me:
                 self.note(f"{names_of(st)[mover]} to play {dice_text(st.dice)}...", "grey50")
         if t == pb.EVENT_TYPE_SNAPSHOT and st.status == pb.GAME_STATUS_WAITING:
-            self.note("Waiting for the other player to join...", "grey50")
+            who = "to accept the challenge" if st.challenge_pending else "to join"
+            self.note(f"Waiting for the other player {who}...", "grey50")
         self.status_line()
         self.redraw()
         if (

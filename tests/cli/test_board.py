@@ -94,6 +94,14 @@ def test_match_score_and_result():
     assert "white wins: mars (+2)" in text
 
 
+def test_a_game_waiting_says_whether_for_players_or_for_an_answer():
+    st = state_for(Position.start(), white="alice", black="bob", to_move=False)
+    st.status = pb.GAME_STATUS_WAITING
+    assert "waiting for players" in render_plain(st, Color.WHITE)
+    st.challenge_pending = True
+    assert "a challenge: not yet accepted" in render_plain(st, Color.WHITE)
+
+
 def test_ascii_and_colour():
     st = state_for(Position.start())
     ascii_board = render_plain(st, Color.WHITE, unicode=False)

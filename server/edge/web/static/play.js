@@ -446,7 +446,9 @@
   function statusLine(state, white, black) {
     const status = state.status || "";
     const names = {white: white, black: black};
-    if (status.endsWith("WAITING")) return "Waiting for both seats to come.";
+    if (status.endsWith("WAITING")) {
+      return state.challengePending ? "A challenge, not yet accepted." : "Waiting for both seats to come.";
+    }
     if (status.endsWith("ABORTED")) return "The game was called off.";
     if (status.endsWith("FINISHED")) {
       const r = state.result || {};
