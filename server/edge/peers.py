@@ -19,16 +19,13 @@ answer (dead, its games not yet taken over) is UNAVAILABLE: retry.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator
-from typing import NoReturn
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 
-from server.edge.streams import Gone, writer
-from server.errors import INSTANCE_KEY
+from server.edge.callers import Refused
 
-log = logging.getLogger("nardy.edge")
+Metadata = Sequence[tuple[str, str]]  # a call's metadata, as grpc gives it
 
 FORWARDED = "nardy-forwarded"  # metadata: the call comes from another instance
 PASSED = ("authorization",)  # the caller's metadata the owner needs
@@ -58,55 +55,43 @@ class Peers:
             self._channels[address] = channel
         return channel
 
-    @staticmethod
-    def _metadata(context: grpc.aio.ServicerContext, client: str) -> tuple:
-        passed = [(k, v) for k, v in context.invocation_metadata() or () if k in PASSED]
-        return (*passed, (FORWARDED, "1"), ("x-real-ip", client))
-
-    async def unary(self, address: str, method: str, request: bytes, context, client: str) -> bytes:
+    async def unary(
+        self,
+        address: str,
+        method: str,
+        request: bytes,
+        caller: Metadata,
+        client: str,
+        timeout: float | None = None,
+    ) -> bytes:
+        """The owner's answer (``caller``: the caller's metadata; ``client``: its address);
+        Refused as the owner refused it."""
         call = self._channel(address).unary_unary(method)  # (bytes in, bytes out)
         try:
-            return await call(
-                request,
-                metadata=self._metadata(context, client),
-                timeout=context.time_remaining(),
-            )
+            return await call(request, metadata=_passed(caller, client), timeout=timeout)
         except grpc.aio.AioRpcError as e:
-            await _refuse(context, e)
+            raise _refusal(e) from None
 
-    async def stream(self, address: str, method: str, request: bytes, context, client: str):
-        """A server stream (SubscribeGame), written to ``context`` as it comes."""
-        call = self._channel(address).unary_stream(method)(
-            request, metadata=self._metadata(context, client), timeout=context.time_remaining()
-        )
-        await self._relay(call, context)
+    async def stream(
+        self, address: str, method: str, request: bytes, caller: Metadata, client: str
+    ) -> AsyncIterator[bytes]:
+        """A server stream's messages (SubscribeGame) as the owner sends them."""
+        call = self._channel(address).unary_stream(method)
+        async for message in _relayed(call(request, metadata=_passed(caller, client))):
+            yield message
 
-    async def play(self, address: str, method: str, first: bytes, context, client: str):
-        """The Play stream: ``first`` (its subscribe message, read already) and every
-        message after it go to the owner, every answer comes back."""
-
-        async def requests() -> AsyncIterator[bytes]:
-            yield first
-            while (data := await context.read()) is not grpc.aio.EOF:
-                yield data
-
-        call = self._channel(address).stream_stream(method)(
-            requests(), metadata=self._metadata(context, client)
-        )
-        await self._relay(call, context)
-
-    @staticmethod
-    async def _relay(call, context) -> None:
-        write = writer(context)
-        try:
-            async for message in call:
-                await write(message)
-        except grpc.aio.AioRpcError as e:
-            await _refuse(context, e)
-        except Gone as e:
-            log.debug("a forwarded stream's caller went away under a write: %s", e)
-        finally:
-            call.cancel()
+    async def play(
+        self,
+        address: str,
+        method: str,
+        requests: AsyncIterator[bytes],
+        caller: Metadata,
+        client: str,
+    ) -> AsyncIterator[bytes]:
+        """The Play stream: every request goes to the owner, every answer comes back."""
+        call = self._channel(address).stream_stream(method)
+        async for message in _relayed(call(requests, metadata=_passed(caller, client))):
+            yield message
 
     async def close(self) -> None:
         for channel in self._channels.values():
@@ -114,12 +99,28 @@ class Peers:
         self._channels.clear()
 
 
-async def _refuse(context, error: grpc.aio.AioRpcError) -> NoReturn:
-    """End the call as the owner ended it, without ``nardy-instance``; UNAVAILABLE (the
-    owner away, or not the owner any more) with a message of our own (a connection
-    failure's details name addresses behind the balancer)."""
+def _passed(caller: Metadata, client: str) -> tuple:
+    """The metadata of a forwarded call: the caller's credentials, the mark of a forwarded
+    call, the caller's address."""
+    passed = [(k, v) for k, v in caller or () if k in PASSED]
+    return (*passed, (FORWARDED, "1"), ("x-real-ip", client))
+
+
+async def _relayed(call) -> AsyncIterator[bytes]:
+    try:
+        async for message in call:
+            yield message
+    except grpc.aio.AioRpcError as e:
+        raise _refusal(e) from None
+    finally:
+        call.cancel()
+
+
+def _refusal(error: grpc.aio.AioRpcError) -> Refused:
+    """The owner's refusal as the caller gets it, without ``nardy-instance`` (the address
+    behind the balancer is the only one the client uses); UNAVAILABLE (the owner away, or
+    not the owner any more) with a message of our own (a connection failure's details name
+    addresses behind the balancer)."""
     code = error.code()
-    trailing = tuple((k, v) for k, v in error.trailing_metadata() or () if k != INSTANCE_KEY)
-    details = OWNER_AWAY if code == grpc.StatusCode.UNAVAILABLE else error.details() or ""
-    await context.abort(code, details, trailing_metadata=trailing)
-    raise AssertionError("abort returns by raising")
+    away = code == grpc.StatusCode.UNAVAILABLE
+    return Refused(code, OWNER_AWAY if away else error.details() or "")

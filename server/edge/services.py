@@ -12,9 +12,10 @@ the same step, so its clock is charged up to then only. With ``peers`` (``nardy 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -136,14 +137,20 @@ class Services:
         if address is None:
             await self._refuse(context, refusal)
         assert self.peers is not None
-        return await self.peers.unary(address, method, request, context, self._client(context))
+        caller, client = context.invocation_metadata(), self._client(context)
+        try:
+            return await self.peers.unary(
+                address, method, request, caller, client, context.time_remaining()
+            )
+        except Refused as r:
+            await self._refuse(context, r)
 
     # -- streams --------------------------------------------------------------------------
     async def subscribe_game(self, request: bytes, context) -> None:
-        async def elsewhere(address: str) -> None:
+        def elsewhere(address: str) -> AsyncIterator[bytes]:
             assert self.peers is not None
-            client = self._client(context)
-            await self.peers.stream(address, SUBSCRIBE_GAME, request, context, client)
+            caller, client = context.invocation_metadata(), self._client(context)
+            return self.peers.stream(address, SUBSCRIBE_GAME, request, caller, client)
 
         await self._follow(context, SUBSCRIBE_GAME, request, "game", elsewhere=elsewhere)
 
@@ -153,19 +160,25 @@ class Services:
     async def _follow(
         self, context, method: str, request: bytes, kind: str, elsewhere=None, **options
     ) -> None:
-        """Follow a stream (server.edge.calls); ``elsewhere(address)``: the stream forwarded
-        to the instance running its game."""
+        """Follow a stream (server.edge.calls); ``elsewhere(address)``: the messages of the
+        stream forwarded to the instance running its game."""
+        write = writer(context)
         try:
-            await self.calls.follow(
-                self._credentials(context), method, request, kind, writer(context), **options
-            )
+            try:
+                await self.calls.follow(
+                    self._credentials(context), method, request, kind, write, **options
+                )
+            except Refused as r:
+                address = self._elsewhere(r, context) if elsewhere is not None else None
+                if address is None:
+                    raise
+                async with contextlib.aclosing(elsewhere(address)) as messages:
+                    async for message in messages:  # (closed at once if the caller leaves)
+                        await write(message)
         except Gone as e:
             log.debug("a stream's caller went away under a write: %s", e)
         except Refused as r:
-            address = self._elsewhere(r, context) if elsewhere is not None else None
-            if address is None:
-                await self._refuse(context, r)
-            await elsewhere(address)
+            await self._refuse(context, r)
 
     # -- the Play stream ------------------------------------------------------------------
     async def play(self, request_iterator, context) -> None:
@@ -199,9 +212,15 @@ class Services:
             except Exception as e:  # (the caller went away mid-message: its stream ends too)
                 log.debug("a Play stream's requests ended with %r", e)
 
-        async def elsewhere(address: str) -> None:
+        async def requests() -> AsyncIterator[bytes]:
+            yield first
+            while (data := await context.read()) is not grpc.aio.EOF:
+                yield data
+
+        def elsewhere(address: str) -> AsyncIterator[bytes]:
             assert self.peers is not None
-            await self.peers.play(address, PLAY, first, context, self._client(context))
+            caller, client = context.invocation_metadata(), self._client(context)
+            return self.peers.play(address, PLAY, requests(), caller, client)
 
         await self._follow(
             context,
