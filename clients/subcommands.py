@@ -111,7 +111,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="several instances behind a load balancer: forward a call about a game "
         "another instance runs to it (at its --advertise address) instead of sending the "
-        "client there, so that clients need only the balancer's address",
+        "client there (the web view's calls too), so that clients need only the "
+        "balancer's address",
     )
     p.add_argument(
         "--trusted-proxy",

@@ -183,7 +183,13 @@ class Edge:
         for name in ("", ARBITER, LADDER):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if config.http_port is not None:
-            self.web = WebView(self.core, self.metrics, calls=self.calls, trusted=self.gate.trusted)
+            self.web = WebView(
+                self.core,
+                self.metrics,
+                calls=self.calls,
+                trusted=self.gate.trusted,
+                peers=self.peers,
+            )
             self.http_port = await self.web.start(config.http_host or config.host, config.http_port)
             log.info("web view on http://%s:%d/", config.http_host or config.host, self.http_port)
         self._watch = asyncio.create_task(self._keep_core())

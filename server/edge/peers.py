@@ -6,7 +6,9 @@ refused UNAVAILABLE with that instance's address in ``nardy-instance``, and the 
 goes there itself. With it, the instance the client reached makes the same call on the
 one that runs the game, with the caller's own credentials, and passes the answer back,
 message for message: behind a load balancer (nginx's ``grpc_pass``) a client needs one
-address and nothing of instances.
+address and nothing of instances. The gRPC services (server.edge.services) and the web
+view's calls (server.edge.web.api) forward alike: bytes in, bytes out, a refusal as
+:class:`Refused`.
 
 A forwarded call carries ``nardy-forwarded`` (the instance that gets it never forwards it
 again: one that no longer runs the game refuses it as it would without forwarding, and

@@ -8,17 +8,22 @@ Real PostgreSQL (NARDY_TEST_PG), two real servers on loopback ports."""
 from __future__ import annotations
 
 import contextlib
+import json
 import queue
 import threading
+import urllib.request
+from functools import partial
 
 import grpc
 import pytest
+from google.protobuf import json_format
 
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.edge.callers import client_host, networks, peer_address
+from server.edge.calls import ARBITER
 
 TOKEN = "operator-token-for-the-forwarding-tests"
 ENDED = (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED)
@@ -28,8 +33,8 @@ ENDED = (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED)
 def pair(pg_db):
     """Two forwarding instances on one database."""
     with (
-        EmbeddedServer(db=pg_db, admin_token=TOKEN, lease_s=3.0, forward=True) as a,
-        EmbeddedServer(db=pg_db, admin_token=TOKEN, lease_s=3.0, forward=True) as b,
+        EmbeddedServer(db=pg_db, admin_token=TOKEN, lease_s=3.0, forward=True, http_port=0) as a,
+        EmbeddedServer(db=pg_db, admin_token=TOKEN, lease_s=3.0, forward=True, http_port=0) as b,
     ):
         yield a, b
 
@@ -93,12 +98,44 @@ def play_stream_seat(stub, game_id: str, token: str) -> pb.GameState:
     raise AssertionError(f"the stream ended before the game: {state}")
 
 
-def both_seats(seat, stub, r: api.CreateMatchResponse) -> list[pb.GameState]:
+def web_seat(url: str, game_id: str, token: str) -> pb.GameState:
+    """A seat as a person on a web view's /play page is one: the game's Server-Sent Events,
+    a SubmitPlay of the first legal play on each of its turns (no redirects either)."""
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+
+    def post(method: str, body: dict):
+        data = json.dumps(body).encode()
+        request = urllib.request.Request(f"{url}/api/{ARBITER}/{method}", data, headers)
+        return urllib.request.urlopen(request, timeout=60)
+
+    state = None
+    with post("SubscribeGame", {"gameId": game_id}) as events:
+        for line in events:
+            assert not line.startswith(b"event: error"), next(events)
+            if not line.startswith(b"data: "):
+                continue
+            ev = json_format.Parse(line[len(b"data: ") :], pb.GameEvent())
+            state = ev.state
+            if ev.type in ENDED:
+                return state
+            if state.legal_plays and state.side_to_move == state.your_color:
+                play = {
+                    "gameId": game_id,
+                    "turnId": str(state.turn_id),
+                    "endPosition": state.legal_plays[0].end_position,
+                }
+                with post("SubmitPlay", play) as answer:
+                    json.load(answer)
+    raise AssertionError(f"the stream ended before the game: {state}")
+
+
+def both_seats(seats, r: api.CreateMatchResponse) -> list[pb.GameState]:
+    """Each of ``seats`` (a function of the game id and a seat token) plays its seat."""
     out: list = [None, None]
 
     def run(i: int, token: str) -> None:
         try:
-            out[i] = seat(stub, r.game_id, token)
+            out[i] = seats[i](r.game_id, token)
         except BaseException as e:  # (reported below)
             out[i] = e
 
@@ -124,10 +161,24 @@ def test_a_client_of_one_instance_plays_a_game_another_runs(pair, seat):
             api.CreateMatchRequest(options=pb.GameOptions(turn_time_ms=30_000))
         )
         stub = api_grpc.ArbiterServiceStub(at_b)  # b does not run the game: a does
-        final = both_seats(seat, stub, r)
+        final = both_seats((partial(seat, stub),) * 2, r)
         assert all(s.status == pb.GAME_STATUS_FINISHED for s in final)
         assert final[0].result == final[1].result
         assert stub.GetGame(api.GetGameRequest(game_id=r.game_id)).state.result == final[0].result
+
+
+def test_a_person_on_one_instances_web_view_plays_a_game_another_runs(pair):
+    """The web view forwards too: a person's page at one instance plays a game the other
+    runs (its stream and its plays), against a bot playing over gRPC."""
+    a, b = pair
+    with grpc.insecure_channel(a.address) as at_a, grpc.insecure_channel(b.address) as at_b:
+        r = api_grpc.ArbiterServiceStub(at_a).CreateMatch(
+            api.CreateMatchRequest(options=pb.GameOptions(turn_time_ms=30_000))
+        )
+        bot = partial(naive_seat, api_grpc.ArbiterServiceStub(at_b))
+        final = both_seats((partial(web_seat, b.http_url), bot), r)
+        assert all(s.status == pb.GAME_STATUS_FINISHED for s in final)
+        assert final[0].result == final[1].result
 
 
 def test_refusals_come_back_as_the_owner_made_them_without_its_address(pair):

@@ -24,6 +24,7 @@ request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 
@@ -37,6 +38,7 @@ from nardy.v1 import game_pb2 as pb
 from server.edge.callers import Credentials, Networks, Refused, address_of, bearer, real_host
 from server.edge.calls import ARBITER, Calls
 from server.edge.metrics import EdgeMetrics
+from server.edge.peers import Peers
 from server.edge.web.connections import REQUEST_WITHIN
 
 PREFIX = f"/api/{ARBITER}/"
@@ -111,11 +113,13 @@ class HttpApi:
         metrics: EdgeMetrics,
         headers: dict[str, str],
         trusted: Networks = (),
+        peers: Peers | None = None,
     ) -> None:
         self.calls = calls
         self.metrics = metrics
         self.headers = headers  # every answer's (the web view's security headers)
         self.trusted = trusted  # reverse proxies whose X-Real-IP names the client
+        self.peers = peers  # (``--forward``) calls about another instance's games go there
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post(PREFIX + "{method}", self.call)
@@ -150,14 +154,19 @@ class HttpApi:
         if method in STREAMS:
             return await self._stream(request, method, who, data)
         request_kind, response_kind, held = UNARY[method]
+        path = f"/{ARBITER}/{method}"
         try:
-            if method == "SubmitPlay":
-                answer = await self.calls.submit_play(who, data, arrival)
-            else:
-                path = f"/{ARBITER}/{method}"
-                answer = await self.calls.unary(
-                    who, path, data, held=held, player=method == CHALLENGE
-                )
+            try:
+                if method == "SubmitPlay":
+                    answer = await self.calls.submit_play(who, data, arrival)
+                else:
+                    answer = await self.calls.unary(
+                        who, path, data, held=held, player=method == CHALLENGE
+                    )
+            except Refused as r:
+                if not (r.instance and self.peers):
+                    raise
+                answer = await self.peers.unary(r.instance, path, data, *self._forwarded(who))
         except Refused as r:
             return self._refused(r)
         text = json_format.MessageToJson(response_kind.FromString(answer), indent=None)
@@ -186,8 +195,19 @@ class HttpApi:
             head = f"id: {event.seq}\n" if stream == "game" else ""
             await response.write(f"{head}data: {text}\n\n".encode())
 
+        path = f"/{ARBITER}/{method}"
         try:
-            await self.calls.follow(who, f"/{ARBITER}/{method}", data, stream, write, opened=opened)
+            try:
+                await self.calls.follow(who, path, data, stream, write, opened=opened)
+            except Refused as r:
+                if response.prepared or not (r.instance and self.peers):
+                    raise
+                messages = self.peers.stream(r.instance, path, data, *self._forwarded(who))
+                async with contextlib.aclosing(messages):
+                    async for message in messages:
+                        if not response.prepared:
+                            await opened()
+                        await write(message)
         except Refused as r:
             if not response.prepared:
                 return self._refused(r)
@@ -197,6 +217,13 @@ class HttpApi:
         except ConnectionResetError:
             pass  # (the browser went away)
         return response
+
+    @staticmethod
+    def _forwarded(who: Credentials) -> tuple[tuple, str]:
+        """A call's credentials and client, as a call forwarded to another instance carries
+        them (``nardy serve --forward``)."""
+        caller = (("authorization", f"Bearer {who.token}"),) if who.token is not None else ()
+        return caller, who.address
 
     def _refused(self, refusal: Refused) -> web.Response:
         self.metrics.refusals.labels(refusal.code.name).inc()

@@ -39,6 +39,7 @@ from server.edge.callers import Networks
 from server.edge.calls import Calls
 from server.edge.limits import RateLimiter, descriptors
 from server.edge.metrics import EdgeMetrics
+from server.edge.peers import Peers
 from server.edge.web.analysis import COST, Analyses, Busy, Failed, panel, record_text
 from server.edge.web.analysis import SCRIPT as ANALYSIS_SCRIPT
 from server.edge.web.api import MAX_BODY, PREFIX, HttpApi, client_address
@@ -147,12 +148,15 @@ class WebView:
         rate_per_s: float = 50.0,
         calls: Calls | None = None,
         trusted: Networks = (),
+        peers: Peers | None = None,
     ):
         self.queries = Queries(core)
         self.metrics = metrics
         self.limiter = RateLimiter(rate_per_s, 2 * rate_per_s)
         self.trusted = trusted  # reverse proxies whose X-Real-IP names the client
-        self.api = None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS, trusted)
+        self.api = (
+            None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS, trusted, peers)
+        )
         self._replays: OrderedDict[str, tuple[pb.GameState, list]] = OrderedDict()
         self.analyses = Analyses()
         self._index = Fresh(self.queries.index)
