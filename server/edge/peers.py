@@ -74,15 +74,14 @@ class Peers:
         except grpc.aio.AioRpcError as e:
             raise _refusal(e) from None
 
-    async def stream(
+    def stream(
         self, address: str, method: str, request: bytes, caller: Metadata, client: str
     ) -> AsyncIterator[bytes]:
         """A server stream's messages (SubscribeGame) as the owner sends them."""
         call = self._channel(address).unary_stream(method)
-        async for message in _relayed(call(request, metadata=_passed(caller, client))):
-            yield message
+        return _relayed(call(request, metadata=_passed(caller, client)))
 
-    async def play(
+    def play(
         self,
         address: str,
         method: str,
@@ -92,8 +91,7 @@ class Peers:
     ) -> AsyncIterator[bytes]:
         """The Play stream: every request goes to the owner, every answer comes back."""
         call = self._channel(address).stream_stream(method)
-        async for message in _relayed(call(requests, metadata=_passed(caller, client))):
-            yield message
+        return _relayed(call(requests, metadata=_passed(caller, client)))
 
     async def close(self) -> None:
         for channel in self._channels.values():
@@ -109,6 +107,7 @@ def _passed(caller: Metadata, client: str) -> tuple:
 
 
 async def _relayed(call) -> AsyncIterator[bytes]:
+    """A forwarded stream's messages; the call is cancelled once this is closed."""
     try:
         async for message in call:
             yield message
