@@ -252,7 +252,14 @@
     try {
       state = (await call("GetGame", {gameId: gameId})).state || {};
     } catch (e) {
-      if (sent.has(gameId)) setTimeout(function () { answered(gameId); }, 2000);
+      const words = sent.get(gameId);
+      if (!words) return;
+      if (e.status >= 400 && e.status < 500 && e.status !== 429) {
+        sent.delete(gameId);
+        text(words, e.message, "error");
+      } else {  // (a server busy or away: ask again)
+        setTimeout(function () { answered(gameId); }, 2000);
+      }
       return;
     }
     const words = sent.get(gameId);
