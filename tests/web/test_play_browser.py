@@ -352,7 +352,7 @@ def test_a_person_challenges_a_bot_on_the_page_and_plays_the_game(arbiter, brows
 def test_many_challenges_wait_on_the_page_at_once(arbiter, browser):
     """A browser opens few connections to one server (six): the page holds no stream per
     challenge it sent, so with six waiting it still makes more, and each answer reaches
-    it: a declined one says so, an accepted one opens its game."""
+    it, after a reload too: a declined one says so, an accepted one opens its game."""
     stub = arbiter.stub
     person = stub.RegisterPlayer(api.RegisterPlayerRequest(name="zara", bot=False)).token
     names = [f"bot{i}" for i in range(7)]
@@ -366,8 +366,16 @@ def test_many_challenges_wait_on_the_page_at_once(arbiter, browser):
         opponent.send_keys(name)
         form.find_element(By.ID, "challenge-button").click()
         wait(browser, lambda d, n=n: len(d.find_elements(By.CSS_SELECTOR, "#sent li")) == n, 20)
-    items = {li.text.split(" ")[1]: li for li in browser.find_elements(By.CSS_SELECTOR, "#sent li")}
-    assert all("waiting for an answer" in li.text for li in items.values())
+    browser.refresh()  # a reload keeps the list (the tab's storage) and asks again
+
+    def waiting(d) -> dict:
+        rows = d.find_elements(By.CSS_SELECTOR, "#sent li")
+        shown = {li.text.split(" ")[1]: li for li in rows if "waiting for an answer" in li.text}
+        return len(shown) == len(names) and shown
+
+    items = wait(browser, waiting)
+    order = [li.text.split(" ")[1] for li in browser.find_elements(By.CSS_SELECTOR, "#sent li")]
+    assert order == names[::-1]  # the newest first, as before the reload
 
     def challenge_to(name: str) -> api.Challenge:
         md = (("authorization", f"Bearer {bots[name]}"),)

@@ -88,6 +88,7 @@
     });
     $("signout").addEventListener("click", function () {
       sessionStorage.removeItem(KEY);
+      sessionStorage.removeItem(SENT);
       location.reload();
     });
     $("challenge").addEventListener("submit", function (e) {
@@ -102,12 +103,14 @@
   function signedIn(next) {
     $("signin").hidden = true;
     $("mine").hidden = false;
+    sentBefore();
     followPlayer(next);
     challenges();
   }
 
   function signInAgain(why) {
     sessionStorage.removeItem(KEY);
+    sessionStorage.removeItem(SENT);
     $("mine").hidden = true;
     $("signin").hidden = false;
     text($("signin-error"), why);
@@ -231,21 +234,49 @@
       $("challenge-button").disabled = false;
     }
     sessionStorage.setItem(NAME, me);
-    const item = document.createElement("li");
-    item.dataset.game = made.gameId;
-    const words = document.createElement("span");
-    item.append("to " + opponent + " · " + terms(options, points) + ": ", words);
-    $("sent").prepend(item);
-    text(words, "waiting for an answer…", "pending");
-    sent.set(made.gameId, words);
+    waitFor(made.gameId, "to " + opponent + " · " + terms(options, points));
     answered(made.gameId);  // (its news may have come before this answer)
   }
 
-  // The challenges this page sent that wait for an answer: game id -> its words on the
-  // list. No stream is held per challenge (a browser opens few connections to one server):
-  // the player stream's news about the game (GAME_ASSIGNED again once it is accepted,
+  // The challenges this tab sent that wait for an answer: game id -> its words on the list
+  // (kept in the tab's sessionStorage under SENT, with their labels, for a reload). No
+  // stream is held per challenge (a browser opens few connections to one server): the
+  // player stream's news about the game (GAME_ASSIGNED again once it is accepted,
   // GAME_OVER once declined or unanswered) has the page ask GetGame which it was.
+  const SENT = "nardy-sent";
   const sent = new Map();
+
+  function waitFor(gameId, label) {
+    const item = document.createElement("li");
+    item.dataset.game = gameId;
+    item.dataset.label = label;
+    const words = document.createElement("span");
+    item.append(label + ": ", words);
+    $("sent").prepend(item);
+    text(words, "waiting for an answer…", "pending");
+    sent.set(gameId, words);
+    keepSent();
+  }
+
+  function keepSent() {
+    const kept = [...sent.values()].map((w) => w.parentNode.dataset)
+      .map((item) => [item.game, item.label]);
+    sessionStorage.setItem(SENT, JSON.stringify(kept));  // (oldest first, as sent)
+  }
+
+  function sentBefore() {  // (those a reload found; asked about when the player stream opens)
+    let kept = [];
+    try { kept = JSON.parse(sessionStorage.getItem(SENT) || "[]"); } catch (e) { kept = []; }
+    for (const [gameId, label] of kept) {
+      if (typeof gameId === "string" && typeof label === "string") waitFor(gameId, label);
+    }
+  }
+
+  function told(gameId, words, kind, cls) {
+    sent.delete(gameId);
+    keepSent();
+    text(words, kind, cls);
+  }
 
   async function answered(gameId) {
     let state;
@@ -255,8 +286,7 @@
       const words = sent.get(gameId);
       if (!words) return;
       if (e.status >= 400 && e.status < 500 && e.status !== 429) {
-        sent.delete(gameId);
-        text(words, e.message, "error");
+        told(gameId, words, e.message, "error");
       } else {  // (a server busy or away: ask again)
         setTimeout(function () { answered(gameId); }, 2000);
       }
@@ -266,11 +296,9 @@
     if (!words) return;  // (told meanwhile)
     const status = state.status || "";
     if (status.endsWith("ABORTED")) {
-      sent.delete(gameId);
-      text(words, "declined, or not answered in time", "declined");
+      told(gameId, words, "declined, or not answered in time", "declined");
     } else if (!state.challengePending) {
-      sent.delete(gameId);
-      text(words, "accepted", "accepted");
+      told(gameId, words, "accepted", "accepted");
       location.assign("/play/game/" + encodeURIComponent(gameId));
     }
   }
