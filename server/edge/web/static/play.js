@@ -482,7 +482,8 @@
     const status = state.status || "";
     const names = {white: white, black: black};
     if (status.endsWith("WAITING")) {
-      return state.challengePending ? "A challenge, not yet accepted." : "Waiting for both seats to come.";
+      if (state.challengePending) return "A challenge, not yet accepted.";
+      return "Waiting for both seats to come.";
     }
     if (status.endsWith("ABORTED")) return "The game was called off.";
     if (status.endsWith("FINISHED")) {
