@@ -16,6 +16,7 @@ import grpc
 
 from clients.calls import run_with_token
 from clients.cliargs import ENV_ADMIN_TOKEN, read_admin_token
+from nardy.match import DEFAULT_VARIANT
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
@@ -35,12 +36,17 @@ def _register(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
     )
     print(f"registered {args.name} (player id {r.player_id})")
     print(f"token: {r.token}")
-    print("(shown only once: give it to the player, e.g. as NARDY_TOKEN for its engine)")
+    use = (
+        "to sign in at the web view's /play, or for nardy play"
+        if args.human
+        else ("e.g. as NARDY_TOKEN for its engine")
+    )
+    print(f"(shown only once: give it to the player, {use})")
 
 
 def _create_match(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
     req = api.CreateMatchRequest(
-        options=pb.GameOptions(turn_time_ms=args.turn_time_ms),
+        options=pb.GameOptions(turn_time_ms=args.turn_time_ms, variant=args.variant),
         target_points=args.points,
         first=api.SeatSpec(player_name=args.first),
         second=api.SeatSpec(player_name=args.second),
@@ -65,12 +71,14 @@ def _create_ladder(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
         max_games=args.max_games,
         max_games_per_bot=args.max_games_per_bot,
         illegal_play_limit=args.illegal_play_limit,
+        variant=args.variant,
     )
     r = ladder_grpc.LadderServiceStub(ch).CreateLadder(
         lpb.CreateLadderRequest(name=args.name, options=options), metadata=auth, timeout=TIMEOUT
     )
     state = "created" if r.created else "exists already (its first settings are kept)"
-    print(f"ladder {r.name} {state}: {r.options.turn_time_ms} ms per turn")
+    variant = r.options.variant or DEFAULT_VARIANT
+    print(f"ladder {r.name} {state}: {variant} nardy, {r.options.turn_time_ms} ms per turn")
 
 
 def _void(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
@@ -88,7 +96,8 @@ def _players(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
         kind = "bot" if p.player.bot else "person"
         owner = f" owner={p.player.owner}" if p.player.owner else ""
         print(f"{p.player.name}\t{p.player_id}\t{kind}{owner}")
-    print(f"({len(r.players)} players)", file=sys.stderr)
+    n = len(r.players)
+    print(f"({n} player{'' if n == 1 else 's'})", file=sys.stderr)
 
 
 def parse_date(text: str) -> datetime:
@@ -159,8 +168,9 @@ def _run_line(run: admin_pb.ArchiveRun) -> str:
             f"archiving the games that ended before {_when(run.before)} (since "
             f"{_when(run.started)}): {run.archived} archived, about {run.remaining} left"
         )
-    line = f"archived {run.archived} games that ended before {_when(run.before)}"
-    line += f" ({_when(run.started)} to {_when(run.finished)})"
+    games = "game" if run.archived == 1 else "games"
+    line = f"archived {run.archived} {games} that ended before {_when(run.before)}"
+    line += f" (the run: {_when(run.started)} to {_when(run.finished)})"
     if run.remaining:
         line += f"; {run.remaining} not yet: their match goes on"
     if run.error:

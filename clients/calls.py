@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import grpc
 
-from nardy.client import channel
+from nardy.client import channel, unreachable_hint
 
 Metadata = tuple[tuple[str, str], ...]
 
@@ -30,6 +30,8 @@ def run_with_token(
         with channel(server) as ch:
             action(ch, auth)
     except grpc.RpcError as e:
-        print(f"{program}: {e.code().name}: {e.details()}", file=sys.stderr)
+        details = e.details() or ""
+        hint = unreachable_hint(details) if e.code() == grpc.StatusCode.UNAVAILABLE else ""
+        print(f"{program}: {e.code().name}: {details}{hint}", file=sys.stderr)
         return 1
     return 0

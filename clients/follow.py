@@ -34,8 +34,10 @@ async def follow(
     *,
     from_start: bool = False,
     give_up_s: float = GIVE_UP_S,
+    client_seed: str = "",
 ) -> pb.GameEvent:
     """Feed every event of ``game_id`` to ``on_event`` until it ends; return the last one.
+    A seat adds ``client_seed`` to the game's dice (before the start).
 
     Lost connections and server restarts are retried, with the person told, for up to
     ``give_up_s`` seconds in a row; then, or on a refusal (unknown game, bad token), it
@@ -59,7 +61,9 @@ async def follow(
         say(f"Connection back: game resumed after event {last}.")
 
     reconnect = Reconnect(give_up_s=give_up_s, max_backoff=MAX_BACKOFF, on_lost=lost, on_back=back)
-    events = client.events(game_id, from_start=from_start, reconnect=reconnect)
+    events = client.events(
+        game_id, from_start=from_start, reconnect=reconnect, client_seed=client_seed
+    )
     try:
         async with contextlib.aclosing(events) as stream:
             async for ev in stream:

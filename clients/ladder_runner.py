@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clients.supervisor import EngineProcess, LaunchError
+from clients.term import report_console
 from nardy.match import DEFAULT_VARIANT
 from nardy.stats import SprtState, elo_pairs
 from nardy.v1 import arbiter_pb2 as api
@@ -123,10 +123,8 @@ def run(args: argparse.Namespace) -> int:
     if sprt is not None and len(engines) != 2:
         raise SystemExit("nardy ladder: --sprt compares exactly two engines")
     _check_args(args)
-    console = Console()
+    console = report_console()
     unattended = not console.is_terminal
-    if unattended:
-        console = Console(width=150)
     temporary: list[Path] = []
     if args.db:
         db = args.db
@@ -200,7 +198,8 @@ def _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir)
     if not created.created:
         console.print(
             f"continuing the ladder in {db}: {target or 'no'} game limit, "
-            f"{created.options.turn_time_ms} ms per turn (its first settings)"
+            f"{created.options.turn_time_ms} ms per turn (its first settings; for other "
+            "settings or more games, start a ladder in another --db)"
         )
     for entrant in engines:
         entrant.token = _token(server, arbiter, entrant.name)
@@ -350,8 +349,12 @@ def summary(st, cross, engines: list[Entrant], sprt: SprtState | None) -> str:
 def _elo_text(value: float, low: float, high: float, any_games: bool) -> str:
     if not any_games:
         return "-"
-    if abs(value) >= 2000:  # every pair won (or lost): no finite estimate
-        return "all won" if value > 0 else "all lost"
+    if abs(value) >= 2000:  # every pair won (or lost): no finite estimate, only a bound
+        return (
+            f"all won (at least {_bound(low)})"
+            if value > 0
+            else f"all lost (at most {_bound(high)})"
+        )
     return f"{value:+.0f} [{_bound(low)}, {_bound(high)}]"
 
 

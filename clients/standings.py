@@ -14,10 +14,9 @@ import sys
 from dataclasses import dataclass
 
 import grpc
-from rich.console import Console
 from rich.table import Table
 
-from clients.term import run_trio
+from clients.term import report_console, run_trio
 from nardy.client import Client
 from nardy.client import channel as sdk_channel
 from nardy.v1 import arbiter_pb2 as api
@@ -95,7 +94,7 @@ async def _main(args: argparse.Namespace) -> int:
             print(f"nardy standings: cannot reach {args.server}: {e.details()}", file=sys.stderr)
             return 1
     rows = table_rows(games)
-    console = Console(highlight=False)
+    console = report_console(highlight=False)
     if not rows:
         console.print(f"No finished games on {args.server} yet.")
         return 0
@@ -118,7 +117,10 @@ def ladder_standings(args: argparse.Namespace) -> int:
         except grpc.RpcError as e:
             print(f"nardy standings: {e.details()}", file=sys.stderr)
             return 1
-    console = Console(highlight=False)
+    console = report_console(highlight=False)
+    if not st.rows:
+        console.print(f"Ladder {args.ladder}: no bot has played a game in it yet.")
+        return 0
     console.print(standings_table(st))
     console.print(crosstable(cross, [row.player.name for row in st.rows]))
     return 0

@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=100,
         metavar="N",
-        help="streams (SubscribeGame, SubscribePlayer, health Watch, reflection) and "
+        help="streams (SubscribeGame, Play, SubscribePlayer, health Watch, reflection) and "
         "running plays and resignations one caller may hold at once; the seats of a match "
         "count as its creator (default 100; the operator: no limit)",
     )
@@ -261,6 +261,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stream (the default, which falls back to those where the arbiter does not offer it)",
     )
     p.add_argument(
+        "--ladder",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="be paired in the server's ladder NAME while the engine runs (a player token; "
+        "repeat for several): ready at the start, no longer at the end",
+    )
+    p.add_argument(
         "--accept-challenges",
         action="store_true",
         help="accept the challenges other players make to this player (a person on the web "
@@ -330,6 +338,14 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def variant_arg(p: argparse.ArgumentParser) -> None:
+    from nardy.variant import available
+
+    p.add_argument(
+        "--variant", choices=available(), default=DEFAULT_VARIANT, help="default %(default)s"
+    )
+
+
 def register_operator(sub: argparse._SubParsersAction) -> None:
     """``nardy verify`` and ``nardy admin ...``."""
     p = sub.add_parser(
@@ -373,8 +389,10 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     )
     q.add_argument("--start-timeout-ms", type=int, default=0, help="default 60000")
     q.add_argument("--seed", type=int, default=None, help="public dice seed (not rated)")
+    variant_arg(q)
     q = cmds.add_parser("create-ladder", help="create a ladder (bots join it themselves)")
     q.add_argument("name", help="the ladder's name")
+    variant_arg(q)
     q.add_argument("--turn-time-ms", type=int, default=1000, metavar="MS", help="default 1000")
     q.add_argument("--max-games", type=int, default=0, help="stop after this many (0: never)")
     q.add_argument("--max-games-per-bot", type=int, default=2, help="default 2 (one pair)")
@@ -408,7 +426,6 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
 
 def register_challenges(sub: argparse._SubParsersAction) -> None:
     """``nardy challenge``, ``challenges``, ``accept`` and ``decline`` (a player token)."""
-    from nardy.variant import available
 
     def player(name: str, help: str, description: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=description)
@@ -430,9 +447,7 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--start-timeout-ms", type=int, default=0, help="time to accept and arrive (default 60000)"
     )
-    p.add_argument(
-        "--variant", choices=available(), default=DEFAULT_VARIANT, help="default %(default)s"
-    )
+    variant_arg(p)
     player(
         "challenges",
         "list the challenges waiting for your answer",

@@ -49,6 +49,13 @@ KEY_NAMES = {
 ARROWS = {"A": "up", "B": "down", "C": "right", "D": "left"}
 
 
+def report_console(**options) -> Console:
+    """A console for tables: the terminal's width, or 150 columns when the output is a file
+    or a pipe (rich's 80 would cut the columns' names)."""
+    console = Console(**options)
+    return console if console.is_terminal else Console(width=150, **options)
+
+
 def run_trio(fn, *args):
     """``trio.run`` where Ctrl-C comes out as a plain KeyboardInterrupt, even from inside a
     nursery (which wraps it in an exception group)."""

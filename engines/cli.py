@@ -76,6 +76,8 @@ def _play(args: argparse.Namespace, engine, server: str) -> int:
         "SubscribeGame and SubmitPlay" if args.unary else "the Play stream",
     )
     play = sdk_adapter(engine)
+    if args.ladder:
+        log.info("ready in the ladders %s while it runs", ", ".join(args.ladder))
     consent: Consent | bool = False
     if args.accept_challenges:
         consent = Consent(max_games_at_once=args.max_games_at_once).stated(play)
@@ -108,6 +110,7 @@ def _play(args: argparse.Namespace, engine, server: str) -> int:
             reconnect=reconnect,
             transport=transport,
             accept_challenges=consent,
+            ladders=args.ladder,
         )
     except KeyboardInterrupt:
         return 130
@@ -126,7 +129,7 @@ def rpc_failure(error: BaseException, server: str) -> str | None:
     one line, else None."""
     import grpc
 
-    from nardy.client import Unreachable
+    from nardy.client import Unreachable, unreachable_hint
 
     if isinstance(error, BaseExceptionGroup):
         if error.subgroup(KeyboardInterrupt) is not None:
@@ -145,5 +148,5 @@ def rpc_failure(error: BaseException, server: str) -> str | None:
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return f"the arbiter at {server} does not accept the token ({details})"
     if code == grpc.StatusCode.UNAVAILABLE:
-        return f"cannot reach the arbiter at {server} ({details})"
+        return f"cannot reach the arbiter at {server} ({details}){unreachable_hint(details)}"
     return f"the arbiter at {server} answered {code.name}: {details}"

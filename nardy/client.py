@@ -39,7 +39,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import grpc
@@ -244,6 +244,15 @@ def channel(
         creds = grpc.ssl_channel_credentials(root_certificates)
         return grpc.secure_channel(target(address), creds, options=options)
     return grpc.insecure_channel(target(address), options=options)
+
+
+def unreachable_hint(details: str) -> str:
+    """What to try when a connection fails: a plaintext client closed at once by the
+    server is most often talking to one that serves TLS only."""
+    plain = not tls_settings(None, None)[0]
+    if plain and ("Socket closed" in details or "Connection reset" in details):
+        return " (if the arbiter serves TLS: --tls, or --tls-ca PEM for its own certificate)"
+    return ""
 
 
 class Routes:
@@ -1156,13 +1165,27 @@ async def play_forever(
     reconnect: Reconnect | None = None,
     transport: str = PLAY,
     accept_challenges: bool | Consent = False,
+    ladders: Sequence[str] = (),
 ) -> None:
     """Connect (``$NARDY_SERVER``, ``$NARDY_TOKEN`` by default) and serve games; a lost
     arbiter is waited for as ``reconnect`` says (default: quietly, forever). ``transport``:
-    see :class:`Client`; ``accept_challenges``: see :func:`serve_games`."""
+    see :class:`Client`; ``accept_challenges``: see :func:`serve_games`. The player is
+    ready in ``ladders`` while it serves, and no longer once it stops (a ladder would
+    otherwise pair it and it would lose its games by abandonment)."""
     token = token if token is not None else os.environ.get(ENV_TOKEN)
     async with Client(address, token, reconnect=reconnect, transport=transport) as client:
-        await serve_games(client, engine, max_games=max_games, accept_challenges=accept_challenges)
+        for ladder in ladders:
+            await client.join_ladder(ladder)
+        try:
+            await serve_games(
+                client, engine, max_games=max_games, accept_challenges=accept_challenges
+            )
+        finally:
+            with trio.move_on_after(5) as leaving:
+                leaving.shield = True
+                for ladder in ladders:
+                    with contextlib.suppress(grpc.RpcError, Unreachable):
+                        await client.join_ladder(ladder, ready=False)
 
 
 def run_engine(
@@ -1174,10 +1197,12 @@ def run_engine(
     reconnect: Reconnect | None = None,
     transport: str = PLAY,
     accept_challenges: bool | Consent = False,
+    ladders: Sequence[str] = (),
 ) -> None:
     """The synchronous entry point: play games with ``engine`` until interrupted (over the
-    ``Play`` stream by default; ``transport="unary"``: SubscribeGame and SubmitPlay), and
-    with ``accept_challenges`` the challenges its :class:`Consent` accepts."""
+    ``Play`` stream by default; ``transport="unary"``: SubscribeGame and SubmitPlay), with
+    ``accept_challenges`` the challenges its :class:`Consent` accepts, and the games its
+    ``ladders`` pair it in."""
     trio.run(
         lambda: play_forever(
             engine,
@@ -1187,6 +1212,7 @@ def run_engine(
             reconnect=reconnect,
             transport=transport,
             accept_challenges=accept_challenges,
+            ladders=ladders,
         )
     )
 

@@ -54,8 +54,8 @@ HEADERS = (
     "Score",
     "Game",
 )
-_TURN = re.compile(r"^\s*(\d+)\s+([wb])\s+([1-6]-[1-6])\s+(.+?)\s*$")
-_GAME = re.compile(r"^\[Game (\d+)\]$")
+_TURN = re.compile(r"^\s*(\d+)\s+([wb])\s+([1-6]-[1-6])\s+(.+?)\s*$", re.ASCII)
+_GAME = re.compile(r"\[Game (\d+)\]", re.ASCII)
 
 
 class RecordError(ValueError):
@@ -150,7 +150,7 @@ def loads(text: str) -> list[GameRecord]:
         line = raw.strip()
         if not line or line.startswith(";"):
             continue
-        if m := _GAME.match(line):
+        if m := _GAME.fullmatch(line):
             if games:
                 settle()
             games.append(GameRecord(headers={"Game": m.group(1)}))

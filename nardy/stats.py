@@ -103,11 +103,20 @@ class EloEstimate:
         )
 
 
-def _estimate(score: float, se: float, los: float, n: int) -> EloEstimate:
+def _estimate(
+    score: float, se: float, los: float, n: int, wins: int, games: int
+) -> EloEstimate:
+    """The normal interval; when it collapses (se 0: a clean sweep, every pair split),
+    Wilson's on the ``wins`` of ``games``, which stays open on the side not yet seen: a
+    sweep of 4 pairs is "at least +128", not "exactly +2400"."""
+    if se > 0:
+        low, high = score - Z95 * se, score + Z95 * se
+    else:
+        low, high = wilson(wins, games, Z95)
     return EloEstimate(
         elo=elo_from_score(score),
-        low=elo_from_score(score - Z95 * se),
-        high=elo_from_score(score + Z95 * se),
+        low=elo_from_score(low),
+        high=elo_from_score(high),
         los=los,
         score=score,
         n=n,
@@ -131,7 +140,7 @@ def elo_games(wins: int, losses: int) -> EloEstimate:
     Score ``s = wins / n`` with standard error ``sqrt(s (1 - s) / n)``; the 95% interval
     ``s +/- Z95 * se`` is mapped through ``elo_from_score``. LOS is
     ``Phi((wins - losses) / sqrt(wins + losses))``. With no games the interval is infinite;
-    with a clean sweep it collapses (a limit of the normal approximation -- see ``wilson``).
+    with a clean sweep (where the normal one collapses) it is Wilson's.
     """
     if wins < 0 or losses < 0:
         raise ValueError(f"negative game count: {wins=} {losses=}")
@@ -140,7 +149,7 @@ def elo_games(wins: int, losses: int) -> EloEstimate:
         return _empty_estimate()
     score = wins / n
     se = math.sqrt(score * (1.0 - score) / n)
-    return _estimate(score, se, _los(wins - losses, math.sqrt(n)), n)
+    return _estimate(score, se, _los(wins - losses, math.sqrt(n)), n, wins, n)
 
 
 def _check_counts(counts: Sequence[int]) -> Counts:
@@ -171,7 +180,7 @@ def elo_pairs(counts: Sequence[int]) -> EloEstimate:
         return _empty_estimate()
     n, mean, var = _pair_moments(n0, n1, n2)
     se = math.sqrt(var / n)
-    return _estimate(mean, se, _los(mean - 0.5, se), int(n))
+    return _estimate(mean, se, _los(mean - 0.5, se), int(n), n1 + 2 * n2, 2 * int(n))
 
 
 def pair_counts(pair_wins: Iterable[int]) -> Counts:
@@ -265,7 +274,9 @@ class SprtState:
 
     def __str__(self) -> str:
         lower, upper = self.bounds
-        return f"LLR {self.llr:.2f} ({lower:.2f}, {upper:.2f}) [{self.elo0:.2f}, {self.elo1:.2f}]"
+        pairs = sum(self.counts)
+        llr = f"{self.llr:.2f}" if pairs >= self.min_pairs else f"- (from {self.min_pairs} pairs)"
+        return f"LLR {llr} ({lower:.2f}, {upper:.2f}) [{self.elo0:.2f}, {self.elo1:.2f}]"
 
 
 # --- Bayesian ratings ------------------------------------------------------------------------

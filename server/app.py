@@ -129,7 +129,11 @@ def run_forever(config: ServerConfig) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await edge.start()
+        try:
+            await edge.start()
+        except BaseException:  # (the web view's port taken, ...): what started stops
+            await edge.stop()
+            raise
         await stop.wait()
         log.info("shutting down")
         await edge.stop()

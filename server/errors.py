@@ -47,6 +47,7 @@ class ArbiterError(Exception):
         self.message = message
 
 
+MISSING_TOKEN = "missing token: send 'authorization: Bearer <token>'"
 INSTANCE_KEY = "nardy-instance"  # trailing metadata: the address of the instance to call
 
 

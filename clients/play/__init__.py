@@ -133,7 +133,10 @@ async def _assigned_game(client: Client, screen: Screen, server: str, give_up_s:
     """The first game the token is seated in (waiting for one to be created if need be);
     gives up (:class:`~nardy.client.Unreachable`) after ``give_up_s`` seconds without
     reaching the arbiter."""
-    screen.say("Waiting for a game to be assigned to this token...")
+    screen.say(
+        "Waiting for a game to be assigned to this token... (a player token: challenge "
+        "someone with nardy challenge, or wait for a challenge, a ladder or the operator)"
+    )
     screen.refresh()
     told = False
 
@@ -169,6 +172,7 @@ async def _remote(args: argparse.Namespace, screen: Screen, ui_out: list) -> int
             client,
             game_id,
             title=f"nardy - {args.server}",
+            where=args.server,
             record_dir=str(records_dir(args)),
             give_up_s=args.give_up,
         )

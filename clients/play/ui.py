@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import signal
 from dataclasses import dataclass, field
 
@@ -46,6 +47,7 @@ class PlayUI:
     client: Client  # holds the seat's (or player's) token
     game_id: str
     title: str = "nardy"
+    where: str = ""  # the arbiter's address, for a game joined there
     engine: EngineProcess | None = None
     state: pb.GameState | None = None
     received: float = 0.0
@@ -95,7 +97,12 @@ class PlayUI:
             self.redraw()
             try:
                 final = await follow(
-                    self.client, game_id, self.on_event, self.note, give_up_s=self.give_up_s
+                    self.client,
+                    game_id,
+                    self.on_event,
+                    self.note,
+                    give_up_s=self.give_up_s,
+                    client_seed=secrets.token_hex(8),  # the person's share of the dice
                 )
             except GameGone as e:
                 self.note(f"Cannot follow the game: {e}", "bold red")
@@ -252,6 +259,17 @@ class PlayUI:
         w, b = live_clocks(self.state, trio.current_time() - self.received)
         return (fmt_clock(w), fmt_clock(b), self.state.turn_id)
 
+    def heading(self) -> str:
+        """The board's title: who plays whom, and on what terms, once the game says
+        (``where``: the arbiter it is played on, for a game joined there)."""
+        st = self.state
+        if st is None or self.me is None or not self.where:  # (a local game's title says)
+            return self.title
+        target = st.match.target
+        match = f"match to {target}" if target > 1 else "one game"
+        turn = fmt_clock(st.options.turn_time_ms)
+        return f"nardy - you vs {self.opponent_name()} - {match} - {turn} per turn - {self.where}"
+
     def board(self) -> Text:
         st = self.state
         if st is None:
@@ -274,7 +292,7 @@ class PlayUI:
             you=self.me,
             clocks=(w, bl),
             marks=self.marks if turn is None or not turn.builder.steps else set(),
-            title=self.title,
+            title=self.heading(),
             unicode=self.screen.unicode,
             compact=self.screen.compact,
             **kw,
@@ -283,10 +301,8 @@ class PlayUI:
     def status_text(self) -> Text:
         st = self.state
         turn = self.turn
-        if self.confirm == "resign":
-            return Text(self._resign_question(), style="bold")
-        if self.confirm == "quit":
-            return Text(self._quit_question(), style="bold")
+        if self.confirm is not None:  # (the question itself is in the messages above)
+            return Text(f"{self.confirm.capitalize()}? Type y to confirm.", style="bold")
         if st is None or st.status == pb.GAME_STATUS_WAITING:
             return Text("Waiting for the game to start...", style="grey50")
         if st.status != pb.GAME_STATUS_IN_PROGRESS:
@@ -385,9 +401,10 @@ class PlayUI:
             self.note("The game is over: press Enter to go on, or quit.")
             return
         turn = self.turn
-        if kind == "enter":
-            if turn is not None and turn.builder.complete and turn.builder.steps and not turn.sent:
+        if kind == "enter":  # submits a play begun (or says what it still lacks)
+            if turn is not None and turn.builder.steps and not turn.sent:
                 await self._submit(entry.done(turn, self.note))
+                self.status_line()
             return
         if turn is None or turn.sent:
             if self.state is not None and self.state.status == pb.GAME_STATUS_IN_PROGRESS:

@@ -12,7 +12,7 @@ import re
 from nardy.game import NotationError
 
 OFF = 0
-_MOVE = re.compile(r"^(\d{1,2})((?:/(?:\d{1,2}|off))+)(?:\((\d)\))?$", re.I)
+_MOVE = re.compile(r"(\d{1,2})((?:/(?:\d{1,2}|off))+)(?:\((\d)\))?", re.I | re.ASCII)
 
 
 def parse_moves(text: str) -> list[tuple[int, int]]:
@@ -22,7 +22,7 @@ def parse_moves(text: str) -> list[tuple[int, int]]:
         return []
     moves: list[tuple[int, int]] = []
     for token in re.split(r"[\s,]+", text):
-        m = _MOVE.match(token)
+        m = _MOVE.fullmatch(token)
         if not m:
             raise NotationError(f"{token!r} is not a move (expected e.g. 24/18, 6/off, 24/16(2))")
         points = [int(m.group(1))] + [

@@ -75,7 +75,7 @@ class Position(NamedTuple):
             raise PositionError(f"expected 24 point counts, got {len(fields)}")
         board = []
         for a, f in enumerate(fields):
-            if not re.fullmatch(r"[+-]?\d{1,3}", f):
+            if not re.fullmatch(r"[+-]?\d{1,3}", f, re.ASCII):
                 raise PositionError(f"point a={a}: {f!r} is not a whole number")
             board.append(int(f))
         return cls.from_board(turn, board)

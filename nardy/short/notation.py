@@ -14,7 +14,7 @@ import re
 from nardy.game import NotationError
 from nardy.short.position import BAR, OFF
 
-_MOVE = re.compile(r"^(bar|\d{1,2})((?:/(?:\d{1,2}|off)\*?)+)(?:\((\d)\))?$", re.I)
+_MOVE = re.compile(r"(bar|\d{1,2})((?:/(?:\d{1,2}|off)\*?)+)(?:\((\d)\))?", re.I | re.ASCII)
 
 
 def parse_moves(text: str) -> list[tuple[int, int, bool]]:
@@ -29,7 +29,7 @@ def parse_moves(text: str) -> list[tuple[int, int, bool]]:
         return []
     moves: list[tuple[int, int, bool]] = []
     for token in re.split(r"[\s,]+", text):
-        m = _MOVE.match(token)
+        m = _MOVE.fullmatch(token)
         if not m:
             raise NotationError(
                 f"{token!r} is not a move (expected e.g. 24/18, 13/7*, bar/22, 6/off, 8/5(2))"

@@ -36,7 +36,7 @@ def relative(color: Color, a: int) -> int:
 
 
 _TEXT = re.compile(r"^\s*([A-Za-z]+)\s*/([^/]*)/([^/]*?)\s*$", re.S)
-_COUNT = re.compile(r"[+-]?\d{1,3}")
+_COUNT = re.compile(r"[+-]?\d{1,3}", re.ASCII)
 
 
 class Position(NamedTuple):

@@ -54,7 +54,7 @@ LADDER = "/nardy.v1.LadderService/"
 ADMIN = "/nardy.v1.AdminService/"
 SUBMIT_PLAY = ARBITER + "SubmitPlay"
 MAX_NOTATION = 200
-DIGEST = re.compile(r"^[0-9a-f]{64}$")
+DIGEST = re.compile(r"[0-9a-f]{64}")
 PLAYER_EVENT = {
     Note.GAME_ASSIGNED: api.PLAYER_EVENT_TYPE_GAME_ASSIGNED,
     Note.GAME_OVER: api.PLAYER_EVENT_TYPE_GAME_OVER,
@@ -205,7 +205,7 @@ class Api:
         digest = call.caller.digest
         roster = self.arbiter.roster
         principal = None
-        if digest and DIGEST.match(digest):  # (the edge sends nothing else)
+        if digest and DIGEST.fullmatch(digest):  # (the edge sends nothing else)
             principal = roster.principal(digest)
             if principal is None and not store and roster.never_issued(digest):
                 store = True  # unknown for good, without the store
@@ -288,6 +288,8 @@ class Api:
         """Answered from the catalogue in a worker thread (a big page is not the core's
         work: server.core.catalogue)."""
         catalogue = self.arbiter.catalogue
+        if r.ladder:
+            self.arbiter.ladders.ladder(r.ladder)  # NOT_FOUND for a ladder that does not exist
 
         def page() -> bytes:
             games, token = catalogue.page(r.status, r.ladder, r.limit, r.page_token)

@@ -80,7 +80,7 @@ class Catalogue:
         base, order = self._listed
         end = base + len(order)
         if token:
-            if not token.isdigit() or int(token) > end:
+            if not (len(token) <= 20 and token.isascii() and token.isdigit()) or int(token) > end:
                 raise ValueError("page_token: not a token this server gave")
             end = int(token)
         out: list[api.GameSummary] = []

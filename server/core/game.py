@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from nardy import Color, GameResult
+from nardy import Color, GameResult, Termination
 from nardy.match import GameOptions
 from nardy.variant import GamePlay as Play
 from nardy.variant import variant as get_variant
@@ -142,6 +142,10 @@ class Game:
         its way to the journal is offered to nobody yet."""
         now = trio.current_time()
         clocks = self.clocks[Color.WHITE].reading(now), self.clocks[Color.BLACK].reading(now)
+        r = self.result
+        if r is not None and r.termination in (Termination.TIMEOUT, Termination.ABANDONMENT):
+            lost = (0, 0)  # the loser's time ran out
+            clocks = (lost, clocks[1]) if r.loser is Color.WHITE else (clocks[0], lost)
         scores = self.match.scores_by_colour(self)
         return Snapshot(
             status=self.status,
@@ -158,7 +162,7 @@ class Game:
             white_seat=self.known_white,
             client_seeds=self.roller.client_seeds,
             server_seed=self.revealed_seed(),
-            challenge_pending=self.match.challenged is not None,
+            challenge_pending=self.match.challenged is not None and self.status is Status.WAITING,
         )
 
     def told(self) -> Snapshot:
@@ -172,8 +176,11 @@ class Game:
         if not events:  # none told: waiting (or ended, all told, and let go)
             return now if self.audience.released else now._replace(status=Status.WAITING)
         last = events[-1].snapshot
+        ended = events[-1].type in (EventType.GAME_FINISHED, EventType.GAME_ABORTED)
         return last._replace(
-            clocks=now.clocks, refused=now.refused, legal=last.legal if self.open_turn else ()
+            clocks=last.clocks if ended else now.clocks,  # (as they stopped: also read back)
+            refused=now.refused,
+            legal=last.legal if self.open_turn else (),
         )
 
     def _record(self, kind: EventType, *, offer: bool = False, **extra) -> tuple[Event, Commit]:

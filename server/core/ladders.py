@@ -51,7 +51,7 @@ class Ladders:
     ) -> tuple[Ladder, bool]:
         """The ladder ``name``, created with ``options`` if it does not exist yet (operator)."""
         self.roster.require_operator(digest)
-        if not NAME.match(name):
+        if not NAME.fullmatch(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a ladder name is 1-40 letters, digits, '.', '_' or '-'"
             )
@@ -61,9 +61,13 @@ class Ladders:
             variant(options.variant)
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, clip(str(e))) from None
-        if not 0 < options.turn_time_ms <= MAX_TURN_TIME_MS or options.max_games_per_bot < 2:
+        if not 0 < options.turn_time_ms <= MAX_TURN_TIME_MS:
             raise ArbiterError(
-                Code.INVALID_ARGUMENT, "a ladder needs a turn time and room for a pair (2 games)"
+                Code.INVALID_ARGUMENT, f"a ladder's turn_time_ms is 1..{MAX_TURN_TIME_MS}"
+            )
+        if options.max_games_per_bot < 2:
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "max_games_per_bot must leave room for a pair (2 games)"
             )
         await self.runtime.writer.commit(statements.add_ladder(name, options))
         if name in self.by_name:  # created meanwhile by the same request from elsewhere

@@ -99,7 +99,10 @@ class Retention:
         await self.runtime.writer.commit(statements.set_setting(KEEP_SETTING, repr(keep_s)))
         self.keep_s = keep_s
         self._stored.set()
-        log.info("retention: games archived %g s after they end (0: never)", keep_s)
+        if keep_s:
+            log.info("retention: games archived %g s after they end", keep_s)
+        else:
+            log.info("retention: no schedule (games are archived on the operator's command)")
         if keep_s:
             self._start(time.time() - keep_s)
 

@@ -26,12 +26,12 @@ from server.core.principals import (
     token_hash,
 )
 from server.core.runtime import Runtime
-from server.errors import ArbiterError, Code
+from server.errors import MISSING_TOKEN, ArbiterError, Code
 from server.issued import Issued
 
 log = logging.getLogger("nardy.server")
 
-NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
+NAME = re.compile(r"[A-Za-z0-9._-]{1,40}")  # (whole names: fullmatch)
 RECENT_TOKENS = 256  # ended matches' seat tokens kept in memory; the others are looked up
 
 
@@ -44,7 +44,7 @@ class Roster:
         self.admin_hash = admin_hash  # SHA-256 of the operator token (the token is not kept)
         self.policy = policy
         self.players: dict[str, Player] = {}
-        self.by_name: dict[str, Player] = {}
+        self.by_name: dict[str, Player] = {}  # by name case-folded (Bob is bob)
         self.names: set[str] = set()  # registered names, case-folded (display names avoid them)
         self.tokens: dict[str, Principal] = {}  # players' and live matches' seat tokens
         self.recent_tokens: dict[str, Principal] = {}  # ended matches' (bounded, oldest out)
@@ -69,7 +69,7 @@ class Roster:
                     "registration is closed on this server: ask its operator to register you",
                 )
             self._registration_quota(caller.address)
-        if not NAME.match(name):
+        if not NAME.fullmatch(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
             )
@@ -99,7 +99,7 @@ class Roster:
         return player.id, token
 
     def add(self, player: Player, digest: str) -> None:
-        self.players[player.id] = self.by_name[player.name] = player
+        self.players[player.id] = self.by_name[player.name.casefold()] = player
         self.names.add(player.name.casefold())
         self.tokens[digest] = Principal(player_id=player.id)
         self.issued.add(digest)
@@ -156,7 +156,7 @@ class Roster:
     async def reissue_token(self, name: str) -> str:
         """A new token for a registered player (operator use, e.g. a resumed local ladder);
         the old one stops working."""
-        player = self.by_name.get(name)
+        player = self.by_name.get(name.casefold())
         if player is None:
             raise ArbiterError(Code.NOT_FOUND, f"no player named {name!r}")
         token = new_token()
@@ -209,9 +209,7 @@ class Roster:
         or (``required``) missing."""
         if not digest:
             if required:
-                raise ArbiterError(
-                    Code.UNAUTHENTICATED, "missing token: send 'authorization: Bearer <token>'"
-                )
+                raise ArbiterError(Code.UNAUTHENTICATED, MISSING_TOKEN)
             return None
         principal = self.principal(digest)
         if principal is None:

@@ -122,8 +122,8 @@ class Seating:
         if spec.seed is not None and not 0 <= spec.seed <= MAX_SEED:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a seed is 0..2^63-1")
         for name in (spec.first[0], spec.second[0]):
-            if name and name not in self.roster.by_name:  # registered elsewhere?
-                await self.owner.learn_players("name = ?", name)
+            if name and name.casefold() not in self.roster.by_name:  # registered elsewhere?
+                await self.owner.learn_players("lower(name) = lower(?)", name)
         seats = [self._seat(index, *names) for index, names in enumerate((spec.first, spec.second))]
         if seats[0].player_id and seats[0].player_id == seats[1].player_id:
             raise ArbiterError(Code.INVALID_ARGUMENT, "a player cannot take both seats")
@@ -219,7 +219,7 @@ class Seating:
     def _seat(self, index: int, player_name: str, display: str) -> Seat:
         roster = self.roster
         if player_name:
-            player = roster.by_name.get(player_name)
+            player = roster.by_name.get(player_name.casefold())
             if player is None:
                 raise ArbiterError(Code.NOT_FOUND, f"no player named {quote(player_name)}")
             return Seat(index, player.name, player.bot, player.id, player.owner)
@@ -279,7 +279,11 @@ class Seating:
         match = self.tables.matches.get(match_id)
         if match is None:
             await self.owner.match_elsewhere(match_id)
-            raise ArbiterError(Code.NOT_FOUND, f"no match {quote(match_id)}")
+            if await self.runtime.reader.match(match_id) is None:
+                raise ArbiterError(Code.NOT_FOUND, f"no match {quote(match_id)}")
+            raise ArbiterError(
+                Code.FAILED_PRECONDITION, "no challenge is pending there: the match is over"
+            )
         if principal is None or principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "answering a challenge needs a player token")
         if match.challenged != principal.player_id:

@@ -334,7 +334,7 @@ class GameSession(Game):
         if self.status is Status.WAITING:
             raise ArbiterError(Code.FAILED_PRECONDITION, "the game has not started")
         if self.status is not Status.IN_PROGRESS or self.result is not None:
-            raise ArbiterError(Code.FAILED_PRECONDITION, "the game is over")
+            raise ArbiterError(Code.FAILED_PRECONDITION, self._over())
         mover = self.position.turn
         if self.color_of(seat) is not mover:
             raise ArbiterError(Code.FAILED_PRECONDITION, "it is not your turn")
@@ -369,6 +369,12 @@ class GameSession(Game):
         self.used_ms[mover] += used
         self.plays_made[mover] += 1
         return answer
+
+    def _over(self) -> str:
+        """Why a play comes too late: the game is over, and how once that is told."""
+        if self.status is Status.FINISHED and self.result is not None:
+            return f"the game is over: {self.result}"
+        return "the game is over"
 
     async def _seal(self) -> None:
         """A duplicate pair's games are mirrors (the same dice, the seats swapped): a play

@@ -20,13 +20,13 @@ import ipaddress
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 import grpc
 
-from server.edge.limits import REMEMBERED, RateLimiter, StreamQuota
+from server.edge.limits import REMEMBERED, OneAtATime, RateLimiter, StreamQuota
 from server.issued import Issued
 from server.link import link_pb
 
@@ -34,7 +34,7 @@ log = logging.getLogger("nardy.edge")
 
 TOO_FAST = "too many requests; slow down and retry"
 UNKNOWN_TOKEN = "unknown token"
-MALFORMED = "the authorization metadata must be 'Bearer <token>'"
+MALFORMED = "the authorization metadata must be one value 'Bearer <token>'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,16 +123,14 @@ def peer_address(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> s
 
 
 def bearer(values: Iterable[str]) -> tuple[str | None, bool]:
-    """The token of the ``authorization`` values ``Bearer <token>`` (None: no token), and
-    whether they are malformed (sent, but not ``Bearer <token>``)."""
-    sent = False
-    for value in values:
-        sent = True
-        if isinstance(value, str):
-            scheme, _, token = value.partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip(), False
-    return None, sent
+    """The token of the ``authorization`` value ``Bearer <token>`` (None: no token), and
+    whether it is malformed (sent, but not one value ``Bearer <token>``)."""
+    sent = list(values)
+    if len(sent) == 1 and isinstance(sent[0], str):
+        scheme, _, token = sent[0].partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip(), False
+    return None, bool(sent)
 
 
 def grpc_credentials(context: grpc.aio.ServicerContext, trusted: Networks = ()) -> Credentials:
@@ -238,6 +236,7 @@ class Gate:
         self.lookups = RateLimiter(limiter.rate, limiter.burst, limiter.max_keys)
         # every token the server issued (None: not known here, the core is asked)
         self.issued: Issued | None = None
+        self.opening = OneAtATime()  # streams being opened, one at a time per caller
 
     # -- what the core tells of tokens (server.edge.link.Tokens) -----------------------------
     def tokens_ready(self, tokens: bytes) -> None:
@@ -285,6 +284,16 @@ class Gate:
         """One request of ``who``'s against its rate (Refused when over it)."""
         if not self.limiter.allow(who.key):
             raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_FAST)
+
+    @contextlib.asynccontextmanager
+    async def open_stream(self, who: Who) -> AsyncIterator[None]:
+        """A stream is opened, and its replay charged (into debt: see RateLimiter.charge),
+        one at a time per caller: a burst of replays is paid for replay by replay, not
+        all built first. Refused while the caller still owes for its last."""
+        async with self.opening.turn(who.key):
+            if self.limiter.owes(who.key):
+                raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_FAST)
+            yield
 
     def answered(self, who: Who, reply: link_pb.Reply) -> None:
         """Learn from the core's reply what it said of the caller's token."""

@@ -161,13 +161,14 @@ class Calls:
         reader = None
         streams, counted = self.metrics.streams.labels(kind), False
         try:
-            reply = await self.ask(who, method, request, follower=follow)
-            tap = link_pb.Opened.FromString(reply.body)
-            streams.inc()
-            counted = True
-            # a replay reads, decodes and encodes every event: each message beyond the
-            # first counts as a request
-            self.gate.limiter.charge(who.key, max(0, len(tap.backlog) - 1))
+            async with self.gate.open_stream(who):
+                reply = await self.ask(who, method, request, follower=follow)
+                tap = link_pb.Opened.FromString(reply.body)
+                streams.inc()
+                counted = True
+                # a replay reads, decodes and encodes every event: each message beyond
+                # the first counts as a request
+                self.gate.limiter.charge(who.key, max(0, len(tap.backlog) - 1))
             if opened is not None:
                 await opened()
             if plays is not None:

@@ -7,9 +7,12 @@ its rate gets RESOURCE_EXHAUSTED and can retry after a short wait.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import resource
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 # Entries the edge remembers per token (its identity, its rate bucket) and per game (when
@@ -70,6 +73,22 @@ class RateLimiter:
         bucket.tokens -= 1
         return True
 
+    def wait(self, key: str, now: float | None = None) -> float:
+        """Seconds until ``key`` may make its next request (0: now)."""
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        return max(0.0, (1 - bucket.tokens) / self.rate - (now - bucket.stamp))
+
+    def owes(self, key: str, now: float | None = None) -> bool:
+        """Is ``key`` still in debt (see :meth:`charge`)? Nothing is taken."""
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            return False
+        now = time.monotonic() if now is None else now
+        return bucket.tokens + (now - bucket.stamp) * self.rate < 0
+
     def charge(self, key: str, cost: float) -> None:
         """Take ``cost`` more requests' worth from the bucket of ``key`` (just allowed a
         request), into debt if need be: its next requests wait until it has refilled."""
@@ -86,6 +105,30 @@ class RateLimiter:
         ]
         for k in full:
             del self._buckets[k]
+
+
+class OneAtATime:
+    """Per key, one holder at a time; the others wait their turn, in order."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # -> (lock, holder and waiters)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        lock, n = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = lock, n + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, n = self._locks[key]
+            if n == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = lock, n - 1
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
 
 class StreamQuota:

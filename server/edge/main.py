@@ -172,10 +172,16 @@ class Edge:
         enable_reflection([ARBITER, LADDER, ADMIN, health.SERVICE_NAME], server, hold)
         address = f"{config.host}:{config.port}"
         creds = credentials(config)
-        if creds is None:
-            self.port = server.add_insecure_port(address)
-        else:
-            self.port = server.add_secure_port(address, creds)
+        try:
+            if creds is None:
+                self.port = server.add_insecure_port(address)
+            else:
+                self.port = server.add_secure_port(address, creds)
+        except RuntimeError:  # (grpc's "Failed to bind", with no reason)
+            raise OSError(
+                f"cannot listen on {address}: the port is in use, or the host is not an "
+                "address of this machine"
+            ) from None
         if not config.advertise:
             config.advertise = f"{config.host}:{self.port}"
         await self._start_core()

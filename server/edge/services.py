@@ -28,7 +28,7 @@ from server.edge.calls import ARBITER, STATUS, SUBMIT_PLAY, Calls, Core
 from server.edge.metrics import EdgeMetrics
 from server.edge.peers import Peers, forwarded
 from server.edge.streams import Follow, Gone, writer
-from server.errors import INSTANCE_KEY
+from server.errors import INSTANCE_KEY, MISSING_TOKEN
 
 log = logging.getLogger("nardy.edge")
 
@@ -199,6 +199,9 @@ class Services:
                     "the first message of a Play stream must be `subscribe`",
                 ),
             )
+        credentials = self._credentials(context)
+        if credentials.token is None and not credentials.malformed:  # (a seat's call)
+            await self._refuse(context, Refused(grpc.StatusCode.UNAUTHENTICATED, MISSING_TOKEN))
         subscribe.filter = api.EVENT_FILTER_OWN_TURNS
 
         async def plays(who: Who, game_id: str, follow: Follow) -> None:

@@ -104,6 +104,14 @@ def create_match(address: str, **fields) -> api.CreateMatchResponse:
     return trio.run(main)
 
 
+def get_game(address: str, game_id: str) -> api.GetGameResponse:
+    async def main():
+        async with Client(address) as c:
+            return await c.get_game(game_id)
+
+    return trio.run(main)
+
+
 class Bots:
     """Both seats of a match played by first-legal-play bots in a background thread."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -125,3 +126,69 @@ def test_issued_tokens_never_look_like_an_option(arbiter):
     assert all(t.startswith("nardy_") and len(t) > 40 for t in tokens), tokens
     out = nardy(arbiter, "challenges", "--token", tokens[0])
     assert out.returncode == 0 and "0 challenges waiting" in out.stderr, out.stderr
+
+
+def test_the_operator_sets_up_short_nardy_from_the_command_line(arbiter, monkeypatch):
+    """`nardy admin create-match` and `create-ladder` take `--variant`, as `nardy challenge`
+    and `nardy ladder` do (the operator could set up long nardy only)."""
+    monkeypatch.setenv("NARDY_ADMIN_TOKEN", arbiter.admin_token)
+
+    def admin(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "NO_COLOR": "1"}
+        return subprocess.run(
+            [sys.executable, "-m", "clients", "admin", "--server", arbiter.address, *args],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, env=env,
+        )  # fmt: skip
+
+    made = admin("create-match", "--variant", "short")
+    assert made.returncode == 0, made.stderr
+    ch, s = stub(arbiter)
+    with ch:
+        game = s.GetGame(api.GetGameRequest(game_id=field(made.stdout, "game")), timeout=10)
+    assert game.state.options.variant == "short"
+    made = admin("create-ladder", "club", "--variant", "short")
+    assert made.returncode == 0 and "short nardy" in made.stdout, made.stderr
+
+
+@pytest.mark.slow
+def test_bundled_engines_join_a_servers_ladder_from_the_command_line(arbiter):
+    """`nardy engine NAME --ladder L`: ready in the server's ladder while it runs (it took
+    a program of one's own, JoinLadder through the SDK). Two engines play the ladder's
+    games; an unknown ladder is said in one line."""
+    from nardy.v1 import ladder_pb2 as lpb
+    from nardy.v1 import ladder_pb2_grpc
+
+    ch = grpc.insecure_channel(arbiter.address)
+    ladders = ladder_pb2_grpc.LadderServiceStub(ch)
+    admin = (("authorization", f"Bearer {arbiter.admin_token}"),)
+    options = lpb.LadderOptions(turn_time_ms=3000, max_games=2)
+    ladders.CreateLadder(lpb.CreateLadderRequest(name="club", options=options), metadata=admin)
+    empty = nardy(arbiter, "standings", "--ladder", "club")  # (it drew empty boxes)
+    assert empty.returncode == 0 and "no bot has played a game in it yet" in empty.stdout
+    engines = []
+    try:
+        for name in ("eng-a", "eng-b"):
+            env = {**os.environ, "NARDY_TOKEN": register(arbiter, name)}
+            command = ["engine", "random", "--server", arbiter.address, "--ladder", "club"]
+            engines.append(
+                subprocess.Popen([sys.executable, "-m", "clients", *command], cwd=ROOT, env=env)
+            )
+        deadline = time.monotonic() + 120
+        while (
+            st := ladders.GetStandings(lpb.GetStandingsRequest(ladder="club"))
+        ).finished_games < 2:
+            assert time.monotonic() < deadline, st
+            assert all(e.poll() is None for e in engines)
+            time.sleep(0.2)
+        assert sorted(row.player.name for row in st.rows) == ["eng-a", "eng-b"]
+        table = nardy(arbiter, "standings", "--ladder", "club").stdout  # to a pipe: not cut
+        assert "eng-a" in table and "engine" in table and "…" not in table, table
+    finally:
+        for e in engines:
+            e.terminate()
+            e.wait(30)
+        ch.close()
+    token = register(arbiter, "eng-c")
+    gone = nardy(arbiter, "engine", "random", "--ladder", "nope", token=token)
+    assert gone.returncode == 1 and "no ladder 'nope'" in gone.stderr, gone.stderr
+    assert "Traceback" not in gone.stderr

@@ -9,7 +9,7 @@ import pytest
 
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from tests.cli.conftest import Bots, create_match, finish, spawn
+from tests.cli.conftest import Bots, create_match, finish, get_game, spawn
 from tests.relay import Proxy
 
 # White on its points 6, 5, 4 and 3 (eleven off); black has not left its head.
@@ -47,6 +47,8 @@ def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
     child.expect("Took back 6/3")
     child.sendline("6/5")
     child.expect("Moved 6/5; dice left 3")
+    child.sendline("")  # Enter on a play begun: what it still lacks
+    child.expect("Not yet: ")
     child.sendline("5/2")
     child.expect("Moved 5/2. The play is complete")
     child.sendline("done")
@@ -165,6 +167,26 @@ def test_remote_game_resumes_after_a_lost_connection(arbiter):
         bots.join()
     finally:
         proxy.close()
+
+
+def test_a_person_adds_a_seed_of_their_own_to_the_dice(arbiter):
+    """Provably fair dice for people too: `nardy play` adds a random client seed of the
+    person's to the game's dice, as the engines do (it sent none: the dice then rested on the
+    server's word alone for the person). The bot here adds none."""
+    r = create_match(arbiter.address, options=pb.GameOptions(turn_time_ms=30_000))
+    bots = Bots(arbiter.address, r, seats=("second",)).start()
+    child = spawn("play", "--server", arbiter.address, f"--token={r.first_seat_token}")
+    # (the board's title says whom and on what terms, not the address alone)
+    child.expect(f"nardy - you vs player 2 - one game - 0:30 per turn - {arbiter.address}")
+    child.expect(r"Your turn: \d-\d")
+    child.sendline("resign")
+    child.sendline("y")
+    child.expect("you resigned")
+    child.sendline("")
+    assert finish(child) == 0
+    bots.join()
+    seeds = get_game(arbiter.address, r.game_id).state.client_seeds
+    assert len(seeds[0]) == 16 and int(seeds[0], 16) >= 0 and seeds[1] == "", seeds
 
 
 def test_remote_with_a_bad_token_says_so(arbiter):

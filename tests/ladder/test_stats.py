@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from nardy.stats import (
     MAX_ELO,
+    Z95,
     SkillTable,
     SprtState,
     elo_from_score,
@@ -69,8 +70,17 @@ def test_elo_games_60_40_by_hand():
 def test_elo_games_edge_cases():
     empty = elo_games(0, 0)
     assert empty.elo == 0 and empty.los == 0.5 and empty.low == -math.inf and empty.n == 0
-    sweep = elo_games(10, 0)  # normal approximation: se = 0, interval collapses at the clamp
-    assert sweep.elo == sweep.low == sweep.high == pytest.approx(MAX_ELO)
+    # a sweep: se = 0 and the normal interval would collapse at the clamp (the standings
+    # showed +2400 [+2400, +2400]); Wilson's bounds it on the side seen: 10/10 games, at
+    # least a score of 0.722 (+166 Elo)
+    sweep = elo_games(10, 0)
+    assert sweep.elo == sweep.high == pytest.approx(MAX_ELO)
+    assert sweep.low == pytest.approx(elo_from_score(wilson(10, 10, Z95)[0]))
+    assert sweep.low == pytest.approx(166.2, abs=0.1)
+    lost = elo_pairs((4, 0, 0))  # every pair lost: at most ...
+    assert lost.elo == lost.low == pytest.approx(-MAX_ELO) and -200 < lost.high < -100
+    even = elo_pairs((0, 6, 0))  # every pair split: an open interval around 0
+    assert even.elo == 0 and even.low == pytest.approx(-even.high) and even.high > 100
     assert sweep.los == pytest.approx(0.99922, abs=1e-5)  # Phi(10 / sqrt 10) = Phi(3.162)
     with pytest.raises(ValueError):
         elo_games(-1, 3)
@@ -177,7 +187,11 @@ def test_sprt_llr_degenerate_inputs():
 def test_sprt_state_summary_and_validation():
     s = SprtState(elo0=0, elo1=5)
     assert s.decision() is None
-    assert str(s) == "LLR 0.00 (-2.94, 2.94) [0.00, 5.00]"
+    # no LLR before the tenth pair: a 0.00 that jumps to 6 read as "no evidence yet"
+    assert str(s) == "LLR - (from 10 pairs) (-2.94, 2.94) [0.00, 5.00]"
+    for _ in range(10):
+        s.record(1)
+    assert str(s) == f"LLR {s.llr:.2f} (-2.94, 2.94) [0.00, 5.00]" and s.llr != 0
     with pytest.raises(ValueError):
         SprtState(elo0=5, elo1=0)
     with pytest.raises(ValueError):

@@ -567,7 +567,8 @@ def test_notation_round_trip(pos, dice):
 
 
 def test_notation_errors():
-    for text in ("hello", "24-18", "25/20", "18/24", "24/18(9)"):
+    # (digits are ASCII: a full-width or Arabic-Indic one is not read as one)
+    for text in ("hello", "24-18", "25/20", "18/24", "24/18(9)", "\uff124/18", "24/1\u0668"):
         with pytest.raises(NotationError):
             match_play(S, (6, 5), text)
     assert issubclass(NotationError, ValueError) and issubclass(IllegalPlay, ValueError)

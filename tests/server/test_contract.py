@@ -315,10 +315,19 @@ async def test_an_unknown_token_is_refused_even_where_none_is_needed(client):
             await call
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
     r, _ = await create(client)
-    for value in (r.first_seat_token, f"Basic {r.first_seat_token}", ""):
+    bearer = f"Bearer {r.first_seat_token}"
+    for values in ([r.first_seat_token], [f"Basic {r.first_seat_token}"], [""], [bearer] * 2):
         with pytest.raises(grpc.RpcError) as info:
             await client.stub.GetGame(
-                api.GetGameRequest(game_id=r.game_id), metadata=(("authorization", value),)
+                api.GetGameRequest(game_id=r.game_id),
+                metadata=tuple(("authorization", value) for value in values),
             )
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
         assert "Bearer <token>" in info.value.details()
+    # as in HTTP, the scheme's name is read in any case, and spaces around the token are not
+    # part of it
+    for value in (f"bearer {r.first_seat_token}", f"BEARER  {r.first_seat_token} "):
+        answer = client.stub.GetGame(
+            api.GetGameRequest(game_id=r.game_id), metadata=(("authorization", value),)
+        )
+        assert answer.state.game_id == r.game_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grpc
 import pytest
 import trio
 
@@ -115,6 +116,17 @@ async def test_timeout_loses_by_mars_when_nothing_borne_off(client):
     assert res.termination == pb.TERMINATION_TIMEOUT
     assert res.kind == pb.RESULT_KIND_MARS and res.points == 2  # §5 / §6
     assert res.winner == pb.COLOR_BLACK  # white was to move and ran out of time
+    # the loser's clock reads nothing left (it read the whole turn time again), in the
+    # last event and in the game read back afterwards
+    for state in (final.state, (await client.get_game(r.game_id)).state):
+        clock = state.white_clock
+        assert (clock.remaining_ms, clock.bank_ms) == (0, 0), state
+        assert state.black_clock.remaining_ms == 300
+    # a play that comes too late is told how the game ended
+    with pytest.raises(grpc.RpcError) as late:
+        await a.submit(r.game_id, 1, notation="24/18 18/13")
+    assert late.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert late.value.details() == "the game is over: black wins mars (2) by timeout"
 
 
 async def test_timeout_is_oin_when_loser_bore_off(client):

@@ -129,6 +129,30 @@ async def test_a_replay_counts_its_messages_against_the_rate_limit(tmp_path):
             assert codes[served:] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * (8 - served), codes
 
 
+async def test_replays_asked_for_at_once_are_paid_for_one_by_one(tmp_path):
+    """A replay was charged once it had been built: a caller sending a hundred at once had
+    every one built, each within the budget it had when it arrived (8 players with 100
+    replays each held the server for 13 s). A caller's streams are now opened one at a
+    time, each refused while the caller still owes for the last: here one replay of the
+    stranger's 8 is built, where the old code built 2 (its whole budget of 2 requests)."""
+    with EmbeddedServer(db=str(tmp_path / "r.db"), rate_per_s=0.01, rate_burst=2) as srv:
+        async with Client(srv.address, srv.admin_token) as op:
+            r, seats = await create(op)
+            assert not await resigned(seats, r.game_id)
+            replay = api.SubscribeGameRequest(game_id=r.game_id, from_start=True)
+            events = list(op.stub.SubscribeGame(replay, metadata=op.metadata))
+            assert len(events) >= 3  # a replay costs the stranger's whole budget
+            calls = [op.stub.SubscribeGame(replay) for _ in range(8)]  # sent at once
+            outcomes = []
+            for call in calls:
+                try:
+                    outcomes.append(len(list(call)))
+                except grpc.RpcError as e:
+                    outcomes.append(e.code())
+            assert outcomes.count(len(events)) == 1, outcomes
+            assert outcomes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 7, outcomes
+
+
 class Peer:
     """A call's context as far as ``peer_address`` reads it."""
 

@@ -22,7 +22,7 @@ INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
 
 
 def md(token: str):
-    return (("authorization", f"Bearer {token}"),)
+    return (("authorization", f"Bearer {token}"),) if token else ()
 
 
 def new_game(srv: EmbeddedServer) -> api.CreateMatchResponse:
@@ -144,6 +144,9 @@ def test_the_first_message_must_subscribe(arbiter):
 
 def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(arbiter):
     game, other = new_game(arbiter), new_game(arbiter)
+    # no token: the stream needs a seat's, as SubmitPlay does (it once said the filter was
+    # for a seat, which the caller never set)
+    assert ended_at_once(arbiter, "", game) == grpc.StatusCode.UNAUTHENTICATED
     # a seat of another game
     assert ended_at_once(arbiter, other.first_seat_token, game) == grpc.StatusCode.PERMISSION_DENIED
     seat = Seat(arbiter, game.first_seat_token, game.game_id)

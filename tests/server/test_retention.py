@@ -416,12 +416,12 @@ async def test_nardy_admin_archive_then_export_verify_and_the_web_view(tmp_path,
             lambda: nardy("admin", "--server", address, "archive", "--before", when, env=token)
         )
         assert done.returncode == 0, done.stderr
-        assert done.stdout.startswith("archived 1 games that ended before"), done.stdout
+        assert done.stdout.startswith("archived 1 game that ended before"), done.stdout
         assert rows(db, "events", f"WHERE game_id = '{game}'") == 1
         shown = await trio.to_thread.run_sync(
             lambda: nardy("admin", "--server", address, "archive", env=token)
         )
-        assert "schedule: none" in shown.stdout and "last run: archived 1 games" in shown.stdout
+        assert "schedule: none" in shown.stdout and "last run: archived 1 game " in shown.stdout
     with EmbeddedServer(db=db, http_port=0) as server:  # (a fresh web view: nothing cached)
         address = server.address
         assert await trio.to_thread.run_sync(outputs) == before

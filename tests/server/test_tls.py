@@ -137,3 +137,4 @@ def test_command_line_clients_take_tls_ca(tls_server):
     assert out.returncode == 0 and "tls-bot" in out.stdout, out.stderr
     out = run("admin", *flags, str(token_file), "players")  # plaintext: refused
     assert out.returncode == 1 and "UNAVAILABLE" in out.stderr
+    assert "if the arbiter serves TLS: --tls" in out.stderr, out.stderr  # what to try

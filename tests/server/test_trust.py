@@ -132,7 +132,28 @@ async def test_a_challenge_seats_the_other_player_only_when_it_accepts(client, o
         first=api.SeatSpec(player_name="alice"), second=api.SeatSpec(player_name="bob")
     )
     await bob.call("DeclineChallenge", api.DeclineChallengeRequest(match_id=r2.match_id))
-    assert (await operator.get_game(r2.game_id)).state.status == pb.GAME_STATUS_ABORTED
+    state = (await operator.get_game(r2.game_id)).state
+    assert state.status == pb.GAME_STATUS_ABORTED and not state.challenge_pending
+    # an answered challenge is answered: a second answer is refused alike, declined or not
+    for match_id in (r.match_id, r2.match_id):
+        for answer in ("AcceptChallenge", "DeclineChallenge"):
+            request = getattr(api, f"{answer}Request")(match_id=match_id)
+            await refused(grpc.StatusCode.FAILED_PRECONDITION, bob.call(answer, request))
+
+
+async def test_a_name_is_whole_and_found_whatever_its_case(arbiter, client):
+    """``bob\\n`` passed the name check (a regex ``$`` matches before a final newline) and
+    printed as bob: a stranger could challenge as a registered player. A name is its
+    letters and nothing after them; and a player is seated by its name in any case, as
+    names are unique without regard to case."""
+    bob, me = await register(client, "bob"), await register(client, "me")
+    for name in ("bob\n", "bob\r\n", "\nbob", "b\u043eb", "\uff11bob"):
+        request = api.RegisterPlayerRequest(name=name, bot=True)
+        await refused(grpc.StatusCode.INVALID_ARGUMENT, client.call("RegisterPlayer", request))
+    r = await me.create_match(
+        first=api.SeatSpec(player_name="me"), second=api.SeatSpec(player_name="BOB")
+    )
+    assert r.challenge and [c.match_id for c in await bob.list_challenges()] == [r.match_id]
 
 
 # -- no rigged results --------------------------------------------------------------------

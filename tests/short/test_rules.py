@@ -325,7 +325,17 @@ def test_notation_reads_bar_hits_off_and_shorthands():
     assert parse_moves("8/5(2)") == [(8, 5, False), (8, 5, False)]
     assert parse_moves("BAR/20*(2)") == [(25, 20, True), (25, 20, True)]
     assert parse_moves("-") == []
-    for bad in ["13-7", "7/13", "bar", "0/off", "26/20", "13/7(5)", "off/3", "bar/off"]:
+    for bad in [
+        "13-7",
+        "7/13",
+        "bar",
+        "0/off",
+        "26/20",
+        "13/7(5)",
+        "off/3",
+        "bar/off",
+        "1\uff13/7",
+    ]:
         with pytest.raises(NotationError):
             parse_moves(bad)
 

@@ -126,6 +126,12 @@ def test_bodies_are_limited_and_must_be_json_of_the_request(server):
             assert (status, body["code"]) == (400, "INVALID_ARGUMENT")
             status, body = await post(s, server, "SubmitPlay", {"noSuchField": 1})
             assert status == 400
+            # the token is checked first, as over gRPC: a made-up one says so, whatever the body
+            for wrong in (b"{not json", {"noSuchField": 1}):
+                status, body = await post(s, server, "SubmitPlay", wrong, "made-up")
+                assert (status, body["code"]) == (401, "UNAUTHENTICATED")
+            status, body = await post(s, server, "CreateMatch", {}, "made-up")
+            assert (status, body["code"]) == (401, "UNAUTHENTICATED")
             deep = b"[" * 2000 + b"]" * 2000  # (within the size: nested past the parser's depth)
             status, body = await post(s, server, "SubmitPlay", deep, r.first_seat_token)
             assert (status, body["code"]) == (400, "INVALID_ARGUMENT")

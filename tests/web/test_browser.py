@@ -3,10 +3,13 @@ finished game replays with its move list, and a ladder's page shows the ladder R
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import grpc
 import pytest
@@ -175,3 +178,63 @@ def test_ladder_page_shows_the_ladder_rpcs(arbiter, browser):
     # the JSON the page is built from is the RPC's message
     browser.get(f"{arbiter.http_url}/api/ladder/web")
     assert '"finishedGames": 4' in browser.page_source
+
+
+def test_a_finished_games_first_view_leaves_its_page_whole(arbiter):
+    """Opening a finished game reads its events back: each counts against the visitor's
+    rate. With bursts of 100, a whole game's 200-400 events put the visitor in debt, and
+    the page's own stylesheet and scripts were refused (429): an unstyled page without its
+    replay keys. A page's script and style are never refused now, bursts hold a few whole
+    games, and a refusal says when to come back (Retry-After)."""
+    r = arbiter.stub.CreateMatch(
+        api.CreateMatchRequest(options=pb.GameOptions(turn_time_ms=60_000))
+    )
+    for token in (r.first_seat_token, r.second_seat_token):
+        arbiter.engine(token)
+    for ev in arbiter.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id)):
+        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+            break
+    assert ev.seq > 100  # more than the bursts of old
+
+    def get(path: str) -> tuple[int, dict[str, str]]:
+        try:
+            with urllib.request.urlopen(arbiter.http_url + path, timeout=20) as answer:
+                answer.read()
+                return answer.status, dict(answer.headers)
+        except urllib.error.HTTPError as e:
+            get.body = e.read()
+            return e.code, dict(e.headers)
+
+    # (and what the JSON API does not have is said in JSON)
+    for path in ("/api/ladder/nope", "/api/game/nope"):
+        status, headers = get(path)
+        assert status == 404 and headers["Content-Type"].startswith("application/json")
+        assert json.loads(get.body)["code"] == "NOT_FOUND"
+    assert get(f"/game/{r.game_id}")[0] == 200
+    for asset in ("/static/style.css", "/static/live.js", "/static/analysis.js"):
+        assert get(asset)[0] == 200, asset
+    while (answer := get("/no-such-page"))[0] != 429:  # until the visitor's budget is spent
+        assert answer[0] == 404
+    assert int(answer[1]["Retry-After"]) >= 1
+    assert get("/static/style.css")[0] == 200  # still
+
+
+def test_a_declined_challenges_page_names_its_players_and_offers_no_analysis(arbiter):
+    """A game that never started has no colours: its page said "white vs black", and
+    offered to analyse its no plays."""
+    alice, bob = (
+        arbiter.stub.RegisterPlayer(api.RegisterPlayerRequest(name=n, bot=True)).token
+        for n in ("alice", "bob")
+    )
+    r = arbiter.stub.CreateMatch(
+        api.CreateMatchRequest(
+            first=api.SeatSpec(player_name="alice"), second=api.SeatSpec(player_name="bob")
+        ),
+        metadata=_auth(alice),
+    )
+    arbiter.stub.DeclineChallenge(
+        api.DeclineChallengeRequest(match_id=r.match_id), metadata=_auth(bob)
+    )
+    with urllib.request.urlopen(f"{arbiter.http_url}/game/{r.game_id}", timeout=20) as page:
+        html = page.read().decode()
+    assert "alice vs bob" in html and "analyse this game" not in html

@@ -141,16 +141,22 @@ class HttpApi:
             return late
         arrival = time.perf_counter()  # a play is charged up to here: its whole request read
         kinds = UNARY.get(method) or STREAMS[method]
+        who = credentials(request, self.trusted)
+        bad = None
         try:
             message = json_format.Parse(body or b"{}", kinds[0]())
         except (json_format.ParseError, UnicodeDecodeError) as e:
-            why = f"not a {kinds[0].__name__}: {str(e)[:100]}"
-            return self._refused(Refused(grpc.StatusCode.INVALID_ARGUMENT, why))
-        if method == CHALLENGE and not a_challenge(message):
-            why = "a match made here is a challenge: name yourself and the player you challenge"
-            return self._refused(Refused(grpc.StatusCode.INVALID_ARGUMENT, why))
+            bad = f"not a {kinds[0].__name__}: {str(e)[:100]}"
+        else:
+            if method == CHALLENGE and not a_challenge(message):
+                bad = "a match made here is a challenge: name yourself and the player you challenge"
+        if bad is not None:  # the token first, as over gRPC (and the call charged, once)
+            try:
+                await self.calls.caller(who)
+            except Refused as r:
+                return self._refused(r)
+            return self._refused(Refused(grpc.StatusCode.INVALID_ARGUMENT, bad))
         data = message.SerializeToString()
-        who = credentials(request, self.trusted)
         if method in STREAMS:
             return await self._stream(request, method, who, data)
         request_kind, response_kind, held = UNARY[method]

@@ -14,8 +14,11 @@ together cannot take the descriptors the gRPC port, the link to the core and a n
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from collections.abc import Callable
+
+from aiohttp.http_exceptions import HttpProcessingError
 
 from server.edge.callers import Networks, address_of, within
 
@@ -89,3 +92,25 @@ class _Counted(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.inner.resume_writing()
+
+
+def protocol_log() -> logging.Logger:
+    """The logger of the web view's HTTP protocol (aiohttp's ``logger``). A request that is
+    not HTTP (a line too long, a header malformed) is a client's fault, and anyone may send
+    one as fast as they can connect: it is logged in one line at debug level, not as an
+    error with its traceback (megabytes a second). Everything else is logged as it comes."""
+    logger = logging.getLogger("nardy.web.http")
+    if not logger.filters:
+        logger.addFilter(_not_http)
+    return logger
+
+
+def _not_http(record: logging.LogRecord) -> bool:
+    exc = record.exc_info[1] if record.exc_info else None
+    if not isinstance(exc, HttpProcessingError):
+        return True
+    record.msg = "not an HTTP request from a client: %s (%s)"
+    record.args = (type(exc).__name__, " ".join(str(exc.message).split())[:200])
+    record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+    record.exc_info = record.exc_text = None
+    return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)

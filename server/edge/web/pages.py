@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from server.edge.peers import Peers
 from server.edge.web.analysis import COST, Analyses, Busy, Failed, panel, record_text
 from server.edge.web.analysis import SCRIPT as ANALYSIS_SCRIPT
 from server.edge.web.api import MAX_BODY, PREFIX, HttpApi, client_address
-from server.edge.web.connections import REQUEST_WITHIN, Connections
+from server.edge.web.connections import REQUEST_WITHIN, Connections, protocol_log
 from server.edge.web.play import PlayPages
 from server.errors import ArbiterError, Code
 from server.link import link_pb
@@ -52,6 +53,7 @@ LADDER = "/nardy.v1.LadderService/"
 
 log = logging.getLogger("nardy.web")
 
+STATIC = "/static/"
 LIVE_GAMES = 24  # boards on the front page
 FINISHED_GAMES = 30
 REPLAY_CACHE = 64  # finished games' events kept for replays
@@ -152,7 +154,9 @@ class WebView:
     ):
         self.queries = Queries(core)
         self.metrics = metrics
-        self.limiter = RateLimiter(rate_per_s, 2 * rate_per_s)
+        # bursts of a few finished games' events (each is charged: see _game; a long nardy
+        # game has 100-300): opening one does not hold up the next pages
+        self.limiter = RateLimiter(rate_per_s, 8 * rate_per_s)
         self.trusted = trusted  # reverse proxies whose X-Real-IP names the client
         self.api = (
             None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS, trusted, peers)
@@ -195,6 +199,7 @@ class WebView:
             access_log=None,
             handler_cancellation=True,
             keepalive_timeout=REQUEST_WITHIN,
+            logger=protocol_log(),
         )
         await self.runner.setup()
         connections = Connections(max(16, descriptors() // 8), trusted=self.trusted)
@@ -215,17 +220,23 @@ class WebView:
     async def _guard(self, request: web.Request, handler):
         if request.path.startswith(PREFIX):  # (limited on the caller's identity there)
             return await handler(request)
-        if not self.limiter.allow(self._who(request)):
-            return web.Response(status=429, text="too many requests; slow down\n")
+        # A page's own script and style are constant bytes: never refused, not even while
+        # its visitor pays for the finished game it just opened (charged in _game).
+        who = self._who(request)
+        if not request.path.startswith(STATIC) and not self.limiter.allow(who):
+            retry = max(1, math.ceil(self.limiter.wait(who)))
+            text, headers = "too many requests; slow down\n", {"Retry-After": f"{retry}"}
+            return web.Response(status=429, text=text, headers=headers)
         try:
             response = await handler(request)
         except ArbiterError as e:
             status = 404 if e.code is Code.NOT_FOUND else 503
-            response = web.Response(
-                status=status,
-                text=_page("nardy", f"<p>{escape(str(e))}</p>"),
-                content_type="text/html",
-            )
+            if request.path.startswith("/api/"):  # (JSON asked, JSON answered)
+                body = {"code": e.code.name, "message": e.message}
+                response = web.json_response(body, status=status)
+            else:
+                text = _page("nardy", f"<p>{escape(str(e))}</p>")
+                response = web.Response(status=status, text=text, content_type="text/html")
         response.headers.update(SECURITY_HEADERS)
         return response
 
@@ -317,7 +328,10 @@ class WebView:
         replay = _replay(state, events)
         plays = replay.plays
         ended = state.status in ENDED
-        title = f"{state.white.name or 'white'} vs {state.black.name or 'black'}"
+        players = state.white.name, state.black.name
+        if not any(players):  # colours not yet known (a game not started): the seats'
+            players = state.first_player.name, state.second_player.name
+        title = f"{players[0] or 'white'} vs {players[1] or 'black'}"
         out = [f"<h2>{escape(title)} · game {state.game_number}{_score(state)}</h2>"]
         if ended:
             shown = len(plays) if ply is None else max(0, min(ply, len(plays)))
@@ -330,7 +344,8 @@ class WebView:
             out.append(_nav(game_id, shown, len(plays)))
             out.append(board)
             out.append(_move_list(game_id, plays, shown))
-            out.append(panel(game_id, self.analyses.kept_for(game_id) is not None))
+            if plays:  # (a game that never started has nothing to analyse)
+                out.append(panel(game_id, self.analyses.kept_for(game_id) is not None))
         else:
             last = plays[-1].play if plays else None
             out.append(f'<p class="status">{_status(state)} · {_clocks(state)}</p>')
@@ -492,7 +507,8 @@ def _page(title: str, body: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<title>{escape(title)}</title><link rel="stylesheet" href="/static/style.css">'
         '<script src="/static/live.js" defer></script></head><body>'
-        '<header><a href="/">nardy arbiter</a> <span>read-only view</span></header>'
+        '<header><a href="/">nardy arbiter</a> <span>read-only view</span>'
+        ' <a href="/play">play</a></header>'
         f"<main>{body}</main></body></html>"
     )
 
