@@ -103,9 +103,7 @@ class EloEstimate:
         )
 
 
-def _estimate(
-    score: float, se: float, los: float, n: int, wins: int, games: int
-) -> EloEstimate:
+def _estimate(score: float, se: float, los: float, n: int, wins: int, games: int) -> EloEstimate:
     """The normal interval; when it collapses (se 0: a clean sweep, every pair split),
     Wilson's on the ``wins`` of ``games``, which stays open on the side not yet seen: a
     sweep of 4 pairs is "at least +128", not "exactly +2400"."""
