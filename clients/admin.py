@@ -28,7 +28,9 @@ from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 TIMEOUT = 10.0
 
 
-def _register(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
+def register_player(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
+    """Register ``args.name`` (``nardy register``, or the operator's ``nardy admin
+    register``) and print its token, shown only this once."""
     r = api_grpc.ArbiterServiceStub(ch).RegisterPlayer(
         api.RegisterPlayerRequest(name=args.name, bot=not args.human, owner=args.owner),
         metadata=auth,
@@ -41,7 +43,7 @@ def _register(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
         if args.human
         else ("e.g. as NARDY_TOKEN for its engine")
     )
-    print(f"(shown only once: give it to the player, {use})")
+    print(f"(shown only once: keep it, {use})")
 
 
 def _create_match(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
@@ -179,7 +181,7 @@ def _run_line(run: admin_pb.ArchiveRun) -> str:
 
 
 ACTIONS = {
-    "register": _register,
+    "register": register_player,
     "create-match": _create_match,
     "create-ladder": _create_ladder,
     "void": _void,

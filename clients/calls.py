@@ -17,15 +17,15 @@ def run_with_token(
     program: str,
     server: str,
     token: str | None,
-    missing: str,
+    missing: str | None,
     action: Callable[[grpc.Channel, Metadata], None],
 ) -> int:
     """Call ``action(channel, auth)``; exit status 2 without a token (``missing`` says how
-    to give one), 1 when the server refuses a call, else 0."""
-    if not token:
+    to give one; None: the call needs none), 1 when the server refuses a call, else 0."""
+    if not token and missing is not None:
         print(f"{program}: give {missing}", file=sys.stderr)
         return 2
-    auth = (("authorization", f"Bearer {token}"),)
+    auth = (("authorization", f"Bearer {token}"),) if token else ()
     try:
         with channel(server) as ch:
             action(ch, auth)

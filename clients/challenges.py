@@ -1,4 +1,5 @@
-"""``nardy challenge NAME``, ``nardy challenges``, ``nardy accept MATCH``, ``nardy decline MATCH``.
+"""``nardy register NAME``, ``nardy challenge NAME``, ``nardy challenges``, ``nardy accept
+MATCH``, ``nardy decline MATCH``.
 
 Consent without writing Python: a registered player challenges another by name (with its
 own token), and the other lists the challenges made to it and accepts or declines one.
@@ -11,6 +12,7 @@ import argparse
 import os
 import sys
 
+from clients.admin import register_player
 from clients.calls import run_with_token
 from nardy.match import DEFAULT_VARIANT
 from nardy.v1 import arbiter_pb2 as api
@@ -78,6 +80,14 @@ ACTIONS = {
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.command == "register":  # (needs no token)
+        return run_with_token(
+            "nardy register",
+            args.server,
+            None,
+            None,
+            lambda ch, auth: register_player(ch, auth, args),
+        )
     return run_with_token(
         f"nardy {args.command}",
         args.server,

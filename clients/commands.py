@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the client subcommands to the ``nardy`` parser."""
     p = sub.add_parser(
         "play",
-        help="play long nardy in the terminal (against an engine, or on an arbiter)",
+        help="play long or short nardy in the terminal (against an engine, or on an arbiter)",
         description="Play long nardy in the terminal. With no --server, start an arbiter "
         "and an engine here and play at once; with --server and --token, join your game on "
         "a remote arbiter. Moves: '24/18 18/13' or '24/13' (a whole play, sent at once), "

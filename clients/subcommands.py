@@ -338,6 +338,12 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_register_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the player's name (1-40 ASCII letters, digits, . _ -)")
+    p.add_argument("--owner", default="", help="who runs it (shown beside its name)")
+    p.add_argument("--human", action="store_true", help="a person, not a bot")
+
+
 def variant_arg(p: argparse.ArgumentParser) -> None:
     from nardy.variant import available
 
@@ -373,9 +379,7 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         dest="action", required=True, metavar="ACTION", help="the operator action"
     )
     q = cmds.add_parser("register", help="register a player; prints its token (shown once)")
-    q.add_argument("name", help="the player's name (1-40 letters, digits, . _ -)")
-    q.add_argument("--owner", default="", help="who runs it (shown beside its name)")
-    q.add_argument("--human", action="store_true", help="a person, not a bot")
+    add_register_args(q)
     q = cmds.add_parser(
         "create-match",
         help="seat two players (registered names, or open seats); prints the game id and "
@@ -425,7 +429,17 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
 
 
 def register_challenges(sub: argparse._SubParsersAction) -> None:
-    """``nardy challenge``, ``challenges``, ``accept`` and ``decline`` (a player token)."""
+    """``nardy register`` (no token), ``challenge``, ``challenges``, ``accept`` and
+    ``decline`` (a player token)."""
+    p = sub.add_parser(
+        "register",
+        help="register yourself (or your bot) as a player on an arbiter; prints its token",
+        description="Register NAME on an arbiter whose registration is open (else ask its "
+        "operator: nardy admin register). Prints the player's token, once: keep it.",
+    )
+    add_server_args(p)
+    add_register_args(p)
+    p.set_defaults(func=runs("clients.challenges"), command="register")
 
     def player(name: str, help: str, description: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=description)

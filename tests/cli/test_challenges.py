@@ -192,3 +192,15 @@ def test_bundled_engines_join_a_servers_ladder_from_the_command_line(arbiter):
     gone = nardy(arbiter, "engine", "random", "--ladder", "nope", token=token)
     assert gone.returncode == 1 and "no ladder 'nope'" in gone.stderr, gone.stderr
     assert "Traceback" not in gone.stderr
+
+
+def test_a_player_registers_itself_from_the_command_line(arbiter):
+    """`nardy register NAME`: no operator needed where registration is open (the docs had
+    only the operator's `nardy admin register`). The token works at once."""
+    made = nardy(arbiter, "register", "cli-self", "--human", "--owner", "me")
+    assert made.returncode == 0, made.stderr
+    token = field(made.stdout, "token")
+    listed = nardy(arbiter, "challenges", token=token)
+    assert listed.returncode == 0 and "0 challenges waiting for you" in listed.stderr
+    again = nardy(arbiter, "register", "CLI-self")
+    assert again.returncode == 1 and "ALREADY_EXISTS" in again.stderr, again.stderr
