@@ -391,24 +391,15 @@ def pair_counts(cross: lpb.GetCrosstableResponse, a: str, b: str) -> tuple[int, 
 
 
 def standings_table(st: lpb.GetStandingsResponse, engines: list[Entrant] | None = None) -> Table:
+    """The standings; with ``engines`` (a local ladder's processes), how often each crashed."""
     crashes = {e.name: e.crashes for e in engines or []}
     t = Table(
         title=f"standings: {st.finished_games} games"
         + (f", {st.voided_games} voided" if st.voided_games else "")
     )
-    for col in (
-        "#",
-        "engine",
-        "Elo vs opponents",
-        "skill μ-3σ",
-        "games",
-        "W-L",
-        "points",
-        "mars W/L",
-        "timeouts",
-        "crashes",
-        "ms/move",
-    ):
+    columns = ["#", "engine", "Elo vs opponents", "skill μ-3σ", "games", "W-L", "points"]
+    columns += ["mars W/L", "timeouts", "illegal", *(["crashes"] if engines else []), "ms/move"]
+    for col in columns:
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in st.rows:
         elo_text = _elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
@@ -422,7 +413,8 @@ def standings_table(st: lpb.GetStandingsResponse, engines: list[Entrant] | None 
             f"{r.points_for}-{r.points_against}",
             f"{r.mars_wins}/{r.mars_losses}",
             str(r.timeouts + r.disconnects),
-            str(crashes.get(r.player.name, 0)),
+            str(r.illegal_play_losses),  # games lost by too many refused plays
+            *([str(crashes.get(r.player.name, 0))] if engines else []),
             f"{r.avg_move_ms:.1f}",
         )
     return t

@@ -23,9 +23,9 @@ from rich.text import Text
 
 from clients.board import play_marks, render, rules_of, side_name, state_for
 from clients.follow import dice_text, finished_text, names_of
-from clients.term import Screen, run_trio
+from clients.term import Screen
 from nardy import Color, wire
-from nardy.client import Client, over
+from nardy.client import Client, over, run
 from nardy.v1 import game_pb2 as pb
 
 
@@ -238,6 +238,6 @@ async def _main(args: argparse.Namespace) -> int:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        return run_trio(_main, args)
+        return run(_main, args)
     except KeyboardInterrupt:
         return 130

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import grpc
 from rich.table import Table
 
-from clients.term import report_console, run_trio
-from nardy.client import Client
+from clients.term import report_console
+from nardy.client import Client, run
 from nardy.client import channel as sdk_channel
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
@@ -119,7 +119,7 @@ def ladder_standings(args: argparse.Namespace) -> int:
             return 1
     console = report_console(highlight=False)
     if not st.rows:
-        console.print(f"Ladder {args.ladder}: no bot has played a game in it yet.")
+        console.print(f"Ladder {args.ladder}: no bot has joined it yet.")
         return 0
     console.print(standings_table(st))
     console.print(crosstable(cross, [row.player.name for row in st.rows]))
@@ -130,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "ladder", None):
         return ladder_standings(args)
     try:
-        return run_trio(_main, args)
+        return run(_main, args)
     except KeyboardInterrupt:
         return 130
 

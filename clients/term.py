@@ -56,17 +56,6 @@ def report_console(**options) -> Console:
     return console if console.is_terminal else Console(width=150, **options)
 
 
-def run_trio(fn, *args):
-    """``trio.run`` where Ctrl-C comes out as a plain KeyboardInterrupt, even from inside a
-    nursery (which wraps it in an exception group)."""
-    try:
-        return trio.run(fn, *args)
-    except BaseExceptionGroup as group:
-        if group.subgroup(KeyboardInterrupt) is not None:
-            raise KeyboardInterrupt from None
-        raise
-
-
 def decide_live(out=None, inp=None) -> bool:
     out = out or sys.stdout
     inp = inp or sys.stdin

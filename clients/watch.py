@@ -18,9 +18,9 @@ from rich.text import Text
 
 from clients.board import fmt_clock, live_clocks, play_marks, render, rules_of
 from clients.follow import GameGone, describe, follow, score_text
-from clients.term import Screen, run_trio
+from clients.term import Screen
 from nardy import Color, wire
-from nardy.client import Client
+from nardy.client import Client, run
 from nardy.v1 import game_pb2 as pb
 
 SHOWN = (
@@ -183,6 +183,6 @@ async def _main(args: argparse.Namespace, screen: Screen) -> int:
 def main(args: argparse.Namespace) -> int:
     screen = Screen(live=False if args.plain else None)
     try:
-        return run_trio(_main, args, screen)
+        return run(_main, args, screen)
     except KeyboardInterrupt:
         return 130

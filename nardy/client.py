@@ -31,16 +31,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import math
 import os
 import queue
 import secrets
+import signal
 import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import grpc
 import trio
@@ -928,12 +931,50 @@ async def _over_unary(client: Client, seat: _Seat) -> pb.GameState:
             return seat.state
 
 
+#: what the engine's log says when the SDK played for a failing engine (nardy check-engine
+#: looks for it)
+INSTEAD = "playing the first legal play instead"
+
+
 async def _think(engine: Engine, state: pb.GameState) -> pb.LegalPlay | str:
+    """The engine's choice, checked against the turn's legal plays before it is sent: an
+    engine that fails, or answers what is no legal play, loses the quality of a move (the
+    first legal play is made, and logged), never a refusal the game counts."""
+    turn = TurnInfo(state)
     try:
-        return await trio.to_thread.run_sync(engine, TurnInfo(state))
+        choice = await trio.to_thread.run_sync(engine, turn)
     except Exception:
-        log.exception("engine failed on turn %d; playing the first legal play", state.turn_id)
+        log.exception("engine failed on turn %d; %s", state.turn_id, INSTEAD)
         return state.legal_plays[0]
+    try:
+        return legal_choice(turn, choice)
+    except ValueError as e:
+        log.error("engine answered turn %d with %s; %s", state.turn_id, e, INSTEAD)
+        return state.legal_plays[0]
+
+
+def legal_choice(turn: TurnInfo, choice: object) -> pb.LegalPlay | str:
+    """An engine's answer as one of the turn's legal plays: a ``LegalPlay`` of the turn, a
+    play in notation, or a play of the rules library (``turn.variant.legal_plays``);
+    ValueError saying what it is instead."""
+    ends = {p.end_position: p for p in turn.state.legal_plays}
+    if isinstance(choice, pb.LegalPlay):
+        if choice.end_position in ends:
+            return choice
+        raise ValueError(f"a LegalPlay of another turn ({choice.notation or '?'})")
+    if isinstance(choice, str):
+        if choice in ends:  # (an end position written where notation is asked for)
+            return ends[choice]
+        try:
+            turn.variant.match_play(turn.position, turn.dice, choice)
+        except ValueError as e:
+            raise ValueError(f"{choice!r}, not a legal play ({e})") from None
+        return choice
+    end = getattr(choice, "end", None)  # a play of the rules library
+    text = end.text() if end is not None and hasattr(end, "text") else None
+    if text in ends:
+        return ends[text]
+    raise ValueError(f"{type(choice).__name__} {choice!r:.80}, not a legal play")
 
 
 async def submit_play(
@@ -1177,15 +1218,44 @@ async def play_forever(
         for ladder in ladders:
             await client.join_ladder(ladder)
         try:
-            await serve_games(
-                client, engine, max_games=max_games, accept_challenges=accept_challenges
-            )
+            async with trio.open_nursery() as nursery:
+                if threading.current_thread() is threading.main_thread():
+                    nursery.start_soon(_stopped_by_sigterm, nursery.cancel_scope)
+                await serve_games(
+                    client, engine, max_games=max_games, accept_challenges=accept_challenges
+                )
+                nursery.cancel_scope.cancel()
         finally:
             with trio.move_on_after(5) as leaving:
                 leaving.shield = True
                 for ladder in ladders:
                     with contextlib.suppress(grpc.RpcError, Unreachable):
                         await client.join_ladder(ladder, ready=False)
+
+
+async def _stopped_by_sigterm(scope: trio.CancelScope) -> None:
+    """SIGTERM (systemctl stop, docker stop, a supervisor) stops the engine as Ctrl-C
+    does, with its ladders left on the way out."""
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            log.info("SIGTERM: stopping")
+            scope.cancel()
+            return
+
+
+def run(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """``trio.run``, with what stopped it raised as itself rather than inside trio's
+    exception groups: Ctrl-C as KeyboardInterrupt, a lone error as that error
+    (``grpc.RpcError``, :class:`Unreachable`, ...), so that callers catch them plainly."""
+    try:
+        return trio.run(fn, *args)
+    except BaseExceptionGroup as group:
+        if group.subgroup(KeyboardInterrupt) is not None:
+            raise KeyboardInterrupt from None
+        error: BaseException = group
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        raise error from None
 
 
 def run_engine(
@@ -1202,8 +1272,15 @@ def run_engine(
     """The synchronous entry point: play games with ``engine`` until interrupted (over the
     ``Play`` stream by default; ``transport="unary"``: SubscribeGame and SubmitPlay), with
     ``accept_challenges`` the challenges its :class:`Consent` accepts, and the games its
-    ``ladders`` pair it in."""
-    trio.run(
+    ``ladders`` pair it in. An engine that is a coroutine function, or a consent the
+    engine cannot state (:meth:`Consent.stated`), is refused at once (TypeError,
+    ValueError), before connecting."""
+    if inspect.iscoroutinefunction(engine):
+        raise TypeError("an engine is a plain function (it is called in a worker thread)")
+    if accept_challenges:
+        consent = accept_challenges if isinstance(accept_challenges, Consent) else Consent()
+        consent.stated(engine)
+    run(
         lambda: play_forever(
             engine,
             address=address,

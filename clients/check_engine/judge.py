@@ -124,6 +124,16 @@ def common(run: Run) -> list[EngineTurn]:
         if res.termination == pb.TERMINATION_RESIGNATION:
             raise Fail("the engine resigned")
         raise Fail(f"the engine lost the game ({wire.termination_name(res.termination)})")
+    # A play the arbiter refused counts against the engine (a ladder's third loses the
+    # game), even when a legal one followed: none may be refused but the scenario's own.
+    st = last.state
+    refused = st.white_refused if color == pb.COLOR_WHITE else st.black_refused
+    own = 1 if run.notes.get("refusal") else 0  # (the illegal play the scenario sent)
+    if refused > own:
+        raise Fail(
+            f"the arbiter refused {refused - own} of the engine's plays (illegal or unreadable:"
+            " the engine log says which); a ladder game is lost at the third"
+        )
     return turns
 
 

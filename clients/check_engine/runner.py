@@ -15,7 +15,7 @@ from clients.check_engine.judge import TYPE_NAMES, common
 from clients.check_engine.model import JOIN_MS, Fail, Run, Scenario
 from clients.check_engine.output import Output
 from clients.check_engine.scenarios import scenarios
-from nardy.client import Client, my_turn
+from nardy.client import INSTEAD, Client, my_turn
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 
@@ -151,12 +151,18 @@ async def run_scenario(
             )
             raise Fail(f"scenario time limit of {limit:.0f} s reached ({where})")
         turns = common(run)
-        return True, sc.judge(run, turns)
+        verdict = sc.judge(run, turns)
+        if run.engine is not None:
+            failed = next((ln for ln in run.engine.tail(400) if INSTEAD in ln), None)
+            if failed is not None:  # the SDK covered for it: the engine's own choice failed
+                raise Fail(f"the engine failed on a turn: {failed.strip()[:200]}")
+        return True, verdict
     except Fail as e:
         reason = str(e)
-        tail = run.engine.tail(1) if run.engine else []
-        if tail:
-            reason += f"  [engine log: {tail[0][:160]}]"
+        tail = run.engine.tail(12) if run.engine else []
+        if tail:  # (a Python traceback's last line is often only a frame of its group)
+            shown = " | ".join(line.strip()[:160] for line in tail if line.strip(" +-|\n"))
+            reason += f"  [engine log: ...{shown[-600:]}]"
         return False, reason
 
 

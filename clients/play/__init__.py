@@ -44,8 +44,8 @@ import grpc
 from clients.board import fmt_clock
 from clients.play.ui import PlayUI
 from clients.supervisor import EngineProcess
-from clients.term import Screen, run_trio
-from nardy.client import RETRYABLE, Client, Reconnect, Unreachable
+from clients.term import Screen
+from nardy.client import RETRYABLE, Client, Reconnect, Unreachable, run
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import variant
@@ -299,7 +299,7 @@ def main(args: argparse.Namespace) -> int:
             if args.server:
                 args.token = args.token or os.environ.get("NARDY_TOKEN")
                 try:
-                    code = run_trio(_remote, args, screen, ui_out)
+                    code = run(_remote, args, screen, ui_out)
                 except KeyboardInterrupt:
                     code = 130
                 except grpc.RpcError as e:
@@ -316,7 +316,7 @@ def main(args: argparse.Namespace) -> int:
 
                 server = EmbeddedServer(db=os.path.join(logdir, "arbiter.db")).start()
                 try:
-                    code = run_trio(_embedded, args, server.address, logdir, screen, ui_out)
+                    code = run(_embedded, args, server.address, logdir, screen, ui_out)
                 except KeyboardInterrupt:
                     code = 130
                 finally:

@@ -164,7 +164,7 @@ def test_bundled_engines_join_a_servers_ladder_from_the_command_line(arbiter):
     options = lpb.LadderOptions(turn_time_ms=3000, max_games=2)
     ladders.CreateLadder(lpb.CreateLadderRequest(name="club", options=options), metadata=admin)
     empty = nardy(arbiter, "standings", "--ladder", "club")  # (it drew empty boxes)
-    assert empty.returncode == 0 and "no bot has played a game in it yet" in empty.stdout
+    assert empty.returncode == 0 and "no bot has joined it yet" in empty.stdout
     engines = []
     try:
         for name in ("eng-a", "eng-b"):
@@ -204,3 +204,39 @@ def test_a_player_registers_itself_from_the_command_line(arbiter):
     assert listed.returncode == 0 and "0 challenges waiting for you" in listed.stderr
     again = nardy(arbiter, "register", "CLI-self")
     assert again.returncode == 1 and "ALREADY_EXISTS" in again.stderr, again.stderr
+
+
+def test_an_engine_stopped_by_sigterm_leaves_its_ladder(arbiter):
+    """`systemctl stop`, `docker stop` and supervisors send SIGTERM: the engine stopped
+    without leaving its ladders, which went on pairing it, and it lost every game by
+    abandonment. It leaves them now, as on Ctrl-C, and exits 0."""
+    from nardy.v1 import ladder_pb2 as lpb
+    from nardy.v1 import ladder_pb2_grpc
+
+    ch = grpc.insecure_channel(arbiter.address)
+    ladders = ladder_pb2_grpc.LadderServiceStub(ch)
+    admin = (("authorization", f"Bearer {arbiter.admin_token}"),)
+    options = lpb.LadderOptions(turn_time_ms=3000)
+    ladders.CreateLadder(lpb.CreateLadderRequest(name="term", options=options), metadata=admin)
+
+    def ready() -> bool | None:
+        rows = ladders.GetStandings(lpb.GetStandingsRequest(ladder="term")).rows
+        return next((row.ready for row in rows if row.player.name == "eng-term"), None)
+
+    env = {**os.environ, "NARDY_TOKEN": register(arbiter, "eng-term")}
+    command = ["engine", "random", "--server", arbiter.address, "--ladder", "term"]
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "clients", *command], cwd=ROOT, env=env, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert time.monotonic() < deadline and engine.poll() is None
+            time.sleep(0.1)
+        engine.terminate()
+        assert engine.wait(30) == 0, engine.stderr.read()
+        assert ready() is False
+    finally:
+        engine.kill()
+        engine.wait()
+        ch.close()

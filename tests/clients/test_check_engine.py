@@ -52,6 +52,7 @@ def runs():
         "play-only": (fixture("play_only_engine.py"), 3000),
         "broken": (fixture("broken_engine.py"), 1000),
         "stall": (fixture("stall_engine.py"), 1000),
+        "failing": (fixture("failing_engine.py"), 3000),
     }
     procs = {
         name: subprocess.Popen(
@@ -118,7 +119,7 @@ def test_an_engine_that_knows_only_play_fails_where_play_is_not_offered(runs):
     reason = lines(out, "FAIL")["no-play-stream"]
     assert reason.startswith("the engine never joined the game"), reason
     assert "answers Play with UNIMPLEMENTED" in reason
-    assert "[engine log: game " in reason and "UNIMPLEMENTED" in reason.split("[engine log")[1]
+    assert "[engine log: ...game " in reason and "UNIMPLEMENTED" in reason.split("[engine log")[1]
 
 
 def test_broken_engine_fails_with_the_refusals_in_the_reason(runs):
@@ -134,6 +135,18 @@ def test_broken_engine_fails_with_the_refusals_in_the_reason(runs):
     assert m, out
     log = Path(m.group(1)) / "01-first-turn-6-6.log"
     assert "refused" in log.read_text()
+
+
+def test_an_engine_the_sdk_covers_for_fails_all_the_same(runs):
+    """An SDK engine whose own choice fails every turn: the SDK plays the first legal play
+    for it, so its games are never lost on it (and it passed every scenario). Each
+    scenario where it played fails, quoting its log."""
+    code, out, err = runs["failing"]
+    assert code == 1, out + err
+    failed = lines(out, "FAIL")
+    assert failed, out
+    for reason in failed.values():
+        assert "the engine failed on a turn" in reason and "instead" in reason, reason
 
 
 def test_stalling_engine_fails_on_the_clock(runs):

@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from nardy.client import Client, channel, play_game
+from nardy.variant import variant
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
@@ -246,7 +247,8 @@ async def test_refused_plays_on_the_stream_and_an_engine_whose_play_is_illegal(a
     """An illegal play is refused on the stream (INVALID_ARGUMENT, the rule in words) and
     counted; a play for a turn that is not waiting is refused (FAILED_PRECONDITION) and not
     counted; the stream goes on and takes the legal play. Through play_game an engine's
-    illegal answer is replaced by the turn's first legal play, without asking it again."""
+    illegal answer is replaced by the turn's first legal play before it is sent (it was sent,
+    refused and counted: three such lose a ladder game), without asking it again."""
     async with Client(arbiter.address) as c:
         r = await c.create_match(dice=WHITE_3_1)
         stream = c.with_token(r.first_seat_token).play_stream(r.game_id)
@@ -289,7 +291,53 @@ async def test_refused_plays_on_the_stream_and_an_engine_whose_play_is_illegal(a
         finals = await play_both(seats, r.game_id, engines)
         assert finals[0].your_color == pb.COLOR_WHITE
         assert finals[0].status == pb.GAME_STATUS_FINISHED
-        assert finals[0].white_refused == 1 and finals[0].black_refused == 0
+        assert finals[0].white_refused == 0 and finals[0].black_refused == 0
         white = plays_by(await history(c, r.game_id), pb.COLOR_WHITE)
         assert white[0].turn_id == 1 and white[0].notation == engines[0].first_legal
         assert [p.turn_id for p in white] == engines[0].asked  # turn 1 asked once
+
+
+class Answers:
+    """An engine whose first answer is ``first(turn)``, then the first legal play."""
+
+    def __init__(self, first) -> None:
+        self.first = first
+        self.asked = 0
+
+    def __call__(self, turn):
+        self.asked += 1
+        return self.first(turn) if self.asked == 1 else turn.legal[0]
+
+
+def library_play(turn):
+    return turn.variant.legal_plays(turn.position, turn.dice)[-1]
+
+
+@pytest.mark.parametrize(
+    "first, made",
+    [
+        (lambda turn: None, "first"),  # (it once ended the bot: AttributeError)
+        (lambda turn: 42, "first"),
+        (lambda turn: turn.legal[-1].end_position, "last"),  # an end position as notation
+        (library_play, "last"),  # a play of the rules library (it once ended the bot)
+        (lambda turn: api.SubmitPlayRequest(), "first"),
+    ],
+)
+async def test_whatever_an_engine_answers_the_bot_plays_on_and_nothing_is_refused(
+    arbiter, first, made
+):
+    """A bot that answers what is no legal play loses the quality of a move, never the
+    game: the SDK checks the answer against the turn's plays before sending it, plays the
+    first legal one instead (and logs it), and the arbiter refuses nothing."""
+    async with Client(arbiter.address) as c:
+        r = await c.create_match(dice=WHITE_3_1)
+        seats = [c.with_token(r.first_seat_token), c.with_token(r.second_seat_token)]
+        finals = await play_both(seats, r.game_id, [Answers(first), Counted(8)])
+        assert finals[0].status == pb.GAME_STATUS_FINISHED
+        assert finals[0].white_refused == 0
+        events = await history(c, r.game_id)
+        turn = next(ev.state for ev in events if ev.type == pb.EVENT_TYPE_TURN_STARTED)
+        rules = variant(turn.options.variant)  # (the turn's plays, in the arbiter's order)
+        plays = rules.legal_plays(rules.parse(turn.position), tuple(turn.dice))
+        expected = plays[0 if made == "first" else -1].notation()
+        assert plays_by(events, pb.COLOR_WHITE)[0].notation == expected

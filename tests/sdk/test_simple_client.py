@@ -5,7 +5,10 @@ from __future__ import annotations
 import random
 import threading
 
-from nardy.client import SimpleClient
+import grpc
+import pytest
+
+from nardy.client import Consent, SimpleClient, run_engine
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 
@@ -31,3 +34,22 @@ def test_simple_clients_play_a_game(tmp_path):
             t.join(60)
         assert finals["a"].status == pb.GAME_STATUS_FINISHED
         assert finals["a"].result == finals["b"].result
+
+
+def test_run_engine_refuses_what_cannot_work_and_raises_plainly(tmp_path):
+    """`run_engine` refuses at once an engine it could never call (a coroutine function:
+    every turn failed, silently played for) and a consent without variants (refused only
+    once connected); what stops it comes out as itself, not inside trio's exception groups,
+    so that `except grpc.RpcError` (or KeyboardInterrupt, Unreachable) catches it."""
+
+    async def coroutine_engine(turn):
+        return turn.legal[0]
+
+    with pytest.raises(TypeError, match="plain function"):
+        run_engine(coroutine_engine, address="127.0.0.1:1", token="t")
+    with pytest.raises(ValueError, match="variants"):
+        run_engine(lambda turn: turn.legal[0], address="127.0.0.1:1", accept_challenges=Consent())
+    with EmbeddedServer(db=str(tmp_path / "e.db")) as srv:
+        with pytest.raises(grpc.RpcError) as refused:
+            run_engine(lambda turn: turn.legal[0], address=srv.address, token="made-up")
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
