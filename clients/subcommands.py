@@ -477,7 +477,8 @@ def register_challenges(sub: argparse._SubParsersAction) -> None:
     p.add_argument("match", help="the match id of the challenge")
     p = player(
         "decline",
-        "decline a challenge: the match is called off",
-        "Decline the challenge MATCH (from nardy challenges): the match is aborted.",
+        "decline a challenge (or withdraw one you made): the match is called off",
+        "Decline the challenge MATCH (from nardy challenges), or withdraw a challenge you "
+        "made while it waits: the match is aborted.",
     )
     p.add_argument("match", help="the match id of the challenge")

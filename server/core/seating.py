@@ -274,7 +274,11 @@ class Seating:
             )
 
     # -- challenges ---------------------------------------------------------------------
-    async def _challenge(self, digest: str | None, match_id: str) -> MatchSession:
+    async def _challenge(
+        self, digest: str | None, match_id: str, *, withdraw: bool = False
+    ) -> MatchSession:
+        """The match of a challenge pending to the caller (``withdraw``: or by the caller,
+        its challenger)."""
         principal = self.roster.authenticate(digest)
         match = self.tables.matches.get(match_id)
         if match is None:
@@ -286,6 +290,9 @@ class Seating:
             )
         if principal is None or principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "answering a challenge needs a player token")
+        seated = principal.player_id in {s.player_id for s in match.seats}
+        if withdraw and match.challenged is not None and seated:
+            return match  # the challenged player declines, or the challenger withdraws
         if match.challenged != principal.player_id:
             raise ArbiterError(Code.FAILED_PRECONDITION, "no challenge to you is pending there")
         return match
@@ -307,9 +314,10 @@ class Seating:
         return match
 
     async def decline_challenge(self, digest: str | None, match_id: str) -> None:
-        match = await self._challenge(digest, match_id)
-        await match.call_off("the challenge was declined")
-        log.info("challenge declined match=%s", match.id)
+        """The challenged player declines, or the challenger withdraws: the match is off."""
+        match = await self._challenge(digest, match_id, withdraw=True)
+        await match.call_off("the challenge was declined or withdrawn")
+        log.info("challenge declined or withdrawn match=%s", match.id)
 
     async def list_challenges(self, digest: str | None) -> list[MatchSession]:
         """The matches waiting for the calling player to accept its challenge: this

@@ -139,6 +139,15 @@ async def test_a_challenge_seats_the_other_player_only_when_it_accepts(client, o
         for answer in ("AcceptChallenge", "DeclineChallenge"):
             request = getattr(api, f"{answer}Request")(match_id=match_id)
             await refused(grpc.StatusCode.FAILED_PRECONDITION, bob.call(answer, request))
+    # the challenger may withdraw its challenge while it waits; nobody else may
+    r3 = await alice.create_match(
+        first=api.SeatSpec(player_name="alice"), second=api.SeatSpec(player_name="bob")
+    )
+    carol = await register(client, "carol")
+    withdraw = api.DeclineChallengeRequest(match_id=r3.match_id)
+    await refused(grpc.StatusCode.FAILED_PRECONDITION, carol.call("DeclineChallenge", withdraw))
+    await alice.call("DeclineChallenge", withdraw)
+    assert (await operator.get_game(r3.game_id)).state.status == pb.GAME_STATUS_ABORTED
 
 
 async def test_a_name_is_whole_and_found_whatever_its_case(arbiter, client):
