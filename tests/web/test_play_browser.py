@@ -491,3 +491,88 @@ def test_a_play_is_taken_while_the_answer_to_the_last_is_still_on_its_way(arbite
     browser.execute_script("window.__held.shift()();")  # the first answer arrives at last
     wait(browser, lambda d: d.execute_script("return window.__settled") == 2)
     assert "Refused" not in page(browser)["message"]
+
+
+def test_a_page_opened_mid_turn_shows_the_time_left_now(arbiter, browser):
+    """The page replays the game from its start and counted the clock from each event's
+    arrival: opened (or reloaded) 40 s into a turn, it showed the whole turn's time, and a
+    person could lose on time believing they had plenty. It counts from when the server
+    read the clocks (each event's time)."""
+    stub = arbiter.stub
+    r = stub.CreateMatch(
+        api.CreateMatchRequest(
+            options=pb.GameOptions(turn_time_ms=60_000),
+            first=api.SeatSpec(display_name="person"),
+            second=api.SeatSpec(display_name="random-bot"),
+        )
+    )
+    arbiter.engine(r.second_seat_token)
+    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
+    sign_in(browser, arbiter.http_url, r.first_seat_token)
+    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
+    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    wait(browser, lambda d: int(page(d)["turn"] or 0), 60)  # the person's turn
+
+    def left_on_page() -> float:
+        shown = browser.find_element(
+            By.CSS_SELECTOR, ".clock.running"
+        ).text  # "person (you) · 0:55"
+        minutes, seconds = shown.rsplit(" ", 1)[1].split(":")
+        return 60 * int(minutes) + int(seconds)
+
+    time.sleep(5)  # (the turn's clock runs: the condition under test, not an event waited on)
+    browser.refresh()
+    wait(browser, lambda d: int(page(d)["turn"] or 0), 60)
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".clock.running"))
+    state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
+    mine = state.white_clock if state.your_color == pb.COLOR_WHITE else state.black_clock
+    assert abs(left_on_page() - mine.remaining_ms / 1000) < 2.5, (left_on_page(), mine)
+
+
+def test_only_a_point_with_your_checker_on_it_can_be_picked_up(arbiter, browser):
+    """With 6-4 on the first turn (24/18 18/14) the page let a person pick up the empty
+    point 18, a later step's start, and move a ghost checker from it to 14.
+    A step starts only where one of the mover's checkers stands now."""
+    stub = arbiter.stub
+    r = stub.CreateMatch(
+        api.CreateMatchRequest(
+            first=api.SeatSpec(display_name="person"),
+            second=api.SeatSpec(display_name="random-bot"),
+            dice=[2, 1, 6, 4],  # the opening throw makes the first seat white, then 6-4
+        )
+    )
+    arbiter.engine(r.second_seat_token)
+    sign_in(browser, arbiter.http_url, r.first_seat_token)
+    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
+    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    wait(browser, lambda d: page(d)["turn"] == "1")
+    click_point(browser, 18)  # empty: nothing is picked up
+    assert page(browser)["selected"] == 0 and page(browser)["targets"] == []
+    click_point(browser, 24)  # the head: its checker goes to 18, and on to 14 (one play:
+    wait(browser, lambda d: page(d)["selected"] == 1)  # 24/20 20/14 ends alike, RULES §7)
+    assert sorted(page(browser)["targets"]) == [14, 18]
+
+
+def test_the_next_game_of_a_match_opens_by_itself(arbiter, browser):
+    """A match's next game is called off when a seat does not come within its start
+    timeout: a person who did not click "next game" within a minute lost the match. The
+    page now opens it by itself, ten seconds after the game ended."""
+    stub = arbiter.stub
+    r = stub.CreateMatch(
+        api.CreateMatchRequest(
+            target_points=3,
+            first=api.SeatSpec(display_name="person"),
+            second=api.SeatSpec(display_name="random-bot"),
+        )
+    )
+    arbiter.engine(r.second_seat_token)
+    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
+    sign_in(browser, arbiter.http_url, r.first_seat_token)
+    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
+    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    wait(browser, lambda d: int(page(d)["turn"] or 0), 60)
+    stub.Resign(api.ResignRequest(game_id=r.game_id), metadata=seat)
+    state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
+    assert state.next_game_id
+    wait(browser, lambda d: "opens in" in d.find_element(By.ID, "next-game").text)
+    wait(browser, lambda d: d.current_url.endswith(f"/play/game/{state.next_game_id}"), 30)

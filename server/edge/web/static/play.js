@@ -11,6 +11,8 @@
   const SVG = "http://www.w3.org/2000/svg";
   const COLOR = {COLOR_WHITE: "white", COLOR_BLACK: "black"};
   const OTHER = {white: "black", black: "white"};
+  const NEXT_GAME_S = 10;  // a match's next game opens this long after the last ended
+  const SLOW_SEND_MS = 4000;  // a play unanswered this long: say why it may be
   const $ = (id) => document.getElementById(id);
   const token = () => sessionStorage.getItem(KEY);
   const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
@@ -206,7 +208,8 @@
   function terms(options, points) {
     const o = options || {};
     const seconds = Math.round(Number(o.turnTimeMs || 120000) / 1000);
-    return (o.variant || "long") + " nardy · " + (points || 1) + " points · " + seconds +
+    const n = Number(points || 1);
+    return (o.variant || "long") + " nardy · " + n + (n === 1 ? " point · " : " points · ") + seconds +
       " s per turn";
   }
 
@@ -323,6 +326,8 @@
   const game = {
     id: "", maps: {}, state: null, me: null, lastSeq: 0, seen: new Set(),
     turn: null, made: [], selected: null, clockAt: 0, over: false,
+    skew: 0,  // the browser's clock minus the server's (ms)
+    advancing: false,  // the next game of the match opens soon
   };
 
   function play() {
@@ -420,7 +425,22 @@
       addMove(ev.play);
     }
     game.lastSeq = Math.max(game.lastSeq, seq);
-    if (ev.state) showState(ev.state);
+    if (ev.state) showState(ev.state, eventAge(ev));
+  }
+
+  // How long ago the server read an event's clocks (ms): a recorded event replayed (a page
+  // opened mid-turn replays the game from its start) is as old as its time says, on the
+  // server's clock; the browser's offset from it is learnt from the events made as they
+  // are sent (SNAPSHOT, HEARTBEAT), whose age is the network's alone.
+  function eventAge(ev) {
+    const made = Date.parse(ev.time || "");
+    if (isNaN(made)) return 0;
+    const type = ev.type || "";
+    if (type.endsWith("SNAPSHOT") || type.endsWith("HEARTBEAT") || type.endsWith("SHUTDOWN")) {
+      game.skew = Date.now() - made;
+      return 0;
+    }
+    return Math.max(0, Date.now() - made - game.skew);
   }
 
   function addMove(p) {
@@ -432,10 +452,10 @@
     if (!mine && game.me) say((p.notation ? "They played " + p.notation : "They could not move"));
   }
 
-  function showState(state) {
+  function showState(state, age) {
     game.state = state;
     game.me = COLOR[state.yourColor] || null;
-    game.clockAt = performance.now();
+    game.clockAt = performance.now() - (age || 0);
     const status = state.status || "";
     game.over = status.endsWith("FINISHED") || status.endsWith("ABORTED");
     const turnId = Number(state.turnId || 0);
@@ -459,6 +479,7 @@
       };
       game.made = [];
       game.selected = null;
+      $("notation").value = "";  // (a refused play's text is not the new turn's)
     }
     const white = (state.white && state.white.name) || "white";
     const black = (state.black && state.black.name) || "black";
@@ -473,6 +494,18 @@
       const next = $("next-game");
       next.href = "/play/game/" + encodeURIComponent(state.nextGameId);
       next.hidden = false;
+      // a game of yours that has just ended: the next one opens by itself (it is called
+      // off if you do not come within its start timeout)
+      if (game.me && game.over && (age || 0) < 30000 && !game.advancing) {
+        game.advancing = true;
+        let left = NEXT_GAME_S;
+        (function tick() {
+          if (left <= 0) { location.href = next.href; return; }
+          text(next, "next game (opens in " + left + " s)");
+          left -= 1;
+          setTimeout(tick, 1000);
+        })();
+      }
     }
     $("resign").disabled = game.over || !game.me;
     render();
@@ -553,9 +586,16 @@
     return out;
   }
 
+  // the points a step can start from now: where a legal play goes on and one of the
+  // mover's checkers stands (not a point a later step of it would reach first)
   function sources() {
+    const board = boardNow();
+    const color = game.turn.color;
+    const index = map()[color];
+    const sign = color === "white" ? 1 : -1;
+    const mine = (from) => from === 25 ? board.bar[color] > 0 : board.points[index[from - 1]] * sign > 0;
     const out = new Set();
-    for (const c of candidates()) for (const s of c.rest) out.add(s.from);
+    for (const c of candidates()) for (const s of c.rest) if (mine(s.from)) out.add(s.from);
     return out;
   }
 
@@ -611,6 +651,13 @@
     if (turn.sent || turn.busy) return;  // (sent, or on its way: its answer will say)
     turn.busy = true;
     render();
+    const slow = setTimeout(function () {  // (no answer yet: most often the browser's limit)
+      if (turn.busy) {
+        say("Your play has not reached the arbiter yet. Too many pages of this site may be " +
+            "open: a browser opens six connections to one site, each game page holds two. " +
+            "Close some tabs.", "refused");
+      }
+    }, SLOW_SEND_MS);
     try {
       const body = Object.assign({gameId: game.id, turnId: String(turn.id)}, play);
       const r = await call("SubmitPlay", body);
@@ -620,6 +667,7 @@
     } catch (e) {
       say("Refused: " + e.message, "refused");
     } finally {
+      clearTimeout(slow);
       turn.busy = false;
       render();
     }
