@@ -22,9 +22,11 @@ from selenium.common.exceptions import StaleElementReferenceException, TimeoutEx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from nardy import Color
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import variant
 from server.app import EmbeddedServer
 
 ENGINE = [sys.executable, "-m", "clients", "engine", "random"]
@@ -576,3 +578,50 @@ def test_the_next_game_of_a_match_opens_by_itself(arbiter, browser):
     assert state.next_game_id
     wait(browser, lambda d: "opens in" in d.find_element(By.ID, "next-game").text)
     wait(browser, lambda d: d.current_url.endswith(f"/play/game/{state.next_game_id}"), 30)
+
+
+def in_points_of(notation: str, side: Color, viewer: Color, rules_name: str = "long") -> str:
+    """``side``'s play written in ``viewer``'s point numbers (the library's point index)."""
+    rules = variant(rules_name)
+    mine = {rules.point_index(viewer, p): p for p in range(1, 25)}
+
+    def part(text: str) -> str:
+        name = text.rstrip("*")
+        return (str(mine[rules.point_index(side, int(name))]) if name.isdigit() else name) + (
+            "*" if text.endswith("*") else ""
+        )
+
+    return " ".join("/".join(part(x) for x in move.split("/")) for move in notation.split())
+
+
+def test_the_opponents_play_is_written_in_your_point_numbers(arbiter, browser):
+    """The board is drawn in the person's numbers, but the opponent's plays were written in
+    the opponent's ("They played 24/18 18/13" for a checker on your 12, 6 and 1)."""
+    stub = arbiter.stub
+    r = stub.CreateMatch(
+        api.CreateMatchRequest(
+            first=api.SeatSpec(display_name="person"),
+            second=api.SeatSpec(display_name="random-bot"),
+            dice=[2, 1, 3, 1, 6, 5],  # the person white, 3-1; then black 6-5
+        )
+    )
+    arbiter.engine(r.second_seat_token)
+    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
+    sign_in(browser, arbiter.http_url, r.first_seat_token)
+    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
+    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    wait(browser, lambda d: page(d)["turn"] == "1")
+    state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
+    type_play(browser, state.legal_plays[0].notation)
+    wait(browser, lambda d: "They played" in page(d)["message"])
+    events = stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id, from_start=True))
+    black = next(
+        ev.play
+        for ev in events
+        if ev.type == pb.EVENT_TYPE_PLAY_MADE and ev.play.side == pb.COLOR_BLACK
+    )
+    events.cancel()
+    mine = in_points_of(black.notation, Color.BLACK, Color.WHITE)
+    assert mine != black.notation  # (the numbers differ: the test means something)
+    assert page(browser)["message"] == f"They played {mine}"
+    assert browser.find_elements(By.CSS_SELECTOR, "#moves li")[1].text == f"b 6-5 {mine}"

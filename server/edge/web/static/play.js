@@ -445,11 +445,29 @@
 
   function addMove(p) {
     const item = document.createElement("li");
-    const side = COLOR[p.side] === "white" ? "w" : "b";
-    item.textContent = side + " " + (p.dice || []).join("-") + " " + (p.notation || "-");
+    const side = COLOR[p.side];
+    const notation = inMyPoints(p.notation || "-", side);
+    item.textContent = (side === "white" ? "w" : "b") + " " + (p.dice || []).join("-") + " " + notation;
     $("moves").appendChild(item);
-    const mine = COLOR[p.side] === game.me;
-    if (!mine && game.me) say((p.notation ? "They played " + p.notation : "They could not move"));
+    const mine = side === game.me;
+    if (!mine && game.me) say((p.notation ? "They played " + notation : "They could not move"));
+  }
+
+  // a play of `side` written as the person at this page numbers the points (each side
+  // numbers them from its own start; the board is drawn in the person's numbers)
+  function inMyPoints(notation, side) {
+    const me = game.me;
+    if (!me || side === me || notation === "-") return notation;
+    const theirs = map()[side], mine = map()[me];
+    const point = (p) => String(mine.indexOf(theirs[p - 1]) + 1);
+    return notation.split(" ").map(function (move) {
+      const repeat = (move.match(/\(\d+\)$/) || [""])[0];
+      return move.slice(0, move.length - repeat.length).split("/").map(function (part) {
+        const hit = part.endsWith("*") ? "*" : "";
+        const name = hit ? part.slice(0, -1) : part;
+        return (/^\d+$/.test(name) ? point(Number(name)) : name) + hit;
+      }).join("/") + repeat;
+    }).join(" ");
   }
 
   function showState(state, age) {
