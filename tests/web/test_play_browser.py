@@ -228,6 +228,10 @@ def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, b
         if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
     ]
     assert shown["moves"] == len(plays_made)
+    # a whole game's move list leaves the panel beside the board (it wrapped below it)
+    board = browser.find_element(By.ID, "board").rect
+    panel = browser.find_element(By.CSS_SELECTOR, "#play aside").rect
+    assert panel["x"] >= board["x"] + board["width"] and panel["y"] < board["y"] + 50
     assert clicked >= 3 and typed >= 3 and refused == 1 and seen_by_spectator
     mine_refused = (
         final.white_refused if final.your_color == pb.COLOR_WHITE else final.black_refused
