@@ -582,6 +582,10 @@ def test_the_next_game_of_a_match_opens_by_itself(arbiter, browser):
     assert state.next_game_id
     wait(browser, lambda d: "opens in" in d.find_element(By.ID, "next-game").text)
     wait(browser, lambda d: d.current_url.endswith(f"/play/game/{state.next_game_id}"), 30)
+    # the match's score by player (white-black flipped as the colours changed)
+    wait(
+        browser, lambda d: "match to 3: you 0, random-bot 2" in d.find_element(By.ID, "title").text
+    )
 
 
 def in_points_of(notation: str, side: Color, viewer: Color, rules_name: str = "long") -> str:

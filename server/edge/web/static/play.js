@@ -13,6 +13,7 @@
   const OTHER = {white: "black", black: "white"};
   const NEXT_GAME_S = 10;  // a match's next game opens this long after the last ended
   const SLOW_SEND_MS = 4000;  // a play unanswered this long: say why it may be
+  const LOW_CLOCK_MS = 10000;  // a running clock under this shows in red
   const $ = (id) => document.getElementById(id);
   const token = () => sessionStorage.getItem(KEY);
   const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
@@ -450,7 +451,9 @@
     item.textContent = (side === "white" ? "w" : "b") + " " + (p.dice || []).join("-") + " " + notation;
     $("moves").appendChild(item);
     const mine = side === game.me;
-    if (!mine && game.me) say((p.notation ? "They played " + notation : "They could not move"));
+    const passed = !p.notation || p.notation === "-";
+    if (!mine && game.me) say(passed ? "They could not move" : "They played " + notation);
+    if (mine && passed) say("Your roll " + (p.dice || []).join("-") + " could not be played: the turn passes");
   }
 
   // a play of `side` written as the person at this page numbers the points (each side
@@ -503,8 +506,12 @@
     const black = (state.black && state.black.name) || "black";
     const m = state.match || {};
     let title = white + " (white) vs " + black + " (black) · game " + (state.gameNumber || 1);
-    if (Number(m.target || 1) > 1) {
-      title += " · match to " + m.target + ": " + (m.whitePoints || 0) + "-" + (m.blackPoints || 0);
+    if (Number(m.target || 1) > 1) {  // (the colours change from game to game: by player)
+      const points = {white: m.whitePoints || 0, black: m.blackPoints || 0};
+      title += " · match to " + m.target + ": " + (game.me
+        ? "you " + points[game.me] + ", " + (OTHER[game.me] === "white" ? white : black) + " " +
+          points[OTHER[game.me]]
+        : white + " " + points.white + ", " + black + " " + points.black);
     }
     text($("title"), title);
     text($("status"), statusLine(state, white, black));
@@ -854,8 +861,9 @@
       const left = Number(c.remainingMs || 0) - (color === running ? passed : 0);
       const name = (state[color] && state[color].name) || color;
       const you = color === game.me ? " (you)" : "";
+      const low = color === running && left < LOW_CLOCK_MS ? " low" : "";
       text($("clock-" + color), name + you + " · " + clock(left),
-           "clock" + (color === running ? " running" : ""));
+           "clock" + (color === running ? " running" : "") + low);
     }
   }
 
