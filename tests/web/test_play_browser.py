@@ -392,6 +392,11 @@ def test_many_challenges_wait_on_the_page_at_once(arbiter, browser):
     stub.DeclineChallenge(api.DeclineChallengeRequest(match_id=declined.match_id), metadata=md)
     wait(browser, lambda _: "declined" in items["bot2"].text)
     assert "waiting for an answer" in items["bot5"].text
+    # the person withdraws one: the bot's list of challenges no longer has it
+    items["bot3"].find_element(By.CSS_SELECTOR, "button.withdraw").click()
+    wait(browser, lambda _: "withdrawn" in items["bot3"].text)
+    md3 = (("authorization", f"Bearer {bots['bot3']}"),)
+    assert not stub.ListChallenges(api.ListChallengesRequest(), metadata=md3).challenges
     accepted, md = challenge_to("bot5")
     stub.AcceptChallenge(api.AcceptChallengeRequest(match_id=accepted.match_id), metadata=md)
     wait(browser, lambda d: d.current_url.endswith(f"/play/game/{accepted.game_id}"))

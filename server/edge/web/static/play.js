@@ -255,7 +255,19 @@
     item.dataset.game = gameId;
     item.dataset.label = label;
     const words = document.createElement("span");
-    item.append(label + ": ", words);
+    const withdraw = button("withdraw", "withdraw", async function () {
+      withdraw.disabled = true;
+      try {  // (the challenger may call its challenge off while it waits)
+        const state = (await call("GetGame", {gameId: gameId})).state || {};
+        await call("DeclineChallenge", {matchId: state.matchId});
+        item.dataset.withdrawn = "1";
+        answered(gameId);
+      } catch (e) {
+        text(words, e.message, "error");
+        withdraw.disabled = false;
+      }
+    });
+    item.append(label + ": ", words, " ", withdraw);
     $("sent").prepend(item);
     text(words, "waiting for an answer…", "pending");
     sent.set(gameId, words);
@@ -280,6 +292,8 @@
     sent.delete(gameId);
     keepSent();
     text(words, kind, cls);
+    const withdraw = words.parentNode.querySelector("button.withdraw");
+    if (withdraw) withdraw.remove();
   }
 
   async function answered(gameId) {
@@ -300,7 +314,8 @@
     if (!words) return;  // (told meanwhile)
     const status = state.status || "";
     if (status.endsWith("ABORTED")) {
-      told(gameId, words, "declined, or not answered in time", "declined");
+      const withdrawn = words.parentNode.dataset.withdrawn;
+      told(gameId, words, withdrawn ? "withdrawn" : "declined, or not answered in time", "declined");
     } else if (!state.challengePending) {
       told(gameId, words, "accepted", "accepted");
       location.assign("/play/game/" + encodeURIComponent(gameId));
