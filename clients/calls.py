@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import grpc
 
-from nardy.client import channel, unreachable_hint
+from nardy.client import channel, instance_of, unreachable_hint
 
 Metadata = tuple[tuple[str, str], ...]
 
@@ -27,8 +27,15 @@ def run_with_token(
         return 2
     auth = (("authorization", f"Bearer {token}"),) if token else ()
     try:
-        with channel(server) as ch:
-            action(ch, auth)
+        try:
+            with channel(server) as ch:
+                action(ch, auth)
+        except grpc.RpcError as e:
+            elsewhere = instance_of(e)  # another instance runs that game: call it there
+            if not elsewhere:
+                raise
+            with channel(elsewhere) as ch:
+                action(ch, auth)
     except grpc.RpcError as e:
         details = e.details() or ""
         hint = unreachable_hint(details) if e.code() == grpc.StatusCode.UNAVAILABLE else ""

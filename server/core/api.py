@@ -397,6 +397,8 @@ class Api:
 
     # -- AdminService -------------------------------------------------------------------
     async def list_players(self, r, who: Caller, digest: str):
+        self.arbiter.roster.require_operator(digest)
+        await self.arbiter.owner.learn_players("1 = 1")  # (several instances: every one's)
         players = self.arbiter.roster.list_players(digest)
         return admin_pb.ListPlayersResponse(
             players=[

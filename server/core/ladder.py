@@ -14,6 +14,7 @@ rebuilds the books from there.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,9 @@ log = logging.getLogger("nardy.server")
 
 RECENT = 1000  # the latest counted records, to rebuild the books from a store read
 START_TIMEOUT_MS = 30_000  # a pair's seats come within this; one that does not loses
+# At most this long a pairing waits for a bot that is busy now and met one of the two less
+# (Ladder._hold): about a pair of fast games; a busy bot slower than that is not waited on.
+HOLD_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,7 @@ class Ladder:
         self.books = 0  # bumped at every change of the books (what is built from them is kept)
         self._clear_books()
         self._wake = trio.Event()
+        self._held_since: float | None = None  # since when a pairing waits (see _hold)
         # Several instances: only the leader pairs, and its books are reloaded from the
         # store (reload) under this lock, never in the middle of a pairing.
         self.active = True
@@ -208,7 +213,9 @@ class Ladder:
                 async with self.lock:
                     await self._pair()
             self._wake = trio.Event()
-            await self._wake.wait()
+            deadline = math.inf if self._held_since is None else self._held_since + HOLD_S
+            with trio.move_on_at(deadline):
+                await self._wake.wait()
 
     def wake(self) -> None:
         self._wake.set()
@@ -237,7 +244,26 @@ class Ladder:
                     abs(rating(p[0].name) - rating(p[1].name)),
                 ),
             )
+            if self._hold(a, b, free):
+                return
+            self._held_since = None
             await self._start_pair(a, b)
+
+    def _hold(self, a: Member, b: Member, free: list[Member]) -> bool:
+        """Whether to wait before pairing ``a`` and ``b`` again: one of them has met a bot
+        that is busy now fewer times, and has waited less than :data:`HOLD_S`. A pair's two
+        bots are freed together, often the only ones free: paired at once they met again
+        and again (with four bots, only two pairings ever) and the standings compared
+        little. Waiting a while lets the busy ones finish and the pairings turn."""
+        met = self.met[frozenset((a.name, b.name))]
+        busy = [m for m in self.members.values() if m.ready and m not in free]
+        better = any(self.met[frozenset((x.name, c.name))] < met for x in (a, b) for c in busy)
+        if not better:
+            return False
+        now = trio.current_time()
+        if self._held_since is None:
+            self._held_since = now
+        return now < self._held_since + HOLD_S
 
     async def _start_pair(self, a: Member, b: Member) -> None:
         pair_id = secrets.token_hex(4)

@@ -6,6 +6,8 @@ Real PostgreSQL (NARDY_TEST_PG), real servers on loopback ports, short leases.""
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 
 import grpc
 import psycopg
@@ -13,6 +15,8 @@ import pytest
 import trio
 
 from nardy.client import Client, play_game, serve_games
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -446,3 +450,42 @@ async def test_a_name_asked_for_at_two_instances_at_once_is_given_once(pair, pg_
         assert sorted(got, key=str) == [grpc.StatusCode.ALREADY_EXISTS, "registered"], name
     stored = sql(pg_db, "SELECT lower(name), count(*) FROM players GROUP BY lower(name)")
     assert [n for n, count in stored if n.startswith("racer") and count != 1] == []
+
+
+async def test_the_command_line_answers_a_challenge_at_the_instance_that_runs_it(pair):
+    """`nardy accept`, `decline` and `admin void` called the instance given and stopped at
+    its refusal ("run by the instance at ...; call it there"): they follow it now, as the
+    SDK, the engines and the terminal client do."""
+    a, b = pair
+    tokens = {}
+    for name in ("cli-er", "cli-ed"):
+        async with Client(a.address) as player:
+            tokens[name] = await player.register(name)
+    async with Client(a.address, tokens["cli-er"]) as challenger:  # the match runs at a
+        made = await challenger.create_match(
+            first=api.SeatSpec(player_name="cli-er"), second=api.SeatSpec(player_name="cli-ed")
+        )
+    env = {**os.environ, "NARDY_TOKEN": tokens["cli-ed"]}
+    command = [sys.executable, "-m", "clients", "accept", made.match_id, "--server", b.address]
+    done = await trio.run_process(
+        command, env=env, capture_stdout=True, capture_stderr=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"accepted: game {made.game_id}" in done.stdout.decode()
+
+
+async def test_the_operator_lists_every_instances_players_at_any_instance(pair):
+    """ListPlayers answered from the instance's memory: the players registered at another
+    instance were missing until it had met them (3 of 10 listed)."""
+    a, b = pair
+    for i, srv in enumerate((a, b, a, b)):
+        async with Client(srv.address) as player:
+            await player.register(f"listed{i}")
+    for srv in (a, b):
+        with grpc.insecure_channel(srv.address) as ch:
+            listed = admin_grpc.AdminServiceStub(ch).ListPlayers(
+                admin_pb.ListPlayersRequest(),
+                metadata=(("authorization", f"Bearer {srv.admin_token}"),),
+            )
+        names = {p.player.name for p in listed.players}
+        assert {f"listed{i}" for i in range(4)} <= names, (srv.address, names)
