@@ -293,7 +293,8 @@ def main(args: argparse.Namespace) -> int:
     keep_logs = False
     ui_out: list[PlayUI] = []
     code = 0
-    after: list[str] = []
+    after: list[str] = []  # what became of the game, said once the screen is closed
+    failed: list[str] = []  # ... and what went wrong (stderr)
     try:
         with _stderr_to(log_path) if screen.live else contextlib.nullcontext():
             if args.server:
@@ -304,10 +305,10 @@ def main(args: argparse.Namespace) -> int:
                     code = 130
                 except grpc.RpcError as e:
                     code = 1
-                    after.append(f"nardy play: {_rpc_error(e, args.server)}")
+                    failed.append(f"nardy play: {_rpc_error(e, args.server)}")
                 except Unreachable as e:
                     code = 1
-                    after.append(
+                    failed.append(
                         f"nardy play: cannot reach the arbiter at {args.server} ({e.why}); "
                         f"gave up after {e.seconds:.0f} s"
                     )
@@ -319,6 +320,9 @@ def main(args: argparse.Namespace) -> int:
                     code = run(_embedded, args, server.address, logdir, screen, ui_out)
                 except KeyboardInterrupt:
                     code = 130
+                except grpc.RpcError as e:  # (the game refused as asked: --start, --dice)
+                    code = 2
+                    failed.append(f"nardy play: {e.details()}")
                 finally:
                     for sig in (signal.SIGHUP, signal.SIGTERM):
                         signal.signal(sig, signal.SIG_IGN)
@@ -337,6 +341,8 @@ def main(args: argparse.Namespace) -> int:
             signal.signal(sig, signal.SIG_IGN)
         for line in after:
             print(line)
+        for line in failed:
+            print(line, file=sys.stderr)
         if keep_logs or args.keep_logs:
             print(f"nardy play: logs in {logdir}", file=sys.stderr)
         else:

@@ -119,3 +119,18 @@ async def test_a_start_where_nobody_can_ever_move_is_refused(arbiter, client):
         await create(client, options={"variant": "short"}, start_position=CLOSED_OUT)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "never" in e.value.details()
+
+
+async def test_a_long_nardy_start_with_an_illegal_block_is_refused(arbiter, client):
+    """White on six points in a row, no black checker ahead of them (RULES.md §3.5): no
+    play of white's could leave the block (each would keep it), black was stuck behind it
+    once it got there, and both passed for ever (20,000 passes in a minute, the client at
+    full CPU). No game can reach such a position: it is refused as a start."""
+    import grpc
+    import pytest
+
+    block = "w/5,2,2,2,2,2,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0"
+    with pytest.raises(grpc.RpcError) as e:
+        await create(client, start_position=block)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "six points in a row" in e.value.details() and "§3.5" in e.value.details()
