@@ -14,7 +14,7 @@ from collections.abc import Callable
 import grpc
 
 from clients.board import side_name
-from nardy import BAR, OFF, Color, variant, wire
+from nardy import Color, variant, wire
 from nardy.client import Client, Reconnect, Unreachable, over
 from nardy.v1 import game_pb2 as pb
 
@@ -106,24 +106,21 @@ def dice_text(dice) -> str:
 
 def in_numbering(state: pb.GameState, side: Color, notation: str, viewer: Color | None) -> str:
     """``side``'s play (written in its own point numbers) in ``viewer``'s numbers, as the
-    board shows them; unchanged for the viewer's own plays, "-" and what cannot be read."""
+    board shows them, point by point: hits (``*``), repeats (``(2)``), ``bar`` and ``off``
+    kept; unchanged for the viewer's own plays and "-"."""
     if viewer is None or side is viewer or notation.strip() in ("", "-"):
         return notation
     v = variant(state.options.variant)
-    try:
-        moves = v.parse_moves(notation)
-    except ValueError:
-        return notation
     mine = {v.point_index(viewer, q): q for q in range(1, 25)}
 
-    def point(p: int) -> str:
-        if p == OFF:
-            return "off"
-        if p == BAR:
-            return "bar"
-        return str(mine[v.point_index(side, p)])
+    def point(text: str) -> str:
+        name = text.rstrip("*")
+        if not (name.isdigit() and 1 <= int(name) <= 24):
+            return text
+        return str(mine[v.point_index(side, int(name))]) + text[len(name) :]
 
-    return " ".join(f"{point(a)}/{point(b)}" for a, b in moves)
+    moves = (move.partition("(") for move in notation.split())
+    return " ".join("/".join(map(point, body.split("/"))) + p + r for body, p, r in moves)
 
 
 def describe(

@@ -7,6 +7,7 @@ import re
 from rich.console import Console
 
 from clients.board import fmt_clock, live_clocks, render, render_plain, state_for
+from clients.follow import in_numbering
 from nardy import Color, Position
 from nardy.v1 import game_pb2 as pb
 
@@ -115,3 +116,15 @@ def test_ascii_and_colour():
         plain.print(render(st, Color.WHITE))
     assert "\x1b[" not in cap.get()
     assert max(len(line) for line in render_plain(st, Color.WHITE).split("\n")) <= 80
+
+
+def test_the_opponents_play_keeps_its_hits_in_your_numbers():
+    """Short nardy's hits were dropped when a play was written in the person's numbers
+    ("bar/2 2/5" for "bar/23* 23/20*"): the only sign of being hit, twice."""
+    state = pb.GameState()
+    state.options.variant = "short"
+    assert in_numbering(state, Color.WHITE, "bar/23* 23/20*", Color.BLACK) == "bar/2* 2/5*"
+    assert in_numbering(state, Color.WHITE, "8/5(2) 6/off", Color.BLACK) == "17/20(2) 19/off"
+    state.options.variant = "long"
+    assert in_numbering(state, Color.BLACK, "24/18 18/13", Color.WHITE) == "12/6 6/1"
+    assert in_numbering(state, Color.BLACK, "-", Color.WHITE) == "-"
