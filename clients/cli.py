@@ -6,6 +6,7 @@ Each subcommand imports what it needs when it runs, so that ``nardy legal`` star
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -76,3 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`nardy ... | head`): no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (nothing to flush)
+        return 1

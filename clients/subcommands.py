@@ -183,8 +183,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "format (or JSON), or with --svg a picture of its board.",
     )
     p.add_argument("game", help="game id")
-    p.add_argument("--server", default="127.0.0.1:50051", help="arbiter address")
-    add_tls_args(p)
+    add_server_args(p)
     p.add_argument("--json", action="store_true", help="JSON instead of the text format")
     p.add_argument(
         "--svg",

@@ -115,3 +115,21 @@ def test_old_spellings_reach_the_commands_checks():
         assert out.returncode != 0 and message in out.stderr, (args, out.stderr)
         old = next(a for a in args if a in ("--turn-time", "--turn-ms", "--time-per-move"))
         assert f"{old} is deprecated, use --turn-time-ms" in out.stderr
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
+    """`nardy ... | head`: the pipe closed under the command ended it with a
+    BrokenPipeError traceback."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("w/15,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0 6-5\n" * 50_000)
+    with lines.open("rb") as given:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "clients", "legal"],
+            stdin=given,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout.readline()  # one line read, then the reader goes
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(60) == 1 and "Traceback" not in err, err
