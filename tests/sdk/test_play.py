@@ -15,9 +15,9 @@ import pytest
 import trio
 
 from nardy.client import Client, channel, play_game
-from nardy.variant import variant
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import variant
 from server.app import EmbeddedServer
 from tests.relay import Proxy
 from tests.server.conftest import random_engine

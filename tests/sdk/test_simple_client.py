@@ -49,7 +49,9 @@ def test_run_engine_refuses_what_cannot_work_and_raises_plainly(tmp_path):
         run_engine(coroutine_engine, address="127.0.0.1:1", token="t")
     with pytest.raises(ValueError, match="variants"):
         run_engine(lambda turn: turn.legal[0], address="127.0.0.1:1", accept_challenges=Consent())
-    with EmbeddedServer(db=str(tmp_path / "e.db")) as srv:
-        with pytest.raises(grpc.RpcError) as refused:
-            run_engine(lambda turn: turn.legal[0], address=srv.address, token="made-up")
+    with (
+        EmbeddedServer(db=str(tmp_path / "e.db")) as srv,
+        pytest.raises(grpc.RpcError) as refused,
+    ):
+        run_engine(lambda turn: turn.legal[0], address=srv.address, token="made-up")
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED

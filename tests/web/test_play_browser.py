@@ -142,17 +142,29 @@ def play_out(driver, stub, game_id: str, seat, play_turn) -> pb.GameState:
     return stub.GetGame(api.GetGameRequest(game_id=game_id), metadata=seat).state
 
 
-def against_the_bot(arbiter) -> tuple[api.CreateMatchResponse, tuple]:
+def against_the_bot(arbiter, **fields) -> tuple[api.CreateMatchResponse, tuple]:
     """A match of a person (the first seat) against ``nardy engine random`` (a process of
-    its own in the second): the match, and the person's seat metadata."""
+    its own in the second), with CreateMatch's other ``fields``: the match, and the
+    person's seat metadata."""
     r = arbiter.stub.CreateMatch(
         api.CreateMatchRequest(
             first=api.SeatSpec(display_name="person"),
             second=api.SeatSpec(display_name="random-bot"),
+            **fields,
         )
     )
     arbiter.engine(r.second_seat_token)
     return r, (("authorization", f"Bearer {r.first_seat_token}"),)
+
+
+def on_its_page(arbiter, browser, **fields) -> tuple[api.CreateMatchResponse, tuple]:
+    """:func:`against_the_bot`, the person signed in with the seat token and on the game's
+    page."""
+    r, seat = against_the_bot(arbiter, **fields)
+    sign_in(browser, arbiter.http_url, r.first_seat_token)
+    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
+    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    return r, seat
 
 
 def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, browser):
@@ -510,18 +522,7 @@ def test_a_page_opened_mid_turn_shows_the_time_left_now(arbiter, browser):
     person could lose on time believing they had plenty. It counts from when the server
     read the clocks (each event's time)."""
     stub = arbiter.stub
-    r = stub.CreateMatch(
-        api.CreateMatchRequest(
-            options=pb.GameOptions(turn_time_ms=60_000),
-            first=api.SeatSpec(display_name="person"),
-            second=api.SeatSpec(display_name="random-bot"),
-        )
-    )
-    arbiter.engine(r.second_seat_token)
-    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
-    sign_in(browser, arbiter.http_url, r.first_seat_token)
-    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
-    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    r, seat = on_its_page(arbiter, browser, options=pb.GameOptions(turn_time_ms=60_000))
     wait(browser, lambda d: int(page(d)["turn"] or 0), 60)  # the person's turn
 
     def left_on_page() -> float:
@@ -544,18 +545,8 @@ def test_only_a_point_with_your_checker_on_it_can_be_picked_up(arbiter, browser)
     """With 6-4 on the first turn (24/18 18/14) the page let a person pick up the empty
     point 18, a later step's start, and move a ghost checker from it to 14.
     A step starts only where one of the mover's checkers stands now."""
-    stub = arbiter.stub
-    r = stub.CreateMatch(
-        api.CreateMatchRequest(
-            first=api.SeatSpec(display_name="person"),
-            second=api.SeatSpec(display_name="random-bot"),
-            dice=[2, 1, 6, 4],  # the opening throw makes the first seat white, then 6-4
-        )
-    )
-    arbiter.engine(r.second_seat_token)
-    sign_in(browser, arbiter.http_url, r.first_seat_token)
-    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
-    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    # the opening throw makes the first seat white, then 6-4
+    on_its_page(arbiter, browser, dice=[2, 1, 6, 4])
     wait(browser, lambda d: page(d)["turn"] == "1")
     click_point(browser, 18)  # empty: nothing is picked up
     assert page(browser)["selected"] == 0 and page(browser)["targets"] == []
@@ -569,18 +560,7 @@ def test_the_next_game_of_a_match_opens_by_itself(arbiter, browser):
     timeout: a person who did not click "next game" within a minute lost the match. The
     page now opens it by itself, ten seconds after the game ended."""
     stub = arbiter.stub
-    r = stub.CreateMatch(
-        api.CreateMatchRequest(
-            target_points=3,
-            first=api.SeatSpec(display_name="person"),
-            second=api.SeatSpec(display_name="random-bot"),
-        )
-    )
-    arbiter.engine(r.second_seat_token)
-    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
-    sign_in(browser, arbiter.http_url, r.first_seat_token)
-    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
-    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    r, seat = on_its_page(arbiter, browser, target_points=3)
     wait(browser, lambda d: int(page(d)["turn"] or 0), 60)
     stub.Resign(api.ResignRequest(game_id=r.game_id), metadata=seat)
     state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
@@ -611,18 +591,8 @@ def test_the_opponents_play_is_written_in_your_point_numbers(arbiter, browser):
     """The board is drawn in the person's numbers, but the opponent's plays were written in
     the opponent's ("They played 24/18 18/13" for a checker on your 12, 6 and 1)."""
     stub = arbiter.stub
-    r = stub.CreateMatch(
-        api.CreateMatchRequest(
-            first=api.SeatSpec(display_name="person"),
-            second=api.SeatSpec(display_name="random-bot"),
-            dice=[2, 1, 3, 1, 6, 5],  # the person white, 3-1; then black 6-5
-        )
-    )
-    arbiter.engine(r.second_seat_token)
-    seat = (("authorization", f"Bearer {r.first_seat_token}"),)
-    sign_in(browser, arbiter.http_url, r.first_seat_token)
-    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'))
-    browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+    # the person white, 3-1; then black 6-5
+    r, seat = on_its_page(arbiter, browser, dice=[2, 1, 3, 1, 6, 5])
     wait(browser, lambda d: page(d)["turn"] == "1")
     state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
     type_play(browser, state.legal_plays[0].notation)
