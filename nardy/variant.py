@@ -130,11 +130,6 @@ class Variant(ABC):
     @abstractmethod
     def passed(self, position: Any) -> Any: ...
 
-    def unreachable(self, position: Any) -> str | None:
-        """Why play could never reach ``position`` (None: it could, as far as the variant
-        checks): a start position the rules would never let arise."""
-        return None
-
     # -- plays --------------------------------------------------------------------------
     @abstractmethod
     def legal_plays(self, position: Any, dice: tuple[int, int]) -> list[Any]: ...

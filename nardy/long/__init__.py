@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nardy.game import Color, GameResult, Termination
-from nardy.long.movegen import end_boards, end_texts, illegal_block, legal_plays, legal_plays_wire
+from nardy.long.movegen import end_boards, end_texts, legal_plays, legal_plays_wire
 from nardy.long.notation import parse_moves
 from nardy.long.position import ABS, HEAD, Position
 from nardy.long.scoring import Kind, forfeit, result
@@ -32,15 +32,6 @@ class LongNardy(Variant):
 
     def passed(self, position: Position) -> Position:
         return position.passed()
-
-    def unreachable(self, position: Position) -> str | None:
-        color = illegal_block(position)
-        if color is None:
-            return None
-        return (
-            f"{color.name.lower()}'s checkers hold six points in a row with no "
-            f"{color.opponent.name.lower()} checker ahead of them (RULES.md §3.5)"
-        )
 
     def legal_plays(self, position: Position, dice: tuple[int, int]):
         return legal_plays(position, dice)

@@ -70,16 +70,6 @@ class Play(NamedTuple):
         return self.notation()
 
 
-def illegal_block(position: Position) -> Color | None:
-    """A side whose checkers hold six points in a row with no opposing checker ahead of
-    them (RULES.md §3.5): no play can make such a block, and none can leave it."""
-    for color in Color:
-        turn = Turn(position._replace(turn=color), (1, 2))
-        if runs(turn.mask(turn.start)) & turn.forbidden:
-            return color
-    return None
-
-
 def runs(mask: int) -> int:
     """Bits ``lo-1`` of every six-point run ``lo..lo+5`` (opponent points) in ``mask``."""
     return mask & (mask >> 1) & (mask >> 2) & (mask >> 3) & (mask >> 4) & (mask >> 5)

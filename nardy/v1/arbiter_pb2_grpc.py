@@ -150,7 +150,8 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeclineChallenge(self, request, context):
-        """Decline a challenge made to the calling player: the match is aborted.
+        """Decline a challenge made to the calling player, or withdraw one it made (the
+        challenger's player token) while it waits: the match is aborted.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

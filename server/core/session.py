@@ -39,6 +39,11 @@ MAX_SEND_DELAY_S = 2.0
 # A turn asks the edge for its fence this long before its deadline, so that the answer is
 # there when the deadline passes (server.core.clock).
 FENCE_LEAD_S = 0.1
+# This many turns passed in a row end the game without a result: only a start no game
+# reaches does it (a long nardy block of six with nobody ahead, §3.5: no play leaves it),
+# and it would pass for ever, each pass journaled. (Two sides blocked for a few turns
+# each pass far fewer.)
+MAX_PASSES = 100
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class GameSession(Game):
         self._wake = trio.Event()
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
         self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
+        self.passes = 0  # turns passed in a row (MAX_PASSES)
 
     # -- the game -----------------------------------------------------------------------
     async def throw_gate(self) -> None:
@@ -137,7 +143,15 @@ class GameSession(Game):
             self.dice = ()
             await self.emit(EventType.TURN_PASSED, play=record)
             self.match.host.metrics.turns.labels("passed").inc()
+            self.passes += 1
+            if self.passes >= MAX_PASSES:  # a start no game reaches: called off
+                self.log("called off: %d turns in a row passed", self.passes)
+                self.match.host.runtime.spawn(
+                    self.match.call_off, f"no side could move in {MAX_PASSES} turns in a row"
+                )
+                await trio.sleep_forever()  # (call_off stops this match's task)
             return
+        self.passes = 0
         if len(plays) == 1 and self.match.auto_play_forced:
             await self._apply(plays[0], mover, automatic=True, used_ms=0)
             return

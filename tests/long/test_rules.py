@@ -28,7 +28,6 @@ from nardy import (
     opening_throw,
     result,
 )
-from nardy.variant import variant
 from tests.long.reference import reference_plays
 
 W, B = Color.WHITE, Color.BLACK
@@ -677,15 +676,3 @@ def test_match_to_three_colours_alternate():
         m.record(0, GameResult(W, Kind.OIN))
     with pytest.raises(ValueError):
         Match(0)
-
-
-def test_section3_5_a_block_no_play_could_make_is_unreachable():
-    """§3.5: six points in a row need an opposing checker ahead of them; a position with
-    such a block without one is no game's (a start the arbiter refuses). Positions of played
-    games never have one (the property tests play thousands)."""
-    rules = variant("long")
-    block = rules.parse("w/5,2,2,2,2,2,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,0")
-    assert "six points in a row" in rules.unreachable(block)
-    ahead = rules.parse("w/5,2,2,2,2,2,-1,0,0,0,0,0,-14,0,0,0,0,0,0,0,0,0,0,0")  # black past it
-    assert rules.unreachable(ahead) is None
-    assert rules.unreachable(rules.start()) is None
