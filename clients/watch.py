@@ -71,7 +71,11 @@ class WatchUI:
         return self.final
 
     async def _games(self) -> None:
+        """The game asked for, from now on; then each next game of its match from its
+        start (a fast game may be over before it is followed: its plays and result are
+        told all the same)."""
         game_id = self.game_id
+        from_start = False
         while game_id:
             self.game_id = game_id
             self.screen.set_status(
@@ -79,11 +83,14 @@ class WatchUI:
             )
             self.redraw()
             try:
-                ev = await follow(self.client, game_id, self.on_event, self.note)
+                ev = await follow(
+                    self.client, game_id, self.on_event, self.note, from_start=from_start
+                )
             except GameGone as e:
                 self.error = str(e)
                 return
             self.final = ev
+            from_start = True
             game_id = ev.state.next_game_id
             if game_id:
                 self.note(f"The match goes on: game {ev.state.game_number + 1} ({game_id}).")

@@ -162,3 +162,14 @@ def test_unknown_game_is_reported(arbiter):
     out = run("replay", "no-such-game", "--server", arbiter.address, "--print")
     assert out.returncode == 1
     assert "neither a file nor a game" in out.stderr
+
+
+def test_watch_tells_every_game_of_a_match_to_its_end(arbiter):
+    """A match's next game is followed from its start: a fast game could be over before
+    watch followed it, and watch showed its last board only, ending without its result or
+    the match's."""
+    r, bots = bot_match(arbiter.address, start_position=RACE, target_points=3, **seats())
+    bots.start().join()  # the whole match is over before anyone watches
+    out = run("watch", r.game_id, "--server", arbiter.address, "--plain")
+    assert out.returncode == 0, out.stderr
+    assert "wins the match" in out.stdout, out.stdout[-2000:]
