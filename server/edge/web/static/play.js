@@ -344,6 +344,7 @@
     turn: null, made: [], selected: null, clockAt: 0, over: false,
     skew: 0,  // the browser's clock minus the server's (ms)
     advancing: false,  // the next game of the match opens soon
+    typedFor: 0,  // the turn the notation box was last cleared for
   };
 
   function play() {
@@ -515,7 +516,10 @@
       };
       game.made = [];
       game.selected = null;
-      $("notation").value = "";  // (a refused play's text is not the new turn's)
+      if (game.typedFor !== turnId) {  // (a refused play's text is not the next turn's;
+        $("notation").value = "";       // the same turn offered again keeps what is typed)
+        game.typedFor = turnId;
+      }
     }
     const white = (state.white && state.white.name) || "white";
     const black = (state.black && state.black.name) || "black";
