@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import grpc
 
-from nardy import wire
 from nardy.client import channel as sdk_channel
-from nardy.match import DEFAULT_VARIANT
-from nardy.record import GameRecord, TurnRecord, dumps, to_json
+from nardy.record import dumps, to_json
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
-from nardy.variant import variant
+from nardy.wire import record_of
 
 
 def game_events(stub: api_grpc.ArbiterServiceStub, game_id: str) -> list[pb.GameEvent]:
@@ -39,68 +35,6 @@ def game_events(stub: api_grpc.ArbiterServiceStub, game_id: str) -> list[pb.Game
     return events
 
 
-def record_from_events(events: list[pb.GameEvent]) -> GameRecord:
-    """The game record of one game's events."""
-    if not events:
-        raise ValueError("no events")
-    first = next((e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED), events[0])
-    st = first.state
-    last = events[-1].state
-    date = datetime.fromtimestamp(first.time.ToNanoseconds() / 1e9, UTC)
-    headers = {
-        "Game": str(st.game_number),
-        "Variant": st.options.variant or DEFAULT_VARIANT,
-        "White": st.white.name,
-        "Black": st.black.name,
-        "Match": str(st.match.target),
-        "TimeControl": f"{st.options.turn_time_ms} ms per turn"
-        + (f" + {st.options.time_bank_ms} ms bank" if st.options.time_bank_ms else ""),
-        "Date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    if st.seeded:
-        headers["Dice"] = "seeded"
-    if st.ladder:
-        headers["Ladder"] = st.ladder
-    headers.update(dice_headers(first, last))
-    rules = variant(st.options.variant)
-    turns = [
-        TurnRecord(wire.color_of(e.play.side), wire.dice_of(e.play.dice), e.play.notation)
-        for e in events
-        if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
-    ]
-    result = None
-    if last.status == pb.GAME_STATUS_FINISHED:
-        r = last.result
-        result = wire.result_of(r, rules)
-        headers["Score"] = f"{last.match.white_points}-{last.match.black_points}"
-    start = rules.parse(st.position)  # the board as the game started
-    return GameRecord(headers=headers, start=start, turns=turns, result=result)
-
-
-def dice_headers(started: pb.GameEvent, last: pb.GameState) -> dict[str, str]:
-    """What ``nardy verify`` needs: the commitment, the client seeds, the opening throws,
-    dice chosen by the game's creator (a public seed, scripted dice) and (once revealed)
-    the server seed."""
-    st = started.state
-    out = {
-        "DiceCommitment": st.dice_commitment,
-        "ClientSeeds": json.dumps(list(st.client_seeds)),
-        "Opening": " ".join(
-            f"{t.first_player_die}-{t.second_player_die}" for t in started.opening_throws
-        )
-        or "none",
-    }
-    if st.options.opening == pb.OPENING_RULE_USE_OPENING_DICE:
-        out["OpeningRule"] = "use-opening-dice"
-    if st.public_seed:
-        out["DiceSeed"] = "public"
-    if st.scripted_dice:
-        out["ScriptedDice"] = str(st.scripted_dice)
-    if last.server_seed:
-        out["ServerSeed"] = last.server_seed
-    return out
-
-
 def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
     """Write a text record of every finished game of ``ladder`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -118,7 +52,7 @@ def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
     for g in games:
         path = out / f"{g.game_id}.nrd"
         if not path.exists():
-            path.write_text(dumps([record_from_events(game_events(stub, g.game_id))]))
+            path.write_text(dumps([record_of(game_events(stub, g.game_id))]))
     return len(games)
 
 
@@ -143,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
             if not events:
                 print(f"nardy export: game {args.game} has no events yet", file=sys.stderr)
                 return 1
-            record = record_from_events(events)
+            record = record_of(events)
         except grpc.RpcError as e:
             print(f"nardy export: {e.details()}", file=sys.stderr)
             return 1

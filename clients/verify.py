@@ -25,15 +25,14 @@ from nardy.verify import verify
 
 def fetch(address: str, game_id: str) -> GameRecord:
     """The record of a game on an arbiter, with its server seed if revealed."""
-    from clients.export import game_events, record_from_events
+    from clients.export import game_events
+    from nardy.wire import record_of
 
     with channel(address) as ch:
         stub = api_grpc.ArbiterServiceStub(ch)
-        record = record_from_events(game_events(stub, game_id))
+        events = game_events(stub, game_id)
         now = stub.GetGame(api.GetGameRequest(game_id=game_id), timeout=10).state
-    if now.server_seed:  # a pair's first game: revealed after its partner ended
-        record.headers["ServerSeed"] = now.server_seed
-    return record
+    return record_of(events, now.server_seed)
 
 
 def main(args: argparse.Namespace) -> int:

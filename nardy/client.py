@@ -50,6 +50,7 @@ import trio
 
 from nardy.clock import Clock
 from nardy.game import Color
+from nardy.record import GameRecord
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -57,7 +58,7 @@ from nardy.v1 import ladder_pb2 as ladder_pb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from nardy.variant import Variant
 from nardy.variant import variant as rules_named
-from nardy.wire import color_of, options_of
+from nardy.wire import color_of, options_of, record_of
 
 log = logging.getLogger("nardy.client")
 
@@ -659,6 +660,23 @@ class Client:
             reconnect=reconnect,
         ):
             yield ev
+
+    async def record(self, game_id: str) -> GameRecord:
+        """A game's record (:mod:`nardy.record`) from its events: a finished game's with its
+        result, one in progress its turns so far. ``nardy.record.dumps`` writes it as
+        ``nardy export`` does; ``nardy verify`` checks its dice. Raises ``ValueError`` for a
+        game with no events yet."""
+        last = (await self.get_game(game_id)).last_seq
+        events: list[pb.GameEvent] = []
+        if last:
+            async for ev in self.events(game_id, from_start=True):
+                if ev.type != pb.EVENT_TYPE_HEARTBEAT:
+                    events.append(ev)
+                if ev.seq >= last:
+                    break
+        if not events:
+            raise ValueError(f"game {game_id} has no events yet")
+        return record_of(events, (await self.get_game(game_id)).state.server_seed)
 
     def play_stream(
         self, game_id: str, *, client_seed: str = "", reconnect: Reconnect | None = None
@@ -1397,7 +1415,16 @@ class SimpleClient:
 
     def __init__(self, address: str | None = None, token: str | None = None, **options) -> None:
         self._loop = _Loop()
+        self._owns_loop = True
         self.client = Client(address, token, **options)
+
+    def with_token(self, token: str) -> SimpleClient:
+        """Another identity over the same connection and loop (closing it leaves them to
+        this client)."""
+        other = SimpleClient.__new__(SimpleClient)
+        other._loop, other._owns_loop = self._loop, False
+        other.client = self.client.with_token(token)
+        return other
 
     @property
     def address(self) -> str:
@@ -1415,13 +1442,16 @@ class SimpleClient:
 
     def close(self) -> None:
         """Cancel calls in progress (they raise :class:`ClientClosed`) and disconnect."""
-        self._loop.close(self.client.close)
+        if self._owns_loop:
+            self._loop.close(self.client.close)
 
     call = _blocking(Client.call)
     register = _blocking(Client.register)
     create_match = _blocking(Client.create_match)
     get_game = _blocking(Client.get_game)
     list_games = _blocking(Client.list_games)
+    all_games = _blocking(Client.all_games)
+    record = _blocking(Client.record)
     submit = _blocking(Client.submit)
     resign = _blocking(Client.resign)
     accept_challenge = _blocking(Client.accept_challenge)

@@ -9,11 +9,15 @@ kind needs a .proto value, not a code change here. Request defaults live here to
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from nardy.clock import DEFAULT_TURN_TIME_MS
 from nardy.game import Color, GameResult, Termination
 from nardy.match import DEFAULT_VARIANT, Colours, GameOptions, Opening
+from nardy.record import GameRecord, TurnRecord
 from nardy.v1 import game_pb2 as pb
 from nardy.variant import Board, GamePlay, Variant, variant
 
@@ -180,3 +184,70 @@ def dice_of(msg_dice) -> tuple[int, int]:
     """The two dice of a message's repeated ``dice`` field (a double is sent as two)."""
     a, b = msg_dice[0], msg_dice[1]
     return a, b
+
+
+# -- records ------------------------------------------------------------------------------
+def record_of(events: Sequence[pb.GameEvent], server_seed: str = "") -> GameRecord:
+    """The game record of one game's events (a finished game's with its result; one in
+    progress, its turns so far). ``server_seed``: the seed as revealed after the events (a
+    duplicate pair's first game reveals it once its partner has ended: GetGame's state)."""
+    if not events:
+        raise ValueError("no events")
+    first = next((e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED), events[0])
+    st = first.state
+    last = events[-1].state
+    date = datetime.fromtimestamp(first.time.ToNanoseconds() / 1e9, UTC)
+    headers = {
+        "Game": str(st.game_number),
+        "Variant": st.options.variant or DEFAULT_VARIANT,
+        "White": st.white.name,
+        "Black": st.black.name,
+        "Match": str(st.match.target),
+        "TimeControl": f"{st.options.turn_time_ms} ms per turn"
+        + (f" + {st.options.time_bank_ms} ms bank" if st.options.time_bank_ms else ""),
+        "Date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if st.seeded:
+        headers["Dice"] = "seeded"
+    if st.ladder:
+        headers["Ladder"] = st.ladder
+    headers.update(_dice_headers(first, last))
+    if server_seed:
+        headers["ServerSeed"] = server_seed
+    rules = variant(st.options.variant)
+    turns = [
+        TurnRecord(color_of(e.play.side), dice_of(e.play.dice), e.play.notation)
+        for e in events
+        if e.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
+    ]
+    result = None
+    if last.status == pb.GAME_STATUS_FINISHED:
+        r = last.result
+        result = result_of(r, rules)
+        headers["Score"] = f"{last.match.white_points}-{last.match.black_points}"
+    start = rules.parse(st.position)  # the board as the game started
+    return GameRecord(headers=headers, start=start, turns=turns, result=result)
+
+
+def _dice_headers(started: pb.GameEvent, last: pb.GameState) -> dict[str, str]:
+    """What ``nardy verify`` needs: the commitment, the client seeds, the opening throws,
+    dice chosen by the game's creator (a public seed, scripted dice) and (once revealed)
+    the server seed."""
+    st = started.state
+    out = {
+        "DiceCommitment": st.dice_commitment,
+        "ClientSeeds": json.dumps(list(st.client_seeds)),
+        "Opening": " ".join(
+            f"{t.first_player_die}-{t.second_player_die}" for t in started.opening_throws
+        )
+        or "none",
+    }
+    if st.options.opening == pb.OPENING_RULE_USE_OPENING_DICE:
+        out["OpeningRule"] = "use-opening-dice"
+    if st.public_seed:
+        out["DiceSeed"] = "public"
+    if st.scripted_dice:
+        out["ScriptedDice"] = str(st.scripted_dice)
+    if last.server_seed:
+        out["ServerSeed"] = last.server_seed
+    return out

@@ -197,14 +197,15 @@ def save_records(ui: PlayUI, opponent: str) -> None:
 
 
 def _save(stub, games: list[str], folder: Path, opponent: str) -> Path | None:
-    from clients.export import game_events, record_from_events
+    from clients.export import game_events
     from nardy.record import dumps
+    from nardy.wire import record_of
 
     records = []
     for game_id in games:
         events = game_events(stub, game_id)
         if events:
-            records.append(record_from_events(events))
+            records.append(record_of(events))
     if not records:
         return None
     folder.mkdir(parents=True, exist_ok=True)

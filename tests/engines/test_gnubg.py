@@ -127,7 +127,8 @@ def test_a_real_game_against_greedy_has_no_fallback(installed, engine, tmp_path)
     """§8: a short game on the arbiter between two engine processes; gnubg's process says
     how many plays it chose and that none fell back, and each play of its side is the one
     gnubg (asked again here) chooses."""
-    from clients.export import game_events, record_from_events
+    from clients.export import game_events
+    from nardy.wire import record_of
 
     with EmbeddedServer() as server, SimpleClient(server.address) as client:
         r = client.create_match(
@@ -152,7 +153,7 @@ def test_a_real_game_against_greedy_has_no_fallback(installed, engine, tmp_path)
                 proc.kill()
         with grpc.insecure_channel(server.address) as channel:
             stub = api_grpc.ArbiterServiceStub(channel)
-            record = record_from_events(game_events(stub, r.game_id))
+            record = record_of(game_events(stub, r.game_id))
     assert record.result is not None, "the game did not finish"
     assert "FALLBACK" not in logs["gnubg"]
     said = re.search(r"gnubg 0-ply chose (\d+) plays, (\d+) fallbacks", logs["gnubg"])

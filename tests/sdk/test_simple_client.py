@@ -9,7 +9,10 @@ import grpc
 import pytest
 
 from nardy.client import Consent, SimpleClient, run_engine
+from nardy.record import dumps, loads, replay
 from nardy.v1 import game_pb2 as pb
+from nardy.verify import verify
+from nardy.wire import result_of
 from server.app import EmbeddedServer
 
 
@@ -34,6 +37,19 @@ def test_simple_clients_play_a_game(tmp_path):
             t.join(60)
         assert finals["a"].status == pb.GAME_STATUS_FINISHED
         assert finals["a"].result == finals["b"].result
+
+        with SimpleClient(srv.address) as anyone:
+            assert [g.game_id for g in anyone.all_games()] == [r.game_id]
+            record = anyone.record(r.game_id)
+            seat = anyone.with_token(r.first_seat_token)  # another identity, one connection
+            assert (seat.token, anyone.token) == (r.first_seat_token, None)
+            seat.close()  # leaves the connection and its loop to `anyone`
+            assert anyone.register("recorder") == anyone.token
+        [again] = loads(dumps([record]))
+        assert again.result == record.result == result_of(finals["a"].result, record.rules)
+        assert len(replay(again)) == len(record.turns) + 1  # every play is legal in order
+        verdict = verify(again)  # the match's public seed (3) gave every die
+        assert verdict.fair and verdict.chosen and "match that seed" in verdict.message
 
 
 def test_run_engine_refuses_what_cannot_work_and_raises_plainly(tmp_path):

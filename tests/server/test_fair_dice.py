@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 import trio
 
-from clients.export import game_events, record_from_events
+from clients.export import game_events
 from nardy import record
 from nardy.client import Client, play_game
 from nardy.dice import Dice, keyed_die
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.verify import verify
+from nardy.wire import record_of
 from tests.server.conftest import random_engine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ async def test_verify_accepts_a_real_game_and_rejects_one_changed_die(arbiter, c
 
     stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
     events = await trio.to_thread.run_sync(game_events, stub, r.game_id)
-    game = record_from_events(events)
+    game = record_of(events)
     assert verify(game).fair, verify(game).message
     path = tmp_path / "game.nrd"
     path.write_text(record.dumps([game]))
@@ -145,7 +146,7 @@ async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
     scripted = await play(client, start_position=RACE, dice=script, options=options)
     public = await play(client, start_position=RACE, seed=12345, options=options)
 
-    game = record_from_events(await trio.to_thread.run_sync(game_events, stub, scripted.game_id))
+    game = record_of(await trio.to_thread.run_sync(game_events, stub, scripted.game_id))
     assert game.headers["ScriptedDice"] == "5"
     verdict = verify(game)
     assert verdict.fair and verdict.chosen, verdict.message
@@ -166,7 +167,7 @@ async def test_verify_says_a_game_with_chosen_dice_is_not_a_fair_dice_game(
     assert out.returncode == 1 and out.stdout.startswith("NOT FAIR"), out.stdout + out.stderr
     assert "turn 5" in out.stdout
 
-    game = record_from_events(await trio.to_thread.run_sync(game_events, stub, public.game_id))
+    game = record_of(await trio.to_thread.run_sync(game_events, stub, public.game_id))
     assert game.headers["DiceSeed"] == "public"
     out = await trio.to_thread.run_sync(run, public.game_id, "--server", arbiter.address)
     assert out.returncode == 3, out.stdout + out.stderr

@@ -22,7 +22,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from clients import cli
-from clients.export import game_events, record_from_events
+from clients.export import game_events
 from nardy.client import Client, my_turn, play_game, serve_games
 from nardy.record import dumps, to_json
 from nardy.v1 import admin_pb2 as admin_pb
@@ -31,6 +31,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.verify import verify
+from nardy.wire import record_of
 from server.app import EmbeddedServer
 from server.core import retention
 from server.core.store import SCHEMA_VERSION
@@ -99,7 +100,7 @@ def everything(address: str, game_ids: list[str]) -> dict[str, tuple]:
         for game_id in game_ids:
             got = stub.GetGame(api.GetGameRequest(game_id=game_id), timeout=30)
             events = game_events(stub, game_id)
-            record = record_from_events(events)
+            record = record_of(events)
             if got.state.server_seed:
                 record.headers["ServerSeed"] = got.state.server_seed
             out[game_id] = (
