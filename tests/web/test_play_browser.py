@@ -608,3 +608,35 @@ def test_the_opponents_play_is_written_in_your_point_numbers(arbiter, browser):
     assert mine != black.notation  # (the numbers differ: the test means something)
     assert page(browser)["message"] == f"They played {mine}"
     assert browser.find_elements(By.CSS_SELECTOR, "#moves li")[1].text == f"b 6-5 {mine}"
+
+
+def test_a_phones_width_fits_the_pages_and_their_news_is_read_out(arbiter, browser):
+    """At a phone's width (390 px) the sign-in form, the home page and a game (its panel
+    below the board) fit the window; the status and the messages are live regions, read
+    out by screen readers."""
+
+    def fits(d) -> bool:
+        return d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+
+    r, _ = against_the_bot(arbiter, dice=[2, 1, 6, 4])
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(f"{arbiter.http_url}/play")
+        wait(browser, lambda d: d.find_element(By.ID, "signin").is_displayed())
+        assert fits(browser)
+        sign_in(browser, arbiter.http_url, r.first_seat_token)
+        wait(
+            browser,
+            lambda d: d.find_element(By.CSS_SELECTOR, f'#games li[data-game="{r.game_id}"]'),
+        )
+        assert fits(browser)
+        browser.get(f"{arbiter.http_url}/play/game/{r.game_id}")
+        wait(browser, lambda d: page(d)["turn"] == "1")
+        assert fits(browser)
+        board = browser.find_element(By.ID, "board").rect
+        panel = browser.find_element(By.CSS_SELECTOR, "#play aside").rect
+        assert panel["y"] >= board["y"] + board["height"] - 1
+    finally:
+        browser.set_window_size(1200, 1000)
+    for region in ("status", "message"):
+        assert browser.find_element(By.ID, region).get_attribute("aria-live") == "polite"

@@ -91,7 +91,7 @@ class PlayPages:
             f'<section id="play" data-game="{escape(game_id)}" data-points="{escape(self._maps)}">'
             '<p id="signin-needed" hidden>Sign in first: <a href="/play">play</a>.</p>'
             '<h2 id="title">game</h2>'
-            '<p class="status" id="status">connecting…</p>'
+            '<p class="status" id="status" role="status" aria-live="polite">connecting…</p>'
             '<div class="table"><div id="board"></div><aside>'
             '<p class="clock" id="clock-black"></p><p class="clock" id="clock-white"></p>'
             '<p id="building"></p>'
@@ -100,7 +100,7 @@ class PlayPages:
             '<form id="typed"><input id="notation" autocomplete="off" spellcheck="false"'
             ' placeholder="24/18 18/13" aria-label="play" size="18">'
             ' <button id="send-typed" type="submit">Send</button></form>'
-            '<p class="message" id="message"></p>'
+            '<p class="message" id="message" role="status" aria-live="polite"></p>'
             '<p><button id="resign" type="button">Resign</button>'
             ' <a id="next-game" hidden>next game</a></p>'
             '<ol class="moves" id="moves"></ol></aside></div></section>',
