@@ -40,10 +40,11 @@ import time
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engines.arena import GameRecord, mean_ci, play_game, wilson  # noqa: E402
+from engines.arena import GameRecord, mean_ci, play_game, rate_ci  # noqa: E402
 from engines.registry import make_engine  # noqa: E402
 from nardy import Color  # noqa: E402
 from nardy.match import DEFAULT_VARIANT, Opening  # noqa: E402
+from nardy.stats import wilson  # noqa: E402
 from nardy.variant import variant  # noqa: E402
 
 WORKERS = 2
@@ -158,8 +159,8 @@ def _running(out: list[list[GameRecord]]) -> str:
     """The first engine's win rate so far (pairs only)."""
     if not out or len(out[0]) != 2:
         return ""
-    rate, lo, hi = mean_ci([_pair_score(pair)[0] for pair in out])
-    return f", the first wins {100 * rate:.1f}% [{100 * max(lo, 0):.1f}, {100 * min(hi, 1):.1f}]"
+    rate, lo, hi = rate_ci([_pair_score(pair)[0] for pair in out])
+    return f", the first wins {100 * rate:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 def _times(games: list[GameRecord], engine: str) -> tuple[float, int]:
@@ -243,10 +244,10 @@ def duplicate(
         "pairs": len(results),
         "games": len(recs),
         "wins": round(2 * sum(wins_pp)),
-        "rate": mean_ci(wins_pp),
+        "rate": rate_ci(wins_pp),
         "net": mean_ci(net_pp),
         "points": (total_f, total_a),
-        "share": (share, share + zlo, share + zhi),
+        "share": (share, max(share + zlo, 0.0), min(share + zhi, 1.0)),
         "big": sum(g.points >= 2 for g in recs),
         "times": _side_times(results),
         "records": recs,

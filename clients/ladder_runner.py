@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import shlex
 import shutil
 import signal
@@ -36,8 +37,11 @@ from clients.supervisor import EngineProcess, LaunchError
 from clients.term import report_console
 from nardy.match import DEFAULT_VARIANT
 from nardy.stats import SprtState, elo_pairs
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
+from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
 from server.app import EmbeddedServer
@@ -94,6 +98,8 @@ def parse_sprt(text: str | None) -> SprtState | None:
         return None
     try:
         elo0, elo1, alpha, beta = (float(x) for x in text.split(","))
+        if not all(math.isfinite(x) for x in (elo0, elo1)):
+            raise ValueError("elo0 and elo1 must be finite")
         return SprtState(elo0, elo1, alpha, beta)
     except ValueError as e:
         raise SystemExit(f"nardy ladder: --sprt takes elo0,elo1,alpha,beta ({e})") from None
@@ -101,12 +107,17 @@ def parse_sprt(text: str | None) -> SprtState | None:
 
 def _check_args(args: argparse.Namespace) -> None:
     for flag, value, low in (
-        ("--games", args.games, 1),
+        ("--games", args.games, 2),
         ("--concurrency", args.concurrency, 1),
         ("--turn-time-ms", args.turn_time_ms, 1),
     ):
         if value < low:
             raise SystemExit(f"nardy ladder: {flag} must be at least {low}, not {value}")
+    if args.games % 2:
+        raise SystemExit(
+            f"nardy ladder: --games must be even, not {args.games}: games are played in "
+            "pairs with the same dice, colours swapped"
+        )
     if getattr(args, "progress", 5.0) <= 0:
         raise SystemExit("nardy ladder: --progress takes a number of seconds above 0")
 
@@ -174,11 +185,36 @@ def _run(args, console, unattended, engines, sprt, db, log_dir) -> int:
                             metadata=_auth(entrant.token),
                             timeout=2,
                         )
+            _void_unfinished(console, server, channel)
+            for entrant in engines:
                 if entrant.process is not None:
                     entrant.process.stop()
         _report(console, args, arbiter, ladders, engines, sprt, server.address)
         channel.close()
     return 0 if stopped is None else 128 + stopped.signum
+
+
+def _void_unfinished(console, server: EmbeddedServer, channel: grpc.Channel) -> None:
+    """Void the ladder's games not over when the run stops (the SPRT decided, or a signal):
+    stopping their engines would lose them by abandonment, the first engine stopped losing
+    them all, in the report, the --db and the verdict. A voided game never counts."""
+    arbiter = api_grpc.ArbiterServiceStub(channel)
+    admin = admin_grpc.AdminServiceStub(channel)
+    voided = 0
+    with contextlib.suppress(grpc.RpcError):
+        for status in (pb.GAME_STATUS_IN_PROGRESS, pb.GAME_STATUS_WAITING):
+            games = arbiter.ListGames(
+                api.ListGamesRequest(ladder=LADDER, status=status, limit=500), timeout=5
+            ).games
+            for g in games:
+                admin.VoidGame(
+                    admin_pb.VoidGameRequest(game_id=g.game_id),
+                    metadata=_auth(server.admin_token),
+                    timeout=5,
+                )
+                voided += 1
+    if voided:
+        console.print(f"{voided} games not over were voided: they do not count")
 
 
 def _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir) -> int:
@@ -367,10 +403,13 @@ def _report(console, args, arbiter, ladders, engines, sprt, address) -> None:
     console.print(crosstable(cross, [e.name for e in engines]))
     if sprt is not None:
         a, b = engines[0].name, engines[1].name
-        sprt.counts = pair_counts(cross, a, b)
+        if sprt.decision() is None:  # else the pairs it decided on (a game may end after)
+            sprt.counts = pair_counts(cross, a, b)
         verdict = {
-            "H1": f"H1 accepted: {a} is stronger than {b} by at least {sprt.elo1:g} Elo",
-            "H0": f"H0 accepted: {a} is not stronger than {b} by {sprt.elo1:g} Elo",
+            "H1": f"H1 accepted: {a} is stronger than {b} (the pairs favour {a} by "
+            f"{sprt.elo1:g} Elo over {sprt.elo0:g})",
+            "H0": f"H0 accepted: {a} is not stronger than {b} by {sprt.elo1:g} Elo (the pairs "
+            f"favour {sprt.elo0:g} over {sprt.elo1:g})",
         }.get(sprt.decision() or "", "no decision yet")
         console.print(
             f"SPRT {a} vs {b}, elo0 {sprt.elo0:g}, elo1 {sprt.elo1:g}: {sprt}\n{verdict}",

@@ -4,7 +4,8 @@ With ``--ladder NAME`` the table comes from the ladder RPCs (Elo with its interv
 points, mars, timeouts, time per move) with the crosstable. Without it, the table is
 computed here from ``ListGames`` (finished rated games, newest 500; casual and set-up games
 never count): per player the games, wins,
-losses, points won and lost, and wins by mars or more.
+losses, points won and lost, and wins for more than a point (mars or koks; gammon or
+backgammon).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Row:
     lost: int = 0
     points_for: int = 0
     points_against: int = 0
-    mars: int = 0  # games won by mars (or koks)
+    mars: int = 0  # games won for more than a point: mars, koks; gammon, backgammon
 
     @property
     def diff(self) -> int:
@@ -55,7 +56,7 @@ def table_rows(games: list[api.GameSummary]) -> list[Row]:
             if color == g.result.winner:
                 row.won += 1
                 row.points_for += g.result.points
-                if g.result.kind in (pb.RESULT_KIND_MARS, pb.RESULT_KIND_KOKS):
+                if g.result.points > 1:  # (short nardy's gammons and backgammons too)
                     row.mars += 1
             else:
                 row.lost += 1

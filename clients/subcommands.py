@@ -141,7 +141,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="an engine: its name and the command that runs it (repeat)",
     )
-    p.add_argument("--games", type=int, default=100, help="games to play in all (default 100)")
+    p.add_argument(
+        "--games", type=int, default=100, help="games to play in all, in pairs (default 100)"
+    )
     p.add_argument(
         "--sprt",
         metavar="ELO0,ELO1,ALPHA,BETA",

@@ -18,21 +18,16 @@ import grpc
 
 from nardy.client import channel
 from nardy.record import GameRecord, RecordError, load
-from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.verify import verify
 
 
 def fetch(address: str, game_id: str) -> GameRecord:
     """The record of a game on an arbiter, with its server seed if revealed."""
-    from clients.export import game_events
-    from nardy.wire import record_of
+    from clients.export import fetch_record
 
     with channel(address) as ch:
-        stub = api_grpc.ArbiterServiceStub(ch)
-        events = game_events(stub, game_id)
-        now = stub.GetGame(api.GetGameRequest(game_id=game_id), timeout=10).state
-    return record_of(events, now.server_seed)
+        return fetch_record(api_grpc.ArbiterServiceStub(ch), game_id)
 
 
 def main(args: argparse.Namespace) -> int:

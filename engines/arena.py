@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 from nardy import Color
 from nardy.match import Opening
+from nardy.stats import Z95, wilson
 from nardy.variant import Variant, variant
-
-Z95 = 1.959964
 
 
 @dataclass
@@ -73,17 +72,6 @@ def play_game(
 # -- statistics ---------------------------------------------------------------------------
 
 
-def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return c - h, c + h
-
-
 def mean_ci(xs: list[float], z: float = Z95) -> tuple[float, float, float]:
     """Mean and normal-approximation interval of independent samples."""
     n = len(xs)
@@ -93,6 +81,16 @@ def mean_ci(xs: list[float], z: float = Z95) -> tuple[float, float, float]:
     sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
     h = z * sd / math.sqrt(n)
     return m, m - h, m + h
+
+
+def rate_ci(pair_rates: list[float]) -> tuple[float, float, float]:
+    """The win rate over duplicate pairs (each pair's 0, 1/2 or 1) and its interval: the
+    normal one over the pairs, within [0, 1]; Wilson's over the games where the pairs do
+    not vary (a sweep, a single pair), whose spread says nothing."""
+    m, lo, hi = mean_ci(pair_rates)
+    if hi - lo <= 0:
+        lo, hi = wilson(round(2 * sum(pair_rates)), 2 * len(pair_rates))
+    return m, max(lo, 0.0), min(hi, 1.0)
 
 
 def pair_score(a, b, dice_seed: int) -> tuple[float, float]:

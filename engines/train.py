@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from engines import fit
-from engines.arena import mean_ci, pair_score
+from engines.arena import pair_score, rate_ci
 from engines.features import features
 from engines.network import Network
 from engines.selfplay import game_rng, self_play, td_targets
@@ -104,7 +104,7 @@ def evaluate(net: Network, pairs: int, seed: int, at: int) -> dict:
     other = GreedyEngine(rules=rules)
     t0 = time.perf_counter()
     scores = [pair_score(me, other, 10**9 + seed * 10**6 + at + i) for i in range(pairs)]
-    rate, lo, hi = mean_ci([s[0] for s in scores])
+    rate, lo, hi = rate_ci([s[0] for s in scores])
     net_pts = sum(s[1] for s in scores) / len(scores)
     return {
         "games": at,

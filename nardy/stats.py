@@ -194,29 +194,50 @@ def pair_counts(pair_wins: Iterable[int]) -> Counts:
 # --- SPRT ------------------------------------------------------------------------------------
 
 
+PAIR_SCORES = (0.0, 0.5, 1.0)  # A's score in a pair it won 0, 1 or 2 games of
+PSEUDO_COUNT = 1e-3  # stands for an outcome never seen, so that every outcome stays possible
+
+
+def _closest(p: Sequence[float], mu: float) -> list[float]:
+    """The distribution over :data:`PAIR_SCORES` with mean ``mu`` nearest ``p`` (the
+    maximum-likelihood one): ``q_i = p_i / (1 + t (s_i - mu))``, ``t`` found by bisection
+    on ``sum q_i (s_i - mu) = 0`` (decreasing in t) where every ``q_i`` stays positive."""
+    d = [x - mu for x in PAIR_SCORES]
+    lo, hi = -1.0 / d[-1], -1.0 / d[0]  # the open interval where every 1 + t d_i > 0
+    for _ in range(200):
+        t = (lo + hi) / 2
+        if lo == t or hi == t:
+            break
+        if sum(pi * di / (1 + t * di) for pi, di in zip(p, d, strict=True)) > 0:
+            lo = t
+        else:
+            hi = t
+    t = (lo + hi) / 2
+    return [pi / (1 + t * di) for pi, di in zip(p, d, strict=True)]
+
+
 def sprt_llr(counts: Sequence[int], elo0: float, elo1: float, *, min_pairs: int = 10) -> float:
-    """Generalized (normal-approximation) log-likelihood ratio of H1: elo1 against H0: elo0.
+    """Generalized log-likelihood ratio of H1: elo1 against H0: elo0 (logistic Elo per game).
 
-    With N pairs, per-pair score x = wins / 2 in {0, 1/2, 1}, empirical mean m and variance v,
-    and mu_i = score_from_elo(elo_i)::
+    The pairs' outcomes (A won 0, 1 or 2 games: a score of 0, 1/2 or 1) are a trinomial
+    sample; each hypothesis is the trinomial with mean ``score_from_elo(elo)`` most likely
+    to have given it (maximum likelihood under that mean), as fastchess's pentanomial
+    GSPRT does with five outcomes::
 
-        LLR = N * ((m - mu0)^2 - (m - mu1)^2) / (2 v)
-            = N * (mu1 - mu0) * (2 m - mu0 - mu1) / (2 v)
+        LLR = sum_i n_i * log(q1_i / q0_i)
 
-    This is fastchess's pentanomial GSPRT with three outcomes. If every pair ended alike
-    (v = 0) the variance is the smallest that N pairs can show, as if one pair had ended one
-    game differently: ``v = (N - 1) / (4 N^2)`` (a pseudo-count of 1e-3, as fishtest uses,
-    gives an LLR in the thousands after ten pairs); the mean is kept. Below ``min_pairs``
-    pairs the approximation means nothing and the LLR is 0.
+    An outcome never seen counts 1e-3, so the LLR stays finite (a sweep of ten pairs is
+    not proof of an infinite Elo). Below ``min_pairs`` pairs the LLR is 0.
     """
     n0, n1, n2 = _check_counts(counts)
     if n0 + n1 + n2 < max(min_pairs, 1):
         return 0.0
-    n, mean, var = _pair_moments(n0, n1, n2)
-    if var <= 0.0:  # every pair ended alike: the least variance N pairs can have
-        var = max(n - 1, 1) / (4.0 * n * n)
-    mu0, mu1 = score_from_elo(elo0), score_from_elo(elo1)
-    return n * (mu1 - mu0) * (2.0 * mean - mu0 - mu1) / (2.0 * var)
+    seen = [float(c) if c else PSEUDO_COUNT for c in (n0, n1, n2)]
+    total = sum(seen)
+    p = [c / total for c in seen]
+    q0 = _closest(p, score_from_elo(elo0))
+    q1 = _closest(p, score_from_elo(elo1))
+    return total * sum(pi * math.log(b / a) for pi, a, b in zip(p, q0, q1, strict=True))
 
 
 def sprt_bounds(alpha: float, beta: float) -> tuple[float, float]:
@@ -346,7 +367,7 @@ class SkillTable:
 # --- Binomial interval -----------------------------------------------------------------------
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion; ``(0, 1)`` when ``n == 0``."""
     if n < 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n, got {successes=} {n=}")
@@ -357,4 +378,6 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # (not a rounding error's
+    high = 1.0 if successes == n else min(1.0, centre + half)  # 1e-17, printed -0.0%)
+    return low, high

@@ -197,15 +197,13 @@ def save_records(ui: PlayUI, opponent: str) -> None:
 
 
 def _save(stub, games: list[str], folder: Path, opponent: str) -> Path | None:
-    from clients.export import game_events
+    from clients.export import fetch_record
     from nardy.record import dumps
-    from nardy.wire import record_of
 
     records = []
     for game_id in games:
-        events = game_events(stub, game_id)
-        if events:
-            records.append(record_of(events))
+        with contextlib.suppress(ValueError):  # (a game with no events yet)
+            records.append(fetch_record(stub, game_id))
     if not records:
         return None
     folder.mkdir(parents=True, exist_ok=True)

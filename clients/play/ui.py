@@ -458,12 +458,11 @@ class PlayUI:
     def _analysis(self, game_id: str) -> list[str]:
         """The analysis's lines for game ``game_id`` (blocking: run in a thread)."""
         from clients.analyse import brief
-        from clients.export import game_events
+        from clients.export import fetch_record
         from engines.analysis import analyse_game
         from engines.registry import make_judge
-        from nardy.wire import record_of
 
-        game = record_of(game_events(self.client.stub, game_id))
+        game = fetch_record(self.client.stub, game_id)
         name = game.rules.name
         if name not in self.judges:
             self.judges[name] = make_judge(name)

@@ -40,3 +40,16 @@ def test_a_plain_spec_and_a_registry_option():
     assert strength._engine(strength.parse_spec("network:2", 7), "long").params == LEVELS[2]
     with pytest.raises(ValueError, match="no --ply"):  # the option reached the registry
         strength._engine(("greedy", None, 7, {"ply": 1}), "long")
+
+
+def test_a_win_rates_interval_stays_a_proportions():
+    """Five pairs won 2-0 and one split printed 91.7% [75.3%, 108.0%]; a sweep printed
+    100.0% [100.0%, 100.0%]. The interval stays within [0, 1], and where the pairs do not
+    vary it is Wilson's over the games."""
+    from engines.arena import rate_ci
+    from nardy.stats import wilson
+
+    rate, lo, hi = rate_ci([1.0] * 5 + [0.5])
+    assert rate == pytest.approx(11 / 12) and 0 < lo < rate < hi == 1.0
+    assert rate_ci([1.0] * 4) == (1.0, wilson(8, 8)[0], 1.0) and wilson(8, 8)[0] < 0.7
+    assert rate_ci([0.5]) == (0.5, *wilson(1, 2))

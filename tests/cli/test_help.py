@@ -133,3 +133,19 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
         proc.stdout.close()
         err = proc.stderr.read().decode()
         assert proc.wait(60) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--games", "3"), "--games must be even, not 3"),  # it played 2 and blamed a void
+        (("--games", "1"), "--games must be at least 2"),  # it played none
+        (("--sprt", "0,inf,0.05,0.05"), "elo0 and elo1 must be finite"),  # it decided H0
+    ],
+)
+def test_a_ladder_that_cannot_mean_what_it_says_is_refused(extra, message):
+    from clients.ladder_runner import run
+
+    args = _subcommands()["ladder"].parse_args(["--engine", "a=true", "--engine", "b=true", *extra])
+    with pytest.raises(SystemExit, match=message):
+        run(args)

@@ -173,3 +173,49 @@ def test_watch_tells_every_game_of_a_match_to_its_end(arbiter):
     out = run("watch", r.game_id, "--server", arbiter.address, "--plain")
     assert out.returncode == 0, out.stderr
     assert "wins the match" in out.stdout, out.stdout[-2000:]
+
+
+def test_records_asked_for_in_a_row_wait_for_the_callers_rate(tmp_path):
+    """A replay is charged by its events, and one asked for while the last is not paid for
+    is refused (RESOURCE_EXHAUSTED): `nardy ladder --records` stopped with a traceback after
+    a few dozen games. Each is asked again after a short wait."""
+    import grpc
+
+    from clients.export import fetch_record
+    from nardy.v1 import arbiter_pb2_grpc as api_grpc
+    from server.app import EmbeddedServer
+
+    with EmbeddedServer(db=str(tmp_path / "r.db"), rate_per_s=100, rate_burst=20) as srv:
+        r, bots = bot_match(srv.address, start_position=RACE, dice=RACE_DICE, **seats())
+        bots.start().join()
+        with grpc.insecure_channel(srv.address) as channel:
+            stub = api_grpc.ArbiterServiceStub(channel)
+            records = [fetch_record(stub, r.game_id) for _ in range(12)]
+    assert all(rec.result == records[0].result is not None for rec in records)
+    assert {len(rec.turns) for rec in records} == {3}
+
+
+def test_standings_count_every_win_worth_more_than_a_point():
+    """The mars column counts short nardy's gammons and backgammons as well as long
+    nardy's mars and koks (RULES.md §6, §8): it counted mars and koks only."""
+    from clients.standings import table_rows
+
+    def won(kind: int, points: int) -> api.GameSummary:
+        return api.GameSummary(
+            status=pb.GAME_STATUS_FINISHED,
+            rated=True,
+            white=pb.Player(name="ann"),
+            black=pb.Player(name="ben"),
+            result=pb.GameResult(winner=pb.COLOR_WHITE, kind=kind, points=points),
+        )
+
+    kinds = [
+        (pb.RESULT_KIND_GAMMON, 2),
+        (pb.RESULT_KIND_BACKGAMMON, 3),
+        (pb.RESULT_KIND_MARS, 2),
+        (pb.RESULT_KIND_KOKS, 3),
+        (pb.RESULT_KIND_OIN, 1),
+    ]
+    [ann, ben] = table_rows([won(k, p) for k, p in kinds])
+    assert (ann.name, ann.won, ann.mars, ann.points_for) == ("ann", 5, 4, 11)
+    assert (ben.lost, ben.mars) == (5, 0)

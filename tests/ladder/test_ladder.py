@@ -261,6 +261,16 @@ def test_sprt_mode_stops_when_the_test_decides(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "H1 accepted: greedy is stronger than random" in out.stdout
     assert "LLR" in out.stdout and "(-2.94, 2.94)" in out.stdout
+    # the games still being played when it decided are voided: stopping the engines lost
+    # them on the clock of the engine stopped first, counted in the report and the db (or,
+    # with a longer turn, left them to count when the db is run again)
+    with sqlite3.connect(tmp_path / "sprt.db") as con:
+        unfinished = con.execute(
+            "SELECT count(*) FROM games WHERE status IN (?, ?)",
+            (pb.GAME_STATUS_WAITING, pb.GAME_STATUS_IN_PROGRESS),
+        ).fetchone()[0]
+    assert unfinished == 0
+    assert "were voided: they do not count" in out.stdout, out.stdout
 
 
 @pytest.mark.slow
@@ -370,6 +380,7 @@ def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
     for f in files:
         text = f.read_text()
         assert "Variant: short" in text
+        assert "\nServerSeed: " in text  # both games of a pair (the first's revealed later)
         assert any(k in text for k in (" single ", " gammon ", " backgammon "))
         check = subprocess.run(
             [sys.executable, "-m", "clients", "import", str(f)],

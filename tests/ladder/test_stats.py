@@ -166,20 +166,57 @@ def test_sprt_bounds():
 
 
 def test_sprt_llr_by_hand():
-    # (0, 10, 30): N = 40, mean 0.875, var 0.046875 (see above).  elo0 = 0 -> mu0 = 0.5,
-    # elo1 = 400 log10 3 -> mu1 = 0.75.
-    # LLR = 40 * 0.25 * (1.75 - 1.25) / (2 * 0.046875) = 5 / 0.09375 = 53.333
-    assert sprt_llr((0, 10, 30), 0, 400 * math.log10(3)) == pytest.approx(160 / 3)
+    # Each hypothesis is the trinomial nearest the sample with the hypothesis's mean. When
+    # the sample's mean is mu1 itself, H1's is the sample (q1 = p) and the LLR is N times
+    # the Kullback-Leibler divergence of the sample from H0's. (0, 10, 30), the pair never
+    # lost counted 1e-3, has a mean of about 0.875; H0's trinomial (mean 1/2) is found here
+    # by a search over every trinomial with that mean.
+    p = [1e-3 / 40.001, 10 / 40.001, 30 / 40.001]
+    mu1 = sum(pi * si for pi, si in zip(p, (0, 0.5, 1), strict=True))
+    q0 = _nearest_by_brute_force(p, 0.5)
+    kl = sum(pi * math.log(pi / qi) for pi, qi in zip(p, q0, strict=True))
+    assert sprt_llr((0, 10, 30), 0, elo_from_score(mu1)) == pytest.approx(40.001 * kl, rel=1e-6)
     # mean 0.5 halfway between symmetric hypotheses: mu0 + mu1 = 1 -> LLR = 0
     assert sprt_llr((10, 20, 10), -10, 10) == pytest.approx(0.0, abs=1e-12)
     # B's view of A's test: counts reversed, hypotheses negated (elo0 0 -> 0, elo1 10 -> -10)
     assert sprt_llr((12, 20, 8), 0, 10) == pytest.approx(sprt_llr((8, 20, 12), 0, -10))
+    # many pairs, close hypotheses: the normal approximation's value (5.45)
+    assert sprt_llr((400, 1000, 600), 0, 5) == pytest.approx(5.45, rel=0.03)
+
+
+def _nearest_by_brute_force(p: list[float], mu: float) -> list[float]:
+    """The trinomial over scores (0, 1/2, 1) with mean ``mu`` of the greatest likelihood
+    of ``p``, by a fine search along the line of such trinomials (q2 - q0 = mu - 1/2)."""
+    best, arg = -math.inf, None
+    steps = 200_000
+    for k in range(1, steps):
+        q0 = k / steps * min(1.0, 1.5 - mu)
+        q2 = q0 + mu - 0.5
+        q1 = 1 - q0 - q2
+        if q2 <= 0 or q1 <= 0:
+            continue
+        ll = sum(pi * math.log(qi) for pi, qi in zip(p, (q0, q1, q2), strict=True))
+        if ll > best:
+            best, arg = ll, [q0, q1, q2]
+    return arg
+
+
+def test_sprt_llr_matches_an_independent_maximum_likelihood():
+    """Values computed by a reviewer's own implementation of the exact GSPRT. The normal
+    approximation used before gave -3.14 and -3.19 for the first two, accepting H0 after
+    17 and 25 pairs of which all but two split (its variance floor), and 14.75 for a
+    sweep of ten pairs."""
+    assert sprt_llr((0, 17, 0), 0, 50) == pytest.approx(-2.614, abs=1e-3)
+    assert sprt_llr((1, 23, 1), 0, 50) == pytest.approx(-2.018, abs=1e-3)
+    assert sprt_llr((0, 0, 10), 0, 50) == pytest.approx(1.336, abs=1e-3)
+    assert sprt_llr((40, 100, 60), 0, 20) == pytest.approx(1.647, abs=1e-3)
+    assert sprt_llr((5, 2, 13), 0, 50) == pytest.approx(1.053, abs=1e-3)
 
 
 def test_sprt_llr_degenerate_inputs():
     assert sprt_llr((0, 0, 0), 0, 5) == 0.0
     assert sprt_llr((0, 0, 3), 0, 5) == 0.0  # fewer than min_pairs
-    assert sprt_llr((0, 0, 3), 0, 5, min_pairs=1) > 0  # var = 0 regularized, finite
+    assert sprt_llr((0, 0, 3), 0, 5, min_pairs=1) > 0  # outcomes never seen: finite
     assert math.isfinite(sprt_llr((0, 40, 0), 0, 5)) and sprt_llr((0, 40, 0), 0, 5) < 0
     assert sprt_llr((40, 0, 0), 0, 5) < 0 < sprt_llr((0, 0, 40), 0, 5)
 
@@ -282,10 +319,10 @@ def test_wilson_known_values():
         wilson(11, 10)
 
 
-def test_sprt_llr_with_zero_variance_is_on_the_scale_of_its_neighbours():
-    # Ten pairs all won: no less evidence than nine won and one split, and nowhere near the
-    # thousands a tiny pseudo-count gives (the runner once printed LLR 2654 here).
+def test_sprt_llr_of_a_sweep_is_on_the_scale_of_its_neighbours():
+    # Ten pairs all won: about the evidence of nine won and one split, and nowhere near the
+    # thousands a variance of zero would give (the runner once printed LLR 2654 here).
     swept, nearly = sprt_llr((0, 0, 10), 0, 20), sprt_llr((0, 1, 9), 0, 20)
-    assert nearly <= swept < 2 * nearly < 15
+    assert 0 < swept < 2 * nearly < 15
     # all pairs split: the two engines look equal, evidence slightly for H0
     assert -1 < sprt_llr((0, 10, 0), 0, 20) < 0
