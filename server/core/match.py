@@ -294,9 +294,10 @@ class MatchSession:
                         opening = partial(opening_throw, game.roller.die)
                         white, throws = self.match.next_white(opening)
                     result = await game.run(white, throws)
-                elif self.ladder and len(audience.present) == 1:
+                elif (self.ladder or game.number > 1) and len(audience.present) == 1:
                     # a ladder bot learns its opponent before it comes: were a seat that
-                    # does not come let off, a bot would play only the opponents it likes
+                    # does not come let off, a bot would play only the opponents it likes;
+                    # and a match once begun is left, not escaped, by staying away
                     white = 0 if game.planned_white is None else game.planned_white
                     result = game.absent_loses(white)
                 else:

@@ -10,7 +10,7 @@ from nardy import Position
 from nardy.client import play_game
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
-from tests.server.conftest import create, random_engine
+from tests.server.conftest import create, random_engine, resigned
 
 
 async def collect(seat, game_id, engine):
@@ -200,3 +200,27 @@ async def test_registered_players_play_under_their_names_and_owners(client, oper
     assert {state.white.name, state.black.name} == {"alpha", "beta"}
     assert {state.white.owner, state.black.owner} == {"team-alpha", "team-beta"}
     assert state.white.bot and state.black.bot
+
+
+async def test_a_seat_that_stays_away_from_a_matchs_next_game_loses_it(client):
+    """§5: leaving loses. A seat that did not come to a match's second game had the game
+    and the match called off: the player behind escaped the match. It loses the game by
+    abandonment (a mars: nothing borne off), and the match goes on to its end."""
+    r, seats = await create(client, target_points=3, start_timeout_ms=1000)
+    second = await resigned(seats, r.game_id)  # the first seat resigns: 0-2
+    assert second
+    scores = []
+    game_id = second
+    while game_id:  # only the first seat comes to the next games
+        async for ev in seats[0].events(game_id):
+            if ev.type in (pb.EVENT_TYPE_GAME_FINISHED, pb.EVENT_TYPE_GAME_ABORTED):
+                break
+        st = ev.state
+        assert ev.type == pb.EVENT_TYPE_GAME_FINISHED, st
+        assert st.result.termination == pb.TERMINATION_ABANDONMENT
+        assert st.result.kind == pb.RESULT_KIND_MARS and st.result.points == 2
+        assert st.result.winner == st.your_color  # the seat that came
+        scores.append((st.match.white_points, st.match.black_points))
+        game_id = st.next_game_id
+    assert st.match.over and len(scores) == 2  # 2-2, then 4-2 for the seat that came
+    assert sorted(scores[-1]) == [2, 4]
