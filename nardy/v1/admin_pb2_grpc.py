@@ -73,8 +73,10 @@ class AdminServiceServicer:
 
     def VoidGame(self, request, context):
         """Void a game: a game in progress or waiting ends at once as GAME_ABORTED (its match
-        ends too); a finished game is marked ABORTED. A voided game never counts for ratings,
-        ladders or standings.
+        ends too); a finished game is marked ABORTED, and so is every other game of its match
+        (the one being played is called off): the match's score, and the games played on it,
+        stood on that game. A voided game never counts for ratings, ladders, standings or a
+        match's score.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

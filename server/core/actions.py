@@ -147,19 +147,28 @@ class Actions:
         await self.tables.game(game.id)
 
     async def void_game(self, digest: str | None, game_id: str) -> GameSession:
-        """Void a game: it ends (or stays ended) without a result that counts anywhere."""
+        """Void a game: it ends (or stays ended) without a result that counts anywhere. A
+        finished game of a match voids the match: every game of it (the one being played
+        is called off), since its score, and every game played on that score, stood on it."""
         self.roster.require_operator(digest)
         tables = self.tables
         game = await tables.game(game_id)
-        if game.status in (Status.WAITING, Status.IN_PROGRESS):
-            await game.match.call_off("voided by the operator")
-        elif game.status is Status.FINISHED:
-            game.status = Status.ABORTED
-            writes = [statements.update_game(game), *await self.ladders.voided(game)]
-            await self.runtime.writer.commit(*writes)
-            if game.id not in tables.games:  # counted among the ended ones already
-                tables.ended_counts[Status.FINISHED] -= 1
-                tables.ended_counts[Status.ABORTED] += 1
-            tables.publish(game)
+        match = game.match
+        games = match.games or [game]  # (every game of a match is held while one is)
+        if games[-1].status in (Status.WAITING, Status.IN_PROGRESS):
+            await match.call_off("voided by the operator")
+        if game.status is not Status.ABORTED:  # (an aborted game is void already)
+            for finished in [g for g in games if g.status is Status.FINISHED]:
+                await self._void_finished(finished)
         log.info("game %s voided by the operator", game.id)
         return game
+
+    async def _void_finished(self, game: GameSession) -> None:
+        tables = self.tables
+        game.status = Status.ABORTED
+        writes = [statements.update_game(game), *await self.ladders.voided(game)]
+        await self.runtime.writer.commit(*writes)
+        if game.id not in tables.games:  # counted among the ended ones already
+            tables.ended_counts[Status.FINISHED] -= 1
+            tables.ended_counts[Status.ABORTED] += 1
+        tables.publish(game)

@@ -75,11 +75,11 @@ def restore_match(
             pair.add(game)
             if game.status in (Status.FINISHED, Status.ABORTED):
                 pair.ended(game)
+        if status == Status.ABORTED and game.status is Status.FINISHED:
+            game.status = Status.ABORTED  # voided by the operator after it finished
         if game.status is Status.FINISHED and game.result is not None:
             assert game.white_seat is not None
             match.match.record(game.white_seat, game.result)
-            if status == Status.ABORTED:  # voided by the operator after it finished
-                game.status = Status.ABORTED
     return match
 
 

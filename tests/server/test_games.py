@@ -224,3 +224,20 @@ async def test_a_seat_that_stays_away_from_a_matchs_next_game_loses_it(client):
         game_id = st.next_game_id
     assert st.match.over and len(scores) == 2  # 2-2, then 4-2 for the seat that came
     assert sorted(scores[-1]) == [2, 4]
+
+
+async def test_voiding_a_finished_game_of_a_match_voids_the_match(client, operator):
+    """A voided game never counts (PROTOCOL.md): the match's score kept its points, and the
+    match went on to a "3-0" it had not won. Voiding a finished game of a match voids the
+    match: every game of it, the next one called off."""
+    from nardy.v1 import admin_pb2 as admin_pb
+    from tests.server.test_trust import admin_call
+
+    r, seats = await create(client, target_points=3)
+    second = await resigned(seats, r.game_id)  # 0-2 for the second seat
+    void = admin_pb.VoidGameRequest(game_id=r.game_id)
+    assert (await admin_call(operator, "VoidGame", void)).status == pb.GAME_STATUS_ABORTED
+    for game_id in (r.game_id, second):
+        assert (await client.get_game(game_id)).state.status == pb.GAME_STATUS_ABORTED
+    listed = {g.game_id: g.status for g in (await client.list_games(limit=10)).games}
+    assert listed == {r.game_id: pb.GAME_STATUS_ABORTED, second: pb.GAME_STATUS_ABORTED}
