@@ -81,16 +81,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="engine strength: expectimax 0-3, network 0-3 (0, the default, slips like a "
         "beginner; 3 is full strength)",
     )
-    p.add_argument(
-        "--points", type=int, default=1, help="match length: 1, 3, 5 or 7 points (default 1)"
-    )
+    p.add_argument("--points", type=int, default=1, help="match length in points (default 1)")
     p.add_argument(
         "--colour",
         "--color",
         choices=("white", "black", "random"),
         default="random",
-        help="your colour in the first game; white moves first (default random). A chosen "
-        "colour scripts the opening throw (2-1 or 1-2), so the match is marked seeded.",
+        help="your colour in the first game; white moves first (default random: the "
+        "opening throw decides). A chosen colour is set up, so the match is marked seeded.",
     )
     add_turn_time_arg(p, DEFAULT_TURN_TIME_MS, old_seconds=("--turn-time",))
     p.add_argument("--name", default=_user(), help="your name on the board")
@@ -99,8 +97,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=dice_list,
         default=None,
         help="for lessons and tests: scripted dice, e.g. 6,5,3,1, played in order before the "
-        "arbiter's own (after the opening throw when --colour is white or black; else the "
-        "first two are the opening throw). The match is marked seeded.",
+        "arbiter's own; the first are the opening throw's where one is made (--colour "
+        "random; short nardy always). The match is marked seeded.",
     )
     p.add_argument(
         "--start",

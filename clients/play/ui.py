@@ -503,9 +503,13 @@ class PlayUI:
                 f"leave: the game ends unfinished, with no result.{saved}"
             )
         lead = "The game goes on" if question else "Left the game; it goes on"
+        double = "mars"  # the variant's name for a loss with nothing borne off
+        if self.state is not None:
+            rules = rules_of(self.state)
+            double = rules.forfeit(rules.start(), Color.WHITE, Termination.TIMEOUT).kind
         return (
             f"{lead} on the arbiter without you: your clock runs, and when it runs out you "
-            "lose the game (a mars if you have borne off nothing). Run the same command "
+            f"lose the game (a {double} if you have borne off nothing). Run the same command "
             "again to rejoin."
         )
 

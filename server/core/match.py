@@ -14,7 +14,7 @@ import trio
 
 from nardy import Match, opening_throw
 from nardy.dice import Dice, seeded_server_seed
-from nardy.match import GameOptions
+from nardy.match import GameOptions, Opening
 from nardy.variant import Variant
 from nardy.wire import DEFAULT_START_TIMEOUT_MS, Terms
 from server.core.clock import Arrivals, Clock
@@ -289,10 +289,14 @@ class MatchSession:
                 if audience.all_present.is_set():
                     game.fix_client_seeds()
                     await game.throw_gate()
+                    opening = partial(opening_throw, game.roller.die)
                     white, throws = game.planned_white, []
                     if white is None:
-                        opening = partial(opening_throw, game.roller.die)
                         white, throws = self.match.next_white(opening)
+                    if not throws and game.options.opening is Opening.USE_OPENING_DICE:
+                        # colours known already (alternating, chosen): the throw is still
+                        # made, for white's first roll, never a double (RULES.md §2, §8)
+                        throws = opening()
                     result = await game.run(white, throws)
                 elif (self.ladder or game.number > 1) and len(audience.present) == 1:
                     # a ladder bot learns its opponent before it comes: were a seat that

@@ -96,7 +96,8 @@ class GameSession(Game):
         )
         first = None
         if self.options.opening is Opening.USE_OPENING_DICE and throws:
-            first = tuple(sorted(throws[-1], reverse=True))
+            a, b = throws[-1]  # the first seat's die, the second's: white's first
+            first = (a, b) if white_seat == 0 else (b, a)
         return await self._play_on(first)
 
     async def resume(self) -> GameResult:

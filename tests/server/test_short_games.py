@@ -81,15 +81,46 @@ async def test_a_full_short_game_over_the_server(client):
 
 async def test_a_short_match_swaps_colours(client):
     r, seats = await create(client, seed=5, target_points=5, options={"variant": "short"})
-    game_id, whites = r.game_id, []
+    game_id, whites, ids = r.game_id, [], []
     with trio.fail_after(300):
         while game_id:
+            ids.append(game_id)
             await _play(seats, game_id)
             state = (await client.get_game(game_id)).state
             whites.append(state.white.name)
             game_id = state.next_game_id
     assert len(whites) >= 2
     assert all(a != b for a, b in zip(whites, whites[1:], strict=False))  # §8: colours swap
+    for game_id in ids:  # §8: every game's first roll is an opening throw
+        events = await _events(client, game_id)
+        started = next(e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED)
+        first = next(e for e in events if e.type == pb.EVENT_TYPE_PLAY_MADE)
+        throw = started.opening_throws[-1]
+        assert sorted(first.play.dice) == sorted([throw.first_player_die, throw.second_player_die])
+        assert first.play.dice[0] != first.play.dice[1]
+
+
+async def test_whites_first_roll_is_never_a_double_when_colours_are_known(client):
+    """§2, §8: with the opening dice as white's first roll, a game whose colours were known
+    before it (a chosen colour; a match's later games, colours swapped) threw white's first
+    roll afresh, a double now and then. The single-die throw is made all the same (ties
+    thrown again), white's die first."""
+    r, seats = await create(
+        client,
+        dice=[6, 6, 5, 3],
+        first_seat_color=pb.COLOR_BLACK,
+        options={"variant": "short"},
+    )
+    with trio.fail_after(120):
+        await _play(seats, r.game_id)
+    events = await _events(client, r.game_id)
+    started = next(e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED)
+    assert [(t.first_player_die, t.second_player_die) for t in started.opening_throws] == [
+        (6, 6),
+        (5, 3),
+    ]
+    first = next(e for e in events if e.type == pb.EVENT_TYPE_PLAY_MADE)
+    assert first.play.side == pb.COLOR_WHITE and list(first.play.dice) == [3, 5]
 
 
 async def test_short_refuses_koks(client):
