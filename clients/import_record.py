@@ -14,7 +14,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         games = load(args.file)
         for game in games:  # a house rule the game's variant does not have is refused
-            game.rules.check(GameOptions(variant=game.rules.name, rules=house_rules))
+            rules = house_rules | game.house_rules
+            game.rules.check(GameOptions(variant=game.rules.name, rules=rules))
             replay(game, house_rules=house_rules)
     except (OSError, ValueError) as e:  # RecordError is a ValueError
         print(f"nardy import: {args.file}: {e}", file=sys.stderr)

@@ -19,7 +19,8 @@ The text format (in the spirit of gnubg's .mat files) holds one or more games of
 Header lines are ``Key: value``; the keys known to the reader are listed in ``HEADERS``,
 others are kept as they are. ``Variant:`` names the rules (``long`` when absent, or
 ``short``); positions, notation and results are the variant's. ``Start:`` gives a position
-text when the game did not start from the usual start. Turn lines are ``<n> <w|b> <d1>-<d2>
+text when the game did not start from the usual start; ``Rules:`` the house rules it was
+played with (``koks``). Turn lines are ``<n> <w|b> <d1>-<d2>
 <play>``, the play in RULES.md notation (``-`` when no legal play existed). ``Result:`` is
 ``<winner> <kind> <points> <normal|timeout|resignation|abandonment|illegal-plays>`` with the
 variant's kind (``oin|mars|koks``, ``single|gammon|backgammon``); a game without it is
@@ -49,6 +50,7 @@ HEADERS = (
     "TimeControl",
     "Date",
     "Start",
+    "Rules",
     "Seed",
     "Result",
     "Score",
@@ -88,6 +90,15 @@ class GameRecord:
     def rules(self) -> Variant:
         """The game's variant, named by the ``Variant`` header (long nardy if absent)."""
         return variant(self.headers.get("Variant", DEFAULT_VARIANT))
+
+    @property
+    def house_rules(self) -> frozenset[str]:
+        """The house rules the game was played with (``Rules: koks``); a record without the
+        header but with a koks result was played with koks."""
+        named = {r.strip() for r in self.headers.get("Rules", "").split(",") if r.strip()}
+        if self.result is not None and self.result.kind == "koks":
+            named.add("koks")
+        return frozenset(named)
 
 
 # -- text ---------------------------------------------------------------------------------
@@ -253,13 +264,13 @@ def from_json(text: str) -> list[GameRecord]:
 # -- checking -----------------------------------------------------------------------------
 def replay(game: GameRecord, *, house_rules: Iterable[str] = ()) -> list:
     """Every position of the game, start first, checking each turn by its variant's rules
-    (with ``house_rules`` on, e.g. long nardy's ``koks``).
+    (with the record's own house rules and ``house_rules`` on, e.g. long nardy's ``koks``).
 
     Raises RecordError naming the first illegal turn: wrong side, an illegal play, a pass
     when a play existed, turns after the end, or a result that does not match the board.
     """
     rules = game.rules
-    house_rules = frozenset(house_rules)
+    house_rules = frozenset(house_rules) | game.house_rules
     pos = game.start
     positions = [pos]
     for n, t in enumerate(game.turns, 1):

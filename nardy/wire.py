@@ -207,6 +207,9 @@ def record_of(events: Sequence[pb.GameEvent], server_seed: str = "") -> GameReco
         + (f" + {st.options.time_bank_ms} ms bank" if st.options.time_bank_ms else ""),
         "Date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
+    house_rules = options_of(st.options).rules
+    if house_rules:
+        headers["Rules"] = ",".join(sorted(house_rules))
     if st.seeded:
         headers["Dice"] = "seeded"
     if st.ladder:

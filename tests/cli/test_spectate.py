@@ -219,3 +219,29 @@ def test_standings_count_every_win_worth_more_than_a_point():
     [ann, ben] = table_rows([won(k, p) for k, p in kinds])
     assert (ann.name, ann.won, ann.mars, ann.points_for) == ("ann", 5, 4, 11)
     assert (ben.lost, ben.mars) == (5, 0)
+
+
+def test_a_koks_game_exported_is_read_back_by_its_own_rules(arbiter, tmp_path):
+    """§5 koks (a house rule): the record names the rules it was played with, so that
+    `nardy import`, `nardy replay FILE` and the analysis read it without being told; the
+    export of a koks game failed all three ("koks 3 normal does not match the final
+    position")."""
+    board = [0] * 24
+    board[23] = board[22] = 1  # white's points 1 and 2: off with the first roll
+    board[9], board[17] = -14, -1  # black none off, one in its starting quarter (its 19)
+    r, bots = bot_match(
+        arbiter.address,
+        start_position="w/" + ",".join(map(str, board)),
+        dice=[2, 1, 6, 5],  # the opening throw makes alice white, then 6-5
+        options=pb.GameOptions(turn_time_ms=20_000, koks=True),
+        **seats(),
+    )
+    bots.start().join()
+    path = tmp_path / "koks.nrd"
+    out = run("export", r.game_id, "--server", arbiter.address, "--output", str(path))
+    assert out.returncode == 0, out.stderr
+    text = path.read_text()
+    assert "\nRules: koks\n" in text and "Result: white koks 3 normal" in text
+    for command in (("import", str(path)), ("replay", str(path), "--print")):
+        out = run(*command)
+        assert out.returncode == 0, (command, out.stderr)
