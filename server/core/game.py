@@ -84,6 +84,7 @@ class Game:
         self.next_game_id = ""
         self.throws: tuple[tuple[int, int], ...] = ()  # the opening throws
         self.audience = Audience(self.card, partial(match.host.load_events, game_id, self.variant))
+        self.final: Snapshot | None = None  # an ended game's last told state (see release)
         self.open_turn = False  # the turn was told and awaits its play
         self.ended = trio.Event()  # the game's last event was journaled (or failed to be)
         self.judge = Judge(self.variant, match.illegal_play_limit)
@@ -173,7 +174,11 @@ class Game:
         stream on it would never see that event), nor the next turn's dice."""
         now = self.snapshot()
         events = self.audience.events
-        if not events:  # none told: waiting (or ended, all told, and let go)
+        if not events and self.final is not None:  # ended, all told, and let go: the state
+            # as its last event left it (the match's score then, not the match's now), but
+            # what an ended game may still become (voided; its seed revealed with its pair's)
+            return self.final._replace(status=now.status, server_seed=now.server_seed)
+        if not events:  # none told: waiting (or ended and let go before any was told)
             return now if self.audience.released else now._replace(status=Status.WAITING)
         last = events[-1].snapshot
         ended = events[-1].type in (EventType.GAME_FINISHED, EventType.GAME_ABORTED)
@@ -234,7 +239,10 @@ class Game:
     def release(self) -> None:
         """An ended game keeps its events in the journal only: they are read back when
         someone replays the game, so a ladder that runs for weeks does not fill memory.
-        So are the answers to its plays (for an idempotent re-send, see GameSession.submit)."""
+        So are the answers to its plays (for an idempotent re-send, see GameSession.submit).
+        The last event's state is kept: what GetGame and a SNAPSHOT show of it."""
+        if self.audience.events:
+            self.final = self.audience.events[-1].snapshot
         self.audience.release()
         self.judge.release()
         self.legal = ()

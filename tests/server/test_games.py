@@ -241,3 +241,19 @@ async def test_voiding_a_finished_game_of_a_match_voids_the_match(client, operat
         assert (await client.get_game(game_id)).state.status == pb.GAME_STATUS_ABORTED
     listed = {g.game_id: g.status for g in (await client.list_games(limit=10)).games}
     assert listed == {r.game_id: pb.GAME_STATUS_ABORTED, second: pb.GAME_STATUS_ABORTED}
+
+
+async def test_an_ended_games_state_keeps_the_match_score_it_left(client):
+    """GetGame of a match's first game read the match's score now (0-4, over) once the
+    match had gone on: an ended game's state is as its last event left it (0-2)."""
+    r, seats = await create(client, target_points=3)
+    second = await resigned(seats, r.game_id)
+    assert await resigned(seats, second) == ""  # 0-4: the match is over
+    first = (await client.get_game(r.game_id)).state
+    assert (first.match.white_points + first.match.black_points, first.match.over) == (2, False)
+    last = (await client.get_game(second)).state
+    assert (last.match.white_points + last.match.black_points, last.match.over) == (4, True)
+    async for ev in seats[0].events(r.game_id):  # a SNAPSHOT of it too
+        assert ev.type == pb.EVENT_TYPE_SNAPSHOT
+        assert (ev.state.match.white_points + ev.state.match.black_points) == 2
+        break
