@@ -1233,12 +1233,14 @@ async def play_forever(
     otherwise pair it and it would lose its games by abandonment)."""
     token = token if token is not None else os.environ.get(ENV_TOKEN)
     async with Client(address, token, reconnect=reconnect, transport=transport) as client:
-        for ladder in ladders:
-            await client.join_ladder(ladder)
         try:
             async with trio.open_nursery() as nursery:
                 if threading.current_thread() is threading.main_thread():
-                    nursery.start_soon(_stopped_by_sigterm, nursery.cancel_scope)
+                    # listening before the player is ready anywhere: a SIGTERM a moment
+                    # after would otherwise kill the process with its ladders still joined
+                    await nursery.start(_stopped_by_sigterm, nursery.cancel_scope)
+                for ladder in ladders:
+                    await client.join_ladder(ladder)
                 await serve_games(
                     client, engine, max_games=max_games, accept_challenges=accept_challenges
                 )
@@ -1251,10 +1253,13 @@ async def play_forever(
                         await client.join_ladder(ladder, ready=False)
 
 
-async def _stopped_by_sigterm(scope: trio.CancelScope) -> None:
+async def _stopped_by_sigterm(
+    scope: trio.CancelScope, *, task_status=trio.TASK_STATUS_IGNORED
+) -> None:
     """SIGTERM (systemctl stop, docker stop, a supervisor) stops the engine as Ctrl-C
     does, with its ladders left on the way out."""
     with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        task_status.started()
         async for _ in signals:
             log.info("SIGTERM: stopping")
             scope.cancel()
