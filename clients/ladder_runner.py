@@ -383,7 +383,7 @@ def summary(st, cross, engines: list[Entrant], sprt: SprtState | None) -> str:
 
 
 def _elo_text(value: float, low: float, high: float, any_games: bool) -> str:
-    if not any_games:
+    if not any_games or (low <= -2000 and high >= 2000):  # (no whole pair yet)
         return "-"
     if abs(value) >= 2000:  # every pair won (or lost): no finite estimate, only a bound
         return (

@@ -326,3 +326,13 @@ def test_sprt_llr_of_a_sweep_is_on_the_scale_of_its_neighbours():
     assert 0 < swept < 2 * nearly < 15
     # all pairs split: the two engines look equal, evidence slightly for H0
     assert -1 < sprt_llr((0, 10, 0), 0, 20) < 0
+
+
+def test_the_runners_elo_text_says_what_is_known():
+    """A row with games but no whole pair read "+0 [-inf, +inf]"; a sweep gives a bound."""
+    from clients.ladder_runner import _elo_text
+
+    assert _elo_text(0.0, -math.inf, math.inf, True) == "-"
+    assert _elo_text(0.0, 0.0, 0.0, False) == "-"
+    assert _elo_text(2400.0, 287.4, math.inf, True) == "all won (at least +287)"
+    assert _elo_text(35.2, -10.4, 80.9, True) == "+35 [-10, +81]"
