@@ -369,20 +369,20 @@ def summary(st, cross, engines: list[Entrant], sprt: SprtState | None) -> str:
         elo = elo_pairs(counts)
         text = (
             f"{a} vs {b}: {wins}-{losses} in games, pairs {counts[2]}-{counts[1]}-{counts[0]} "
-            f"(W-split-L), Elo {_elo_text(elo.elo, elo.low, elo.high, bool(sum(counts)))}"
+            f"(W-split-L), Elo {elo_text(elo.elo, elo.low, elo.high, bool(sum(counts)))}"
         )
         if sprt is not None:
             text += f", {sprt}"
         return text
     parts = [
         f"{r.player.name} {r.wins}-{r.losses} "
-        + _elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
+        + elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
         for r in st.rows
     ]
     return "; ".join(parts)
 
 
-def _elo_text(value: float, low: float, high: float, any_games: bool) -> str:
+def elo_text(value: float, low: float, high: float, any_games: bool) -> str:
     if not any_games or (low <= -2000 and high >= 2000):  # (no whole pair yet)
         return "-"
     if abs(value) >= 2000:  # every pair won (or lost): no finite estimate, only a bound
@@ -441,11 +441,11 @@ def standings_table(st: lpb.GetStandingsResponse, engines: list[Entrant] | None 
     for col in columns:
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in st.rows:
-        elo_text = _elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
+        elo = elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
         t.add_row(
             str(r.rank),
             r.player.name,
-            elo_text,
+            elo,
             f"{r.skill_conservative:.2f}",
             str(r.games),
             f"{r.wins}-{r.losses}",
