@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=100,
         metavar="N",
         help="streams (SubscribeGame, Play, SubscribePlayer, health Watch, reflection) and "
-        "running plays and resignations one caller may hold at once; the seats of a match "
+        "calls in progress (until their answers have gone) one caller may hold at once; "
+        "the seats of a match "
         "count as its creator (default 100; the operator: no limit)",
     )
     p.add_argument(

@@ -21,7 +21,7 @@ class ServerConfig:
     max_concurrent_rpcs: int = 20_000
     rate_per_s: float = 1000.0  # requests per second per token (or address), on average
     rate_burst: float = 2000.0
-    streams_per_caller: int = 100  # streams one caller (token, or address) may hold open
+    streams_per_caller: int = 100  # streams and calls in progress one caller may hold
     http_port: int | None = None  # the read-only web view and /metrics (None: off; 0: any)
     http_host: str | None = None  # default: the gRPC host
     admin_token: str | None = None  # None: the one stored (hashed), else a new one printed once

@@ -35,6 +35,8 @@ IN_MEMORY = link_pb.WhoRequest(store=False).SerializeToString()
 IN_STORE = link_pb.WhoRequest(store=True).SerializeToString()
 
 Write = Callable[[bytes], Awaitable[None]]
+# how a transport tells that a call is over, its answer gone: ended(do) runs do() then
+Ended = Callable[[Callable[[], None]], None]
 
 
 class Core:
@@ -99,27 +101,35 @@ class Calls:
         method: str,
         request: bytes,
         *,
-        held: bool = False,
         player: bool = False,
+        ended: Ended | None = None,
     ) -> bytes:
-        """A call answered as the core answers it; ``held``: it holds a place in its
-        caller's quota while it waits (a resignation); ``player``: a registered player's
-        call only, refused without a token and with the operator's (a seat's is left to
-        the core, which knows it)."""
+        """A call answered as the core answers it. It holds a place in its caller's quota
+        while it waits and, with ``ended`` (how the transport tells that the call is over),
+        until its answer has gone: a caller that does not read its answers cannot pile up
+        calls answered but not sent. ``player``: a registered player's call only, refused
+        without a token and with the operator's (a seat's is left to the core)."""
         who = await self.caller(credentials)
         if player and credentials.token is None:
             raise Refused(grpc.StatusCode.UNAUTHENTICATED, "this call needs your player token")
         if player and who.operator:
             raise Refused(grpc.StatusCode.PERMISSION_DENIED, "not with the operator's token here")
-        if held:
-            self.gate.hold(who)
+        self.gate.hold(who)
         try:
             return (await self.ask(who, method, request)).body
         finally:
-            if held:
-                self.gate.release(who)
+            self._release(who, ended)
 
-    async def submit_play(self, credentials: Credentials, request: bytes, arrival: float) -> bytes:
+    def _release(self, who: Who, ended: Ended | None) -> None:
+        """Give back ``who``'s place now, or once the call has ended (``ended``)."""
+        if ended is None:
+            self.gate.release(who)
+        else:
+            ended(lambda: self.gate.release(who))
+
+    async def submit_play(
+        self, credentials: Credentials, request: bytes, arrival: float, ended: Ended | None = None
+    ) -> bytes:
         """A play stamped ``arrival`` (``time.perf_counter()`` as its transport read the
         whole request, just before this call): written to the link in this step, unless
         its token must be checked first (fences wait for it meanwhile)."""
@@ -134,7 +144,7 @@ class Calls:
         try:
             return (await self.answer(who, future)).body
         finally:
-            self.gate.release(who)
+            self._release(who, ended)
 
     # -- streams ----------------------------------------------------------------------------
     async def follow(

@@ -84,9 +84,7 @@ class Services:
             }
         arbiter = out[ARBITER]
         arbiter["SubmitPlay"] = grpc.unary_unary_rpc_method_handler(self.submit_play)
-        arbiter["Resign"] = grpc.unary_unary_rpc_method_handler(
-            self._forward(f"/{ARBITER}/Resign", held=True)
-        )
+        arbiter["Resign"] = grpc.unary_unary_rpc_method_handler(self._forward(f"/{ARBITER}/Resign"))
         arbiter["SubscribeGame"] = grpc.unary_stream_rpc_method_handler(self.subscribe_game)
         arbiter["SubscribePlayer"] = grpc.unary_stream_rpc_method_handler(self.subscribe_player)
         if self.play_stream:  # (else UNIMPLEMENTED, as from any server that predates it)
@@ -115,11 +113,11 @@ class Services:
         return client_host(context, self.gate.trusted)
 
     # -- unary ----------------------------------------------------------------------------
-    def _forward(self, method: str, *, held: bool = False) -> Callable:
+    def _forward(self, method: str) -> Callable:
         async def handler(request: bytes, context) -> bytes:
             try:
                 credentials = self._credentials(context)
-                return await self.calls.unary(credentials, method, request, held=held)
+                return await self.calls.unary(credentials, method, request, ended=_ended(context))
             except Refused as r:
                 return await self._forward_or_refuse(context, r, method, request)
 
@@ -128,7 +126,8 @@ class Services:
     async def submit_play(self, request: bytes, context) -> bytes:
         arrival = time.perf_counter()  # first: the side is charged up to here
         try:
-            return await self.calls.submit_play(self._credentials(context), request, arrival)
+            credentials = self._credentials(context)
+            return await self.calls.submit_play(credentials, request, arrival, _ended(context))
         except Refused as r:
             return await self._forward_or_refuse(context, r, SUBMIT_PLAY, request)
 
@@ -279,3 +278,8 @@ def _refused(turn_id: int, code: grpc.StatusCode, message: str) -> bytes:
 
 
 __all__ = ["Core", "Services", "pb"]
+
+
+def _ended(context) -> Callable[[Callable[[], None]], None]:
+    """How a gRPC call tells that it is over, its answer sent (or the call cancelled)."""
+    return lambda do: context.add_done_callback(lambda _: do())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import time
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -11,6 +14,7 @@ from nardy.client import Client
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc
 from nardy.v1 import arbiter_pb2 as api
+from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.edge.callers import peer_address
@@ -63,6 +67,7 @@ async def test_one_caller_cannot_hold_every_stream(tmp_path):
         db=str(tmp_path / "s.db"), max_concurrent_rpcs=40, streams_per_caller=8
     ) as srv:
         async with Client(srv.address) as stranger:
+            player = stranger.with_token(await Client(srv.address).register("someone"))
             r = await stranger.create_match()
             watch = api.SubscribeGameRequest(game_id=r.game_id)
             streams = []
@@ -83,8 +88,11 @@ async def test_one_caller_cannot_hold_every_stream(tmp_path):
                 with pytest.raises(grpc.RpcError) as info:
                     next(stream)
                 assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            # so are its calls (they hold a place while they wait)
+            with pytest.raises(grpc.RpcError) as info:
+                await stranger.call("GetGame", api.GetGameRequest(game_id=r.game_id))
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             # the others are served, streams and calls alike
-            player = stranger.with_token(await Client(srv.address).register("someone"))
             mine = player.stub.SubscribePlayer(
                 api.SubscribePlayerRequest(), metadata=player.metadata
             )
@@ -174,3 +182,77 @@ def test_an_ipv6_peer_counts_by_its_64():
     assert peer_address(Peer("ipv4:192.0.2.7:5000")) == "192.0.2.7"
     assert peer_address(Peer("ipv6:[::ffff:192.0.2.7]:5000")) == "192.0.2.7"
     assert peer_address(Peer("unix:/tmp/x")) == "unix:/tmp/x"
+
+
+def _never_reading(address: str, calls: int, request: bytes) -> socket.socket:
+    """A raw HTTP/2 connection that says it can take no data (a receive window of 0) and
+    then asks ``calls`` GetGame calls without a token: their answers cannot be sent."""
+    host, port = address.rsplit(":", 1)
+    conn = socket.create_connection((host, int(port)))
+
+    def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+        return (
+            len(payload).to_bytes(3, "big")
+            + bytes([kind, flags])
+            + stream.to_bytes(4, "big")
+            + payload
+        )
+
+    def field(name: str, value: str) -> bytes:  # HPACK: a literal, not indexed, plain
+        return bytes([0, len(name)]) + name.encode() + bytes([len(value)]) + value.encode()
+
+    settings = (4).to_bytes(2, "big") + (0).to_bytes(4, "big")  # INITIAL_WINDOW_SIZE 0
+    out = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", frame(4, 0, 0, settings)]
+    head = b"".join(
+        field(k, v)
+        for k, v in (
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", "/nardy.v1.ArbiterService/GetGame"),
+            (":authority", "localhost"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+        )
+    )
+    message = b"\x00" + len(request).to_bytes(4, "big") + request
+    for n in range(calls):
+        stream = 2 * n + 1
+        out += [frame(1, 4, stream, head), frame(0, 1, stream, message)]  # END_HEADERS; END_STREAM
+    conn.sendall(b"".join(out))
+    return conn
+
+
+def test_calls_whose_answers_cannot_be_sent_count_against_their_caller(tmp_path):
+    """A caller that never reads (an HTTP/2 receive window of 0) had every answered unary
+    call kept by gRPC until sent: one anonymous connection piled up 18,000 of them, 1 GiB
+    of the edge's memory, and then gRPC refused everyone's calls ("Concurrent RPC limit
+    exceeded"). A unary call holds a place in its caller's quota until its answer has gone,
+    so the caller (here its address) is refused beyond its quota, and gets its places back
+    when it goes."""
+    with (
+        EmbeddedServer(db=str(tmp_path / "w.db"), streams_per_caller=20) as srv,
+        grpc.insecure_channel(srv.address) as ch,
+    ):
+        stub = api_grpc.ArbiterServiceStub(ch)
+        game = stub.CreateMatch(api.CreateMatchRequest()).game_id
+        request = api.GetGameRequest(game_id=game)
+        held = _never_reading(srv.address, 60, request.SerializeToString())
+        try:
+
+            def refused() -> bool:
+                try:
+                    stub.GetGame(request, timeout=10)
+                except grpc.RpcError as e:
+                    assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e
+                    assert "waiting calls per caller" in e.details()
+                    return True
+                return False
+
+            deadline = time.monotonic() + 30
+            while not refused():  # the same address: refused once 20 answers wait
+                assert time.monotonic() < deadline, "never refused"
+        finally:
+            held.close()
+        deadline = time.monotonic() + 30
+        while refused():  # the connection gone, its places are given back
+            assert time.monotonic() < deadline, "its places were never given back"

@@ -46,15 +46,15 @@ MAX_BODY = 4096  # the largest request is a play: 200 characters of notation and
 JSON = "application/json"
 CHALLENGE = "CreateMatch"  # a registered player's only, and only a challenge
 
-# method -> (request, response, held: waits for the game holding a place in the quota)
-UNARY: dict[str, tuple[type[Message], type[Message], bool]] = {
-    CHALLENGE: (api.CreateMatchRequest, api.CreateMatchResponse, False),
-    "SubmitPlay": (api.SubmitPlayRequest, api.SubmitPlayResponse, True),
-    "Resign": (api.ResignRequest, api.ResignResponse, True),
-    "GetGame": (api.GetGameRequest, api.GetGameResponse, False),
-    "ListChallenges": (api.ListChallengesRequest, api.ListChallengesResponse, False),
-    "AcceptChallenge": (api.AcceptChallengeRequest, api.AcceptChallengeResponse, False),
-    "DeclineChallenge": (api.DeclineChallengeRequest, api.DeclineChallengeResponse, False),
+# method -> (request, response)
+UNARY: dict[str, tuple[type[Message], type[Message]]] = {
+    CHALLENGE: (api.CreateMatchRequest, api.CreateMatchResponse),
+    "SubmitPlay": (api.SubmitPlayRequest, api.SubmitPlayResponse),
+    "Resign": (api.ResignRequest, api.ResignResponse),
+    "GetGame": (api.GetGameRequest, api.GetGameResponse),
+    "ListChallenges": (api.ListChallengesRequest, api.ListChallengesResponse),
+    "AcceptChallenge": (api.AcceptChallengeRequest, api.AcceptChallengeResponse),
+    "DeclineChallenge": (api.DeclineChallengeRequest, api.DeclineChallengeResponse),
 }
 # method -> (request, each message, the kind of stream)
 STREAMS: dict[str, tuple[type[Message], type[Message], str]] = {
@@ -159,16 +159,14 @@ class HttpApi:
         data = message.SerializeToString()
         if method in STREAMS:
             return await self._stream(request, method, who, data)
-        request_kind, response_kind, held = UNARY[method]
+        request_kind, response_kind = UNARY[method]
         path = f"/{ARBITER}/{method}"
         try:
             try:
                 if method == "SubmitPlay":
                     answer = await self.calls.submit_play(who, data, arrival)
                 else:
-                    answer = await self.calls.unary(
-                        who, path, data, held=held, player=method == CHALLENGE
-                    )
+                    answer = await self.calls.unary(who, path, data, player=method == CHALLENGE)
             except Refused as r:
                 if not (r.instance and self.peers):
                     raise
