@@ -130,6 +130,8 @@ class Seating:
         challenged = self._consent(spec, seats, caller)
         if not caller.admin:
             self._open_quota(caller.key)
+        if challenged is not None:
+            self._challenge_quota(challenged, seats)
         start = None
         rules = variant(spec.options.variant)
         try:
@@ -273,6 +275,25 @@ class Seating:
                 "before creating more",
             )
 
+    def _waiting_for(self, player_id: str) -> list[MatchSession]:
+        """This instance's challenges waiting for ``player_id``'s answer, oldest first."""
+        return [
+            m
+            for m in self.tables.matches.values()
+            if m.challenged == player_id and m.current.status is Status.WAITING
+        ]
+
+    def _challenge_quota(self, player_id: str, seats: list[Seat]) -> None:
+        """Refuse a challenge to a player with too many waiting already: anyone may
+        challenge anyone, and a player's list of challenges is read whole on every look."""
+        most = self.roster.policy.waiting_challenges
+        if len(self._waiting_for(player_id)) >= most:
+            name = next(s.name for s in seats if s.player_id == player_id)
+            raise ArbiterError(
+                Code.RESOURCE_EXHAUSTED,
+                f"{name} has {most} challenges waiting for an answer; try again later",
+            )
+
     # -- challenges ---------------------------------------------------------------------
     async def _challenge(
         self, digest: str | None, match_id: str, *, withdraw: bool = False
@@ -326,9 +347,5 @@ class Seating:
         assert principal is not None
         if principal.player_id is None:
             raise ArbiterError(Code.PERMISSION_DENIED, "challenges are made to a player token")
-        here = [
-            m
-            for m in self.tables.matches.values()
-            if m.challenged == principal.player_id and m.current.status is Status.WAITING
-        ]
+        here = self._waiting_for(principal.player_id)
         return here + await self.owner.challenges_elsewhere(principal)

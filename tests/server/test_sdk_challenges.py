@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 
+import grpc
 import pytest
 import trio
 
@@ -140,3 +141,28 @@ def test_a_consent_needs_the_variants_stated():
     assert consent.variants == ("short",) and consent.min_turn_time_ms == 3000
     with pytest.raises(ValueError):
         Consent(variants=("long",), max_games_at_once=0).stated(stating)
+
+
+async def test_a_player_has_at_most_twenty_challenges_waiting(arbiter):
+    """Anyone may challenge anyone, and a player's challenges are listed whole on every
+    look (its /play page looks once per challenge announced): strangers filled one
+    player's list with 4,120 challenges, 44 ms of the core's time a look, and every game on
+    the server slowed. A player has at most 20 waiting; more are refused until it answers."""
+    async with (
+        Client(arbiter.address) as victim,
+        Client(arbiter.address) as a,
+        Client(arbiter.address) as b,
+    ):
+        await victim.register("popular", bot=False)
+        await a.register("fan-a", bot=False)
+        await b.register("fan-b", bot=False)
+        games = [await challenge(a, "fan-a", "popular") for _ in range(12)]
+        games += [await challenge(b, "fan-b", "popular") for _ in range(8)]
+        with pytest.raises(grpc.RpcError) as refused:
+            await challenge(b, "fan-b", "popular")
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "popular has 20 challenges waiting" in refused.value.details()
+        waiting = await victim.list_challenges()
+        assert len(waiting) == 20
+        await victim.decline_challenge(waiting[0].match_id)  # an answer makes room
+        assert await challenge(b, "fan-b", "popular")

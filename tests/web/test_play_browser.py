@@ -640,3 +640,40 @@ def test_a_phones_width_fits_the_pages_and_their_news_is_read_out(arbiter, brows
         browser.set_window_size(1200, 1000)
     for region in ("status", "message"):
         assert browser.find_element(By.ID, region).get_attribute("aria-live") == "polite"
+
+
+def test_a_page_opened_on_many_challenges_asks_for_them_a_few_times_and_shows_every_term(
+    arbiter, browser
+):
+    """The page replays one challenge news per challenge waiting, and asked the whole list
+    again for each: a player with thousands waiting had its browser ask thousands of times.
+    News that comes while the list is being asked is answered by one more ask. A challenge
+    shows every term that can decide its games before it is accepted (a limit of refused
+    plays lost a person's game to one typo, unannounced)."""
+    stub = arbiter.stub
+    bob = stub.RegisterPlayer(api.RegisterPlayerRequest(name="bob", bot=False)).token
+    fans = [stub.RegisterPlayer(api.RegisterPlayerRequest(name=f"fan{i}")).token for i in range(4)]
+    for n in range(20):
+        stub.CreateMatch(
+            api.CreateMatchRequest(
+                first=api.SeatSpec(player_name=f"fan{n % 4}"),
+                second=api.SeatSpec(player_name="bob"),
+                options=pb.GameOptions(illegal_play_limit=2, koks=True, time_bank_ms=30_000),
+            ),
+            metadata=(("authorization", f"Bearer {fans[n % 4]}"),),
+        )
+    browser.get(arbiter.http_url + "/play")
+    browser.execute_script(
+        """const real = window.fetch; window.__asked = 0;
+        window.fetch = function (url, init) {
+          if (String(url).endsWith("/ListChallenges")) window.__asked += 1;
+          return real(url, init);
+        };"""
+    )
+    browser.find_element(By.ID, "token").send_keys(bob)
+    browser.find_element(By.ID, "signin-button").click()
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 20)
+    assert browser.execute_script("return window.__asked") <= 4
+    shown = browser.find_element(By.CSS_SELECTOR, "#challenges li").text
+    for term in ("lost after 2 refused plays", "koks counts 3", "time bank 30 s"):
+        assert term in shown, shown

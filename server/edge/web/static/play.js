@@ -145,7 +145,7 @@
 
   function playerEvent(ev, games) {
     const type = ev.type || "";
-    if (type.endsWith("CHALLENGE")) { challenges(); return; }
+    if (type.endsWith("CHALLENGE")) { challengesNews(); return; }
     if (!ev.gameId || !(type.endsWith("GAME_ASSIGNED") || type.endsWith("GAME_OVER"))) return;
     if (sent.has(ev.gameId)) answered(ev.gameId);
     let item = games.get(ev.gameId);
@@ -165,8 +165,25 @@
     $("no-games").hidden = [...games.values()].some((li) => !li.classList.contains("over"));
   }
 
-  // The challenges made to you, asked again on every challenge news; only the answer to
-  // the newest ask is shown (an older one, arriving late, would bring back a declined one).
+  // Challenge news asks the list again: one ask at a time, and one more after it for all
+  // the news that came meanwhile (a page opened on many challenges replays one news each).
+  let newsAsking = false;
+  let newsAgain = false;
+  async function challengesNews() {
+    if (newsAsking) { newsAgain = true; return; }
+    newsAsking = true;
+    try {
+      do {
+        newsAgain = false;
+        await challenges();
+      } while (newsAgain);
+    } finally {
+      newsAsking = false;
+    }
+  }
+
+  // The challenges made to you; only the answer to the newest ask is shown (an older one,
+  // arriving late, would bring back a declined one).
   let challengesAsked = 0;
   async function challenges() {
     const asked = ++challengesAsked;
@@ -189,7 +206,7 @@
       const item = document.createElement("li");
       item.dataset.match = c.matchId;
       item.append("from " + ((c.challenger && c.challenger.name) || "?") + " · " +
-                  terms(c.options, c.targetPoints) + " ");
+                  terms(c.options, c.targetPoints) + " · " + houseTerms(c.options) + " ");
       item.appendChild(button("Accept", "accept", async function () {
         try {
           const r = await call("AcceptChallenge", {matchId: c.matchId});
@@ -208,10 +225,26 @@
 
   function terms(options, points) {
     const o = options || {};
-    const seconds = Math.round(Number(o.turnTimeMs || 120000) / 1000);
+    const seconds = Number(o.turnTimeMs || 120000) / 1000;
     const n = Number(points || 1);
-    return (o.variant || "long") + " nardy · " + n + (n === 1 ? " point · " : " points · ") + seconds +
-      " s per turn";
+    return (o.variant || "long") + " nardy · " + n + (n === 1 ? " point · " : " points · ") +
+      seconds + " s per turn";
+  }
+
+  // What else a challenge sets, every term that can decide a game: shown before accepting.
+  function houseTerms(options) {
+    const o = options || {};
+    const out = [];
+    if (Number(o.timeBankMs || 0)) out.push("time bank " + Number(o.timeBankMs) / 1000 + " s");
+    const limit = Number(o.illegalPlayLimit || 0);
+    out.push(limit ? "lost after " + limit + " refused plays (a typo counts)" :
+             "refused plays never lose");
+    if (o.koks) out.push("koks counts 3");
+    if (String(o.opening || "").endsWith("USE_OPENING_DICE")) out.push("opening dice are white's first roll");
+    else if (String(o.opening || "").endsWith("FRESH_ROLL")) out.push("white's first roll is fresh");
+    if (String(o.colours || "").endsWith("THROW_EACH_GAME")) out.push("colours thrown each game");
+    if (o.autoPlayForced) out.push("forced plays made for you");
+    return out.join(" · ");
   }
 
   // Challenge a registered player (yourself named, as the arbiter checks against your
