@@ -17,7 +17,8 @@ def run(args: argparse.Namespace) -> int:
     from nardy.match import DEFAULT_VARIANT
 
     engines = [
-        f"{name}={sys.executable} -m clients engine {name}" for name in names(DEFAULT_VARIANT)
+        f"{name}={sys.executable} -P -m clients engine {name}"  # (-P: not cwd's clients)
+        for name in names(DEFAULT_VARIANT)
     ]
     ladder = argparse.Namespace(
         engine=engines,

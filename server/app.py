@@ -43,6 +43,7 @@ class CoreProcess:
         try:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
+                "-P",  # the installed server, never a `server` of the working directory
                 "-m",
                 "server.core",
                 str(theirs.fileno()),

@@ -98,7 +98,7 @@ async def _embedded(
             first_seat_color=_first_seat_color(args),
             start_position=args.start or "",
         )
-        cmd = [sys.executable, "-m", "clients", "engine", args.engine]
+        cmd = [sys.executable, "-P", "-m", "clients", "engine", args.engine]  # (-P: not cwd's)
         if args.level is not None:
             cmd += ["--level", str(args.level)]
         engine = EngineProcess(

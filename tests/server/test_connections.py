@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -304,3 +305,31 @@ def test_a_port_in_use_is_said_in_one_line(tmp_path, port_option):
     assert said and port in said[-1], done.stderr
     for noise in ("Traceback", "Exception ignored", "never awaited"):
         assert noise not in done.stderr, done.stderr
+
+
+def test_the_core_started_is_the_installed_one_whatever_the_working_directory(tmp_path):
+    """The edge started its core as ``python -m server.core``: from a working directory
+    holding a ``server`` package (anyone's, or a project's own), that one ran as the core.
+    The children are started with ``-P``: the installed code only."""
+    planted = tmp_path / "project"
+    core = planted / "server" / "core"
+    core.mkdir(parents=True)
+    marker = tmp_path / "planted-code-ran"
+    (planted / "server" / "__init__.py").write_text("")
+    (core / "__init__.py").write_text("")
+    (core / "__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("nardy")), "serve", "--port", "0", "--http-port", "0"]
+        + ["--db", str(tmp_path / "p.db"), "--log-level", "INFO"],
+        cwd=planted,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        port, _ = serving(proc)
+        assert check(port) == health_pb2.HealthCheckResponse.SERVING
+        assert not marker.exists()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -124,7 +124,8 @@ class Analyses:
 
     async def _child(self, record: str) -> bytes:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "clients", "analyse", "-", "--json", "--nice", str(NICE),
+            # -P: the installed clients, never a `clients` of the working directory
+            sys.executable, "-P", "-m", "clients", "analyse", "-", "--json", "--nice", str(NICE),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
