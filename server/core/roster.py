@@ -62,6 +62,7 @@ class Roster:
     ) -> tuple[str, str]:
         """A new player and its token (anyone may, while registration is open, a few an
         hour from one address; the operator always)."""
+        counted = None
         if not caller.admin:
             if not self.policy.registration_open:
                 raise ArbiterError(
@@ -69,6 +70,19 @@ class Roster:
                     "registration is closed on this server: ask its operator to register you",
                 )
             self._registration_quota(caller.address)
+            # counted from now, not once stored: calls at once all passed the check
+            counted = self.registrations.setdefault(caller.address, deque())
+            counted.append(trio.current_time())
+        try:
+            return await self._register(name, bot, owner)
+        except BaseException:
+            if counted is not None:
+                counted.pop()  # (the newest: the quota's stamps are in time order)
+                if not counted:
+                    self.registrations.pop(caller.address, None)
+            raise
+
+    async def _register(self, name: str, bot: bool, owner: str) -> tuple[str, str]:
         if not NAME.fullmatch(name):
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "a player name is 1-40 letters, digits, '.', '_' or '-'"
@@ -93,8 +107,6 @@ class Roster:
             raise
         self.add(player, token_hash(token))
         self.issue([token_hash(token)])
-        if not caller.admin:
-            self.registrations.setdefault(caller.address, deque()).append(trio.current_time())
         log.info("player registered name=%s id=%s", name, player.id)
         return player.id, token
 
