@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import unicodedata
 from dataclasses import dataclass
 
 from nardy import Color
@@ -226,11 +227,13 @@ class Seating:
                 raise ArbiterError(Code.NOT_FOUND, f"no player named {quote(player_name)}")
             return Seat(index, player.name, player.bot, player.id, player.owner)
         name = display or f"player {index + 1}"
-        if len(name) > 40 or not name.isprintable():
+        if len(name) > 40 or not name.isprintable() or name != name.strip():
             raise ArbiterError(
-                Code.INVALID_ARGUMENT, "a display name is at most 40 printable characters"
+                Code.INVALID_ARGUMENT,
+                "a display name is at most 40 printable characters, not starting or ending "
+                "with a space",
             )
-        if name.casefold() in roster.names:
+        if unicodedata.normalize("NFKC", name).casefold() in roster.names:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT,
                 f"{quote(name)} is a registered player's name; an open seat cannot take it",

@@ -395,8 +395,10 @@ async def test_unknown_enums_and_huge_seeds_are_refused_with_nothing_written(arb
 
 
 async def test_an_open_seat_cannot_take_a_registered_name(arbiter, client):
+    """Nor one that reads the same: with a space around it, or in other Unicode forms
+    (fullwidth letters); a staged result under a player's name looked like theirs."""
     await register(client, "Champion")
-    for name in ("Champion", "champion"):
+    for name in ("Champion", "champion", "Champion ", " champion", "Ｃｈａｍｐｉｏｎ"):
         await refused(
             grpc.StatusCode.INVALID_ARGUMENT,
             client.create_match(first=api.SeatSpec(display_name=name)),

@@ -238,3 +238,30 @@ def test_a_declined_challenges_page_names_its_players_and_offers_no_analysis(arb
     with urllib.request.urlopen(f"{arbiter.http_url}/game/{r.game_id}", timeout=20) as page:
         html = page.read().decode()
     assert "alice vs bob" in html and "analyse this game" not in html
+
+
+def test_a_result_that_counts_nowhere_says_so(arbiter):
+    """Open seats take any name not registered, and a set-up game any dice: a stranger
+    staged "victim resigns, mars" and it showed on the front page like any result. A
+    result that is not rated says so, on the game's page and in the list."""
+    r = arbiter.stub.CreateMatch(
+        api.CreateMatchRequest(
+            first=api.SeatSpec(display_name="victim"), second=api.SeatSpec(display_name="me")
+        )
+    )
+    seats = [_auth(r.first_seat_token), _auth(r.second_seat_token)]
+    streams = [
+        arbiter.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md)
+        for md in seats
+    ]
+    for stream in streams:
+        next(stream)
+    arbiter.stub.Resign(api.ResignRequest(game_id=r.game_id), metadata=seats[0])
+    for ev in streams[1]:
+        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+            break
+    for stream in streams:
+        stream.cancel()
+    for path in (f"/game/{r.game_id}", "/"):
+        with urllib.request.urlopen(arbiter.http_url + path, timeout=20) as page:
+            assert "not rated (open seats)" in page.read().decode(), path

@@ -33,6 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 
 from nardy import Color, wire
 from nardy.svg import state_svg
+from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as ladder_pb
 from server import link
@@ -305,7 +306,7 @@ class WebView:
                 out.append(
                     f'<tr><td><a href="/game/{_q(g.game_id)}">{escape(g.game_id)}</a></td>'
                     f"<td>{escape(g.white.name)}</td><td>{escape(g.black.name)}</td>"
-                    f"<td>{_result(g.result)}</td></tr>"
+                    f"<td>{_result(g.result)}{_unrated(g)}</td></tr>"
                 )
             out.append("</table>")
         else:
@@ -550,12 +551,20 @@ def _result(r: pb.GameResult) -> str:
 
 def _status(state: pb.GameState) -> str:
     if state.status == pb.GAME_STATUS_FINISHED:
-        return escape(_result(state.result))
+        return escape(_result(state.result)) + _unrated(state)
     if state.status == pb.GAME_STATUS_IN_PROGRESS:
         side = "white" if state.side_to_move == pb.COLOR_WHITE else "black"
         dice = "-".join(map(str, state.dice))
         return f"{side} to play" + (f" {dice}" if dice else "")
     return STATUS.get(state.status, "")
+
+
+def _unrated(game: pb.GameState | api.GameSummary) -> str:
+    """What a result that counts nowhere says of itself: open seats take any name, and a
+    set-up game any dice, so such a result is nobody's record."""
+    if game.rated:
+        return ""
+    return " · not rated (set up)" if game.seeded else " · not rated (open seats)"
 
 
 def _clock(ms: int) -> str:
