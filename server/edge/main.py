@@ -146,6 +146,7 @@ class Edge:
             ],
             maximum_concurrent_rpcs=config.max_concurrent_rpcs,
         )
+        quiet_unsent_answers()
         for service, handlers in self.services.handlers().items():
             server.add_generic_rpc_handlers(
                 (grpc.method_handlers_generic_handler(service, handlers),)
@@ -270,3 +271,27 @@ class Edge:
             await self.peers.close()
         if self._watch is not None:
             self._watch.cancel()
+
+
+UNSENT = "ExecuteBatchError raised in core by servicer method"
+
+
+def quiet_unsent_answers() -> None:
+    """gRPC logs an answer it could not send (its client went away, or reads nothing) as
+    an error with its traceback: a client's doing, anyone's, as often as they like. It is
+    one line at debug level here."""
+    logger = logging.getLogger("grpc._cython.cygrpc")
+    if _unsent not in logger.filters:
+        logger.addFilter(_unsent)
+
+
+def _unsent(record: logging.LogRecord) -> bool:
+    text = record.getMessage()
+    if text.startswith(UNSENT):
+        record.msg, record.args = (
+            "an answer not sent: its client went away %s",
+            (text[len(UNSENT) :],),
+        )
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        record.exc_info = record.exc_text = None
+    return True
