@@ -157,18 +157,18 @@ class Actions:
         games = match.games or [game]  # (every game of a match is held while one is)
         if games[-1].status in (Status.WAITING, Status.IN_PROGRESS):
             await match.call_off("voided by the operator")
-        if game.status is not Status.ABORTED:  # (an aborted game is void already)
-            for finished in [g for g in games if g.status is Status.FINISHED]:
-                await self._void_finished(finished)
+        voided = [] if game.status is Status.ABORTED else games  # (void already)
+        finished = [g for g in voided if g.status is Status.FINISHED]
+        writes = []
+        for g in finished:
+            g.status = Status.ABORTED
+            writes += [statements.update_game(g), *await self.ladders.voided(g)]
+        if writes:  # the match's games voided together, in one transaction
+            await self.runtime.writer.commit(*writes)
+        for g in finished:
+            if g.id not in tables.games:  # counted among the ended ones already
+                tables.ended_counts[Status.FINISHED] -= 1
+                tables.ended_counts[Status.ABORTED] += 1
+            tables.publish(g)
         log.info("game %s voided by the operator", game.id)
         return game
-
-    async def _void_finished(self, game: GameSession) -> None:
-        tables = self.tables
-        game.status = Status.ABORTED
-        writes = [statements.update_game(game), *await self.ladders.voided(game)]
-        await self.runtime.writer.commit(*writes)
-        if game.id not in tables.games:  # counted among the ended ones already
-            tables.ended_counts[Status.FINISHED] -= 1
-            tables.ended_counts[Status.ABORTED] += 1
-        tables.publish(game)
