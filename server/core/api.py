@@ -16,6 +16,7 @@ import logging
 import math
 import re
 import time
+from bisect import bisect_right
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -484,7 +485,8 @@ class Api:
         out = link_pb.HistoryResponse(state=views.state_pb(game.card, game.told(), None))
         if r.events:
             told = await game.audience.history()
-            out.events.extend(views.event_pb(game.card, e) for e in told)
+            new = told[bisect_right(told, r.after_seq, key=lambda e: e.seq) :]
+            out.events.extend(views.event_pb(game.card, e) for e in new)
         return out
 
     async def metrics(self, r, who: Caller, digest: str):

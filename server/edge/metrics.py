@@ -18,6 +18,11 @@ class EdgeMetrics:
         self.core_restarts = Counter(
             "nardy_core_restarts", "Times the core stopped and was started again.", registry=r
         )
+        self.game_builds = Counter(
+            "nardy_web_game_builds",
+            "Games built for the web view's pages: once per change, shared by their viewers.",
+            registry=r,
+        )
         for kind in ("game", "player"):
             self.streams.labels(kind)
 

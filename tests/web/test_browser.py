@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
@@ -265,3 +266,56 @@ def test_a_result_that_counts_nowhere_says_so(arbiter):
     for path in (f"/game/{r.game_id}", "/"):
         with urllib.request.urlopen(arbiter.http_url + path, timeout=20) as page:
             assert "not rated (open seats)" in page.read().decode(), path
+
+
+def test_a_crowd_on_a_live_game_shares_one_build_and_sees_each_play_at_once(arbiter):
+    """Each view of a game in progress was built by the core and rendered anew: a few
+    addresses polling a long game within their rates slowed its plays many times over.
+    Its viewers now share one build and its pages, brought up to date with what changed
+    since: a play acknowledged is on every page asked for after it."""
+    r = arbiter.stub.CreateMatch(
+        api.CreateMatchRequest(options=pb.GameOptions(turn_time_ms=60_000), seed=3)
+    )
+    seats = [_auth(r.first_seat_token), _auth(r.second_seat_token)]
+    streams = [
+        arbiter.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md)
+        for md in seats
+    ]
+    page = f"{arbiter.http_url}/fragment/game/{r.game_id}"
+
+    def get(url: str) -> str:
+        with urllib.request.urlopen(url, timeout=20) as answer:
+            return answer.read().decode()
+
+    def builds() -> float:
+        lines = get(arbiter.http_url + "/metrics").splitlines()
+        return float(
+            next(x for x in lines if x.startswith("nardy_web_game_builds_total ")).split()[1]
+        )
+
+    def turn(stream) -> pb.GameState:
+        for ev in stream:
+            st = ev.state
+            if ev.type == pb.EVENT_TYPE_TURN_STARTED and st.side_to_move == st.your_color:
+                return st
+        raise AssertionError("the stream ended")
+
+    with ThreadPoolExecutor(8) as crowd:
+        for plays in range(4):
+            st = turn(streams[plays % 2])  # (seats alternate, whoever is white)
+            before = builds()
+            pages = list(crowd.map(get, [page] * 24))
+            assert len(set(pages)) == 1  # one build, one rendering, for all of them
+            assert pages[0].count("<li") == plays
+            assert builds() - before <= 1
+            arbiter.stub.SubmitPlay(
+                api.SubmitPlayRequest(
+                    game_id=r.game_id,
+                    turn_id=st.turn_id,
+                    end_position=st.legal_plays[0].end_position,
+                ),
+                metadata=seats[plays % 2],
+            )
+            assert get(page).count("<li") == plays + 1  # acknowledged: shown
+    for stream in streams:
+        stream.cancel()

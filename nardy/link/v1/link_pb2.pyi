@@ -199,12 +199,14 @@ class IndexResponse(_message.Message):
     def __init__(self, live: _Optional[_Iterable[_Union[Board, _Mapping]]] = ..., finished: _Optional[_Iterable[_Union[_arbiter_pb2.GameSummary, _Mapping]]] = ..., ladders: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
-    __slots__ = ("game_id", "events")
+    __slots__ = ("game_id", "events", "after_seq")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     events: bool
-    def __init__(self, game_id: _Optional[str] = ..., events: _Optional[bool] = ...) -> None: ...
+    after_seq: int
+    def __init__(self, game_id: _Optional[str] = ..., events: _Optional[bool] = ..., after_seq: _Optional[int] = ...) -> None: ...
 
 class HistoryResponse(_message.Message):
     __slots__ = ("state", "events")

@@ -20,11 +20,14 @@ server.edge.web.api's (limited as on the gRPC port).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from html import escape
 
 from aiohttp import web
@@ -58,6 +61,8 @@ STATIC = "/static/"
 LIVE_GAMES = 24  # boards on the front page
 FINISHED_GAMES = 30
 REPLAY_CACHE = 64  # finished games' events kept for replays
+LIVE_KEPT = 256  # games in progress whose last build is kept
+PAGES_KEPT = 8  # pages rendered from one build of a game kept with it
 PLAY_EVENTS = (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
 ENDED = (pb.GAME_STATUS_FINISHED, pb.GAME_STATUS_ABORTED)
 STATUS = {
@@ -93,9 +98,10 @@ class Queries:
         request = link_pb.IndexRequest(live=LIVE_GAMES, finished=FINISHED_GAMES)
         return await self._ask(link.INDEX, request.SerializeToString(), link_pb.IndexResponse)
 
-    async def game(self, game_id: str, events: bool) -> link_pb.HistoryResponse:
-        request = link_pb.HistoryRequest(game_id=game_id, events=events).SerializeToString()
-        return await self._ask(link.HISTORY, request, link_pb.HistoryResponse)
+    async def game(self, game_id: str, after_seq: int = 0) -> link_pb.HistoryResponse:
+        """A game's state and its events after ``after_seq``."""
+        request = link_pb.HistoryRequest(game_id=game_id, events=True, after_seq=after_seq)
+        return await self._ask(link.HISTORY, request.SerializeToString(), link_pb.HistoryResponse)
 
     async def ladder(self, name: str):
         request = ladder_pb.GetStandingsRequest(ladder=name).SerializeToString()
@@ -132,6 +138,31 @@ class Fresh:
             self._answer = None  # (asked again next time)
 
 
+class LiveGame:
+    """A game in progress as its viewers see it: each request asks the core what changed
+    since the last build (nothing, most of the time: the build and its pages are shared).
+    One question is in flight at a time; the requests that come meanwhile share the next,
+    asked after it, so every viewer sees at least what had happened when it asked."""
+
+    def __init__(self, update: Callable[[Shown | None], Awaitable[Shown]]) -> None:
+        self.update = update  # the last build -> the game now
+        self.shown: Shown | None = None
+        self._asking: asyncio.Future | None = None
+        self._next: asyncio.Future | None = None
+
+    async def get(self) -> Shown:
+        if self._next is None:
+            self._next = asyncio.ensure_future(self._ask(self._asking))
+        return await asyncio.shield(self._next)
+
+    async def _ask(self, before: asyncio.Future | None) -> Shown:
+        if before is not None:
+            await asyncio.wait([before])  # (its outcome is its own requests')
+        self._asking, self._next = self._next, None
+        self.shown = await self.update(self.shown)
+        return self.shown
+
+
 # -- the application ---------------------------------------------------------------------
 @dataclass
 class Replay:
@@ -139,6 +170,37 @@ class Replay:
 
     start: pb.GameState
     plays: list[pb.GameEvent]
+
+
+@dataclass
+class Shown:
+    """A game as the core built it, shared by everyone viewing it, with the last pages
+    rendered from it (a crowd on one game costs one build and one rendering)."""
+
+    state: pb.GameState
+    events: list[pb.GameEvent]
+    pages: OrderedDict = field(default_factory=OrderedDict)
+
+    @cached_property
+    def replay(self) -> Replay:
+        start = next((e.state for e in self.events if e.type == pb.EVENT_TYPE_GAME_STARTED), None)
+        plays = [e for e in self.events if e.type in PLAY_EVENTS]
+        return Replay(self.state if start is None else start, plays)
+
+    @property
+    def ended(self) -> bool:
+        return self.state.status in ENDED
+
+    def page(self, key, render):
+        """What ``render()`` makes of this build, rendered once for ``key``."""
+        found = self.pages.get(key)
+        if found is None:
+            found = self.pages[key] = render()
+            while len(self.pages) > PAGES_KEPT:
+                self.pages.popitem(last=False)
+        else:
+            self.pages.move_to_end(key)
+        return found
 
 
 class WebView:
@@ -162,7 +224,8 @@ class WebView:
         self.api = (
             None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS, trusted, peers)
         )
-        self._replays: OrderedDict[str, tuple[pb.GameState, list]] = OrderedDict()
+        self._replays: OrderedDict[str, Shown] = OrderedDict()  # ended: never change
+        self._live: OrderedDict[str, LiveGame] = OrderedDict()  # in progress
         self.analyses = Analyses()
         self._index = Fresh(self.queries.index)
         self.runner: web.AppRunner | None = None
@@ -246,21 +309,48 @@ class WebView:
         return client_address(request, self.trusted)
 
     # -- data ----------------------------------------------------------------------------
-    async def _game(self, game_id: str, with_events: bool, who: str) -> tuple[pb.GameState, list]:
-        """The game and its events, built by the core unless cached; an ended game's are
-        read back from the store, and each counts against ``who``'s rate."""
-        cached = self._replays.get(game_id)
-        if cached is not None:
+    async def _game(self, game_id: str, who: str) -> Shown:
+        """The game and its events: an ended game's read once (its events read back from
+        the store, each counted against ``who``'s rate) and kept; one in progress brought
+        up to date with what happened since its last build (server.edge.web.pages.LiveGame)."""
+        ended = self._replays.get(game_id)
+        if ended is not None:
             self._replays.move_to_end(game_id)
-            return cached
-        history = await self.queries.game(game_id, with_events)
-        state, events = history.state, list(history.events)
-        if with_events and state.status in ENDED:  # an ended game never changes again
-            self.limiter.charge(who, len(events))  # (its events were read back)
-            self._replays[game_id] = (state, events)
+            return ended
+        live = self._live.get(game_id)
+        if live is None:
+            live = self._live[game_id] = LiveGame(partial(self._update, game_id))
+            while len(self._live) > LIVE_KEPT:
+                self._live.popitem(last=False)
+        else:
+            self._live.move_to_end(game_id)
+        try:
+            shown = await live.get()
+        except ArbiterError:
+            self._live.pop(game_id, None)
+            raise
+        if shown.ended and self._live.pop(game_id, None) is not None:
+            self.limiter.charge(who, len(shown.events))
+            self._replays[game_id] = shown
             while len(self._replays) > REPLAY_CACHE:
                 self._replays.popitem(last=False)
-        return state, events
+        return shown
+
+    async def _update(self, game_id: str, before: Shown | None) -> Shown:
+        """The game now: ``before`` itself, its clocks read again, when nothing else has
+        changed since."""
+        seen = before.events[-1].seq if before is not None and before.events else 0
+        history = await self.queries.game(game_id, seen)
+        if (
+            before is not None
+            and not history.events
+            and _but_clocks(history.state) == _but_clocks(before.state)
+        ):
+            before.state = history.state
+            return before
+        self.metrics.game_builds.inc()
+        events = [*before.events, *history.events] if before is not None else list(history.events)
+        return Shown(history.state, events)
 
     async def _ladder(self, name: str):
         return await self.queries.ladder(name)
@@ -325,43 +415,29 @@ class WebView:
         return _html(body)
 
     async def _game_body(self, game_id: str, ply: int | None, who: str) -> tuple[str, str, bool]:
-        state, events = await self._game(game_id, True, who)
-        replay = _replay(state, events)
-        plays = replay.plays
-        ended = state.status in ENDED
-        players = state.white.name, state.black.name
-        if not any(players):  # colours not yet known (a game not started): the seats'
-            players = state.first_player.name, state.second_player.name
-        title = f"{players[0] or 'white'} vs {players[1] or 'black'}"
-        out = [f"<h2>{escape(title)} · game {state.game_number}{_score(state)}</h2>"]
-        if ended:
-            shown = len(plays) if ply is None else max(0, min(ply, len(plays)))
-            if shown == 0:
-                board = _board(replay.start, None, ply=0)
-            else:
-                ev = plays[shown - 1]
-                board = _board(state if shown == len(plays) else ev.state, ev.play, ply=shown)
-            out.append(f'<p class="status">{_status(state)}</p>')
-            out.append(_nav(game_id, shown, len(plays)))
-            out.append(board)
-            out.append(_move_list(game_id, plays, shown))
-            if plays:  # (a game that never started has nothing to analyse)
-                out.append(panel(game_id, self.analyses.kept_for(game_id) is not None))
-        else:
-            last = plays[-1].play if plays else None
-            out.append(f'<p class="status">{_status(state)} · {_clocks(state)}</p>')
-            out.append(_board(state, last))
-            out.append(_move_list(None, plays, len(plays)))
-        return "".join(out), title, ended
+        """A game's part of its page (and its title): an ended one at ``ply`` (the last
+        by default), one in progress as it is now."""
+        shown = await self._game(game_id, who)
+        at, analysed = None, False
+        if shown.ended:
+            total = len(shown.replay.plays)
+            at = total if ply is None else max(0, min(ply, total))
+            analysed = self.analyses.kept_for(game_id) is not None
+        key = ("body", at, analysed)
+        title, head, tail = shown.page(key, lambda: _game_html(game_id, shown, at, analysed))
+        body = head + tail if shown.ended else head + _clocks(shown.state) + tail
+        return body, title, shown.ended
 
     async def board(self, request: web.Request) -> web.Response:
-        game_id = request.match_info["id"]
-        state, events = await self._game(game_id, True, self._who(request))
-        replay = _replay(state, events)
-        ply = _ply(request)
-        if ply is not None and 0 <= ply <= len(replay.plays):
-            state = replay.plays[ply - 1].state if ply else replay.start
-        return web.Response(text=_board(state, None), content_type="image/svg+xml")
+        shown = await self._game(request.match_info["id"], self._who(request))
+        plays, ply = shown.replay.plays, _ply(request)
+        at = ply if ply is not None and 0 <= ply <= len(plays) else None
+
+        def render() -> str:
+            state = shown.state if at is None else plays[at - 1].state if at else shown.replay.start
+            return _board(state, None)
+
+        return web.Response(text=shown.page(("svg", at), render), content_type="image/svg+xml")
 
     async def ladder_page(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -434,13 +510,14 @@ class WebView:
         )
 
     async def api_game(self, request: web.Request) -> web.Response:
-        state, events = await self._game(request.match_info["id"], True, self._who(request))
-        return web.json_response(
-            {
-                "state": MessageToDict(state),
-                "plays": [MessageToDict(e.play) for e in _replay(state, events).plays],
-            }
-        )
+        shown = await self._game(request.match_info["id"], self._who(request))
+
+        def plays() -> str:
+            return json.dumps([MessageToDict(e.play) for e in shown.replay.plays])
+
+        state = json.dumps(MessageToDict(shown.state))  # (its clocks as they are now)
+        body = f'{{"state": {state}, "plays": {shown.page(("plays",), plays)}}}'
+        return web.Response(text=body, content_type="application/json")
 
     async def api_ladder(self, request: web.Request) -> web.Response:
         st, cross = await self._ladder(request.match_info["name"])
@@ -454,12 +531,12 @@ class WebView:
         game_id, who = request.match_info["id"], self._who(request)
         found = self.analyses.kept_for(game_id)
         if found is None:
-            state, events = await self._game(game_id, True, who)
-            if state.status not in ENDED:
+            shown = await self._game(game_id, who)
+            if not shown.ended:
                 return web.Response(status=409, text="the game is not over: no analysis yet\n")
             if not self.analyses.pending(game_id):
                 self.limiter.charge(who, COST)
-            replay = _replay(state, events)
+            replay = shown.replay
             try:
                 found = await self.analyses.analysis(
                     game_id, record_text(replay.start, replay.plays)
@@ -579,9 +656,39 @@ def _clocks(state: pb.GameState) -> str:
     )
 
 
-def _replay(state: pb.GameState, events: list[pb.GameEvent]) -> Replay:
-    start = next((e.state for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED), state)
-    return Replay(start, [e for e in events if e.type in PLAY_EVENTS])
+def _game_html(game_id: str, shown: Shown, at: int | None, analysed: bool) -> tuple[str, ...]:
+    """A game's title and its part of its page, before and after its clocks: ended, at
+    play ``at`` (a replay: no clocks); in progress (``at`` None), as it is now."""
+    state, replay = shown.state, shown.replay
+    plays = replay.plays
+    players = state.white.name, state.black.name
+    if not any(players):  # colours not yet known (a game not started): the seats'
+        players = state.first_player.name, state.second_player.name
+    title = f"{players[0] or 'white'} vs {players[1] or 'black'}"
+    head = f"<h2>{escape(title)} · game {state.game_number}{_score(state)}</h2>"
+    if at is None:
+        last = plays[-1].play if plays else None
+        before = f'{head}<p class="status">{_status(state)} · '
+        return title, before, f"</p>{_board(state, last)}{_move_list(None, plays, len(plays))}"
+    if at == 0:
+        board = _board(replay.start, None, ply=0)
+    else:
+        ev = plays[at - 1]
+        board = _board(state if at == len(plays) else ev.state, ev.play, ply=at)
+    out = [head, f'<p class="status">{_status(state)}</p>', _nav(game_id, at, len(plays))]
+    out += [board, _move_list(game_id, plays, at)]
+    if plays:  # (a game that never started has nothing to analyse)
+        out.append(panel(game_id, analysed))
+    return title, "".join(out), ""
+
+
+def _but_clocks(state: pb.GameState) -> pb.GameState:
+    """``state`` without its clocks (read anew at each look at a game in progress)."""
+    other = pb.GameState()
+    other.CopyFrom(state)
+    other.ClearField("white_clock")
+    other.ClearField("black_clock")
+    return other
 
 
 def _nav(game_id: str, shown: int, total: int) -> str:
