@@ -15,6 +15,7 @@ ALL = [
     "turns",
     "sdk",
     "clock",
+    "web",
     "crash",
     "memory",
     "ladder",
