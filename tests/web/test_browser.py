@@ -3,6 +3,7 @@ finished game replays with its move list, and a ladder's page shows the ladder R
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -23,6 +24,8 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server.edge.web import pages
+from tests.server.conftest import held_core
 
 ENGINE = [sys.executable, "-m", "clients", "engine", "random"]
 
@@ -319,3 +322,25 @@ def test_a_crowd_on_a_live_game_shares_one_build_and_sees_each_play_at_once(arbi
             assert get(page).count("<li") == plays + 1  # acknowledged: shown
     for stream in streams:
         stream.cancel()
+
+
+def test_a_viewer_gone_before_the_answer_leaves_nothing_in_the_log(arbiter, caplog, monkeypatch):
+    """A look whose viewers had all gone before the core answered left its error (here: no
+    such game) unread, logged with its traceback once let go: lines of log that anyone
+    could make, one a request."""
+    monkeypatch.setattr(pages, "LIVE_KEPT", 1)  # (each new game lets the last one go)
+
+    def status(game: str, timeout: float = 20) -> int:
+        try:
+            with urllib.request.urlopen(
+                f"{arbiter.http_url}/fragment/game/{game}", timeout=timeout
+            ):
+                return 200
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    with held_core(arbiter), pytest.raises(OSError):  # (the viewer gives up: no answer)
+        status("gone", timeout=0.5)
+    assert [status(f"nosuch{n}") for n in range(3)] == [404] * 3
+    gc.collect()
+    assert "never retrieved" not in caplog.text

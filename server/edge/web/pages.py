@@ -61,7 +61,7 @@ STATIC = "/static/"
 LIVE_GAMES = 24  # boards on the front page
 FINISHED_GAMES = 30
 REPLAY_CACHE = 64  # finished games' events kept for replays
-LIVE_KEPT = 256  # games in progress whose last build is kept
+LIVE_KEPT = 128  # games in progress whose last build is kept
 PAGES_KEPT = 8  # pages rendered from one build of a game kept with it
 PLAY_EVENTS = (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
 ENDED = (pb.GAME_STATUS_FINISHED, pb.GAME_STATUS_ABORTED)
@@ -153,6 +153,7 @@ class LiveGame:
     async def get(self) -> Shown:
         if self._next is None:
             self._next = asyncio.ensure_future(self._ask(self._asking))
+            self._next.add_done_callback(_seen)
         return await asyncio.shield(self._next)
 
     async def _ask(self, before: asyncio.Future | None) -> Shown:
@@ -161,6 +162,13 @@ class LiveGame:
         self._asking, self._next = self._next, None
         self.shown = await self.update(self.shown)
         return self.shown
+
+
+def _seen(asked: asyncio.Future) -> None:
+    """Take a failed question's error as seen: the viewers who asked it may all have gone
+    (it would be logged with its traceback, a line per request of a stranger's)."""
+    if not asked.cancelled():
+        asked.exception()
 
 
 # -- the application ---------------------------------------------------------------------
