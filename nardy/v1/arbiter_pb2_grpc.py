@@ -205,6 +205,7 @@ class ArbiterServiceServicer:
         """Follow everything that concerns the caller: every game it is seated in, as it is
         created and as it ends. Sends the games not yet over first. With a seat token it
         follows the games of that seat's match, so an engine needs only one token either way.
+        The operator's token holds no seat: PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -230,7 +231,9 @@ class ArbiterServiceServicer:
         from when it arrives; each is answered, in order, by `played` (as SubmitPlay's answer,
         idempotent likewise) or `refused` (what SubmitPlay would have failed with), and the
         stream goes on after a refusal. The events come as SubscribeGame's would; the stream
-        ends when the game does. A server that does not offer it answers UNIMPLEMENTED (use
+        ends when the game does. Subscribed to a game already over, it sends the backlog and
+        ends: a play sent again then is not answered on it (its final event says how the game
+        ended; SubmitPlay answers the game's last play `duplicate`). A server that does not offer it answers UNIMPLEMENTED (use
         SubscribeGame and SubmitPlay there).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -324,6 +324,11 @@ class Api:
     async def subscribe_player(self, r, who: Caller, digest: str):
         principal = self.arbiter.roster.authenticate(digest)
         assert principal is not None
+        if principal.admin:  # (it would follow nothing, silently)
+            raise ArbiterError(
+                Code.PERMISSION_DENIED,
+                "the operator's token holds no seat: follow a player's or a seat's games",
+            )
         key = principal.listener
         tap = self.taps.tap(("player", key), _told_note)
         notes = await self.arbiter.notices.subscribe(

@@ -75,10 +75,11 @@ class Notices:
         card: RemoteCard | None = None,
         white: int | None = None,
     ) -> None:
-        """Tell the streams of the seats of a game (here: ``game``; elsewhere: ``card``)."""
+        """Tell the streams of the seats of a game (here: ``game``; elsewhere: ``card``); a
+        player challenged to it, only that it is over (the challenge has gone)."""
         for seat in seats:
             keys = [f"{match_id}/{seat.index}"]
-            if seat.player_id and seat.player_id != challenged:
+            if seat.player_id and (seat.player_id != challenged or kind is Note.GAME_OVER):
                 keys.append(seat.player_id)
             for key in keys:
                 for sink in list(self.sinks.get(key, ())):

@@ -129,6 +129,10 @@ def test_pairs_share_dice_with_colours_swapped(tmp_path):
             # revealed once both games ended: in GetGame (and the later game's last event)
             now = stub.GetGame(api.GetGameRequest(game_id=g.game_id)).state
             seeds.append((final.dice_commitment, now.server_seed, tuple(final.client_seeds)))
+            # (and in a fresh subscription's SNAPSHOT, as game.proto says)
+            snapshot = next(stub.SubscribeGame(api.SubscribeGameRequest(game_id=g.game_id)))
+            assert snapshot.type == pb.EVENT_TYPE_SNAPSHOT
+            assert snapshot.state.server_seed == now.server_seed
         n = min(map(len, rolls))
         assert n > 5 and rolls[0][:n] == rolls[1][:n]  # the same dice, turn by turn
         assert whites[0] != whites[1]  # with the colours swapped

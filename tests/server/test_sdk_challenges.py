@@ -166,3 +166,21 @@ async def test_a_player_has_at_most_twenty_challenges_waiting(arbiter):
         assert len(waiting) == 20
         await victim.decline_challenge(waiting[0].match_id)  # an answer makes room
         assert await challenge(b, "fan-b", "popular")
+
+
+async def test_the_challenged_player_is_told_when_a_challenge_is_withdrawn(arbiter):
+    """The challenger's withdrawal (or its expiry) told the challenger, not the player
+    challenged, whose stream still had the challenge: a bot tracking its challenges from
+    the stream could only find out by an answer refused."""
+    async with Client(arbiter.address) as bob, Client(arbiter.address) as alice:
+        await bob.register("bob")
+        await alice.register("alice", bot=False)
+        with trio.fail_after(30):
+            async with contextlib.aclosing(bob.player_events(resume=False)) as news:
+                game = await challenge(alice, "alice", "bob")
+                ev = await anext(news)
+                assert (ev.type, ev.game_id) == (api.PLAYER_EVENT_TYPE_CHALLENGE, game)
+                await alice.decline_challenge(ev.match_id)  # (withdrawn by its maker)
+                ev = await anext(news)
+                assert (ev.type, ev.game_id) == (api.PLAYER_EVENT_TYPE_GAME_OVER, game)
+        assert await bob.list_challenges() == []

@@ -450,3 +450,12 @@ async def test_reflection_v1_and_v1alpha(arbiter):
             assert "grpc.reflection.v1.ServerReflection" in names
     finally:
         ch.close()
+
+
+async def test_the_operators_token_follows_no_players_stream(operator):
+    """The operator holds no seat: its SubscribePlayer stream was opened and said nothing,
+    ever (a bot given the operator's token by mistake waited for games that never came)."""
+    with pytest.raises(grpc.RpcError) as info:
+        await anext(operator.player_events(resume=False))
+    assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "holds no seat" in info.value.details()

@@ -266,8 +266,8 @@ def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, b
 
 def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
     """A registered player signs in with its player token: the challenges made to it are
-    listed; it declines one and accepts the other, which takes it to that game, where it
-    resigns (two clicks)."""
+    listed (one withdrawn by its maker leaves the list); it declines one and accepts the
+    other, which takes it to that game, where it resigns (two clicks)."""
     stub = arbiter.stub
 
     def register(name: str) -> tuple[str, tuple]:
@@ -276,7 +276,7 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
 
     bob_token, bob = register("bob")
     challenges = {}
-    for name in ("alice", "carol"):
+    for name in ("alice", "carol", "dave"):
         _, md = register(name)
         r = stub.CreateMatch(
             api.CreateMatchRequest(
@@ -288,8 +288,12 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
         challenges[name] = (r, md)
 
     sign_in(browser, arbiter.http_url, bob_token)
-    rows = wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 2)
+    rows = wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 3)
     assert rows
+    dave, dave_md = challenges["dave"]
+    stub.DeclineChallenge(api.DeclineChallengeRequest(match_id=dave.match_id), metadata=dave_md)
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 2)
+    assert "dave" not in browser.find_element(By.ID, "challenges").text
     carol = challenges["carol"][0]
     browser.find_element(By.CSS_SELECTOR, f'li[data-match="{carol.match_id}"] .decline').click()
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 1)

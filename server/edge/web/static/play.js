@@ -146,6 +146,11 @@
   function playerEvent(ev, games) {
     const type = ev.type || "";
     if (type.endsWith("CHALLENGE")) { challengesNews(); return; }
+    if (type.endsWith("GAME_OVER") && !games.has(ev.gameId) && !sent.has(ev.gameId)) {
+      // a challenge to this player has gone (unless declined here: the list is asked then)
+      if (!declinedHere.has(ev.matchId)) challengesNews();
+      return;
+    }
     if (!ev.gameId || !(type.endsWith("GAME_ASSIGNED") || type.endsWith("GAME_OVER"))) return;
     if (sent.has(ev.gameId)) answered(ev.gameId);
     let item = games.get(ev.gameId);
@@ -185,6 +190,7 @@
   // The challenges made to you; only the answer to the newest ask is shown (an older one,
   // arriving late, would bring back a declined one).
   let challengesAsked = 0;
+  const declinedHere = new Set();  // match ids
   async function challenges() {
     const asked = ++challengesAsked;
     let got;
@@ -215,6 +221,7 @@
       }));
       item.appendChild(button("Decline", "decline", async function () {
         try {
+          declinedHere.add(c.matchId);
           await call("DeclineChallenge", {matchId: c.matchId});
         } catch (e) { text($("home-error"), e.message); }
         challenges();
