@@ -125,8 +125,13 @@ class Shared(Sole):
 
     async def match_elsewhere(self, match_id: str) -> None:
         place = await self._place(self.cluster.PLACE_OF_MATCH, match_id)
-        if place is not None and place.owner is not None:
+        if place is not None and place.owner is not None and not self._ended_here(place):
             self._elsewhere(place)
+
+    def _ended_here(self, place: Place) -> bool:
+        """A match that has just ended here: out of the tables, its lease given up by the
+        write of its end, not yet made."""
+        return place.owner == self.cluster.id and self.holds(place.match_id)
 
     def _elsewhere(self, place: Place) -> None:
         if place.owner == self.cluster.id or not place.live or not place.address:

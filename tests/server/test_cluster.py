@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 
 import grpc
 import psycopg
@@ -489,3 +490,42 @@ async def test_the_operator_lists_every_instances_players_at_any_instance(pair):
             )
         names = {p.player.name for p in listed.players}
         assert {f"listed{i}" for i in range(4)} <= names, (srv.address, names)
+
+
+def test_a_challenge_answered_as_its_match_ends_is_refused_as_over(pg_db):
+    """A match leaves the instance's tables when it ends and gives up its lease in the
+    write after: an answer to its challenge between the two found the lease still this
+    instance's and was told "this game's instance stopped and another is taking it over"
+    (UNAVAILABLE, retry), as if the instance had died (seen on a loaded machine)."""
+    reached, release = threading.Event(), threading.Event()
+
+    class Slow(PostgresStore):  # its ended matches' leases given up only when told
+        async def write(self, batch):
+            if any(sql.startswith("DELETE FROM leases") for sql, _ in batch):
+                reached.set()
+                await trio.to_thread.run_sync(release.wait, 60)
+            await super().write(batch)
+
+    with EmbeddedServer(db=pg_db, store_factory=Slow) as srv:
+        try:
+            channel = grpc.insecure_channel(srv.address)
+            stub = api_grpc.ArbiterServiceStub(channel)
+            md = {}
+            for name in ("alice", "bob"):
+                token = stub.RegisterPlayer(api.RegisterPlayerRequest(name=name)).token
+                md[name] = (("authorization", f"Bearer {token}"),)
+            r = stub.CreateMatch(
+                api.CreateMatchRequest(
+                    first=api.SeatSpec(player_name="alice"), second=api.SeatSpec(player_name="bob")
+                ),
+                metadata=md["alice"],
+            )
+            decline = api.DeclineChallengeRequest(match_id=r.match_id)
+            stub.DeclineChallenge(decline, metadata=md["bob"])
+            assert reached.wait(30)  # the match is over, its lease not yet given up
+            with pytest.raises(grpc.RpcError) as again:
+                stub.DeclineChallenge(decline, metadata=md["bob"])
+            assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION, again.value.details()
+        finally:
+            release.set()
+        channel.close()
