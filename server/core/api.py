@@ -488,7 +488,7 @@ class Api:
     async def history(self, r, who: Caller, digest: str):
         game = await self.arbiter.tables.game(r.game_id, read=True)
         out = link_pb.HistoryResponse(state=views.state_pb(game.card, game.told(), None))
-        if r.events:
+        if r.events and not 0 < game.audience.last_seq <= r.after_seq:  # (nothing new: no read)
             told = await game.audience.history()
             new = told[bisect_right(told, r.after_seq, key=lambda e: e.seq) :]
             out.events.extend(views.event_pb(game.card, e) for e in new)

@@ -19,6 +19,8 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from nardy.v1 import admin_pb2 as admin_pb
+from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
@@ -328,7 +330,7 @@ def test_a_viewer_gone_before_the_answer_leaves_nothing_in_the_log(arbiter, capl
     """A look whose viewers had all gone before the core answered left its error (here: no
     such game) unread, logged with its traceback once let go: lines of log that anyone
     could make, one a request."""
-    monkeypatch.setattr(pages, "LIVE_KEPT", 1)  # (each new game lets the last one go)
+    monkeypatch.setattr(pages, "GAMES_KEPT", 1)  # (each new game lets the last one go)
 
     def status(game: str, timeout: float = 20) -> int:
         try:
@@ -344,3 +346,86 @@ def test_a_viewer_gone_before_the_answer_leaves_nothing_in_the_log(arbiter, capl
     assert [status(f"nosuch{n}") for n in range(3)] == [404] * 3
     gc.collect()
     assert "never retrieved" not in caplog.text
+
+
+def resigned_game(arbiter) -> str:
+    """A game its first seat resigned at once (it is over): its id."""
+    r = arbiter.stub.CreateMatch(api.CreateMatchRequest())
+    seats = [_auth(r.first_seat_token), _auth(r.second_seat_token)]
+    streams = [
+        arbiter.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md)
+        for md in seats
+    ]
+    for stream in streams:
+        next(stream)
+    arbiter.stub.Resign(api.ResignRequest(game_id=r.game_id), metadata=seats[0])
+    for ev in streams[1]:
+        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+            break
+    for stream in streams:
+        stream.cancel()
+    return r.game_id
+
+
+def status_of(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=20) as answer:
+            answer.read()
+            return answer.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_whole_games_read_by_one_address_are_paid_for_before_they_are_read(arbiter):
+    """A first look at a game reads it whole from the core; it was charged after the read
+    (and not at all when a flood of other looks had let its place in the cache go), so
+    one address could have hundreds of games read at once. Each costs its reader
+    FIRST_LOOK requests up front: a fresh address's burst (400) pays for a few."""
+    games = [resigned_game(arbiter) for _ in range(12)]
+    started = time.monotonic()
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(status_of, [f"{arbiter.http_url}/game/{g}" for g in games]))
+    refilled = (time.monotonic() - started) * 50  # (50 requests a second)
+    paid = 1 + pages.FIRST_LOOK  # each: the request and its first look
+    assert 3 <= answers.count(200) <= 400 // paid + 1 + refilled // paid, answers
+
+
+def test_the_front_page_is_rendered_once_for_its_crowd(arbiter, monkeypatch):
+    """The front page's two dozen boards were drawn again for every request (about 7 ms
+    of the edge a request): two or three addresses within their rates slowed every game.
+    Its viewers share one rendering of each answer of the core (asked once a second)."""
+    drawn = []
+
+    def counted(index):
+        drawn.append(1)
+        return render(index)
+
+    render = pages._index_html
+    monkeypatch.setattr(pages, "_index_html", counted)
+    resigned_game(arbiter)  # (a finished game to list)
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        urls = [arbiter.http_url + p for p in ("/", "/fragment/index") * 15]
+        assert set(pool.map(status_of, urls)) == {200}
+    took = time.monotonic() - started
+    assert 1 <= len(drawn) <= 2 + took, (len(drawn), took)
+
+
+def test_a_finished_game_voided_later_is_shown_voided(arbiter, monkeypatch):
+    """A finished game, once looked at, was kept as it was: voided by the operator (or
+    its seed revealed when its ladder pair ended), its page still showed the old result.
+    Its state is asked again now and then (ENDED_CHECKED_S)."""
+    monkeypatch.setattr(pages, "ENDED_CHECKED_S", 0.1)
+    game = resigned_game(arbiter)
+    url = f"{arbiter.http_url}/api/game/{game}"
+
+    def status() -> str:
+        with urllib.request.urlopen(url, timeout=20) as answer:
+            return json.loads(answer.read())["state"]["status"]
+
+    assert status() == "GAME_STATUS_FINISHED"
+    admin = admin_grpc.AdminServiceStub(grpc.insecure_channel(arbiter.address))
+    admin.VoidGame(admin_pb.VoidGameRequest(game_id=game), metadata=_auth(arbiter.admin_token))
+    deadline = time.monotonic() + 20
+    while status() != "GAME_STATUS_ABORTED":
+        assert time.monotonic() < deadline, "still shown as finished"

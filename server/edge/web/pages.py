@@ -60,9 +60,10 @@ log = logging.getLogger("nardy.web")
 STATIC = "/static/"
 LIVE_GAMES = 24  # boards on the front page
 FINISHED_GAMES = 30
-REPLAY_CACHE = 64  # finished games' events kept for replays
-LIVE_KEPT = 128  # games in progress whose last build is kept
-PAGES_KEPT = 8  # pages rendered from one build of a game kept with it
+GAMES_KEPT = 128  # games last looked at, kept with their events
+PAGES_KEPT = 8  # pages rendered from one answer kept with it
+FIRST_LOOK = 100  # requests charged before a whole game is read (its events, after)
+ENDED_CHECKED_S = 5.0  # an ended game's state is asked again at most this often
 PLAY_EVENTS = (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED)
 ENDED = (pb.GAME_STATUS_FINISHED, pb.GAME_STATUS_ABORTED)
 STATUS = {
@@ -180,13 +181,39 @@ class Replay:
     plays: list[pb.GameEvent]
 
 
+class Rendered:
+    """An answer of the core's, shared by everyone viewing it, with the last pages rendered
+    from it (a crowd costs one answer and one rendering)."""
+
+    pages: OrderedDict
+
+    def page(self, key, render):
+        """What ``render()`` makes of this answer, rendered once for ``key``."""
+        found = self.pages.get(key)
+        if found is None:
+            found = self.pages[key] = render()
+            while len(self.pages) > PAGES_KEPT:
+                self.pages.popitem(last=False)
+        else:
+            self.pages.move_to_end(key)
+        return found
+
+
 @dataclass
-class Shown:
-    """A game as the core built it, shared by everyone viewing it, with the last pages
-    rendered from it (a crowd on one game costs one build and one rendering)."""
+class Front(Rendered):
+    """The front page's games and ladders."""
+
+    index: link_pb.IndexResponse
+    pages: OrderedDict = field(default_factory=OrderedDict)
+
+
+@dataclass
+class Shown(Rendered):
+    """A game as the core built it (``checked``: when the core last said it was so)."""
 
     state: pb.GameState
     events: list[pb.GameEvent]
+    checked: float
     pages: OrderedDict = field(default_factory=OrderedDict)
 
     @cached_property
@@ -198,17 +225,6 @@ class Shown:
     @property
     def ended(self) -> bool:
         return self.state.status in ENDED
-
-    def page(self, key, render):
-        """What ``render()`` makes of this build, rendered once for ``key``."""
-        found = self.pages.get(key)
-        if found is None:
-            found = self.pages[key] = render()
-            while len(self.pages) > PAGES_KEPT:
-                self.pages.popitem(last=False)
-        else:
-            self.pages.move_to_end(key)
-        return found
 
 
 class WebView:
@@ -232,10 +248,9 @@ class WebView:
         self.api = (
             None if calls is None else HttpApi(calls, metrics, SECURITY_HEADERS, trusted, peers)
         )
-        self._replays: OrderedDict[str, Shown] = OrderedDict()  # ended: never change
-        self._live: OrderedDict[str, LiveGame] = OrderedDict()  # in progress
+        self._games: OrderedDict[str, LiveGame] = OrderedDict()  # the last looked at
         self.analyses = Analyses()
-        self._index = Fresh(self.queries.index)
+        self._index = Fresh(self._front)
         self.runner: web.AppRunner | None = None
         self.listener: asyncio.Server | None = None
         self.port = 0
@@ -318,30 +333,37 @@ class WebView:
 
     # -- data ----------------------------------------------------------------------------
     async def _game(self, game_id: str, who: str) -> Shown:
-        """The game and its events: an ended game's read once (its events read back from
-        the store, each counted against ``who``'s rate) and kept; one in progress brought
-        up to date with what happened since its last build (server.edge.web.pages.LiveGame)."""
-        ended = self._replays.get(game_id)
-        if ended is not None:
-            self._replays.move_to_end(game_id)
-            return ended
-        live = self._live.get(game_id)
+        """The game and its events, shared by its viewers: brought up to date at each look
+        with what happened since the last (an ended game's state checked again at most
+        every ENDED_CHECKED_S: its seed revealed, or the game voided). A look that reads a
+        whole game from the core (the first, or one after it was let go) costs ``who`` a
+        request per event: FIRST_LOOK of them before the core is asked."""
+        live = self._games.get(game_id)
+        first = live is None
         if live is None:
-            live = self._live[game_id] = LiveGame(partial(self._update, game_id))
-            while len(self._live) > LIVE_KEPT:
-                self._live.popitem(last=False)
+            live = self._games[game_id] = LiveGame(partial(self._update, game_id))
+            while len(self._games) > GAMES_KEPT:
+                self._games.popitem(last=False)
+            self.limiter.charge(who, FIRST_LOOK)
         else:
-            self._live.move_to_end(game_id)
+            self._games.move_to_end(game_id)
+            kept = live.shown
+            if (
+                kept is not None
+                and kept.ended
+                and time.monotonic() < kept.checked + ENDED_CHECKED_S
+            ):
+                return kept
         try:
             shown = await live.get()
         except ArbiterError:
-            self._live.pop(game_id, None)
+            if self._games.get(game_id) is live:
+                del self._games[game_id]
+            if first:  # (no game read)
+                self.limiter.charge(who, -FIRST_LOOK)
             raise
-        if shown.ended and self._live.pop(game_id, None) is not None:
-            self.limiter.charge(who, len(shown.events))
-            self._replays[game_id] = shown
-            while len(self._replays) > REPLAY_CACHE:
-                self._replays.popitem(last=False)
+        if first:
+            self.limiter.charge(who, max(0, len(shown.events) - FIRST_LOOK))
         return shown
 
     async def _update(self, game_id: str, before: Shown | None) -> Shown:
@@ -349,16 +371,20 @@ class WebView:
         changed since."""
         seen = before.events[-1].seq if before is not None and before.events else 0
         history = await self.queries.game(game_id, seen)
+        now = time.monotonic()
         if (
             before is not None
             and not history.events
             and _but_clocks(history.state) == _but_clocks(before.state)
         ):
-            before.state = history.state
+            before.state, before.checked = history.state, now
             return before
         self.metrics.game_builds.inc()
         events = [*before.events, *history.events] if before is not None else list(history.events)
-        return Shown(history.state, events)
+        return Shown(history.state, events, now)
+
+    async def _front(self) -> Front:
+        return Front(await self.queries.index())
 
     async def _ladder(self, name: str):
         return await self.queries.ladder(name)
@@ -372,44 +398,8 @@ class WebView:
         return _html(await self._index_body())
 
     async def _index_body(self) -> str:
-        index = await self._index.get()
-        live = [
-            (board.state, board.last if board.HasField("last") else None) for board in index.live
-        ]
-        finished, ladders = index.finished, index.ladders
-        out = ["<h2>Games in progress</h2>"]
-        if not live:
-            out.append('<p class="none">No game is being played now.</p>')
-        out.append('<div class="boards">')
-        for state, last in live:
-            out.append(
-                f'<a class="game" href="/game/{_q(state.game_id)}">'
-                f"{_board(state, last)}<span>{_players(state)} · game {state.game_number}"
-                f"{_score(state)}</span></a>"
-            )
-        out.append("</div><h2>Ladders</h2>")
-        if ladders:
-            out.append("<ul>")
-            out += [f'<li><a href="/ladder/{_q(n)}">{escape(n)}</a></li>' for n in ladders]
-            out.append("</ul>")
-        else:
-            out.append('<p class="none">No ladder on this arbiter.</p>')
-        out.append("<h2>Finished games</h2>")
-        if finished:
-            out.append(
-                '<table class="games"><tr><th>game</th><th>white</th><th>black</th>'
-                "<th>result</th></tr>"
-            )
-            for g in finished:
-                out.append(
-                    f'<tr><td><a href="/game/{_q(g.game_id)}">{escape(g.game_id)}</a></td>'
-                    f"<td>{escape(g.white.name)}</td><td>{escape(g.black.name)}</td>"
-                    f"<td>{_result(g.result)}{_unrated(g)}</td></tr>"
-                )
-            out.append("</table>")
-        else:
-            out.append('<p class="none">None yet.</p>')
-        return "".join(out)
+        front = await self._index.get()
+        return front.page(("html",), lambda: _index_html(front.index))
 
     async def game_page(self, request: web.Request) -> web.Response:
         game_id = request.match_info["id"]
@@ -508,14 +498,19 @@ class WebView:
 
     # -- JSON and metrics ----------------------------------------------------------------
     async def api_games(self, request: web.Request) -> web.Response:
-        index = await self._index.get()
-        return web.json_response(
-            {
-                "in_progress": [MessageToDict(board.state) for board in index.live],
-                "finished": [MessageToDict(g) for g in index.finished],
-                "ladders": list(index.ladders),
-            }
-        )
+        front = await self._index.get()
+
+        def render() -> str:
+            index = front.index
+            return json.dumps(
+                {
+                    "in_progress": [MessageToDict(board.state) for board in index.live],
+                    "finished": [MessageToDict(g) for g in index.finished],
+                    "ladders": list(index.ladders),
+                }
+            )
+
+        return web.Response(text=front.page(("json",), render), content_type="application/json")
 
     async def api_game(self, request: web.Request) -> web.Response:
         shown = await self._game(request.match_info["id"], self._who(request))
@@ -662,6 +657,44 @@ def _clocks(state: pb.GameState) -> str:
         f"clocks: white {_clock(state.white_clock.remaining_ms)}, "
         f"black {_clock(state.black_clock.remaining_ms)}"
     )
+
+
+def _index_html(index: link_pb.IndexResponse) -> str:
+    """The front page's games in progress (their boards), ladders and finished games."""
+    live = [(board.state, board.last if board.HasField("last") else None) for board in index.live]
+    finished, ladders = index.finished, index.ladders
+    out = ["<h2>Games in progress</h2>"]
+    if not live:
+        out.append('<p class="none">No game is being played now.</p>')
+    out.append('<div class="boards">')
+    for state, last in live:
+        out.append(
+            f'<a class="game" href="/game/{_q(state.game_id)}">'
+            f"{_board(state, last)}<span>{_players(state)} · game {state.game_number}"
+            f"{_score(state)}</span></a>"
+        )
+    out.append("</div><h2>Ladders</h2>")
+    if ladders:
+        out.append("<ul>")
+        out += [f'<li><a href="/ladder/{_q(n)}">{escape(n)}</a></li>' for n in ladders]
+        out.append("</ul>")
+    else:
+        out.append('<p class="none">No ladder on this arbiter.</p>')
+    out.append("<h2>Finished games</h2>")
+    if finished:
+        out.append(
+            '<table class="games"><tr><th>game</th><th>white</th><th>black</th><th>result</th></tr>'
+        )
+        for g in finished:
+            out.append(
+                f'<tr><td><a href="/game/{_q(g.game_id)}">{escape(g.game_id)}</a></td>'
+                f"<td>{escape(g.white.name)}</td><td>{escape(g.black.name)}</td>"
+                f"<td>{_result(g.result)}{_unrated(g)}</td></tr>"
+            )
+        out.append("</table>")
+    else:
+        out.append('<p class="none">None yet.</p>')
+    return "".join(out)
 
 
 def _game_html(game_id: str, shown: Shown, at: int | None, analysed: bool) -> tuple[str, ...]:
