@@ -250,25 +250,9 @@ def test_a_result_that_counts_nowhere_says_so(arbiter):
     """Open seats take any name not registered, and a set-up game any dice: a stranger
     staged "victim resigns, mars" and it showed on the front page like any result. A
     result that is not rated says so, on the game's page and in the list."""
-    r = arbiter.stub.CreateMatch(
-        api.CreateMatchRequest(
-            first=api.SeatSpec(display_name="victim"), second=api.SeatSpec(display_name="me")
-        )
-    )
-    seats = [_auth(r.first_seat_token), _auth(r.second_seat_token)]
-    streams = [
-        arbiter.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md)
-        for md in seats
-    ]
-    for stream in streams:
-        next(stream)
-    arbiter.stub.Resign(api.ResignRequest(game_id=r.game_id), metadata=seats[0])
-    for ev in streams[1]:
-        if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
-            break
-    for stream in streams:
-        stream.cancel()
-    for path in (f"/game/{r.game_id}", "/"):
+    victim = api.SeatSpec(display_name="victim")
+    game = resigned_game(arbiter, first=victim, second=api.SeatSpec(display_name="me"))
+    for path in (f"/game/{game}", "/"):
         with urllib.request.urlopen(arbiter.http_url + path, timeout=20) as page:
             assert "not rated (open seats)" in page.read().decode(), path
 
@@ -348,9 +332,9 @@ def test_a_viewer_gone_before_the_answer_leaves_nothing_in_the_log(arbiter, capl
     assert "never retrieved" not in caplog.text
 
 
-def resigned_game(arbiter) -> str:
-    """A game its first seat resigned at once (it is over): its id."""
-    r = arbiter.stub.CreateMatch(api.CreateMatchRequest())
+def resigned_game(arbiter, **match) -> str:
+    """A game (a match of ``match``'s fields) its first seat resigned at once: its id."""
+    r = arbiter.stub.CreateMatch(api.CreateMatchRequest(**match))
     seats = [_auth(r.first_seat_token), _auth(r.second_seat_token)]
     streams = [
         arbiter.stub.SubscribeGame(api.SubscribeGameRequest(game_id=r.game_id), metadata=md)
