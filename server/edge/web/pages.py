@@ -140,13 +140,13 @@ class Fresh:
 
 
 class LiveGame:
-    """A game in progress as its viewers see it: each request asks the core what changed
-    since the last build (nothing, most of the time: the build and its pages are shared).
+    """A game as its viewers see it: each request asks the core what changed since the
+    last build (nothing, most of the time: the build and its pages are shared).
     One question is in flight at a time; the requests that come meanwhile share the next,
     asked after it, so every viewer sees at least what had happened when it asked."""
 
     def __init__(self, update: Callable[[Shown | None], Awaitable[Shown]]) -> None:
-        self.update = update  # the last build -> the game now
+        self.update = update  # the last build -> the game now (WebView._update)
         self.shown: Shown | None = None
         self._asking: asyncio.Future | None = None
         self._next: asyncio.Future | None = None
