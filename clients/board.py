@@ -388,9 +388,16 @@ def render(
             lines.append(line.copy())
             lines[-1].rstrip()
         for t in (panel[1:4], panel[11:14], panel[5:9]):
-            row = Text("  ").join(x for x in t if x.plain)
-            if row.plain:
-                lines.append(Text(" ") + row)
+            row: Text | None = None
+            for x in (x for x in t if x.plain):
+                if row is not None and len(row) + 2 + len(x) < COMPACT_WIDTH:
+                    row += Text("  ") + x
+                    continue
+                if row is not None:  # the entries that fit; the rest indented under them
+                    lines.append(row)
+                row = Text("   " if row is not None else " ") + x
+            if row is not None:
+                lines.append(row)
         return Text("\n").join(lines)
     width = max(len(t.plain) for t in board_lines)
     for line, side in zip(board_lines, panel, strict=True):
@@ -414,14 +421,16 @@ def play_marks(rules: Variant, color: Color, notation: str) -> set[int]:
     landed: Counter[int] = Counter()
     for token in notation.split():
         parts = [p.rstrip("*") for p in token.split("(")[0].split("/")]
-        parts = [p for p in parts if p.isdigit()]  # "bar" and "off" land on no point
         repeat = int(token.split("(")[1].rstrip(")")) if "(" in token else 1
-        points = [int(p) for p in parts if 1 <= int(p) <= 24]
         for _ in range(repeat):
-            for a, b in zip(points, points[1:], strict=False):
-                landed[b] += 1
+            for a, b in zip(parts, parts[1:], strict=False):
+                landed[b] += 1  # "bar" and "off" are counted but are no point
                 landed[a] -= 1
-    return {rules.point_index(color, p) for p, n in landed.items() if n > 0}
+    return {
+        rules.point_index(color, int(p))
+        for p, n in landed.items()
+        if n > 0 and p.isdigit() and 1 <= int(p) <= 24
+    }
 
 
 __all__ = [

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Iterator
 
 import trio
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -119,6 +120,7 @@ class Screen:
         self._saved: list | None = None
         self._decoder = KeyDecoder()
         self.line_editing = True  # False: single keys only, nothing echoed (replay)
+        self.page_lines: list[str] = []  # shown in the board's place (say_lines)
 
     # -- set-up -------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -184,6 +186,11 @@ class Screen:
             return
         if key == "enter":
             line, self.buffer = self.buffer, ""
+            if self.page_lines:  # Enter closes the page; a line typed there is read too
+                self.page_lines = []
+                self.refresh()
+                if not line:
+                    return
             self._lines_send.send_nowait(line)
             self.draw_prompt()
         elif key == "backspace":
@@ -283,13 +290,23 @@ class Screen:
         """Too narrow for the board with its side panel: use the compact layout."""
         return self.live and self.size()[0] < FULL_WIDTH
 
+    def _needed(self, cols: int) -> tuple[int, int]:
+        """Columns and rows the board now shown needs, with its status, a message line and
+        the prompt (before there is a board: the compact board's)."""
+        if not self.body.plain:
+            return MIN_COLS, MIN_ROWS
+        lines = self.body.plain.split("\n")
+        status = len(self._wrapped([self.status], max(20, cols - 1))) if self.status.plain else 0
+        return max(MIN_COLS, 1 + max(cell_len(line) for line in lines)), len(lines) + status + 2
+
     def too_small(self) -> str | None:
         """Why the terminal cannot show the board at all (live mode), or None."""
         cols, rows = self.size()
-        if not self.live or (cols >= MIN_COLS and rows >= MIN_ROWS):
+        need_cols, need_rows = self._needed(cols)
+        if not self.live or (cols >= need_cols and rows >= need_rows):
             return None
         return (
-            f"The terminal is {cols}x{rows}: the board needs at least {MIN_COLS}x{MIN_ROWS} "
+            f"The terminal is {cols}x{rows}: the board needs at least {need_cols}x{need_rows} "
             f"({FULL_WIDTH} columns for the full layout). Make the window larger, or run "
             "with --plain. Typing still works."
         )
@@ -315,8 +332,11 @@ class Screen:
             )
             self._first = True
             return
-        body = self.ansi_lines(self.body)
         status = self._wrapped([self.status], width) if self.status.plain else []
+        if self.page_lines:
+            body = self._paged(width, rows - len(status) - 2)
+        else:
+            body = self.ansi_lines(self.body)
         room = max(0, rows - len(body) - len(status) - 1)
         messages = self._wrapped(list(self.messages), width)[-room:] if room else []
         lines = body + status + messages
@@ -330,6 +350,44 @@ class Screen:
         prompt = (self.prompt + self.buffer)[-max(10, cols - 1) :]
         out.append(f"{prompt}{CSI}K{CSI}J{CSI}?25h")
         self._write("".join(out))
+
+    def say_lines(self, lines: list[str]) -> None:
+        """Messages that belong together (help, hints): under the board when they fit there
+        (live), otherwise in the board's place, in columns where that helps, until Enter."""
+        if not self.live:
+            self._print(Text("\n".join(lines)))
+            return
+        cols, rows = self.size()
+        status = len(self._wrapped([self.status], max(20, cols - 1))) if self.status.plain else 0
+        room = rows - len(self.body.plain.split("\n")) - status - 1
+        if len(lines) <= room:
+            for line in lines:
+                self.say(line)
+            return
+        self.page_lines = list(lines)
+        self.refresh()
+
+    def _paged(self, width: int, rows: int) -> list[str]:
+        """The page in ``rows`` lines at most: its first line, then the rest in as many
+        columns as fit, what is left over counted."""
+        head, *items = self.page_lines
+        rows = max(3, rows)
+        out = [head]
+        column = max((cell_len(item) for item in items), default=0) + 3
+        if len(items) > rows - 2 and column * 2 <= width:
+            per, columns = rows - 2, width // column
+            shown = items[: per * columns]
+            per = -(-len(shown) // columns)  # as few rows as the columns need
+            for r in range(per):
+                out.append("".join(f"{item:<{column}}" for item in shown[r::per]).rstrip())
+            items = items[len(shown) :]
+        else:
+            out += items[: rows - 2]
+            items = items[rows - 2 :]
+        if items:
+            out.append(f"... and {len(items)} more (a taller terminal, or --plain, shows them)")
+        out.append("(Enter: back to the board)")
+        return out
 
     def _wrapped(self, texts: list[Text], width: int) -> list[str]:
         out: list[str] = []

@@ -374,8 +374,7 @@ class PlayUI:
             self.between.set()
             return
         if kind == "help":
-            for text in HELP.splitlines():
-                self.note(text)
+            self.screen.say_lines(HELP.splitlines())
             return
         if kind == "analyse":
             await self._analyse()
@@ -413,8 +412,7 @@ class PlayUI:
                 self.note("There is nothing to play now.")
             return
         if kind in ("hint", "hint-all"):
-            for text in hint_lines(turn, every=kind == "hint-all"):
-                self.note(text)
+            self.screen.say_lines(hint_lines(turn, every=kind == "hint-all"))
         elif kind == "undo":
             step = turn.builder.undo()
             turn.selected = None

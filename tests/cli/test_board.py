@@ -6,10 +6,19 @@ import re
 
 from rich.console import Console
 
-from clients.board import fmt_clock, live_clocks, render, render_plain, state_for
+from clients.board import (
+    COMPACT_WIDTH,
+    fmt_clock,
+    live_clocks,
+    play_marks,
+    render,
+    render_plain,
+    state_for,
+)
 from clients.follow import in_numbering
 from nardy import Color, Position
 from nardy.v1 import game_pb2 as pb
+from nardy.variant import variant
 
 MID = "w/13,0,0,1,0,0,0,0,0,0,0,0,-14,0,0,0,0,0,0,0,0,0,0,1"
 
@@ -128,3 +137,31 @@ def test_the_opponents_play_keeps_its_hits_in_your_numbers():
     state.options.variant = "long"
     assert in_numbering(state, Color.BLACK, "24/18 18/13", Color.WHITE) == "12/6 6/1"
     assert in_numbering(state, Color.BLACK, "-", Color.WHITE) == "-"
+
+
+def test_the_last_play_is_marked_where_it_landed_from_the_bar_too():
+    """Every point a play's checkers ended on is marked, a checker entered from the bar
+    included; a checker that moved on marks only its last point (short nardy, RULES §8)."""
+    short = variant("short")
+    marks = play_marks(short, Color.BLACK, "bar/1 12/17*")
+    assert marks == {short.point_index(Color.BLACK, 1), short.point_index(Color.BLACK, 17)}
+    assert play_marks(short, Color.WHITE, "bar/22 22/16 6/off") == {
+        short.point_index(Color.WHITE, 16)
+    }
+    long = variant("long")
+    assert play_marks(long, Color.WHITE, "24/18(2)") == {long.point_index(Color.WHITE, 18)}
+
+
+def test_the_compact_board_keeps_within_its_width():
+    """Under the board each player's entries run on as many lines as they need, none
+    wider than the compact layout (a wrapped line would push the board off the screen)."""
+    st = state_for(Position.start(), white="a_rather_long_player_name", black="bob")
+    st.match.target = 5
+    st.status = pb.GAME_STATUS_IN_PROGRESS
+    st.side_to_move = pb.COLOR_WHITE
+    text = render_plain(st, Color.WHITE, you=Color.WHITE, compact=True, title="t")
+    rows = lines(text)
+    assert max(len(row) for row in rows) < COMPACT_WIDTH, text
+    mine = next(i for i, row in enumerate(rows) if "(you, white)" in row)
+    assert "pips 360" in rows[mine] and rows[mine + 1].startswith("   clock"), text
+    assert "< to move" in rows[mine + 1]

@@ -78,10 +78,13 @@ def test_a_narrow_terminal_gets_the_compact_board():
     assert finish(child) == 0
 
 
-def test_a_terminal_too_small_for_the_board_says_so():
-    child = spawn("play", *START_ARGS, "--dice", "3,1", size=(50, 16))
-    child.expect(r"The terminal is 50x16: the board needs at least")
-    child.expect(r"58x20")  # (wrapped to the terminal's width)
+@pytest.mark.parametrize("size", [(50, 16), (60, 20)])
+def test_a_terminal_too_small_for_the_board_says_so(size):
+    # 60x20 is wide enough for the compact board but a few rows short of it with its
+    # status, a message and the prompt: said, rather than the board's top scrolled away
+    child = spawn("play", *START_ARGS, "--dice", "3,1", size=size)
+    child.expect(rf"The terminal is {size[0]}x{size[1]}: the board needs at least")
+    child.expect(r"5\dx2\d")  # (wrapped to the terminal's width)
     child.sendline("quit")
     child.sendline("y")
     assert finish(child) == 0
@@ -115,3 +118,35 @@ def test_an_unreachable_arbiter_is_given_up_with_a_clear_message():
     )
     assert finish(child) == 1
     assert "Traceback" not in child.before
+
+
+def test_help_and_every_play_too_long_for_the_room_under_the_board_take_its_place():
+    # 80x24: the full board leaves six lines for messages; help has twelve, and the 3-3 of
+    # this position 61 plays. Each is shown in the board's place (the plays in columns,
+    # those that do not fit counted) until Enter, and that Enter does not submit the play
+    # begun.
+    spread = "w/9,0,1,1,1,1,1,0,0,0,0,0,-14,0,0,0,0,0,0,0,0,0,0,1"
+    child = spawn(
+        "play", *START_ARGS, "--dice", "3,3", "--start", spread, "--turn-time-ms", "60000",
+        size=(80, 24),
+    )  # fmt: skip
+    child.expect("Your turn: 3-3")
+    child.sendline("24/21")
+    child.expect("Moved 24/21")
+    child.sendline("help")
+    child.expect("Commands \\(your turn\\):")
+    child.expect("analyse       once a game is over")  # the last line too
+    child.expect("\\(Enter: back to the board\\)")
+    child.sendline("")
+    child.expect("13  14  15  16  17  18")  # the board again
+    child.sendline("hint all")
+    child.expect("61 legal plays:")
+    child.expect(r"\d+\. \S+.*  +\d+\. \S+")  # side by side
+    child.expect(r"\.\.\. and \d+ more \(a taller terminal, or --plain, shows them\)")
+    child.expect("\\(Enter: back to the board\\)")
+    child.sendline("")
+    child.sendline("undo")  # the step begun is still there: the Enters only closed the pages
+    child.expect("Took back 24/21")
+    child.sendline("quit")
+    child.sendline("y")
+    assert finish(child) == 0

@@ -135,3 +135,12 @@ def test_the_replay_page_shows_the_marks(game, browser):
     # kept now: another ply of the replay shows the marks at once
     browser.get(f"{game.http_url}/game/{game.game_id}?ply=0")
     WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#moves li .mark"))
+    first = browser.find_elements(By.CSS_SELECTOR, "#moves li")[0]
+    # asked again: the marks are replaced, not added (a play shows its mark once)
+    browser.execute_script("document.getElementById('analysis-out').textContent = ''")
+    browser.find_element(By.ID, "analyse").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: "error rate" in d.find_element(By.ID, "analysis-out").text
+    )
+    assert len(first.find_elements(By.CSS_SELECTOR, ".mark")) == 1
+    assert first.text.endswith(" ??") and not first.text.endswith("?? ??")

@@ -814,6 +814,7 @@ table { border-collapse: collapse; margin: .5em 0; }
 td, th { border: 1px solid #cbb; padding: .25em .6em; text-align: right; }
 td:nth-child(2), th:first-child { text-align: left; }
 ol.moves { columns: 3; font-family: ui-monospace, monospace; font-size: .9em; }
+ol.moves li { break-inside: avoid; }
 ol.moves li.current { background: #d8f5dc; font-weight: bold; }
 .none, .note { color: #777; }
 nav.replay a { margin-right: .5em; }
