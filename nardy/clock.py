@@ -28,6 +28,7 @@ class Clock:
     bank_ms: int = 0
     started: float | None = None
     _sent: bool = field(default=False, repr=False, compare=False)
+    _announced: float = field(default=0.0, repr=False, compare=False)
 
     @property
     def running(self) -> bool:
@@ -40,19 +41,24 @@ class Clock:
             return math.inf
         return self.started + (self.turn_time_ms + self.bank_ms) / 1000
 
-    def start(self, now: float) -> float:
-        """Start a turn at ``now``; return its deadline."""
-        self.started = now
+    def start(self, now: float, wait: float = 0.0) -> float:
+        """Start a turn announced at ``now``; return its deadline. With ``wait``, its time
+        runs from that much later unless the side's stream is sent it sooner (a resumed
+        game whose seats are reconnecting: see :meth:`sent`)."""
+        self._announced = now
+        self.started = now + wait
         self._sent = False
         return self.deadline
 
     def sent(self, at: float, most: float) -> float:
         """The turn reached the side's stream at ``at``: its time runs from then, the first
-        time this is said for the turn, but from at most ``most`` seconds after the clock
-        started (a side that holds up its own stream gains no more). Returns the deadline."""
+        time this is said for the turn, but from at most ``most`` seconds (or the start's
+        ``wait``, if longer) after it was announced (a side that holds up its own stream
+        gains no more). Returns the deadline."""
         if self.started is not None and not self._sent:
             self._sent = True
-            self.started = min(max(self.started, at), self.started + most)
+            most = max(most, self.started - self._announced)
+            self.started = min(max(self._announced, at), self._announced + most)
         return self.deadline
 
     def in_time(self, arrived: float) -> bool:
@@ -79,7 +85,7 @@ class Clock:
         (turn time plus bank) and what is left of the bank."""
         if self.started is None:
             return self.turn_time_ms + self.bank_ms, self.bank_ms
-        spent = (now - self.started) * 1000
+        spent = max(0.0, now - self.started) * 1000  # (a turn waiting for its seat: none)
         remaining = max(0, int(self.turn_time_ms + self.bank_ms - spent))
         bank = max(0, int(self.bank_ms - max(0.0, spent - self.turn_time_ms)))
         return remaining, bank

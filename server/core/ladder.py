@@ -40,6 +40,11 @@ START_TIMEOUT_MS = 30_000  # a pair's seats come within this; one that does not 
 # At most this long a pairing waits for a bot that is busy now and met one of the two less
 # (Ladder._hold): about a pair of fast games; a busy bot slower than that is not waited on.
 HOLD_S = 30.0
+# A bot whose seat was not there (it never came to a game, or left one and lost on time)
+# is not paired for this long, twice as long each time again, up to BENCH_MAX_S: a bot that
+# crashed or hangs while still ready costs its ladder one pair, then less and less.
+BENCH_S = 60.0
+BENCH_MAX_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ class Member:
     name: str
     ready: bool = False
     playing: int = 0
+    benched_until: float = -math.inf  # not paired before (BENCH_S)
+    benched: int = 0  # benched this many times since its last game played out
 
 
 @dataclass
@@ -214,7 +221,9 @@ class Ladder:
                     await self._pair()
             self._wake = trio.Event()
             deadline = math.inf if self._held_since is None else self._held_since + HOLD_S
-            with trio.move_on_at(deadline):
+            now = trio.current_time()
+            benches = (m.benched_until for m in self.members.values() if m.benched_until > now)
+            with trio.move_on_at(min([deadline, *benches])):
                 await self._wake.wait()
 
     def wake(self) -> None:
@@ -232,7 +241,12 @@ class Ladder:
                 return
             if cap_all and len(self.in_progress) + 2 > max(2, cap_all):
                 return
-            free = [m for m in self.members.values() if m.ready and m.playing + 2 <= cap]
+            now = trio.current_time()
+            free = [
+                m
+                for m in self.members.values()
+                if m.ready and m.playing + 2 <= cap and m.benched_until <= now
+            ]
             if len(free) < 2:
                 return
             # spread pairings first (the two who met least), then the closest ratings
@@ -256,11 +270,15 @@ class Ladder:
         and again (with four bots, only two pairings ever) and the standings compared
         little. Waiting a while lets the busy ones finish and the pairings turn."""
         met = self.met[frozenset((a.name, b.name))]
-        busy = [m for m in self.members.values() if m.ready and m not in free]
+        now = trio.current_time()
+        busy = [
+            m
+            for m in self.members.values()
+            if m.ready and m not in free and m.benched_until <= now  # (benched: not waited on)
+        ]
         better = any(self.met[frozenset((x.name, c.name))] < met for x in (a, b) for c in busy)
         if not better:
             return False
-        now = trio.current_time()
         if self._held_since is None:
             self._held_since = now
         return now < self._held_since + HOLD_S
@@ -315,8 +333,30 @@ class Ladder:
                 member.playing = max(0, member.playing - 1)
         record = self._record(game)
         self._count(record)
+        self._bench(game, record)
         self._wake.set()
         return record
+
+    def _bench(self, game: GameSession, record: LadderGame) -> None:
+        """A bot whose seat was not there for its game is benched (BENCH_S); one that
+        played a game out is not any more."""
+        by_name = {m.name: m for m in self.members.values()}
+        absent = game.result is not None and game.result.termination is Termination.ABANDONMENT
+        now = trio.current_time()
+        for name in (record.white, record.black):
+            member = by_name.get(name)
+            if member is None or record.voided:
+                continue
+            if not (absent and name == record.loser):
+                member.benched = 0
+            elif member.benched_until <= now:  # (once for both games of its pair)
+                member.benched += 1
+                rest = min(BENCH_MAX_S, BENCH_S * 2 ** (member.benched - 1))
+                member.benched_until = now + rest
+                log.warning(
+                    "ladder=%s %s is not paired for %.0f s: its seat was not there for game %s",
+                    self.name, name, rest, game.id,
+                )  # fmt: skip
 
     def void(self, game_id: str, records: list[LadderGame]) -> LadderGame | None:
         """The operator voided a finished game: it no longer counts. ``records`` are the

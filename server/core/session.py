@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 # A turn's time runs from when the mover's stream sent it, at most this long after the core
 # announced it (a slow or stalled reader of its own stream gains no more than this).
 MAX_SEND_DELAY_S = 2.0
+# A game resumed after a restart (or taken over from another instance) waits this long
+# at most for the mover's seat to come back before its turn's time runs (as a ladder
+# pair's seats have to come at first): the outage and the reconnection are not charged.
+RECONNECT_S = 30.0
 # A turn asks the edge for its fence this long before its deadline, so that the answer is
 # there when the deadline passes (server.core.clock).
 FENCE_LEAD_S = 0.1
@@ -68,6 +72,7 @@ class GameSession(Game):
         self._turn_scope = trio.CancelScope()  # the wait for the awaited turn's play
         self._seal_scope = trio.CancelScope()  # a sealed play's wait for the pair (_seal)
         self.passes = 0  # turns passed in a row (MAX_PASSES)
+        self.resumed_until = -math.inf  # resumed after a restart: seats are waited for until
 
     # -- the game -----------------------------------------------------------------------
     async def throw_gate(self) -> None:
@@ -104,9 +109,12 @@ class GameSession(Game):
         """Go on with a game restored from the journal after a restart.
 
         A turn that was awaiting its play starts again with the same dice and a fresh
-        clock (a new TURN_STARTED with the same turn_id): the outage is not charged.
+        clock (a new TURN_STARTED with the same turn_id). Until each seat is back, its
+        turns' time runs from when its reconnected stream is sent them, RECONNECT_S after
+        the resumption at the latest: the outage is not charged.
         """
         self.log("resumed at turn %d", self.turn_id)
+        self.resumed_until = trio.current_time() + RECONNECT_S
         if self.result is None and self.dice and self.turn_id not in self.judge.accepted:
             await self._await_play(tuple(self.variant.legal_plays(self.position, self.dice)))
         return await self._play_on(None)
@@ -169,8 +177,13 @@ class GameSession(Game):
 
     def _open_turn(self) -> None:
         """The turn was told: the mover's clock starts (the journal's time is never
-        charged) and moves on when the mover's stream sends it (turn_sent)."""
-        self.clocks[self.position.turn].start(trio.current_time())
+        charged) and moves on when the mover's stream sends it (turn_sent); a seat not
+        back yet after a resumption is waited for (see resume)."""
+        now = trio.current_time()
+        mover = self.position.turn
+        away = not self.audience.connected[self.seat_of(mover).index]
+        wait = self.resumed_until - now if away and now < self.resumed_until else 0.0
+        self.clocks[mover].start(now, wait)
         self.open_turn = self.result is None
 
     async def _clock_turn(self) -> None:

@@ -9,6 +9,8 @@ The arbiter core runs here with a real SQLite store and no edge: the edge's part
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import trio
 import trio.testing
@@ -19,8 +21,10 @@ from nardy.match import GameOptions
 from nardy.wire import Terms
 from server.core.arbiter import Arbiter
 from server.core.journal import EventType, Status
+from server.core.ladder import LadderOptions
 from server.core.match import MatchSpec
 from server.core.principals import AS_OPERATOR, Caller, token_hash
+from server.core.session import RECONNECT_S
 from server.core.store import SQLiteStore
 from server.errors import ArbiterError
 
@@ -351,3 +355,95 @@ async def test_an_accepted_challenge_gives_both_seats_the_start_timeout_again(
         while game.status is Status.WAITING:  # (its end on its way to the store)
             await trio.sleep(1)
     assert game.status is Status.ABORTED
+
+
+def test_a_turn_may_wait_for_its_side_to_come_back():
+    c = Clock(turn_time_ms=1000)
+    assert c.start(10.0, wait=30.0) == 41.0  # nobody there yet: the time runs from +30 s
+    assert c.reading(12.0) == (1000, 0)  # shown whole while it waits
+    assert c.sent(13.5, most=2.0) == 14.5  # the side came back and was sent its turn
+    c.start(50.0, wait=30.0)
+    assert c.sent(49.0, most=2.0) == 51.0  # never earlier than the announcement
+    c.start(60.0, wait=30.0)
+    assert c.sent(99.0, most=2.0) == 91.0  # nor later than the wait
+
+
+async def test_a_resumed_game_waits_for_its_seats_to_come_back(nursery, tmp_path, autojump_clock):
+    """A game resumed after a restart: the mover's time runs from when its reconnected
+    stream is sent the turn again, not from the restart (the outage and the reconnection
+    are not charged); a seat that never comes loses once RECONNECT_S and its time are up."""
+    async with trio.open_nursery() as first_life:
+        arbiter, game, tokens, inbox = await started_game(first_life, tmp_path, turn_time_ms=1000)
+        await inbox.next(EventType.TURN_STARTED)
+        game_id, turn_id, mover = game.id, game.turn_id, game.position.turn
+        first_life.cancel_scope.cancel()  # the server stops mid-turn
+    await arbiter.store.close()
+    arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")))
+    await nursery.start(arbiter.run)
+    restarted = trio.current_time()
+    game = await arbiter.tables.game(game_id)
+    assert game.turn_id == turn_id and game.result is None
+    await trio.sleep(5.0)  # the bots reconnect with their back-off: 5 s, beyond the turn time
+    assert game.result is None
+    arbiter.actions.turn_sent(game_id, turn_id, trio.current_time())  # the edge sent the turn
+    await trio.sleep(0.6)
+    arrival = arbiter.arrivals.stamp(game_id)
+    play = game.legal[0]
+    answer = await arbiter.actions.submit_play(
+        mover_token(game, tokens), game_id, turn_id, None, play.end.text(), arrival
+    )
+    assert answer.used_ms == pytest.approx(600, abs=1)  # charged from the send only
+    # the other seat is not back: its turn waits until RECONNECT_S after the restart, then
+    # its time runs out
+    await game.ended.wait()
+    assert game.result.termination is Termination.ABANDONMENT and game.result.loser is not mover
+    assert trio.current_time() - restarted == pytest.approx(RECONNECT_S + 1.0, abs=0.01)
+
+
+async def test_a_ladder_bot_whose_seat_is_not_there_is_benched(nursery, tmp_path, autojump_clock):
+    """A bot that stays ready in a ladder but has crashed or hangs (its seats never come)
+    is not paired again and again: each pair it misses benches it for BENCH_S, twice as
+    long each time, while the bots that play go on meeting each other."""
+    autojump_clock.autojump_threshold = 0.02  # (time stands while the store writes)
+    arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")), admin_hash=token_hash("op"))
+    await nursery.start(arbiter.run)
+    await arbiter.ladders.create(token_hash("op"), "club", LadderOptions(turn_time_ms=1000))
+    digests = {}
+    for name in ("gone", "ann", "bob"):
+        _, token = await arbiter.roster.register(AS_OPERATOR, name, False)
+        digests[name] = token_hash(token)
+        await arbiter.ladders.join(digests[name], "club", True)
+    ladder = arbiter.ladders.ladder("club")
+
+    async def seat(digest: str, game_id: str) -> None:
+        """A seat that plays the first legal play at once, to the game's end."""
+        inbox = Inbox()
+        await arbiter.actions.subscribe(digest, game_id, 0, False, lambda *_: inbox)
+        game = await arbiter.tables.game(game_id)
+        async for event in inbox.receive:
+            if event.type is EventType.GAME_FINISHED:
+                return
+            legal = event.snapshot.legal if event.type is EventType.TURN_STARTED else ()
+            if legal and game.seat_of(game.position.turn).name != "gone":
+                with contextlib.suppress(ArbiterError):  # (the other seat's turn)
+                    await arbiter.actions.submit_play(
+                        digest, game_id, event.snapshot.turn_id, None, legal[0].end.text()
+                    )
+
+    seated: set[str] = set()
+    with trio.move_on_after(400):  # (virtual) minutes of the ladder
+        while True:
+            for game_id in list(ladder.in_progress - seated):
+                seated.add(game_id)
+                game = await arbiter.tables.game(game_id)
+                for s in game.match.seats:
+                    if s.name != "gone":
+                        nursery.start_soon(seat, digests[s.name], game_id)
+            await trio.sleep(5)
+    rows = {row.name: row for row in ladder.rows()}
+    # benched 60 and 120 s after its first two pairs (30 s each): three pairs in 400 s (it
+    # was paired whenever it was free, a pair every 30-odd seconds)
+    assert rows["gone"].games <= 8 and rows["gone"].wins == 0
+    member = next(m for m in ladder.members.values() if m.name == "gone")
+    assert member.ready and member.benched >= 3
+    assert ladder.met[frozenset(("ann", "bob"))] > 40  # ann and bob met on and on

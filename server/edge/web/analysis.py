@@ -182,7 +182,7 @@ SCRIPT = """\
       if (!li) continue;
       li.dataset.loss = p.loss;
       li.title = p.loss > 0 ? "best " + p.best + ", loss " + p.loss.toFixed(3) : "best play";
-      for (const old of li.querySelectorAll(".mark")) old.remove();  // shown once, however often asked
+      for (const old of li.querySelectorAll(".mark")) old.remove();  // once, however often asked
       if (p.mark) {
         const m = document.createElement("span");
         m.className = "mark";
