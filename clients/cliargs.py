@@ -24,15 +24,65 @@ def runs(module: str, function: str = "main") -> Callable[[argparse.Namespace], 
 ENV_ADMIN_TOKEN = "NARDY_ADMIN_TOKEN"
 
 
-def read_admin_token(path: str | None) -> str | None:
-    """The operator token: the first line of ``path``, else ``$NARDY_ADMIN_TOKEN``."""
+MIN_ADMIN_TOKEN = 16  # characters of an operator token chosen by the operator, at least
+
+
+def read_admin_token(path: str | None, least: int = 0) -> str | None:
+    """The operator token: the first line of ``path``, else ``$NARDY_ADMIN_TOKEN``; one
+    shorter than ``least`` characters is refused (OSError)."""
     if path:
         with open(path, encoding="utf-8") as f:
             token = f.readline().strip()
         if not token:
             raise OSError(f"{path}: no token in the file")
-        return token
-    return os.environ.get(ENV_ADMIN_TOKEN) or None
+    else:
+        token = os.environ.get(ENV_ADMIN_TOKEN, "")
+        if not token:
+            return None
+    if len(token) < least:
+        where = path or f"${ENV_ADMIN_TOKEN}"
+        raise OSError(
+            f"{where}: the operator token is too short to be secret (at least "
+            f"{least} characters; a new one: python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
+def port(value: str) -> int:
+    """A TCP port, 0..65535 (0: any)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port: {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port (0..65535): {value}")
+    return number
+
+
+def above_zero(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    """An argparse type: a number of ``kind`` greater than 0."""
+
+    def read(value: str) -> int | float:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+        if not number > 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0: {value}")
+        return number
+
+    return read
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def log_level(value: str) -> str:
+    """One of LOG_LEVELS, in any case."""
+    if value.upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"not one of {', '.join(LOG_LEVELS)}: {value!r}")
+    return value.upper()
 
 
 class _OldSpelling(argparse.Action):
@@ -55,14 +105,10 @@ class _OldSpelling(argparse.Action):
 
 def http_address(value: str) -> tuple[str | None, int]:
     """``[HOST:]PORT`` (a bracketed IPv6 host allowed) as (host or None, port)."""
-    host, colon, port = value.rpartition(":")
-    try:
-        number = int(port)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not [HOST:]PORT: {value!r}") from None
-    if not 0 <= number <= 65535:
-        raise argparse.ArgumentTypeError(f"not a port: {port}")
-    return (host.strip("[]") or None) if colon else None, number
+    host, colon, number = value.rpartition(":")
+    if not number.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"not [HOST:]PORT: {value!r}")
+    return (host.strip("[]") or None) if colon else None, port(number)
 
 
 def add_turn_time_arg(

@@ -8,11 +8,15 @@ import logging
 import sys
 
 from clients.cliargs import (
+    MIN_ADMIN_TOKEN,
+    above_zero,
     add_server_args,
     add_tls_args,
     add_token_arg,
     add_turn_time_arg,
     http_address,
+    log_level,
+    port,
     read_admin_token,
     runs,
 )
@@ -36,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "same database resumes games in progress. SIGINT or SIGTERM shut it down gracefully.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=50051, help="port (default 50051; 0 = any)")
+    p.add_argument("--port", type=port, default=50051, help="port (default 50051; 0 = any)")
     p.add_argument(
         "--db",
         default="nardy.db",
@@ -44,19 +48,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--log-level",
+        type=log_level,
         default="INFO",
         help="DEBUG, INFO (default), WARNING or ERROR; logs go to stderr, never with tokens",
     )
     p.add_argument(
         "--rate",
-        type=float,
+        type=above_zero(float),
         default=1000.0,
         metavar="PER_S",
         help="requests per second allowed per token or connection (default 1000)",
     )
     p.add_argument(
         "--streams",
-        type=int,
+        type=above_zero(int),
         default=100,
         metavar="N",
         help="streams (SubscribeGame, Play, SubscribePlayer, health Watch, reflection) and "
@@ -93,7 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--lease-ms",
-        type=float,
+        type=above_zero(float),
         default=10_000,
         metavar="MS",
         help="several instances on one PostgreSQL: an instance that stops renewing its "
@@ -302,17 +307,17 @@ def _serve(args: argparse.Namespace) -> int:
     from server.app import CoreDidNotStart, ServerConfig, run_forever, unwrap
 
     logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     try:
-        admin_token = read_admin_token(args.admin_token_file)
+        admin_token = read_admin_token(args.admin_token_file, MIN_ADMIN_TOKEN)
     except OSError as e:
         print(f"nardy serve: {e}", file=sys.stderr)
         return 2
     try:
         run_forever(
             ServerConfig(
-                host=args.host,
+                host=args.host.strip("[]"),  # (an IPv6 host with or without brackets)
                 port=args.port,
                 db=args.db,
                 rate_per_s=args.rate,
@@ -328,7 +333,7 @@ def _serve(args: argparse.Namespace) -> int:
                 advertise=args.advertise,
                 forward=args.forward,
                 trusted_proxies=[a for arg in args.trusted_proxy for a in arg.split(",") if a],
-                log_level=args.log_level.upper(),
+                log_level=args.log_level,
             )
         )
     except BaseException as e:

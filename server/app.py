@@ -21,7 +21,7 @@ from functools import partial
 import trio
 
 from server.collector import FrozenGenerations
-from server.config import ServerConfig
+from server.config import ServerConfig, host_port
 from server.core.main import open_store, run
 from server.core.principals import new_token
 from server.core.store import SQLStore
@@ -63,6 +63,12 @@ class CoreProcess:
             return "not started"
         code = await self.process.wait()
         return f"exit status {code}"
+
+    def kill(self) -> bool:
+        if self.process is None or self.process.returncode is not None:
+            return False
+        self.process.kill()
+        return True
 
 
 class CoreThread:
@@ -110,6 +116,9 @@ class CoreThread:
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
         return "it failed" if self.error is not None else "it stopped"
+
+    def kill(self) -> bool:
+        return False  # (a thread cannot be killed: only said to be not serving)
 
 
 def unwrap(error: BaseException) -> BaseException:
@@ -171,12 +180,12 @@ class EmbeddedServer:
 
     @property
     def address(self) -> str:
-        return f"{self.config.host}:{self.port}"
+        return host_port(self.config.host, self.port)
 
     @property
     def http_url(self) -> str:
         """The web view's base URL (when started with ``http_port``)."""
-        return f"http://{self.config.http_host or self.config.host}:{self.http_port}"
+        return f"http://{host_port(self.config.http_host or self.config.host, self.http_port)}"
 
     @property
     def arbiter(self):

@@ -10,6 +10,11 @@ from server.core.policy import Policy
 HEARTBEAT_S = 15.0
 
 
+def host_port(host: str, port: int) -> str:
+    """``HOST:PORT`` for an address, an IPv6 host in brackets (``[::1]:50051``)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -17,6 +22,10 @@ class ServerConfig:
     db: str = "nardy.db"
     heartbeat_s: float = HEARTBEAT_S  # an idle stream is sent a heartbeat this often
     grace_s: float = 1.0  # calls in flight when the server stops get this long
+    # A core that has not answered the edge for this long is not serving (health, the log);
+    # for core_kill_s it is killed and started again from the journal.
+    core_stall_s: float = 10.0
+    core_kill_s: float = 60.0
     max_message_bytes: int = 64 * 1024  # requests are small; refuse anything bigger
     max_concurrent_rpcs: int = 20_000
     rate_per_s: float = 1000.0  # requests per second per token (or address), on average

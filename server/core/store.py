@@ -665,7 +665,9 @@ class SQLiteStore(SQLStore):
                 run_batch(self.db, batch)
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # (a failed COMMIT may have ended it: the cause stands)
+                    with contextlib.suppress(sqlite3.Error):
+                        self.db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as e:
             raise StoreError(

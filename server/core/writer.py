@@ -19,6 +19,7 @@ LeaseLost, the other groups still commit.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -27,6 +28,8 @@ import trio
 from server.core.store import Store, StoreError, Write
 
 log = logging.getLogger("nardy.server")
+
+FAILURES_LOGGED_S = 10.0  # a store that cannot be written is logged at most this often
 
 
 class Commit:
@@ -56,6 +59,8 @@ class JournalWriter:
         self._idle = trio.Event()
         self._idle.set()
         self.closed = False
+        self._failures = 0  # groups refused since the last warning
+        self._warned = -math.inf
 
     def submit(self, *writes: Write, fence: Write | None = None) -> Commit:
         """Queue ``writes`` (committed together, in order after everything queued before),
@@ -95,6 +100,7 @@ class JournalWriter:
                 self.observe(time.perf_counter() - t0)
         except StoreError as e:
             if len(batch) == 1:
+                self._failed(e)
                 batch[0][1]._settle(e)
                 return
             log.warning("a journal batch of %d groups failed (%s); retrying each", len(batch), e)
@@ -102,12 +108,22 @@ class JournalWriter:
                 try:
                     await self.store.write([fence, *writes] if fence is not None else writes)
                 except StoreError as e:
+                    self._failed(e)
                     commit._settle(e)
                 else:
                     commit._settle(None)
         else:
             for _, commit, _ in batch:
                 commit._settle(None)
+
+    def _failed(self, error: StoreError) -> None:
+        """A group was refused by the store: say so (once in FAILURES_LOGGED_S, counted),
+        as the callers' UNAVAILABLE does not reach the log."""
+        self._failures += 1
+        now = time.monotonic()
+        if now - self._warned >= FAILURES_LOGGED_S:
+            log.warning("the journal refused %d writes: %s", self._failures, error)
+            self._warned, self._failures = now, 0
 
     async def drain(self) -> None:
         """Wait until everything submitted so far is committed (or has failed)."""

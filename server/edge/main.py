@@ -23,9 +23,9 @@ from grpc_health.v1 import health, health_pb2
 
 from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflection lists them)
 from server import link
-from server.config import ServerConfig
+from server.config import ServerConfig, host_port
 from server.edge.callers import Gate, networks, peer_address, too_many
-from server.edge.calls import Calls, Core
+from server.edge.calls import IN_MEMORY, Calls, Core
 from server.edge.limits import RateLimiter, StreamQuota, connection_quota
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
@@ -38,6 +38,7 @@ from server.link import link_pb
 log = logging.getLogger("nardy.edge")
 
 RESTART_S = (0.2, 5.0)  # a core that keeps stopping is started again at most this often
+PROBE_S = 1.0  # the core is asked this often whether it answers (Edge._probe_core)
 
 
 class CoreRunner(Protocol):
@@ -46,6 +47,10 @@ class CoreRunner(Protocol):
     async def start(self, config: ServerConfig) -> socket.socket: ...
     async def wait(self) -> str:
         """Until the core last started has stopped; why (e.g. its exit status)."""
+        ...
+
+    def kill(self) -> bool:
+        """Stop the core last started at once, if it can be (True): it is not answering."""
         ...
 
 
@@ -124,6 +129,7 @@ class Edge:
         self.http_port: int | None = None
         self._stopping = False
         self._watch: asyncio.Task | None = None
+        self._probe: asyncio.Task | None = None
         self.died: BaseException | None = None  # the core could not be started again
 
     async def start(self) -> int:
@@ -171,7 +177,7 @@ class Edge:
             (grpc.method_handlers_generic_handler(health.SERVICE_NAME, health_handlers),)
         )
         enable_reflection([ARBITER, LADDER, ADMIN, health.SERVICE_NAME], server, hold)
-        address = f"{config.host}:{config.port}"
+        address = host_port(config.host, config.port)
         creds = credentials(config)
         try:
             if creds is None:
@@ -184,7 +190,7 @@ class Edge:
                 "address of this machine"
             ) from None
         if not config.advertise:
-            config.advertise = f"{config.host}:{self.port}"
+            config.advertise = host_port(config.host, self.port)
         await self._start_core()
         await server.start()
         for name in ("", ARBITER, LADDER):
@@ -198,13 +204,15 @@ class Edge:
                 peers=self.peers,
             )
             self.http_port = await self.web.start(config.http_host or config.host, config.http_port)
-            log.info("web view on http://%s:%d/", config.http_host or config.host, self.http_port)
+            log.info(
+                "web view on http://%s/", host_port(config.http_host or config.host, self.http_port)
+            )
         self._watch = asyncio.create_task(self._keep_core())
+        self._probe = asyncio.create_task(self._probe_core())
         instance = self.core.link.instance
         log.info(
-            "serving nardy.v1 on %s:%d tls=%s%s",
-            config.host,
-            self.port,
+            "serving nardy.v1 on %s tls=%s%s",
+            host_port(config.host, self.port),
             "on" if creds else "off",
             f" instance={instance}" if instance else "",
         )
@@ -236,8 +244,7 @@ class Edge:
             why = await self.runner.wait()
             log.error("the core stopped (%s); starting it again", why)
             self.metrics.core_restarts.inc()
-            for name in ("", ARBITER, LADDER):
-                await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+            await self._serving(False)
             while not self._stopping:
                 try:
                     await self._start_core()
@@ -249,9 +256,42 @@ class Edge:
             else:
                 return
             pause = RESTART_S[0]
-            for name in ("", ARBITER, LADDER):
-                await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+            await self._serving(True)
             log.info("the core serves again")
+
+    async def _probe_core(self) -> None:
+        """Ask the core every PROBE_S whether it answers. One that has not answered for
+        ``core_stall_s`` (stopped, or stuck) is said to be not serving, and logged; after
+        ``core_kill_s`` it is killed, and started again from the journal (_keep_core)."""
+        config, loop = self.config, asyncio.get_running_loop()
+        while not self._stopping:
+            link_ = self.core.link
+            asked = loop.time()
+            answer = link_.call(link.WHO, IN_MEMORY, link_pb.Caller())
+            stalled = killed = False
+            while not answer.done() and not link_.lost.is_set() and not self._stopping:
+                await asyncio.wait((answer,), timeout=PROBE_S)
+                waited = loop.time() - asked
+                if answer.done():
+                    break
+                if not stalled and waited >= config.core_stall_s:
+                    stalled = True
+                    log.error("the core has not answered for %.0f s", waited)
+                    await self._serving(False)
+                if not killed and waited >= config.core_kill_s and self.runner.kill():
+                    killed = True
+                    log.error("the core has not answered for %.0f s: killed", waited)
+            if stalled and not link_.lost.is_set() and not self._stopping:
+                log.warning("the core answers again")
+                await self._serving(True)
+            await asyncio.sleep(PROBE_S)
+
+    async def _serving(self, serving: bool) -> None:
+        """What the health service says of the arbiter's services."""
+        answer = health_pb2.HealthCheckResponse
+        status = answer.SERVING if serving else answer.NOT_SERVING
+        for name in ("", ARBITER, LADDER):
+            await self.health.set(name, status)
 
     async def stop(self) -> None:
         """Stop gracefully: streams end with SERVER_SHUTDOWN, calls in flight get
@@ -269,8 +309,9 @@ class Edge:
         await self.runner.wait()
         if self.peers is not None:
             await self.peers.close()
-        if self._watch is not None:
-            self._watch.cancel()
+        for task in (self._watch, self._probe):
+            if task is not None:
+                task.cancel()
 
 
 UNSENT = "ExecuteBatchError raised in core by servicer method"

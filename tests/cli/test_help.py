@@ -149,3 +149,32 @@ def test_a_ladder_that_cannot_mean_what_it_says_is_refused(extra, message):
     args = _subcommands()["ladder"].parse_args(["--engine", "a=true", "--engine", "b=true", *extra])
     with pytest.raises(SystemExit, match=message):
         run(args)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (("--port", "99999"), "argument --port: not a port (0..65535): 99999"),  # (it bound 34463)
+        (("--log-level", "LOUD"), "argument --log-level: not one of DEBUG, INFO"),  # (traceback)
+        (("--rate", "-5"), "argument --rate: must be more than 0"),  # (refused every call)
+        (("--streams", "-1"), "argument --streams: must be more than 0"),
+        (("--lease-ms", "0"), "argument --lease-ms: must be more than 0"),
+    ],
+)
+def test_serve_refuses_options_that_cannot_work(bad, message, capsys):
+    with pytest.raises(SystemExit):
+        _subcommands()["serve"].parse_args(list(bad))
+    assert message in capsys.readouterr().err
+
+
+def test_serve_refuses_an_operator_token_too_short_to_be_secret(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("short\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "clients", "serve", "--admin-token-file", str(token),
+         "--db", str(tmp_path / "x.db"), "--port", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "the operator token is too short to be secret (at least 16 characters" in out.stderr
+    assert not (tmp_path / "x.db").exists()  # refused before anything was made

@@ -333,3 +333,27 @@ def test_the_core_started_is_the_installed_one_whatever_the_working_directory(tm
     finally:
         proc.kill()
         proc.wait()
+
+
+def ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback")
+def test_an_ipv6_host_is_served_and_named_in_brackets():
+    # `--host ::1` was read by gRPC as [::0.1.0.0]:443 and refused; the web view came up
+    from server.app import EmbeddedServer
+
+    with EmbeddedServer(host="::1", http_port=0) as srv:
+        assert srv.address.startswith("[::1]:") and srv.http_url.startswith("http://[::1]:")
+        with grpc.insecure_channel(srv.address) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            answer = health.Check(health_pb2.HealthCheckRequest(), timeout=10)
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        with urllib.request.urlopen(f"{srv.http_url}/api/games", timeout=10) as page:
+            assert page.status == 200

@@ -101,7 +101,7 @@ async def test_a_ladder_stored_by_an_older_version_still_loads(db):
         assert srv.arbiter.ladders.by_name["old-ladder"].options.turn_time_ms == 750
 
 
-async def test_unwritable_store_refuses_changes_and_the_server_stays_up(db):
+async def test_unwritable_store_refuses_changes_and_the_server_stays_up(db, caplog):
     with EmbeddedServer(db=db) as srv:
         async with Client(srv.address) as client:
             r = await client.create_match(seed=1)
@@ -114,6 +114,10 @@ async def test_unwritable_store_refuses_changes_and_the_server_stays_up(db):
             with pytest.raises(grpc.RpcError) as info:
                 await client.register("someone")
             assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            # the operator is told, with the store's own reason (once in a while, counted)
+            refused = [r for r in caplog.records if "the journal refused" in r.getMessage()]
+            assert len(refused) == 1 and refused[0].levelname == "WARNING"
+            assert "read" in refused[0].getMessage().lower()  # (read-only, in the store's words)
             # reads still work
             state = (await client.get_game(r.game_id)).state
             assert state.status == pb.GAME_STATUS_WAITING
