@@ -166,9 +166,12 @@ def _schedule_line(r: admin_pb.Retention) -> str:
 
 def _run_line(run: admin_pb.ArchiveRun) -> str:
     if run.running:
+        done = f"{run.archived} archived, about {run.remaining} left"
+        if not run.archived and not run.remaining:  # (just started: not counted yet)
+            done = "counting them"
         return (
             f"archiving the games that ended before {_when(run.before)} (since "
-            f"{_when(run.started)}): {run.archived} archived, about {run.remaining} left"
+            f"{_when(run.started)}): {done}"
         )
     games = "game" if run.archived == 1 else "games"
     line = f"archived {run.archived} {games} that ended before {_when(run.before)}"

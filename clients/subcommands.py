@@ -304,6 +304,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import os
+
+    # gRPC's own C logging (each failed TLS handshake, at INFO) only from its errors up,
+    # whatever --log-level, unless the operator's environment says otherwise
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     from server.app import CoreDidNotStart, ServerConfig, run_forever, unwrap
 
     logging.basicConfig(

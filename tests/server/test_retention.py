@@ -488,3 +488,12 @@ async def test_several_instances_archive_what_any_of_them_ran(pg_db):
         for server in (a, b):
             assert await trio.to_thread.run_sync(everything, server.address, games) == seen
         assert (await archived(a)).archived == 0  # archived already: nothing to do
+
+
+def test_a_run_just_started_is_said_to_be_counting_not_to_have_nothing_left():
+    from clients.admin import _run_line
+
+    run = admin_pb.ArchiveRun(running=True)  # (what `archive --no-wait` is answered at once)
+    assert _run_line(run).endswith(": counting them")
+    run.remaining = 1018
+    assert _run_line(run).endswith(": 0 archived, about 1018 left")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from tests.server.conftest import random_engine
+from tests.server.test_connections import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 RACE = "w/0,0,0,0,0,0,-3,-3,-3,-2,-2,-2,0,0,0,0,0,0,3,3,3,2,2,2"
@@ -138,3 +140,25 @@ def test_command_line_clients_take_tls_ca(tls_server):
     out = run("admin", *flags, str(token_file), "players")  # plaintext: refused
     assert out.returncode == 1 and "UNAVAILABLE" in out.stderr
     assert "if the arbiter serves TLS: --tls" in out.stderr, out.stderr  # what to try
+
+
+def test_plaintext_knocking_on_a_tls_port_is_not_logged_line_by_line(tmp_path):
+    """gRPC logged every failed handshake itself (an INFO line, whatever --log-level): a
+    port scan filled the log. `nardy serve` keeps gRPC's own logging to its errors."""
+    cert, key = self_signed(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clients", "serve", "--port", "0", "--db", str(tmp_path / "k.db"),
+         "--tls", str(cert), str(key)],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        port, _ = serving(proc)
+        for _ in range(5):  # plaintext HTTP/1 at the TLS port, as a scanner would
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.recv(100)
+    finally:
+        proc.terminate()
+        rest = proc.communicate(timeout=60)[1]
+    assert "Handshake failed" not in rest, rest
