@@ -6,6 +6,8 @@ An :class:`EngineProcess` runs one engine command as a child process:
   is given) set, ``PYTHONUNBUFFERED=1``, and this interpreter's directory first on
   ``PATH``, so that ``python`` and ``nardy`` in a command mean this installation;
 * **logs**: stdout and stderr appended to one file, each launch headed by a ``---`` line;
+  a log beyond ``MAX_LOG_BYTES`` is cut to its last ``KEEP_LOG_BYTES`` when the engine is
+  checked (an engine that writes without end fills no disk);
 * **process group**: the engine runs in a session of its own, so that stopping it also
   stops whatever it started (a shell or launcher wrapper); stop is SIGTERM, then SIGKILL;
 * **orphan guard**: on Linux it is started through a tiny stub that asks the kernel to
@@ -35,6 +37,8 @@ STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this
 CRASH_LIMIT = 5
 STABLE_S = 10.0  # a launch that lived this long was not a crash loop
 MAX_BACKOFF_S = 8.0
+MAX_LOG_BYTES = 64 << 20  # an engine's log is cut beyond this ...
+KEEP_LOG_BYTES = 1 << 20  # ... to its last this much
 
 # Runs in the child instead of the engine: arm the parent-death signal, make sure the
 # parent did not die in between, then become the engine.
@@ -123,9 +127,11 @@ class EngineProcess:
         return len(self.exits)
 
     def check(self, *, restart: bool = True) -> str | None:
-        """Notice an exit (and restart, unless in a crash loop); what happened, in words."""
+        """Notice an exit (and restart, unless in a crash loop); what happened, in words.
+        A log grown beyond MAX_LOG_BYTES is cut to its end."""
         if self.proc is None or self.expected_exit:
             return None
+        self._cut_log()
         code = self.proc.poll()
         if code is None:
             return None
@@ -179,6 +185,26 @@ class EngineProcess:
         _LIVE.discard(self)
 
     # -- logs ---------------------------------------------------------------------------
+    def _cut_log(self) -> None:
+        """Keep the log's last KEEP_LOG_BYTES once it is over MAX_LOG_BYTES (the engine
+        appends: its next lines follow them; a line written meanwhile may be lost)."""
+        try:
+            size = os.path.getsize(self.log_path)
+            if size <= MAX_LOG_BYTES:
+                return
+            with open(self.log_path, "r+b") as f:
+                f.seek(size - KEEP_LOG_BYTES)
+                kept = f.read(KEEP_LOG_BYTES)
+                f.seek(0)
+                f.truncate()
+                stamp = time.strftime("%H:%M:%S")
+                f.write(
+                    f"--- {stamp} log cut: its first {size - len(kept)} bytes dropped\n".encode()
+                )
+                f.write(kept)
+        except OSError:
+            pass
+
     def tail(self, n: int = 5) -> list[str]:
         """The last ``n`` lines the engine wrote (launch headers left out)."""
         try:
