@@ -199,6 +199,11 @@ class Variant(ABC):
     def pips(self, position: Any, color: Color) -> int: ...
 
 
+def not_all_home(step: str) -> IllegalPlay:
+    """The refusal of ``step`` bearing a checker off while others are outside the home."""
+    return IllegalPlay(f"{step}: cannot bear off until all 15 checkers are home (RULES §4.1)")
+
+
 class BaseTurnBuilder(ABC):
     """A turn played step by step, what every variant's ``TurnBuilder`` shares: the dice
     of the turn, the steps so far with the state each one reached (so undo and rewind are
@@ -265,6 +270,7 @@ class BaseTurnBuilder(ABC):
 
         Raises IllegalPlay with the reason when the move cannot be made; nothing changes then.
         """
+        self.home_first(src, dst)
         first: IllegalPlay | None = None
         for dice in self._dice_for(src, dst):
             try:
@@ -272,6 +278,13 @@ class BaseTurnBuilder(ABC):
             except IllegalPlay as e:
                 first = first or e
         raise first or IllegalPlay(f"{self.format_step(src, dst)}: no die left covers this move")
+
+    def home_first(self, src: int, dst: int) -> None:
+        """Bearing off with checkers still outside the home is refused for that, whatever
+        the dice would meet on the way (RULES §4.1; the moving checker itself may still get
+        home first): IllegalPlay."""
+        if dst == OFF and sum(self.board[7:]) - (src >= 7) > 0:  # others still outside
+            raise not_all_home(self.format_step(src, dst))
 
     def undo(self) -> Any:
         """Take back the last step (and return it); None if there is none."""

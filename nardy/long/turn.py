@@ -10,7 +10,7 @@ from nardy.game import IllegalPlay
 from nardy.long.movegen import BIT, HEAD, OFF, Play, Step, Turn, legal_plays, runs
 from nardy.long.notation import format_step, parse_moves
 from nardy.long.position import CHECKERS, Position
-from nardy.variant import BaseTurnBuilder, without
+from nardy.variant import BaseTurnBuilder, not_all_home, without
 
 
 class TurnBuilder(BaseTurnBuilder):
@@ -49,15 +49,6 @@ class TurnBuilder(BaseTurnBuilder):
                 if self._completable(tuple(n), without(self.remaining, die)):
                     out.append(step)
         return out
-
-    def step(self, src: int, dst: int) -> list[Step]:
-        """See :meth:`BaseTurnBuilder.step`; bearing off with checkers still outside the
-        home is refused first, whatever the dice (RULES §4.1)."""
-        if dst == OFF and sum(self.board[7:25]) - (src >= 7) > 0:  # others still outside
-            raise IllegalPlay(
-                f"{format_step(src, dst)}: cannot bear off until all 15 checkers are home (§4.1)"
-            )
-        return super().step(src, dst)
 
     # -- internals ----------------------------------------------------------------------
     def _is_end(self, m: tuple[int, ...], used: int) -> bool:
@@ -123,7 +114,7 @@ class TurnBuilder(BaseTurnBuilder):
                 )
         else:
             if any(m[7:25]):
-                raise IllegalPlay(f"{text}: cannot bear off until all 15 checkers are home (§4.1)")
+                raise not_all_home(text)
             if dst < 0 and any(m[src + 1 : 7]):
                 raise IllegalPlay(
                     f"{text}: a {die} cannot bear off from point {src} while a checker "
@@ -201,6 +192,11 @@ def match_play(position: Position, dice: tuple[int, int], text: str) -> Play:
             errors.append(IllegalPlay(builder._incomplete_reason()))
             return False
         src, dst = moves[i]
+        try:
+            builder.home_first(src, dst)
+        except IllegalPlay as e:
+            errors.append(IllegalPlay(f"move {i + 1}: {e}"))
+            return False
         for dice_used in builder._dice_for(src, dst):
             mark = len(builder.steps)
             try:

@@ -12,7 +12,7 @@ from nardy.game import IllegalPlay
 from nardy.short.movegen import Play, Step, Turn, legal_plays
 from nardy.short.notation import format_step, parse_moves
 from nardy.short.position import BAR, CHECKERS, OFF, Position
-from nardy.variant import BaseTurnBuilder, without
+from nardy.variant import BaseTurnBuilder, not_all_home, without
 
 Board = tuple[int, ...]  # the mover's counts by own point: 0 off, 1..24, 25 the bar
 
@@ -100,7 +100,7 @@ class TurnBuilder(BaseTurnBuilder):
                 )
         else:
             if any(m[7:]):
-                raise IllegalPlay(f"{text}: cannot bear off until all 15 checkers are home (§4.1)")
+                raise not_all_home(text)
             if dst < 0 and any(m[src + 1 : 7]):
                 raise IllegalPlay(
                     f"{text}: a {die} cannot bear off from point {src} while a checker "
@@ -159,6 +159,11 @@ def match_play(position: Position, dice: tuple[int, int], text: str) -> Play:
                 errors.append(IllegalPlay(builder._incomplete_reason()))
             return
         src, dst, starred = moves[i]
+        try:
+            builder.home_first(src, dst)
+        except IllegalPlay as e:
+            errors.append(IllegalPlay(f"move {i + 1}: {e}"))
+            return
         for dice_used in builder._dice_for(src, dst):
             mark = len(builder.steps)
             try:

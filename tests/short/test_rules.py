@@ -403,3 +403,14 @@ def test_forfeits_score_two_when_the_loser_bore_off_nothing(why):
     assert forfeit(some_off, W, why).points == 1
     on_bar = pos(W, {6: 14}, {6: 14}, bar=(0, 1))
     assert forfeit(on_bar, B, why).kind is Kind.GAMMON
+
+
+def test_bearing_off_early_is_refused_for_that_reason_whatever_the_dice():
+    """§4.1: with a checker outside the home, `6/off` is refused because not all are home,
+    not for a point the dice would pass on the way (it said "point 1 is closed")."""
+    p = pos(W, {9: 1, 6: 14}, {24: 2, 13: 13})  # black holds white's point 1
+    with pytest.raises(IllegalPlay, match=r"6/off: cannot bear off until all 15 checkers are home"):
+        match_play(p, (5, 1), "6/off")
+    builder = TurnBuilder(p, (5, 1))
+    with pytest.raises(IllegalPlay, match=r"all 15 checkers are home \(RULES §4.1\)"):
+        builder.step(6, OFF)
