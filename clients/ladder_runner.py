@@ -398,7 +398,7 @@ def _report(console, args, arbiter, ladders, engines, sprt, address) -> None:
     """Standings, crosstable, the SPRT verdict and the records: at the end, however it ends."""
     standings = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
     cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
-    console.print(standings_table(standings, engines))
+    console.print(standings_table(standings, engines, getattr(args, "variant", DEFAULT_VARIANT)))
     console.print(ELO_NOTE, highlight=False)
     console.print(crosstable(cross, [e.name for e in engines]))
     if sprt is not None:
@@ -429,15 +429,22 @@ def pair_counts(cross: lpb.GetCrosstableResponse, a: str, b: str) -> tuple[int, 
     return 0, 0, 0
 
 
-def standings_table(st: lpb.GetStandingsResponse, engines: list[Entrant] | None = None) -> Table:
-    """The standings; with ``engines`` (a local ladder's processes), how often each crashed."""
+BIG_WINS = {"long": "mars", "short": "gammons"}  # a variant's wins for more than a point
+
+
+def standings_table(
+    st: lpb.GetStandingsResponse, engines: list[Entrant] | None = None, variant: str = ""
+) -> Table:
+    """The standings; with ``engines`` (a local ladder's processes), how often each crashed;
+    the wins for more than a point named as ``variant`` names them (both, not given)."""
     crashes = {e.name: e.crashes for e in engines or []}
     t = Table(
         title=f"standings: {st.finished_games} games"
         + (f", {st.voided_games} voided" if st.voided_games else "")
     )
     columns = ["#", "engine", "Elo vs opponents", "skill μ-3σ", "games", "W-L", "points"]
-    columns += ["mars W/L", "timeouts", "illegal", *(["crashes"] if engines else []), "ms/move"]
+    big = BIG_WINS.get(variant, "/".join(BIG_WINS.values()))
+    columns += [f"{big} W/L", "timeouts", "illegal", *(["crashes"] if engines else []), "ms/move"]
     for col in columns:
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in st.rows:

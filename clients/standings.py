@@ -64,11 +64,22 @@ def table_rows(games: list[api.GameSummary]) -> list[Row]:
     return sorted(rows.values(), key=lambda r: (-r.won, -r.diff, r.lost, r.name))
 
 
-def build_table(rows: list[Row], server: str) -> Table:
+LONG_KINDS = {pb.RESULT_KIND_OIN, pb.RESULT_KIND_MARS, pb.RESULT_KIND_KOKS}
+
+
+def big_wins(games: list[api.GameSummary]) -> str:
+    """The column of wins for more than a point, named as the games' variants name them."""
+    kinds = {g.result.kind for g in games if g.result.kind}
+    names = ["mars"] if kinds & LONG_KINDS else []
+    names += ["gammons"] if kinds - LONG_KINDS else []
+    return "/".join(names) or "mars"
+
+
+def build_table(rows: list[Row], server: str, big: str = "mars") -> Table:
     table = Table(title=f"Standings on {server} (finished games)", title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("player")
-    for name in ("games", "won", "lost", "win %", "pts +", "pts -", "diff", "mars"):
+    for name in ("games", "won", "lost", "win %", "pts +", "pts -", "diff", big):
         table.add_column(name, justify="right")
     for i, r in enumerate(rows, 1):
         pct = f"{100 * r.won / r.games:.0f}" if r.games else "-"
@@ -99,7 +110,7 @@ async def _main(args: argparse.Namespace) -> int:
     if not rows:
         console.print(f"No finished games on {args.server} yet.")
         return 0
-    console.print(build_table(rows, args.server))
+    console.print(build_table(rows, args.server, big_wins(games)))
     if len(games) >= LIMIT:
         console.print(f"(from the newest {LIMIT} finished games)")
     return 0

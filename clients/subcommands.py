@@ -397,8 +397,16 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         help="seat two players (registered names, or open seats); prints the game id and "
         "the seat tokens",
     )
-    q.add_argument("--first", default="", help="registered player of the first seat (or open)")
-    q.add_argument("--second", default="", help="registered player of the second seat")
+    q.add_argument(
+        "--first",
+        default="",
+        help="registered player of the first seat (default: an open seat, its token printed)",
+    )
+    q.add_argument(
+        "--second",
+        default="",
+        help="registered player of the second seat (default: an open seat, its token printed)",
+    )
     q.add_argument("--points", type=int, default=1, help="match length (default 1)")
     q.add_argument(
         "--turn-time-ms", type=int, default=0, metavar="MS", help="default 120000 (two minutes)"

@@ -198,7 +198,9 @@ def test_records_asked_for_in_a_row_wait_for_the_callers_rate(tmp_path):
 def test_standings_count_every_win_worth_more_than_a_point():
     """The mars column counts short nardy's gammons and backgammons as well as long
     nardy's mars and koks (RULES.md §6, §8): it counted mars and koks only."""
-    from clients.standings import table_rows
+    from clients.ladder_runner import standings_table
+    from clients.standings import big_wins, table_rows
+    from nardy.v1 import ladder_pb2 as lpb
 
     def won(kind: int, points: int) -> api.GameSummary:
         return api.GameSummary(
@@ -219,6 +221,13 @@ def test_standings_count_every_win_worth_more_than_a_point():
     [ann, ben] = table_rows([won(k, p) for k, p in kinds])
     assert (ann.name, ann.won, ann.mars, ann.points_for) == ("ann", 5, 4, 11)
     assert (ben.lost, ben.mars) == (5, 0)
+    # the column is named as the games' variants name those wins (a gammon is no mars)
+    games = [won(k, p) for k, p in kinds]
+    assert big_wins(games) == "mars/gammons"
+    assert big_wins(games[:2]) == "gammons" and big_wins(games[2:]) == "mars"
+    table = standings_table(lpb.GetStandingsResponse(), variant="short")
+    header = [c.header for c in table.columns]
+    assert "gammons W/L" in header and "mars W/L" not in header
 
 
 def test_a_koks_game_exported_is_read_back_by_its_own_rules(arbiter, tmp_path):
