@@ -79,17 +79,24 @@ def summary_lines(g: GameAnalysis, *, worst: bool = True) -> list[str]:
     return lines
 
 
-def brief(g: GameAnalysis, you=None) -> list[str]:
+def brief(g: GameAnalysis, you=None, numbering=None) -> list[str]:
     """A game's summary and its marked plays, for the terminal client (``you``: the
-    person's colour, whose plays are named so)."""
+    person's colour, whose plays are named so; ``numbering(side, play)``: a play in the
+    person's point numbers, as the game showed the opponent's)."""
     lines = summary_lines(g, worst=False)
     marked = [p for p in g.plays if p.mark]
-    lines.append("  marked plays:" if marked else "  no play marked")
+    numbers = " (in your point numbers)" if numbering is not None else ""
+    lines.append(f"  marked plays{numbers}:" if marked else "  no play marked")
     for p in marked:
         who = "you" if p.side is you else g.sides[p.side].name
+        played, best = (
+            (numbering(p.side, p.played), numbering(p.side, p.best))
+            if numbering is not None
+            else (p.played, p.best)
+        )
         lines.append(
-            f"    {p.mark:<2} turn {p.turn} {who} {p.dice[0]}-{p.dice[1]}: {p.played} "
-            f"(best {p.best}) -{p.loss:.3f}"
+            f"    {p.mark:<2} turn {p.turn} {who} {p.dice[0]}-{p.dice[1]}: {played} "
+            f"(best {best}) -{p.loss:.3f}"
         )
     return lines
 

@@ -4,6 +4,12 @@ a match waits while the person reads."""
 
 from __future__ import annotations
 
+from clients.analyse import brief
+from clients.board import state_for
+from clients.follow import in_numbering
+from engines.analysis import GameAnalysis, PlayAnalysis, SideSummary
+from nardy import Color
+from nardy.variant import variant
 from tests.cli.conftest import finish, spawn
 
 # White on its points 6, 5, 4 and 3 (eleven off); black has not left its head.
@@ -35,3 +41,23 @@ def test_analyse_after_the_game():
     child.expect("Leave now?")
     child.sendline("y")
     assert finish(child) == 0
+
+
+def test_the_terminal_brief_shows_the_opponents_plays_in_the_persons_numbers():
+    """In `nardy play` the game shows the opponent's plays in the person's numbers; the
+    analysis after it did too late (in the mover's own): they are turned the same way."""
+    blunder = PlayAnalysis(
+        turn=4, side=Color.BLACK, dice=(5, 1), played="24/19 19/18", best="24/18",
+        equity=-0.5, best_equity=-0.1, loss=0.4, mark="??", choices=3,
+    )  # fmt: skip
+    sides = {Color.WHITE: SideSummary("tester", 1), Color.BLACK: SideSummary("greedy", 1)}
+    g = GameAnalysis(1, "long", "network", 0, True, 10, [blunder], sides)
+    state = state_for(variant("long").start())
+
+    def numbering(side: Color, play: str) -> str:
+        return in_numbering(state, side, play, Color.WHITE)
+
+    lines = brief(g, Color.WHITE, numbering)
+    assert "  marked plays (in your point numbers):" in lines
+    assert "    ?? turn 4 greedy 5-1: 12/7 7/6 (best 12/6) -0.400" in lines
+    assert "    ?? turn 4 greedy 5-1: 24/19 19/18 (best 24/18) -0.400" in brief(g, Color.WHITE)
