@@ -182,6 +182,7 @@ class PlayUI:
 
     def on_event(self, ev: pb.GameEvent) -> None:
         st = ev.state
+        joined = self.state is None  # this session's first look at the match
         self.state = st
         self.received = trio.current_time()
         if wire.color_of(st.your_color) is not None:
@@ -192,6 +193,8 @@ class PlayUI:
         text = describe(ev, self.me)
         if t == pb.EVENT_TYPE_GAME_STARTED and st.game_number > 1:
             self.screen.messages.clear()  # a new game, a fresh log
+        if joined and st.game_number > 1 and st.match.target:  # the games before: their score
+            self.note(f"Game {st.game_number} of the match. {score_text(st, self.me)}.", "bold")
         if t == pb.EVENT_TYPE_PLAY_MADE:
             self.turn = None
             self.marks = play_marks(rules_of(st), wire.color_of(ev.play.side), ev.play.notation)

@@ -6,7 +6,9 @@ short and the same on every run; the engine's choices do not matter to the check
 from __future__ import annotations
 
 import pytest
+import trio
 
+from nardy.client import Client
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from tests.cli.conftest import Bots, create_match, finish, get_game, spawn
@@ -234,4 +236,33 @@ def test_short_nardy_enter_from_the_bar_step_by_step():
     child.expect(r"random wins by gammon \(2 points\): you resigned")
     child.expect("Press Enter to leave")
     child.sendline("")
+    assert finish(child) == 0
+
+
+def test_joining_a_match_after_its_first_game_says_the_score(arbiter):
+    """A person who comes to a match whose earlier game ended without them (resigned, or
+    lost on the clock while away) is told the score first: nothing said so."""
+    r = create_match(arbiter.address, target_points=3, options=pb.GameOptions(turn_time_ms=30_000))
+
+    async def lose_the_first_game() -> None:
+        async with Client(arbiter.address) as client:
+            me, other = (client.with_token(t) for t in (r.first_seat_token, r.second_seat_token))
+            async with trio.open_nursery() as nursery:
+
+                async def follow() -> None:
+                    async for _ in other.events(r.game_id):
+                        pass
+
+                nursery.start_soon(follow)
+                async for ev in me.events(r.game_id):
+                    if ev.state.status == pb.GAME_STATUS_IN_PROGRESS:
+                        await me.resign(r.game_id)  # nothing borne off: a mars, 2 points
+                        break
+                nursery.cancel_scope.cancel()
+
+    trio.run(lose_the_first_game)
+    child = spawn("play", "--server", arbiter.address, f"--token={r.first_seat_token}")
+    child.expect(r"Game 2 of the match\. Match to 3: you 0, player 2 2\.")
+    child.sendline("quit")
+    child.sendline("y")
     assert finish(child) == 0
