@@ -554,9 +554,9 @@ def test_only_a_point_with_your_checker_on_it_can_be_picked_up(arbiter, browser)
     wait(browser, lambda d: page(d)["turn"] == "1")
     click_point(browser, 18)  # empty: nothing is picked up
     assert page(browser)["selected"] == 0 and page(browser)["targets"] == []
-    click_point(browser, 24)  # the head: its checker goes to 18, and on to 14 (one play:
-    wait(browser, lambda d: page(d)["selected"] == 1)  # 24/20 20/14 ends alike, RULES §7)
-    assert sorted(page(browser)["targets"]) == [14, 18]
+    click_point(browser, 24)  # the head: its checker goes to 18 or 20, and on to 14 (one
+    wait(browser, lambda d: page(d)["selected"] == 1)  # play, either order: RULES §7)
+    assert sorted(page(browser)["targets"]) == [14, 18, 20]
 
 
 def test_the_next_game_of_a_match_opens_by_itself(arbiter, browser):
@@ -681,3 +681,29 @@ def test_a_page_opened_on_many_challenges_asks_for_them_a_few_times_and_shows_ev
     shown = browser.find_element(By.CSS_SELECTOR, "#challenges li").text
     for term in ("lost after 2 refused plays", "koks counts 3", "time bank 30 s"):
         assert term in shown, shown
+
+
+def test_a_checker_moved_twice_may_take_its_dice_in_either_order(arbiter, browser):
+    """White's first 6-4 from the head has one legal play, 24/14, which the arbiter lists
+    as 24/18 18/14: the page offered only that order, where the terminal client takes
+    24/20 20/14 as well (the same end position, RULES §7). Both orders are offered now."""
+    stub = arbiter.stub
+    r, seat = on_its_page(arbiter, browser, dice=[2, 1, 6, 4])  # the opening, white's 6-4
+    wait(browser, lambda d: int(page(d)["turn"] or 0), 60)
+    click_point(browser, 24)
+    assert {20, 18, 14} <= set(page(browser)["targets"]), page(browser)
+    click_point(browser, 20)  # the 4 first
+    wait(browser, lambda d: "24/20" in page(d)["building"])
+    click_point(browser, 20)  # the same checker on
+    wait(browser, lambda d: 14 in page(d)["targets"])
+    click_point(browser, 14)
+    wait(browser, lambda d: page(d)["send"])
+    browser.find_element(By.ID, "send").click()
+
+    def played(_) -> pb.GameState | bool:
+        state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
+        return state.turn_id > 1 and state
+
+    counts = [int(c) for c in wait(browser, played).position.split("/")[1].split(",")]
+    assert counts[0] == 14 and counts[10] == 1  # white: 24/14 (its 14 is index 10)
+    assert "Refused" not in page(browser)["message"]

@@ -554,6 +554,7 @@
         })),
         sent: false,
       };
+      game.turn.orders = orders(game.turn);
       game.made = [];
       game.selected = null;
       if (game.typedFor !== turnId) {  // (a refused play's text is not the next turn's;
@@ -654,11 +655,45 @@
   // -- the legal plays, followed step by step --------------------------------------------------
   const same = (a, b) => a.from === b.from && a.to === b.to && a.die === b.die;
 
+  // Each legal play's steps in the order the arbiter lists them, and, where one checker
+  // moves twice with two different dice, in the other order too (24/20 20/14 for 24/18
+  // 18/14) when the point between is free of the opponent's checkers and makes no six in a
+  // row of the mover's (the six-point rule's check, made safe): the same end position.
+  function orders(turn) {
+    const index = map()[turn.color];
+    const sign = turn.color === "white" ? 1 : -1;
+    const at = (point) => turn.base.points[index[point - 1]] * sign;  // >0 mine, <0 theirs
+    const out = [];
+    for (const p of turn.plays) {
+      out.push({play: p, steps: p.steps});
+      p.steps.forEach(function (a, i) {
+        const b = p.steps[i + 1];
+        if (!b || a.to !== b.from || a.die === b.die || b.to === 0) return;
+        const via = (a.from === 25 ? 25 : a.from) - b.die;
+        if (via < 1 || via > 24 || at(via) < 0 || sixInARow(at, p.steps, via)) return;
+        const swapped = p.steps.slice();
+        swapped.splice(i, 2, {from: a.from, to: via, die: b.die}, {from: via, to: b.to, die: a.die});
+        out.push({play: p, steps: swapped});
+      });
+    }
+    return out;
+  }
+
+  function sixInARow(at, steps, via) {
+    const held = (q) => q === via || at(q) > 0 || steps.some((s) => s.to === q);
+    let run = 0;
+    for (let q = Math.max(1, via - 5); q <= Math.min(24, via + 5); q++) {
+      run = held(q) ? run + 1 : 0;
+      if (run >= 6) return true;
+    }
+    return false;
+  }
+
   // the legal plays the steps made so far belong to, each with its steps still to make
   function candidates() {
     const out = [];
-    for (const p of game.turn.plays) {
-      const rest = p.steps.slice();
+    for (const {play: p, steps} of game.turn.orders) {
+      const rest = steps.slice();
       let fits = true;
       for (const m of game.made) {
         const i = rest.findIndex((s) => same(s, m));
