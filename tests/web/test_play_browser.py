@@ -707,3 +707,22 @@ def test_a_checker_moved_twice_may_take_its_dice_in_either_order(arbiter, browse
     counts = [int(c) for c in wait(browser, played).position.split("/")[1].split(",")]
     assert counts[0] == 14 and counts[10] == 1  # white: 24/14 (its 14 is index 10)
     assert "Refused" not in page(browser)["message"]
+
+
+def test_text_that_is_no_play_is_not_sent(arbiter, browser):
+    """Typed text that is not written as a play (`hint`, a point alone) is answered on the
+    page and never sent: the arbiter counts refused plays, and a match may set a limit."""
+    r, seat = on_its_page(arbiter, browser, dice=[2, 1, 6, 4])
+    wait(browser, lambda d: page(d)["turn"] == "1")
+    sent = []
+    browser.execute_script(
+        "const f = window.fetch; window.__sent = [];"
+        "window.fetch = function (url, o) { window.__sent.push(String(url)); return f(url, o); };"
+    )
+    for text in ("hint", "24", "24/"):
+        type_play(browser, text)
+        wait(browser, lambda d: page(d)["message"].startswith("Not a play: write its moves"))
+        sent += browser.execute_script("return window.__sent.filter(u => u.includes('Submit'))")
+    assert sent == []
+    type_play(browser, "24/14")  # a play: sent, and taken
+    wait(browser, lambda d: page(d)["turn"] != "1")

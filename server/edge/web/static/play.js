@@ -408,7 +408,12 @@
     $("typed").addEventListener("submit", function (e) {
       e.preventDefault();
       const notation = $("notation").value.trim();
-      if (notation) send({notation: notation}, true);
+      if (notation && !PLAY_TEXT.test(notation)) {  // (never sent: a refusal may count)
+        say("Not a play: write its moves, e.g. 24/18 18/13, 24/13, 24/18(2), 6/off, bar/22*",
+            "refused");
+      } else if (notation) {
+        send({notation: notation}, true);
+      }
     });
     document.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && e.target === document.body) sendBuilt();
@@ -654,6 +659,11 @@
 
   // -- the legal plays, followed step by step --------------------------------------------------
   const same = (a, b) => a.from === b.from && a.to === b.to && a.die === b.die;
+
+  // What a written play looks like (docs/PLAYING.md, "Notation"): moves of one checker
+  // each, a point (or bar) then points passed (a * for a hit) to a point or off, (n) times.
+  const MOVE = String.raw`(?:bar|\d{1,2})(?:/(?:\d{1,2}|off)\*?)+(?:\(\d\))?`;
+  const PLAY_TEXT = new RegExp(String.raw`^${MOVE}(?:\s+${MOVE})*$`, "i");
 
   // Each legal play's steps in the order the arbiter lists them, and, where one checker
   // moves twice with two different dice, in the other order too (24/20 20/14 for 24/18
