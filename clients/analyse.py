@@ -79,19 +79,21 @@ def summary_lines(g: GameAnalysis, *, worst: bool = True) -> list[str]:
     return lines
 
 
-def brief(g: GameAnalysis, you=None, numbering=None) -> list[str]:
+def brief(g: GameAnalysis, you=None, state=None) -> list[str]:
     """A game's summary and its marked plays, for the terminal client (``you``: the
-    person's colour, whose plays are named so; ``numbering(side, play)``: a play in the
-    person's point numbers, as the game showed the opponent's)."""
+    person's colour, whose plays are named so; with the game's ``state``, every play in
+    the person's point numbers, as the game showed the opponent's)."""
+    from clients.follow import in_numbering
+
     lines = summary_lines(g, worst=False)
     marked = [p for p in g.plays if p.mark]
-    numbers = " (in your point numbers)" if numbering is not None else ""
+    numbers = " (in your point numbers)" if state is not None else ""
     lines.append(f"  marked plays{numbers}:" if marked else "  no play marked")
     for p in marked:
         who = "you" if p.side is you else g.sides[p.side].name
         played, best = (
-            (numbering(p.side, p.played), numbering(p.side, p.best))
-            if numbering is not None
+            (in_numbering(state, p.side, p.played, you), in_numbering(state, p.side, p.best, you))
+            if state is not None
             else (p.played, p.best)
         )
         lines.append(

@@ -50,6 +50,11 @@ class Clock:
         self._sent = False
         return self.deadline
 
+    @property
+    def waiting(self) -> bool:
+        """The running turn waits for its side to come back (see :meth:`start`)."""
+        return self.started is not None and not self._sent and self.started > self._announced
+
     def sent(self, at: float, most: float) -> float:
         """The turn reached the side's stream at ``at``: its time runs from then, the first
         time this is said for the turn, but from at most ``most`` seconds (or the start's

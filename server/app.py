@@ -49,9 +49,6 @@ class CoreProcess:
                 str(theirs.fileno()),
                 stdin=subprocess.PIPE,
                 pass_fds=(theirs.fileno(),),
-                # a process group of its own: Ctrl-C is the edge's to act on (it reached
-                # the core too, which died of it while still starting)
-                process_group=0,
             )
         finally:
             theirs.close()

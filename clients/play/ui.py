@@ -467,12 +467,7 @@ class PlayUI:
         name = game.rules.name
         if name not in self.judges:
             self.judges[name] = make_judge(name)
-        state, me = self.state, self.me
-
-        def numbering(side, play: str) -> str:  # as the game showed the opponent's plays
-            return in_numbering(state, side, play, me)
-
-        return brief(analyse_game(game, self.judges[name][0]), me, numbering)
+        return brief(analyse_game(game, self.judges[name][0]), self.me, self.state)
 
     def _game_over(self) -> bool:
         return self.state is None or self.state.status in (

@@ -207,8 +207,12 @@ class Ladder:
 
     # -- membership ---------------------------------------------------------------------
     def join(self, player_id: str, name: str, ready: bool) -> None:
+        """A bot says it is ready (or not): ready again, it is back from a bench too (its
+        next one, if its seat is missed again, is as long as it would have been)."""
         member = self.members.setdefault(player_id, Member(player_id, name))
         member.ready = ready
+        if ready:
+            member.benched_until = -math.inf
         self._wake.set()
 
     # -- pairing ------------------------------------------------------------------------

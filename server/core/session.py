@@ -250,6 +250,14 @@ class GameSession(Game):
         if turn_id == self.turn_id and clock.running and self._awaiting_play():
             self._turn_scope.deadline = clock.sent(at, MAX_SEND_DELAY_S)
 
+    def reconnect_offer(self, seat: int) -> int:
+        """The turn awaiting ``seat``'s play that waits for the seat to come back after a
+        resumption (see resume), else 0: its clock runs once its stream is sent it."""
+        mover = self.position.turn
+        if self.open_turn and self.color_of(seat) is mover and self.clocks[mover].waiting:
+            return self.turn_id
+        return 0
+
     def _awaiting_play(self, turn_id: int | None = None) -> bool:
         """No result yet, the turn (``turn_id``: the current one) still current, and no
         play accepted (or one is accepted but not yet stored)."""

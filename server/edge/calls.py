@@ -209,6 +209,8 @@ class Calls:
     ) -> None:
         for message in opened.backlog:
             await follow.send(write, wrap(message))
+        if opened.turn:  # the seat's turn, waiting for it to come back: its clock runs now
+            core.sent(opened.game_id, opened.turn, time.perf_counter())
         follow.sent()
         if not opened.tap:
             return  # (a game already over: its backlog is all)

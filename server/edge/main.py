@@ -300,7 +300,13 @@ class Edge:
         await self.health.enter_graceful_shutdown()  # NOT_SERVING first
         link_ = self.core.link
         if link_.ready.is_set() and not link_.lost.is_set():
-            await link_.call(link.SHUTDOWN, b"", link_pb.Caller())
+            try:  # (a core that does not answer is not waited for: killed)
+                await asyncio.wait_for(
+                    link_.call(link.SHUTDOWN, b"", link_pb.Caller()), self.config.core_kill_s
+                )
+            except TimeoutError:
+                log.error("the core did not stop within %.0f s: killed", self.config.core_kill_s)
+                self.runner.kill()
         if self.web is not None:
             await self.web.stop()
         if self.server is not None:

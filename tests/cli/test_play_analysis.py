@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from clients.analyse import brief
 from clients.board import state_for
-from clients.follow import in_numbering
 from engines.analysis import GameAnalysis, PlayAnalysis, SideSummary
 from nardy import Color
 from nardy.variant import variant
@@ -52,12 +51,7 @@ def test_the_terminal_brief_shows_the_opponents_plays_in_the_persons_numbers():
     )  # fmt: skip
     sides = {Color.WHITE: SideSummary("tester", 1), Color.BLACK: SideSummary("greedy", 1)}
     g = GameAnalysis(1, "long", "network", 0, True, 10, [blunder], sides)
-    state = state_for(variant("long").start())
-
-    def numbering(side: Color, play: str) -> str:
-        return in_numbering(state, side, play, Color.WHITE)
-
-    lines = brief(g, Color.WHITE, numbering)
+    lines = brief(g, Color.WHITE, state_for(variant("long").start()))
     assert "  marked plays (in your point numbers):" in lines
     assert "    ?? turn 4 greedy 5-1: 12/7 7/6 (best 12/6) -0.400" in lines
     assert "    ?? turn 4 greedy 5-1: 24/19 19/18 (best 24/18) -0.400" in brief(g, Color.WHITE)

@@ -7,6 +7,7 @@ import logging
 import random
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -141,11 +142,16 @@ def news_cut(pg_db: str, instances: int = 1) -> Iterator[None]:
     watch = Watch(logging.WARNING)
     logging.getLogger().addHandler(watch)
     try:
+        listening = (
+            " FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()"
+            " AND datname = current_database()"
+        )
         with psycopg.connect(pg_db, autocommit=True) as db:
-            db.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()"
-            )
+            deadline = time.monotonic() + 30  # (an instance just started may not listen yet)
+            while db.execute("SELECT count(*)" + listening).fetchone()[0] < instances:
+                assert time.monotonic() < deadline, "the instances do not listen"
+                time.sleep(0.05)
+            db.execute("SELECT pg_terminate_backend(pid)" + listening)
         for _ in range(instances):
             assert lost.acquire(timeout=30)
         yield

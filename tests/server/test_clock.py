@@ -378,11 +378,13 @@ async def test_a_resumed_game_waits_for_its_seats_to_come_back(nursery, tmp_path
         game_id, turn_id, mover = game.id, game.turn_id, game.position.turn
         first_life.cancel_scope.cancel()  # the server stops mid-turn
     await arbiter.store.close()
+    autojump_clock.autojump_threshold = float("inf")  # (no jump while the store reads)
     arbiter = Arbiter(SQLiteStore(str(tmp_path / "clock.db")))
     await nursery.start(arbiter.run)
     restarted = trio.current_time()
     game = await arbiter.tables.game(game_id)
     assert game.turn_id == turn_id and game.result is None
+    autojump_clock.autojump_threshold = 0
     await trio.sleep(5.0)  # the bots reconnect with their back-off: 5 s, beyond the turn time
     assert game.result is None
     arbiter.actions.turn_sent(game_id, turn_id, trio.current_time())  # the edge sent the turn
@@ -447,3 +449,6 @@ async def test_a_ladder_bot_whose_seat_is_not_there_is_benched(nursery, tmp_path
     member = next(m for m in ladder.members.values() if m.name == "gone")
     assert member.ready and member.benched >= 3
     assert ladder.met[frozenset(("ann", "bob"))] > 40  # ann and bob met on and on
+    assert member.benched_until > trio.current_time()
+    await arbiter.ladders.join(digests["gone"], "club", True)  # back (a restarted engine)
+    assert member.benched_until < trio.current_time() and member.benched >= 3

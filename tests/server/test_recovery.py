@@ -116,3 +116,38 @@ async def test_kill_9_mid_game_and_resume(tmp_path, db):
     assert len(started) == len(set(started)) + 1
     seqs = [e.seq for e in events]
     assert seqs == list(range(1, len(seqs) + 1))
+
+
+async def test_a_seat_back_after_a_restart_is_charged_from_when_it_was_sent_its_turn(tmp_path):
+    """After a restart the mover's turn waits for its seat (at most 30 s): once the seat's
+    new stream is sent the turn, its time runs, and a play is charged from then, neither
+    for the outage nor the wait (it was charged nothing, the turn running from 30 s after
+    the restart whenever the seat came)."""
+    from server.app import EmbeddedServer
+
+    db = str(tmp_path / "restart.db")
+    with EmbeddedServer(db=db) as first:
+        async with Client(first.address) as client:
+            r = await client.create_match(seed=5, options=pb.GameOptions(turn_time_ms=5_000))
+            seats = [client.with_token(t) for t in (r.first_seat_token, r.second_seat_token)]
+            async with trio.open_nursery() as nursery:
+                for seat in seats[1:]:
+                    nursery.start_soon(lambda s=seat: anext(aiter(s.events(r.game_id))))
+                async for ev in seats[0].events(r.game_id):
+                    if ev.type == pb.EVENT_TYPE_TURN_STARTED:
+                        mover = 0 if ev.state.side_to_move == ev.state.your_color else 1
+                        break
+                nursery.cancel_scope.cancel()
+    # the server is stopped; started again on its journal, the seats reconnect 2 s later
+    with EmbeddedServer(db=db) as second:
+        async with Client(second.address) as client:
+            await trio.sleep(2.0)  # (the outage's end, and the seats' back-off)
+            seat = client.with_token((r.first_seat_token, r.second_seat_token)[mover])
+            async for ev in seat.events(r.game_id):
+                if ev.state.legal_plays:
+                    break
+            await trio.sleep(0.5)  # thinking
+            answer = await seat.submit(
+                r.game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
+            )
+    assert 400 <= answer.used_ms <= 1500, answer.used_ms

@@ -109,16 +109,18 @@ class WhoRequest(_message.Message):
     def __init__(self, store: _Optional[bool] = ...) -> None: ...
 
 class Opened(_message.Message):
-    __slots__ = ("tap", "backlog", "game_id", "seq")
+    __slots__ = ("tap", "backlog", "game_id", "seq", "turn")
     TAP_FIELD_NUMBER: _ClassVar[int]
     BACKLOG_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
     tap: int
     backlog: _containers.RepeatedScalarFieldContainer[bytes]
     game_id: str
     seq: int
-    def __init__(self, tap: _Optional[int] = ..., backlog: _Optional[_Iterable[bytes]] = ..., game_id: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
+    turn: int
+    def __init__(self, tap: _Optional[int] = ..., backlog: _Optional[_Iterable[bytes]] = ..., game_id: _Optional[str] = ..., seq: _Optional[int] = ..., turn: _Optional[int] = ...) -> None: ...
 
 class Tell(_message.Message):
     __slots__ = ("tap", "message", "turn_id", "seq")

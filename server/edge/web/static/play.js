@@ -663,12 +663,13 @@
   // What a written play looks like (docs/PLAYING.md, "Notation"): moves of one checker
   // each, a point (or bar) then points passed (a * for a hit) to a point or off, (n) times.
   const MOVE = String.raw`(?:bar|\d{1,2})(?:/(?:\d{1,2}|off)\*?)+(?:\(\d\))?`;
-  const PLAY_TEXT = new RegExp(String.raw`^${MOVE}(?:\s+${MOVE})*$`, "i");
+  const PLAY_TEXT = new RegExp(String.raw`^${MOVE}(?:[\s,]+${MOVE})*$`, "i");
 
   // Each legal play's steps in the order the arbiter lists them, and, where one checker
   // moves twice with two different dice, in the other order too (24/20 20/14 for 24/18
-  // 18/14) when the point between is free of the opponent's checkers and makes no six in a
-  // row of the mover's (the six-point rule's check, made safe): the same end position.
+  // 18/14) when the points between are free of the opponent's checkers and the new one
+  // makes no six in a row of the mover's (the six-point rule's check, made safe): the
+  // same end position.
   function orders(turn) {
     const index = map()[turn.color];
     const sign = turn.color === "white" ? 1 : -1;
@@ -679,8 +680,11 @@
       p.steps.forEach(function (a, i) {
         const b = p.steps[i + 1];
         if (!b || a.to !== b.from || a.die === b.die || b.to === 0) return;
-        const via = (a.from === 25 ? 25 : a.from) - b.die;
-        if (via < 1 || via > 24 || at(via) < 0 || sixInARow(at, p.steps, via)) return;
+        const via = a.from - b.die;  // (the bar is 25)
+        // both points between free of the opponent: neither order hits (short nardy), and
+        // both end where the listed play does
+        if (via < 1 || via > 24 || at(via) < 0 || at(a.to) < 0) return;
+        if (sixInARow(at, p.steps, via)) return;
         const swapped = p.steps.slice();
         swapped.splice(i, 2, {from: a.from, to: via, die: b.die}, {from: via, to: b.to, die: a.die});
         out.push({play: p, steps: swapped});
