@@ -684,28 +684,35 @@ def test_a_page_opened_on_many_challenges_asks_for_them_a_few_times_and_shows_ev
         assert term in shown, shown
 
 
+def click_24_20_14(driver, stub, game_id: str, seat) -> pb.GameState:
+    """On the person's first turn, 6-4: pick the checker on 24 (18, 20 and 14 offered),
+    move it to 20, then on to 14, and send; the state once the arbiter has the play."""
+    wait(driver, lambda d: int(page(d)["turn"] or 0), 60)
+    click_point(driver, 24)
+    wait(driver, lambda d: {20, 18, 14} <= set(page(d)["targets"]))
+    click_point(driver, 20)  # the 4 first
+    wait(driver, lambda d: "24/20" in page(d)["building"])
+    click_point(driver, 20)  # the same checker on
+    wait(driver, lambda d: 14 in page(d)["targets"])
+    click_point(driver, 14)
+    wait(driver, lambda d: page(d)["send"])
+    driver.find_element(By.ID, "send").click()
+
+    def played(_) -> pb.GameState | bool:
+        state = stub.GetGame(api.GetGameRequest(game_id=game_id), metadata=seat).state
+        return state.turn_id > 1 and state
+
+    return wait(driver, played)
+
+
 def test_a_checker_moved_twice_may_take_its_dice_in_either_order(arbiter, browser):
     """White's first 6-4 from the head has one legal play, 24/14, which the arbiter lists
     as 24/18 18/14: the page offered only that order, where the terminal client takes
     24/20 20/14 as well (the same end position, RULES §7). Both orders are offered now."""
     stub = arbiter.stub
     r, seat = on_its_page(arbiter, browser, dice=[2, 1, 6, 4])  # the opening, white's 6-4
-    wait(browser, lambda d: int(page(d)["turn"] or 0), 60)
-    click_point(browser, 24)
-    assert {20, 18, 14} <= set(page(browser)["targets"]), page(browser)
-    click_point(browser, 20)  # the 4 first
-    wait(browser, lambda d: "24/20" in page(d)["building"])
-    click_point(browser, 20)  # the same checker on
-    wait(browser, lambda d: 14 in page(d)["targets"])
-    click_point(browser, 14)
-    wait(browser, lambda d: page(d)["send"])
-    browser.find_element(By.ID, "send").click()
-
-    def played(_) -> pb.GameState | bool:
-        state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
-        return state.turn_id > 1 and state
-
-    counts = [int(c) for c in wait(browser, played).position.split("/")[1].split(",")]
+    state = click_24_20_14(browser, stub, r.game_id, seat)
+    counts = [int(c) for c in state.position.split("/")[1].split(",")]
     assert counts[0] == 14 and counts[10] == 1  # white: 24/14 (its 14 is index 10)
     assert "Refused" not in page(browser)["message"]
 
@@ -745,22 +752,7 @@ def test_short_nardy_the_order_that_passes_a_blot_by_is_the_play_that_does_not_h
         arbiter, browser, options=pb.GameOptions(variant="short"), start_position=start,
         dice=[6, 4, 3, 2],
     )  # fmt: skip
-    wait(browser, lambda d: int(page(d)["turn"] or 0), 60)
-    click_point(browser, 24)
-    wait(browser, lambda d: {20, 18, 14} <= set(page(d)["targets"]))
-    click_point(browser, 20)
-    wait(browser, lambda d: "24/20" in page(d)["building"])
-    click_point(browser, 20)
-    wait(browser, lambda d: 14 in page(d)["targets"])
-    click_point(browser, 14)
-    wait(browser, lambda d: page(d)["send"])
-    browser.find_element(By.ID, "send").click()
-
-    def played(_) -> pb.GameState | bool:
-        state = stub.GetGame(api.GetGameRequest(game_id=r.game_id), metadata=seat).state
-        return state.turn_id > 1 and state
-
-    wait(browser, played)
+    click_24_20_14(browser, stub, r.game_id, seat)
     events = stub.SubscribeGame(
         api.SubscribeGameRequest(game_id=r.game_id, from_start=True), metadata=seat, timeout=30
     )
