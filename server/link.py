@@ -27,6 +27,7 @@ HEARTBEAT = "Link/Heartbeat"  # HeartbeatRequest -> a serialized GameEvent
 INDEX = "Link/Index"  # IndexRequest -> IndexResponse (the web view's front page)
 HISTORY = "Link/History"  # HistoryRequest -> HistoryResponse (a game for the web view)
 METRICS = "Link/Metrics"  # (empty) -> MetricsResponse
+PING = "Link/Ping"  # (empty) -> (empty): the edge's probe that the core answers
 SHUTDOWN = "Link/Shutdown"  # (empty) -> (empty): every stream ends with SERVER_SHUTDOWN
 WHO = "Link/Who"  # WhoRequest (identify) -> (empty): who the caller's token speaks for
 

@@ -147,6 +147,7 @@ class Api:
             link.INDEX: (link_pb.IndexRequest, self.index),
             link.HISTORY: (link_pb.HistoryRequest, self.history),
             link.METRICS: (link_pb.IndexRequest, self.metrics),
+            link.PING: (link_pb.IndexRequest, self.ping),
             link.SHUTDOWN: (link_pb.IndexRequest, self.shutdown),
             link.WHO: (link_pb.WhoRequest, self.who),
         }
@@ -501,6 +502,10 @@ class Api:
     async def metrics(self, r, who: Caller, digest: str):
         self.arbiter.metrics.set_games(self.arbiter.tables.game_counts())
         return link_pb.MetricsResponse(exposition=self.arbiter.metrics.exposition())
+
+    async def ping(self, r, who: Caller, digest: str):
+        """Nothing: the core answers (the edge's probe, server.edge.main)."""
+        return b""
 
     async def who(self, r, who: Caller, digest: str):
         """Nothing but the caller's identity (in the reply, when asked for)."""

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from server.edge.limits import REMEMBERED
 from server.errors import Code
-from server.link import Frames, frame, link_pb
+from server.link import PING, Frames, frame, link_pb
 
 log = logging.getLogger("nardy.edge")
 
@@ -201,6 +201,10 @@ class CoreLink(asyncio.Protocol):
         )
         self._write(link_pb.ToCore(call=call))
         return future
+
+    def ping(self) -> asyncio.Future:
+        """Ask the core whether it answers (the edge's probe): the future gets the Reply."""
+        return self.call(PING, b"", link_pb.Caller())
 
     def leave(self, tap: int, follower: Follower | None = None) -> None:
         """``follower`` no longer follows ``tap``."""

@@ -25,7 +25,7 @@ from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflectio
 from server import link
 from server.config import ServerConfig, host_port
 from server.edge.callers import Gate, networks, peer_address, too_many
-from server.edge.calls import IN_MEMORY, Calls, Core
+from server.edge.calls import Calls, Core
 from server.edge.limits import RateLimiter, StreamQuota, connection_quota
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
@@ -267,7 +267,7 @@ class Edge:
         while not self._stopping:
             link_ = self.core.link
             asked = loop.time()
-            answer = link_.call(link.WHO, IN_MEMORY, link_pb.Caller())
+            answer = link_.ping()
             stalled = killed = False
             while not answer.done() and not link_.lost.is_set() and not self._stopping:
                 await asyncio.wait((answer,), timeout=PROBE_S)
