@@ -207,11 +207,13 @@ class Ladder:
 
     # -- membership ---------------------------------------------------------------------
     def join(self, player_id: str, name: str, ready: bool) -> None:
-        """A bot says it is ready (or not): ready again, it is back from a bench too (its
-        next one, if its seat is missed again, is as long as it would have been)."""
+        """A bot says it is ready (or not). Ready again after missing one pair, it is back
+        from its bench (a restarted engine); after missing two or more in a row it sits its
+        bench out (a bot that came back only to miss its seats again would hold every
+        opponent it was paired with for a pair's start time)."""
         member = self.members.setdefault(player_id, Member(player_id, name))
         member.ready = ready
-        if ready:
+        if ready and member.benched <= 1:
             member.benched_until = -math.inf
         self._wake.set()
 
@@ -331,36 +333,34 @@ class Ladder:
     def game_over(self, game: GameSession) -> LadderGame:
         """Count a finished (or voided) game of this ladder; the record is for the store."""
         self.in_progress.discard(game.id)
-        for seat in game.match.seats:
-            member = self.members.get(seat.player_id or "")
-            if member is not None:
-                member.playing = max(0, member.playing - 1)
         record = self._record(game)
         self._count(record)
-        self._bench(game, record)
+        result = game.result
+        abandoned = result is not None and result.termination is Termination.ABANDONMENT
+        for seat in game.match.seats:
+            member = self.members.get(seat.player_id or "")
+            if member is None:
+                continue
+            member.playing = max(0, member.playing - 1)
+            if not record.voided:
+                self._bench(member, abandoned and seat.name == record.loser, game.id)
         self._wake.set()
         return record
 
-    def _bench(self, game: GameSession, record: LadderGame) -> None:
+    def _bench(self, member: Member, absent: bool, game_id: str) -> None:
         """A bot whose seat was not there for its game is benched (BENCH_S); one that
         played a game out is not any more."""
-        by_name = {m.name: m for m in self.members.values()}
-        absent = game.result is not None and game.result.termination is Termination.ABANDONMENT
         now = trio.current_time()
-        for name in (record.white, record.black):
-            member = by_name.get(name)
-            if member is None or record.voided:
-                continue
-            if not (absent and name == record.loser):
-                member.benched = 0
-            elif member.benched_until <= now:  # (once for both games of its pair)
-                member.benched += 1
-                rest = min(BENCH_MAX_S, BENCH_S * 2 ** (member.benched - 1))
-                member.benched_until = now + rest
-                log.warning(
-                    "ladder=%s %s is not paired for %.0f s: its seat was not there for game %s",
-                    self.name, name, rest, game.id,
-                )  # fmt: skip
+        if not absent:
+            member.benched = 0
+        elif member.benched_until <= now:  # (once for both games of its pair)
+            member.benched += 1
+            rest = min(BENCH_MAX_S, BENCH_S * 2 ** (member.benched - 1))
+            member.benched_until = now + rest
+            log.warning(
+                "ladder=%s %s is not paired for %.0f s: its seat was not there for game %s",
+                self.name, member.name, rest, game_id,
+            )  # fmt: skip
 
     def void(self, game_id: str, records: list[LadderGame]) -> LadderGame | None:
         """The operator voided a finished game: it no longer counts. ``records`` are the

@@ -416,6 +416,7 @@ async def test_a_ladder_bot_whose_seat_is_not_there_is_benched(nursery, tmp_path
         digests[name] = token_hash(token)
         await arbiter.ladders.join(digests[name], "club", True)
     ladder = arbiter.ladders.ladder("club")
+    away = {"gone"}  # whose seats never come
 
     async def seat(digest: str, game_id: str) -> None:
         """A seat that plays the first legal play at once, to the game's end."""
@@ -426,29 +427,46 @@ async def test_a_ladder_bot_whose_seat_is_not_there_is_benched(nursery, tmp_path
             if event.type is EventType.GAME_FINISHED:
                 return
             legal = event.snapshot.legal if event.type is EventType.TURN_STARTED else ()
-            if legal and game.seat_of(game.position.turn).name != "gone":
+            if legal and game.seat_of(game.position.turn).name not in away:
                 with contextlib.suppress(ArbiterError):  # (the other seat's turn)
                     await arbiter.actions.submit_play(
                         digest, game_id, event.snapshot.turn_id, None, legal[0].end.text()
                     )
 
     seated: set[str] = set()
-    with trio.move_on_after(400):  # (virtual) minutes of the ladder
-        while True:
-            for game_id in list(ladder.in_progress - seated):
-                seated.add(game_id)
-                game = await arbiter.tables.game(game_id)
-                for s in game.match.seats:
-                    if s.name != "gone":
-                        nursery.start_soon(seat, digests[s.name], game_id)
-            await trio.sleep(5)
+
+    async def ladder_plays(seconds: float, until=lambda: False) -> None:
+        """The ladder's (virtual) time passes, its games seated, until ``until()``."""
+        with trio.move_on_after(seconds):
+            while not until():
+                for game_id in list(ladder.in_progress - seated):
+                    seated.add(game_id)
+                    game = await arbiter.tables.game(game_id)
+                    for s in game.match.seats:
+                        if s.name not in away:
+                            nursery.start_soon(seat, digests[s.name], game_id)
+                await trio.sleep(5)
+
+    member = next(m for m in ladder.members.values() if m.name == "gone")
+    await ladder_plays(400)
     rows = {row.name: row for row in ladder.rows()}
     # benched 60 and 120 s after its first two pairs (30 s each): three pairs in 400 s (it
     # was paired whenever it was free, a pair every 30-odd seconds)
     assert rows["gone"].games <= 8 and rows["gone"].wins == 0
-    member = next(m for m in ladder.members.values() if m.name == "gone")
     assert member.ready and member.benched >= 3
     assert ladder.met[frozenset(("ann", "bob"))] > 40  # ann and bob met on and on
     assert member.benched_until > trio.current_time()
-    await arbiter.ladders.join(digests["gone"], "club", True)  # back (a restarted engine)
-    assert member.benched_until < trio.current_time() and member.benched >= 3
+    # ready again after missing pairs in a row: it sits its bench out (it would hold every
+    # opponent paired with it for 30 s each time it came back)
+    await arbiter.ladders.join(digests["gone"], "club", True)
+    assert member.benched_until > trio.current_time()
+    # back after its bench, it plays a game out: its misses are cleared; ready again after
+    # one miss, it is back at once (a restarted engine)
+    away.clear()
+    await ladder_plays(3600, until=lambda: member.benched == 0)
+    assert member.benched == 0
+    away.add("gone")
+    await ladder_plays(300, until=lambda: member.benched == 1)
+    assert member.benched == 1 and member.benched_until > trio.current_time()
+    await arbiter.ladders.join(digests["gone"], "club", True)
+    assert member.benched_until < trio.current_time()
