@@ -313,10 +313,8 @@ class Api:
             backlog=[views.event_wire(card, e, seat)[0] for e in backlog],
             seq=backlog[-1].seq if backlog else r.after_seq,
         )
-        if seat is not None and backlog:  # (the backlog ends with the turn it offers)
-            turn = game.reconnect_offer(seat)
-            last = backlog[-1].snapshot
-            opened.turn = turn if turn and last.turn_id == turn and last.legal else 0
+        if seat is not None and backlog:
+            opened.turn = game.reconnect_offer(seat, backlog[-1].snapshot)
         if live:
             tap = self._game_tap(game, seat, own)
             tap.streams += 1

@@ -25,7 +25,7 @@ from nardy.match import Opening
 from nardy.variant import GamePlay as Play
 from server.core.clock import Arrival
 from server.core.game import Game
-from server.core.journal import Event, EventType, PlayRecord, Status
+from server.core.journal import Event, EventType, PlayRecord, Snapshot, Status
 from server.core.judge import Accepted
 from server.errors import ArbiterError, Code
 
@@ -250,11 +250,13 @@ class GameSession(Game):
         if turn_id == self.turn_id and clock.running and self._awaiting_play():
             self._turn_scope.deadline = clock.sent(at, MAX_SEND_DELAY_S)
 
-    def reconnect_offer(self, seat: int) -> int:
+    def reconnect_offer(self, seat: int, last: Snapshot) -> int:
         """The turn awaiting ``seat``'s play that waits for the seat to come back after a
-        resumption (see resume), else 0: its clock runs once its stream is sent it."""
+        resumption (see resume), if ``last`` (the end of the backlog a reconnected stream
+        is sent) offers it, else 0: its clock runs once the stream is sent it."""
         mover = self.position.turn
-        if self.open_turn and self.color_of(seat) is mover and self.clocks[mover].waiting:
+        offered = last.turn_id == self.turn_id and bool(last.legal) and self.open_turn
+        if offered and self.color_of(seat) is mover and self.clocks[mover].waiting:
             return self.turn_id
         return 0
 

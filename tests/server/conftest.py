@@ -16,6 +16,7 @@ import pytest
 from nardy.client import Client
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
+from server.link import PING
 from tests.conftest import STORES
 
 
@@ -157,3 +158,19 @@ def news_cut(pg_db: str, instances: int = 1) -> Iterator[None]:
         yield
     finally:
         logging.getLogger().removeHandler(watch)
+
+
+def count_link_calls(server: EmbeddedServer) -> list[str]:
+    """The methods the edge calls on its core's link from now on (but its probe's pings,
+    once a second whatever callers do)."""
+    calls: list[str] = []
+    core_link = server.edge.core.link
+    real = core_link.call
+
+    def call(method, request, caller, **options):
+        if method != PING:
+            calls.append(method)
+        return real(method, request, caller, **options)
+
+    core_link.call = call
+    return calls

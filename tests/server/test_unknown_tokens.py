@@ -24,7 +24,8 @@ from server.app import EmbeddedServer
 from server.core.store import SQLiteStore
 from server.edge.callers import UNKNOWN, Identities
 from server.issued import Issued
-from server.link import PING, link_pb
+from server.link import link_pb
+from tests.server.conftest import count_link_calls
 
 TOKEN_TABLES = ("FROM players", "FROM seat_tokens")
 
@@ -44,22 +45,6 @@ def counting_store(base: type = SQLiteStore):
             return await super().query(sql, params)
 
     return Counting, lookups
-
-
-def count_link_calls(server: EmbeddedServer) -> list[str]:
-    """The methods the edge calls on its core's link from now on (but its probe's pings,
-    once a second whatever callers do)."""
-    calls: list[str] = []
-    core_link = server.edge.core.link
-    real = core_link.call
-
-    def call(method, request, caller, **options):
-        if method != PING:
-            calls.append(method)
-        return real(method, request, caller, **options)
-
-    core_link.call = call
-    return calls
 
 
 def get_game(stub, token: str, game_id: str = "0123456789ab") -> grpc.StatusCode:

@@ -19,7 +19,7 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from server.edge.callers import UNKNOWN
-from server.link import PING
+from tests.server.conftest import count_link_calls
 
 ARBITER = "/api/nardy.v1.ArbiterService/"
 
@@ -158,16 +158,7 @@ def test_unknown_tokens_are_refused_at_the_edge_and_remembered(server):
     """A made-up token never reaches the core; one the edge's filter lets through (forced
     here) is asked once, then refused from memory."""
     r = game_of(server)
-    calls: list[str] = []
-    core_link = server.edge.core.link
-    real = core_link.call
-
-    def call(method, *args, **options):  # (the edge's probe pings the core every second)
-        if method != PING:
-            calls.append(method)
-        return real(method, *args, **options)
-
-    core_link.call = call
+    calls = count_link_calls(server)
     liar = secrets.token_urlsafe(32)
     server.edge.gate.issued.add(hashlib.sha256(liar.encode()).hexdigest())
 
