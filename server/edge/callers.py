@@ -311,13 +311,8 @@ class Gate:
         """Take a place in the caller's quota of streams and waiting calls (the operator:
         none); Refused when it holds too many."""
         if not who.operator and not self.streams.take(who.key):
-            raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, too_many(self.streams))
+            raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, self.streams.refusal(who.key))
 
     def release(self, who: Who) -> None:
         if not who.operator:
             self.streams.give_back(who.key)
-
-
-def too_many(streams: StreamQuota) -> str:
-    """The refusal of a call over its caller's quota of streams and waiting calls."""
-    return f"at most {streams.most} streams and waiting calls per caller; end some first"

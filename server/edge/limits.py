@@ -21,6 +21,9 @@ from dataclasses import dataclass
 # seat tokens, so the edge's memory levels off once this many are held; a forgotten
 # token's identity is asked of the core again.
 REMEMBERED = 10_000
+# Streams (and waiting calls) a caller may still hold once the callers' streams fill the
+# server's budget for them (StreamQuota): a player's stream and a game or two.
+CROWDED = 4
 
 
 def descriptors() -> int:
@@ -134,21 +137,37 @@ class OneAtATime:
 class StreamQuota:
     """At most ``most`` streams open at once per key. grpc refuses every new call, anyone's,
     once the server holds ``maximum_concurrent_rpcs``: without a quota one caller's idle
-    streams would shut everyone else out."""
+    streams would shut everyone else out. Many callers at their quota could still fill it
+    (two hundred at 100 each): once the streams of all keys reach ``budget``, a key holding
+    :data:`CROWDED` or more opens no more, so the calls of everyone else still fit."""
 
-    def __init__(self, most: int) -> None:
+    def __init__(self, most: int, budget: int) -> None:
         self.most = most
+        self.budget = budget
+        self.total = 0
         self._open: Counter[str] = Counter()
 
     def take(self, key: str) -> bool:
-        """Count a new stream of ``key``; False (nothing counted) when it holds ``most``."""
-        if self._open[key] >= self.most:
+        """Count a new stream of ``key``; False (nothing counted) when it may open no more."""
+        held = self._open[key]
+        if held >= self.most or (self.total >= self.budget and held >= CROWDED):
             return False
         self._open[key] += 1
+        self.total += 1
         return True
+
+    def refusal(self, key: str) -> str:
+        """Why :meth:`take` refused ``key``'s stream (or waiting call)."""
+        if self._open[key] >= self.most:
+            return f"at most {self.most} streams and waiting calls per caller; end some first"
+        return (
+            f"the server holds all the streams it takes; while it does, at most {CROWDED} per "
+            "caller: end some first, or retry later"
+        )
 
     def give_back(self, key: str) -> None:
         """A stream that :meth:`take` counted has ended."""
         self._open[key] -= 1
+        self.total -= 1
         if self._open[key] <= 0:
             del self._open[key]

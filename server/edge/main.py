@@ -24,7 +24,7 @@ from grpc_health.v1 import health, health_pb2
 from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflection lists them)
 from server import link
 from server.config import ServerConfig, host_port
-from server.edge.callers import Gate, networks, peer_address, too_many
+from server.edge.callers import Gate, networks, peer_address
 from server.edge.calls import Calls, Core
 from server.edge.limits import RateLimiter, StreamQuota, connection_quota
 from server.edge.link import CoreLink
@@ -80,7 +80,7 @@ def held(gate: Gate):
         async def place(context) -> str:
             key = f"addr:{peer_address(context, gate.trusted)}"
             if not gate.streams.take(key):
-                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, too_many(gate.streams))
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, gate.streams.refusal(key))
             return key
 
         if inspect.isasyncgenfunction(behaviour):
@@ -116,7 +116,7 @@ class Edge:
         self.metrics = EdgeMetrics()
         self.gate = Gate(
             RateLimiter(config.rate_per_s, config.rate_burst),
-            StreamQuota(config.streams_per_caller),
+            StreamQuota(config.streams_per_caller, config.max_concurrent_rpcs * 3 // 4),
             networks(config.trusted_proxies),
         )
         self.calls = Calls(self.core, self.gate, self.metrics, config.heartbeat_s)

@@ -111,6 +111,56 @@ async def test_one_caller_cannot_hold_every_stream(tmp_path):
             again.cancel()
 
 
+async def test_many_callers_at_their_quota_leave_room_for_others(tmp_path):
+    """Two hundred tokens at 100 streams each would fill grpc's maximum_concurrent_rpcs and
+    shut everyone out. Once the callers' streams fill three quarters of it, a caller that
+    holds CROWDED streams opens no more: a newcomer still opens its few and is served."""
+    with EmbeddedServer(
+        db=str(tmp_path / "s.db"), max_concurrent_rpcs=40, streams_per_caller=8
+    ) as srv:  # a budget of 30 streams for the callers
+        async with Client(srv.address) as anyone:
+            r = await anyone.create_match()
+            watch = api.SubscribeGameRequest(game_id=r.game_id)
+
+            async def player(name: str) -> Client:
+                return anyone.with_token(await Client(srv.address).register(name))
+
+            async def open_streams(client: Client, n: int) -> list:
+                """``n`` streams of ``client``'s (a seat of a match it made counts as it)."""
+                streams = []
+                for _ in range(n):
+                    m = await client.create_match()
+                    seat = bearer(m.first_seat_token)
+                    game = api.SubscribeGameRequest(game_id=m.game_id)
+                    streams.append(client.stub.SubscribeGame(game, metadata=seat))
+                    assert next(streams[-1]).type == pb.EVENT_TYPE_SNAPSHOT  # open
+                return streams
+
+            def refused(client: Client) -> str:
+                stream = client.stub.SubscribeGame(watch, metadata=client.metadata)
+                with pytest.raises(grpc.RpcError) as info:
+                    next(stream)
+                assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                return info.value.details()
+
+            held = []
+            for name in ("p1", "p2", "p3"):
+                held += await open_streams(await player(name), 8)  # each at its quota: 24
+            p4 = await player("p4")
+            held += await open_streams(p4, 6)  # 30: the budget is full
+            assert "at most 4 per caller" in refused(p4)
+            newcomer = await player("p5")
+            held += await open_streams(newcomer, 4)
+            assert "at most 4 per caller" in refused(newcomer)
+            late = await player("p6")  # calls and a few streams still fit under grpc's 40
+            mine = await late.create_match()
+            seat = late.with_token(mine.first_seat_token)
+            assert (await seat.get_game(mine.game_id)).state.game_id == mine.game_id
+            held += await open_streams(late, 4)
+            for stream in held:
+                stream.cancel()
+
+
 def bearer(token: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),) if token else ()
 
