@@ -93,7 +93,8 @@ class Member:
     ready: bool = False
     playing: int = 0
     benched_until: float = -math.inf  # not paired before (BENCH_S)
-    benched: int = 0  # benched this many times since its last game played out
+    benched: int = 0  # benched this many times since it last played a pair's games out
+    half_played: str = ""  # the pair one of whose games it played out, the other not yet
 
 
 @dataclass
@@ -343,17 +344,23 @@ class Ladder:
                 continue
             member.playing = max(0, member.playing - 1)
             if not record.voided:
-                self._bench(member, abandoned and seat.name == record.loser, game.id)
+                absent = abandoned and seat.name == record.loser
+                self._bench(member, absent, record.pair_id, game.id)
         self._wake.set()
         return record
 
-    def _bench(self, member: Member, absent: bool, game_id: str) -> None:
+    def _bench(self, member: Member, absent: bool, pair_id: str, game_id: str) -> None:
         """A bot whose seat was not there for its game is benched (BENCH_S); one that
-        played a game out is not any more."""
+        played both games of a pair out is not any more (coming to one game of each pair
+        only clears nothing)."""
         now = trio.current_time()
         if not absent:
-            member.benched = 0
-        elif member.benched_until <= now:  # (once for both games of its pair)
+            if member.half_played == pair_id:
+                member.benched = 0
+            member.half_played = "" if member.half_played == pair_id else pair_id
+            return
+        member.half_played = ""
+        if member.benched_until <= now:  # (once for both games of its pair)
             member.benched += 1
             rest = min(BENCH_MAX_S, BENCH_S * 2 ** (member.benched - 1))
             member.benched_until = now + rest
