@@ -95,6 +95,14 @@ class Member:
     benched_until: float = -math.inf  # not paired before (BENCH_S)
     benched: int = 0  # benched this many times since it last played a pair's games out
     half_played: str = ""  # the pair one of whose games it played out, the other not yet
+    missed_pair: str = ""  # the last pair it was benched for
+    joins: int = 0  # JoinLadder{ready: true} said in a row (the store counts them too)
+    paired_joins: int = 0  # ``joins`` when it was last paired
+
+    @classmethod
+    def stored(cls, player_id: str, name: str, ready: int) -> Member:
+        """A member as the store has it (``ready``: its joins in a row)."""
+        return cls(player_id, name, bool(ready), joins=ready, paired_joins=ready)
 
 
 @dataclass
@@ -157,6 +165,7 @@ class Ladder:
         # store (reload) under this lock, never in the middle of a pairing.
         self.active = True
         self.lock = trio.Lock()
+        self._seen: set[str] | None = None  # the records of the last reload (their games)
 
     def _clear_books(self) -> None:
         self.books += 1
@@ -214,9 +223,16 @@ class Ladder:
         opponent it was paired with for a pair's start time)."""
         member = self.members.setdefault(player_id, Member(player_id, name))
         member.ready = ready
-        if ready and member.benched <= 1:
-            member.benched_until = -math.inf
+        member.joins = member.joins + 1 if ready else 0
+        if ready:
+            self._back(member)
         self._wake.set()
+
+    @staticmethod
+    def _back(member: Member) -> None:
+        """``member`` said it is ready again: back from a bench for one missed pair."""
+        if member.benched <= 1:
+            member.benched_until = -math.inf
 
     # -- pairing ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -317,8 +333,9 @@ class Ladder:
         pair = await self.create_pair(specs)
         games = [match.current.id for match in pair]
         self.in_progress.update(games)
-        a.playing += 2
-        b.playing += 2
+        for m in (a, b):
+            m.playing += 2
+            m.paired_joins = m.joins
         self.met[frozenset((a.name, b.name))] += 1
         await self.place_pair(pair_id, [match.id for match in pair])
         log.info(
@@ -331,42 +348,53 @@ class Ladder:
         )
 
     # -- results ------------------------------------------------------------------------
-    def game_over(self, game: GameSession) -> LadderGame:
-        """Count a finished (or voided) game of this ladder; the record is for the store."""
+    def game_over(self, game: GameSession, bench: bool = True) -> LadderGame:
+        """Count a finished (or voided) game of this ladder; the record is for the store.
+        ``bench``: judge its seats here (several instances: the leader does, see reload)."""
         self.in_progress.discard(game.id)
         record = self._record(game)
         self._count(record)
-        result = game.result
-        abandoned = result is not None and result.termination is Termination.ABANDONMENT
+        members = {}
         for seat in game.match.seats:
             member = self.members.get(seat.player_id or "")
-            if member is None:
-                continue
-            member.playing = max(0, member.playing - 1)
-            if not record.voided:
-                absent = abandoned and seat.name == record.loser
-                self._bench(member, absent, record.pair_id, game.id)
+            if member is not None:
+                member.playing = max(0, member.playing - 1)
+                members[seat.name] = member
+        if bench:
+            self._bench(record, members)
         self._wake.set()
         return record
 
-    def _bench(self, member: Member, absent: bool, pair_id: str, game_id: str) -> None:
-        """A bot whose seat was not there for its game is benched (BENCH_S); one that
-        played both games of a pair out is not any more (coming to one game of each pair
-        only clears nothing)."""
-        now = trio.current_time()
-        if not absent:
-            if member.half_played == pair_id:
-                member.benched = 0
-            member.half_played = "" if member.half_played == pair_id else pair_id
+    def _bench(self, record: LadderGame, members: dict[str, Member]) -> None:
+        """A bot whose seat was not there for its game is benched (BENCH_S), unless it
+        said it was ready again since it was paired (a restarted engine) after a clean
+        record; one that played both games of a pair out is not any more (coming to one
+        game of each pair only clears nothing)."""
+        if record.voided:
             return
-        member.half_played = ""
-        if member.benched_until <= now:  # (once for both games of its pair)
+        now = trio.current_time()
+        for name in (record.white, record.black):
+            member = members.get(name)
+            if member is None:
+                continue
+            pair = record.pair_id
+            if not (record.termination == Termination.ABANDONMENT and name == record.loser):
+                if member.half_played == pair:
+                    member.benched = 0
+                member.half_played = "" if member.half_played == pair else pair
+                continue
+            member.half_played = ""
+            if member.missed_pair == pair:
+                continue  # (once for both games of its pair)
+            member.missed_pair = pair
             member.benched += 1
+            if member.benched == 1 and member.joins > member.paired_joins:
+                continue  # back already
             rest = min(BENCH_MAX_S, BENCH_S * 2 ** (member.benched - 1))
             member.benched_until = now + rest
             log.warning(
                 "ladder=%s %s is not paired for %.0f s: its seat was not there for game %s",
-                self.name, member.name, rest, game_id,
+                self.name, name, rest, record.game_id,
             )  # fmt: skip
 
     def void(self, game_id: str, records: list[LadderGame]) -> LadderGame | None:
@@ -393,13 +421,28 @@ class Ladder:
         live: dict[str, list[str | None]],
     ) -> None:
         """The books as the store has them (several instances write results there):
-        ``live`` maps each game in progress to its seats' player ids."""
+        ``live`` maps each game in progress to its seats' player ids. The members keep
+        their benches; the records new since the last reload bench them (the instances
+        that played the games do not)."""
         self._clear_books()
         self.in_progress = set()
         self.met = defaultdict(int)
         for record in records:
             self.restore(record)
-        self.members = {m.player_id: m for m in members}
+        before, self.members = self.members, {}
+        for m in members:
+            prev = before.get(m.player_id)
+            if prev is not None:
+                m = replace(prev, ready=m.ready, joins=m.joins, playing=0)
+                if m.ready and m.joins > prev.joins:
+                    self._back(m)
+            self.members[m.player_id] = m
+        seen, self._seen = self._seen, {r.game_id for r in records}
+        if seen is not None:
+            by_name = {m.name: m for m in self.members.values()}
+            for record in records:
+                if record.game_id not in seen:
+                    self._bench(record, by_name)
         for game_id, player_ids in live.items():
             self.in_progress.add(game_id)
             for player_id in player_ids:

@@ -97,8 +97,10 @@ class Ladders:
     def game_over(self, game: GameSession) -> list[Write]:
         """What a game's end adds to its ladder's books (written with its end)."""
         ladder = self.by_name.get(game.match.ladder)
-        record = ladder.game_over(game) if ladder is not None else None
-        return [] if record is None else [statements.add_ladder_game(game.match.ladder, record)]
+        if ladder is None:
+            return []
+        record = ladder.game_over(game, bench=not self.owner.books_shared)
+        return [statements.add_ladder_game(game.match.ladder, record)]
 
     def counted(self, game: GameSession) -> None:
         """A ladder game's end is written: the leader counts it (several instances)."""
@@ -134,8 +136,8 @@ class Ladders:
                 ladder.restore(LadderGame(**record))
             for player_id, ready in await read.ladder_members(name):
                 if player_id in players:
-                    ladder.members[player_id] = Member(
-                        player_id, players[player_id].name, bool(ready)
+                    ladder.members[player_id] = Member.stored(
+                        player_id, players[player_id].name, ready
                     )
 
     async def _load_books(self, ladder: Ladder) -> int:
@@ -214,7 +216,7 @@ class Ladders:
                 for player_id, ready in await read.ladder_members(name):
                     player = await self.roster.player(player_id)
                     if player is not None:
-                        members.append(Member(player_id, player.name, bool(ready)))
+                        members.append(Member.stored(player_id, player.name, ready))
                 live = {
                     game_id: [seat["player_id"] for seat in row["seats"]]
                     for game_id, row in await read.unfinished_games()

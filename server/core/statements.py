@@ -100,9 +100,12 @@ def add_ladder(name: str, options: LadderOptions) -> Write:
 
 
 def set_ladder_member(ladder: str, player_id: str, ready: bool) -> Write:
+    """A member ready (``ready`` counts its JoinLadder{ready: true} in a row, so that every
+    instance sees a bot say it again) or not (0)."""
     return (
         "INSERT INTO ladder_members (ladder, player_id, ready) VALUES (?,?,?) "
-        "ON CONFLICT (ladder, player_id) DO UPDATE SET ready=excluded.ready",
+        "ON CONFLICT (ladder, player_id) DO UPDATE SET ready=CASE WHEN excluded.ready=0 "
+        "THEN 0 ELSE ladder_members.ready + 1 END",
         (ladder, player_id, int(ready)),
     )
 

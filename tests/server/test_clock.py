@@ -482,6 +482,15 @@ async def test_a_ladder_bot_whose_seat_is_not_there_is_benched(nursery, tmp_path
     before = rows_of(ladder)["gone"].games
     await ladder_plays(600)
     assert rows_of(ladder)["gone"].games - before <= 12  # at most 6 pairs (not a pair a 35 s)
+    # a restarted engine says it is ready before the pair it missed is over: not benched
+    dodging.clear()
+    await ladder_plays(3600, until=lambda: member.benched == 0)
+    away.add("gone")
+    missed = member.missed_pair
+    await ladder_plays(300, until=lambda: member.playing > 0)
+    await arbiter.ladders.join(digests["gone"], "club", True)
+    await ladder_plays(300, until=lambda: member.missed_pair != missed)
+    assert member.benched == 1 and member.benched_until < trio.current_time()
 
 
 def rows_of(ladder) -> dict:

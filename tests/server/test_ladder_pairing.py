@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import trio
 
+from nardy import Termination
 from nardy.client import Client, serve_games
+from server.core.ladder import Ladder, LadderGame, LadderOptions, Member
 from tests.server.conftest import random_engine
 
 GAMES = 16
@@ -31,3 +33,39 @@ async def test_four_bots_of_a_ladder_meet_each_other(arbiter, operator):
     for i in range(4):
         assert sum(f"four{i}" in pair for pair in met) >= 2, sorted(map(sorted, met))
     assert len(met) >= 4
+
+
+def abandoned(pair_id: str, game_id: str, winner: str, loser: str) -> LadderGame:
+    """A ladder game ``loser`` lost because its seat never came."""
+    return LadderGame(
+        pair_id, game_id, winner, loser, winner, 2, "mars", str(Termination.ABANDONMENT),
+        False, (0, 0), (0, 0),
+    )  # fmt: skip
+
+
+async def test_the_leader_benches_from_the_stored_records():
+    """Several instances: the leader pairs, and its books and members are read back from
+    the store at every result; a bench it kept in memory was dropped at each reading, and
+    a dead bot was paired again 30 ms after being benched. Its members keep their benches
+    across readings; the records new since the last reading bench them, a JoinLadder
+    counted in the store brings one back after one missed pair, not after two."""
+
+    async def nothing(*_):
+        raise AssertionError("not paired here")
+
+    ladder = Ladder(nothing, nothing, "club", LadderOptions())
+    ladder.active = False
+    members = lambda joins: [Member.stored("g", "gone", joins), Member.stored("a", "ann", 1)]  # noqa: E731
+    ladder.reload([], members(1), {})  # the first reading: what is stored is history
+    first = [abandoned("p1", "g1", "ann", "gone"), abandoned("p1", "g2", "ann", "gone")]
+    ladder.reload(first, members(1), {})
+    gone = ladder.members["g"]
+    assert gone.benched == 1 and gone.benched_until > trio.current_time()  # once a pair
+    ladder.reload(first, members(2), {})  # it said it is ready again (a restarted engine)
+    gone = ladder.members["g"]
+    assert gone.benched == 1 and gone.benched_until < trio.current_time()
+    second = [*first, abandoned("p2", "g3", "ann", "gone")]
+    ladder.reload(second, members(2), {})
+    ladder.reload(second, members(3), {})  # ready again: after two missed pairs, no matter
+    gone = ladder.members["g"]
+    assert gone.benched == 2 and gone.benched_until > trio.current_time() + 100
