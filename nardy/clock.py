@@ -55,6 +55,14 @@ class Clock:
         """The running turn waits for its side to come back (see :meth:`start`)."""
         return self.started is not None and not self._sent and self.started > self._announced
 
+    def offered(self, now: float) -> float:
+        """The turn waiting for its side (see :meth:`start`) is offered to the side's
+        reconnected stream at ``now``: its time runs from then, or from when the stream
+        sends it (:meth:`sent`). Returns the deadline."""
+        if self.waiting:
+            self._announced = self.started = now
+        return self.deadline
+
     def sent(self, at: float, most: float) -> float:
         """The turn reached the side's stream at ``at``: its time runs from then, the first
         time this is said for the turn, but from at most ``most`` seconds (or the start's

@@ -253,10 +253,13 @@ class GameSession(Game):
     def reconnect_offer(self, seat: int, last: Snapshot) -> int:
         """The turn awaiting ``seat``'s play that waits for the seat to come back after a
         resumption (see resume), if ``last`` (the end of the backlog a reconnected stream
-        is sent) offers it, else 0: its clock runs once the stream is sent it."""
+        is sent) offers it, else 0: its clock runs from now, or from when the stream is
+        sent it (the edge tells with the play or the fence), and every reading says so."""
         mover = self.position.turn
         offered = last.turn_id == self.turn_id and bool(last.legal) and self.open_turn
-        if offered and self.color_of(seat) is mover and self.clocks[mover].waiting:
+        clock = self.clocks[mover]
+        if offered and self.color_of(seat) is mover and clock.waiting:
+            self._turn_scope.deadline = clock.offered(trio.current_time())
             return self.turn_id
         return 0
 

@@ -147,6 +147,11 @@ async def test_a_seat_back_after_a_restart_is_charged_from_when_it_was_sent_its_
                 if ev.state.legal_plays:
                     break
             await trio.sleep(0.5)  # thinking
+            # its clock is read as running (it said the whole turn was left: a bot that
+            # trusted it lost on time)
+            state = (await seat.get_game(r.game_id)).state
+            clock = (state.white_clock, state.black_clock)[state.side_to_move - 1]
+            assert clock.remaining_ms <= 4_600, clock
             answer = await seat.submit(
                 r.game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
             )
