@@ -854,12 +854,27 @@ class _Seat:
     seed: str = field(default_factory=lambda: secrets.token_hex(8))
     state: pb.GameState | None = None  # the latest
     done: int = 0  # the last turn answered (or refused for good)
+    seq: int = 0  # the last event's
+    done_seq: int = 0  # ``seq`` when ``done`` was set: a turn announced after it is offered anew
     turn: pb.GameState | None = None  # the state of the turn the engine was last asked
     choice: pb.LegalPlay | str = ""  # its answer
 
     def wants(self, ev: pb.GameEvent) -> bool:
-        """True when ``ev`` asks for a play this seat has not made."""
-        return my_turn(ev) and ev.state.turn_id > self.done
+        """True when ``ev`` asks for a play this seat has not made: a turn past the last
+        done, or that turn announced again since (after a restart or a move of the game
+        to another instance, a refusal for time by the old one is not the last word)."""
+        turn = ev.state.turn_id
+        again = turn == self.done and ev.seq > self.done_seq
+        return my_turn(ev) and (turn > self.done or again)
+
+    def seen(self, ev: pb.GameEvent) -> None:
+        self.state = ev.state
+        self.seq = max(self.seq, ev.seq)
+
+    def finished(self, turn_id: int) -> None:
+        """Turn ``turn_id`` is answered, or refused for good (unless announced again)."""
+        if turn_id >= self.done:
+            self.done, self.done_seq = turn_id, self.seq
 
     async def answer(self, state: pb.GameState) -> pb.LegalPlay | str:
         """The engine's choice for the turn of ``state``: asked once per turn (a turn
@@ -884,7 +899,7 @@ async def _over_play(client: Client, seat: _Seat) -> pb.GameState:
             kind = response.WhichOneof("kind")
             if kind == "event":
                 ev = response.event
-                seat.state = ev.state
+                seat.seen(ev)
                 if over(ev):
                     return seat.state
                 if seat.wants(ev) and not stream.awaits(ev.state.turn_id):
@@ -893,7 +908,7 @@ async def _over_play(client: Client, seat: _Seat) -> pb.GameState:
                 continue
             assert play is not None
             if kind == "played":
-                seat.done = max(seat.done, play.turn_id)
+                seat.finished(play.turn_id)
                 delay = FIRST_BACKOFF_S
                 continue
             refused = response.refused
@@ -926,7 +941,7 @@ async def _over_play(client: Client, seat: _Seat) -> pb.GameState:
                 stream.send(play_request(seat.game_id, play.turn_id, **instead))
             else:
                 log.warning("game %s turn %d: %s", seat.game_id, play.turn_id, refused.message)
-                seat.done = max(seat.done, play.turn_id)
+                seat.finished(play.turn_id)
     assert seat.state is not None
     return seat.state
 
@@ -935,7 +950,7 @@ async def _over_unary(client: Client, seat: _Seat) -> pb.GameState:
     """The game over SubscribeGame and a SubmitPlay call per turn."""
     while True:
         async for ev in client.events(seat.game_id, client_seed=seat.seed, own_turns=True):
-            seat.state = ev.state
+            seat.seen(ev)
             if over(ev):
                 return seat.state
             if not seat.wants(ev):
@@ -943,7 +958,7 @@ async def _over_unary(client: Client, seat: _Seat) -> pb.GameState:
             choice = await seat.answer(ev.state)
             if await submit_play(client, seat.game_id, ev.state, choice) is None:
                 break  # unreachable: follow the game again from a fresh snapshot
-            seat.done = ev.state.turn_id
+            seat.finished(ev.state.turn_id)
         else:
             assert seat.state is not None
             return seat.state

@@ -63,6 +63,14 @@ class Clock:
             self._announced = self.started = now
         return self.deadline
 
+    def delay(self, seconds: float) -> float:
+        """The running turn's time stood still for ``seconds`` (the server could not serve):
+        it is not charged for them. Returns the deadline."""
+        if self.started is not None:
+            self.started += seconds
+            self._announced += seconds
+        return self.deadline
+
     def sent(self, at: float, most: float) -> float:
         """The turn reached the side's stream at ``at``: its time runs from then, the first
         time this is said for the turn, but from at most ``most`` seconds (or the start's

@@ -78,6 +78,7 @@ class Arbiter(Runtime):
             await restore(Parts(self, self.roster, self.ladders, self.tables, self.owner))
             await self.retention.restore()
             nursery.start_soon(self.retention.schedule)
+            nursery.start_soon(self.tables.mind_stillness)
             if isinstance(self.owner, Shared):
                 await nursery.start(self.owner.run)
             task_status.started()

@@ -250,6 +250,13 @@ class GameSession(Game):
         if turn_id == self.turn_id and clock.running and self._awaiting_play():
             self._turn_scope.deadline = clock.sent(at, MAX_SEND_DELAY_S)
 
+    def stood_still(self, seconds: float) -> None:
+        """The core stood still for ``seconds`` (stopped, suspended, starved): the running
+        turn's clock is not charged for them (see Tables.mind_stillness)."""
+        clock = self.clocks[self.position.turn]
+        if self.open_turn and clock.running:
+            self._turn_scope.deadline = clock.delay(seconds)
+
     def reconnect_offer(self, seat: int, last: Snapshot) -> int:
         """The turn awaiting ``seat``'s play that waits for the seat to come back after a
         resumption (see resume), if ``last`` (the end of the backlog a reconnected stream

@@ -34,6 +34,10 @@ log = logging.getLogger("nardy.server")
 
 ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
 LOOKED_AT_S = 1.0  # a game another instance runs, read from the store, is shown this long
+# The core looks this often whether it stood still (mind_stillness): a wake-up this much
+# later than asked means the process (or the machine) was stopped, suspended or starved.
+STILL_TICK_S = 0.25
+STOOD_STILL_S = 1.0
 
 
 class Tables:
@@ -66,6 +70,21 @@ class Tables:
         self.matches[match.id] = match
         self._game_added(match.current)
         self.runtime.spawn(self._run_match, match)
+
+    async def mind_stillness(self) -> None:
+        """Nobody loses on time while the server could not serve: when the core wakes
+        STOOD_STILL_S or more later than it asked (a kill -STOP, a suspended machine), every
+        running turn's clock is moved on by that long. Its timeouts wait for the edge's
+        fence, which answers after this has run; a play read from the transport after the
+        stop is stamped then, and charged as if the stop had not been."""
+        while True:
+            asked = trio.current_time() + STILL_TICK_S
+            await trio.sleep_until(asked)
+            late = trio.current_time() - asked
+            if late >= STOOD_STILL_S:
+                log.warning("the core stood still for %.1f s: no clock is charged for it", late)
+                for game in self.games.values():
+                    game.stood_still(late)
 
     async def _run_match(self, match: MatchSession) -> None:
         try:

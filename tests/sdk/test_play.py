@@ -341,3 +341,33 @@ async def test_whatever_an_engine_answers_the_bot_plays_on_and_nothing_is_refuse
         plays = rules.legal_plays(rules.parse(turn.position), tuple(turn.dice))
         expected = plays[0 if made == "first" else -1].notation()
         assert plays_by(events, pb.COLOR_WHITE)[0].notation == expected
+
+
+def test_a_turn_refused_for_good_and_announced_again_is_played():
+    """A turn refused for time by an instance that had stood still while another took its
+    game over is announced again by the new one (a new TURN_STARTED, the same turn_id): the
+    seat plays it, where it used to take the refusal as the last word and lose on time.
+    Deliveries of the turn from before the refusal (a resumed stream's backlog) are not."""
+    from nardy.client import _Seat
+
+    def turn(turn_id: int, seq: int) -> pb.GameEvent:
+        state = pb.GameState(
+            status=pb.GAME_STATUS_IN_PROGRESS,
+            turn_id=turn_id,
+            side_to_move=pb.COLOR_WHITE,
+            your_color=pb.COLOR_WHITE,
+            legal_plays=[pb.LegalPlay(notation="24/21 21/20")],
+        )
+        return pb.GameEvent(seq=seq, type=pb.EVENT_TYPE_TURN_STARTED, state=state)
+
+    seat = _Seat("g", random_engine())
+    first = turn(5, 10)
+    seat.seen(first)
+    assert seat.wants(first)
+    seat.finished(5)  # refused: "your clock ran out"
+    assert not seat.wants(first) and not seat.wants(turn(5, 9))
+    again = turn(5, 12)
+    seat.seen(again)
+    assert seat.wants(again)
+    seat.finished(5)
+    assert not seat.wants(again) and seat.wants(turn(6, 13))

@@ -19,6 +19,7 @@ from nardy import Termination
 from nardy.clock import DEFAULT_TURN_TIME_MS, Clock
 from nardy.match import GameOptions
 from nardy.wire import Terms
+from server.core import tables
 from server.core.arbiter import Arbiter
 from server.core.journal import EventType, Status
 from server.core.ladder import LadderOptions
@@ -30,7 +31,11 @@ from server.errors import ArbiterError
 
 
 @pytest.fixture
-def autojump_clock():
+def autojump_clock(monkeypatch):
+    """Virtual time that jumps whenever every task waits. The core's look whether it stood
+    still (Tables.mind_stillness) is left out: it would always be waiting 0.25 s ahead,
+    so time would run on while the store's thread writes."""
+    monkeypatch.setattr(tables, "STILL_TICK_S", float("inf"))
     return trio.testing.MockClock(autojump_threshold=0)
 
 

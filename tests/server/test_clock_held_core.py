@@ -97,3 +97,36 @@ def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_th
         for _, _, _, streams in turns:  # and no game was lost on time
             the_play_is_made(streams)
         ch.close()
+
+
+def test_no_clock_is_charged_while_the_server_stands_still():
+    """The core stopped (kill -STOP of the server, a suspended machine) past every turn's
+    deadline: the turns' clocks stand still with it, so a bot that plays once the server
+    is back does not lose on time (every mover did) and is charged its own time only."""
+    turn_ms, still_s = 1500, 3.0
+    with EmbeddedServer() as srv:
+        ch = grpc.insecure_channel(srv.address)
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        game = stub.CreateMatch(
+            api.CreateMatchRequest(seed=1, options=pb.GameOptions(turn_time_ms=turn_ms)),
+            metadata=_md(srv.admin_token),
+            timeout=30,
+        )
+        token, st = first_turn(*(seated := subscribe(stub, game)))
+        told = time.perf_counter()
+        with held_core(srv):
+            until = told + still_s  # past the deadline, the core stopped
+            while time.perf_counter() < until:
+                time.sleep(until - time.perf_counter())  # the outage itself
+        answer = stub.SubmitPlay(
+            api.SubmitPlayRequest(
+                game_id=game.game_id,
+                turn_id=st.turn_id,
+                end_position=st.legal_plays[0].end_position,
+            ),
+            metadata=_md(token),
+            timeout=60,
+        )
+        assert answer.used_ms < turn_ms  # not refused for time, the outage not charged
+        the_play_is_made(seated[1])
+        ch.close()
