@@ -13,4 +13,5 @@ class Policy:
     players_per_hour: int = 30  # anonymous registrations per peer address per hour
     open_matches: int = 20  # matches not yet over, per caller (operator: no limit)
     waiting_challenges: int = 20  # challenges waiting for one player's answer, at most
+    challenges_from_one: int = 5  # of those, from one challenger
     max_start_timeout_ms: int = 600_000  # how long a created match may wait for its seats

@@ -290,8 +290,16 @@ class Seating:
         """Refuse a challenge to a player with too many waiting already: anyone may
         challenge anyone, and a player's list of challenges is read whole on every look."""
         most = self.roster.policy.waiting_challenges
-        if len(self._waiting_for(player_id)) >= most:
-            name = next(s.name for s in seats if s.player_id == player_id)
+        waiting = self._waiting_for(player_id)
+        name = next(s.name for s in seats if s.player_id == player_id)
+        challenger = next(s.player_id for s in seats if s.player_id != player_id)
+        mine = sum(any(s.player_id == challenger for s in m.seats) for m in waiting)
+        if mine >= self.roster.policy.challenges_from_one:  # (or one would fill the list)
+            raise ArbiterError(
+                Code.RESOURCE_EXHAUSTED,
+                f"you have {mine} challenges waiting for {name}'s answer; wait for one",
+            )
+        if len(waiting) >= most:
             raise ArbiterError(
                 Code.RESOURCE_EXHAUSTED,
                 f"{name} has {most} challenges waiting for an answer; try again later",

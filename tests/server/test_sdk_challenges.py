@@ -147,25 +147,33 @@ async def test_a_player_has_at_most_twenty_challenges_waiting(arbiter):
     """Anyone may challenge anyone, and a player's challenges are listed whole on every
     look (its /play page looks once per challenge announced): strangers filled one
     player's list with 4,120 challenges, 44 ms of the core's time a look, and every game on
-    the server slowed. A player has at most 20 waiting; more are refused until it answers."""
-    async with (
-        Client(arbiter.address) as victim,
-        Client(arbiter.address) as a,
-        Client(arbiter.address) as b,
-    ):
+    the server slowed. A player has at most 20 waiting, at most 5 from one challenger (one
+    filled the list, and the others' challenges were refused); more are refused until it
+    answers."""
+    async with Client(arbiter.address) as victim:
         await victim.register("popular", bot=False)
-        await a.register("fan-a", bot=False)
-        await b.register("fan-b", bot=False)
-        games = [await challenge(a, "fan-a", "popular") for _ in range(12)]
-        games += [await challenge(b, "fan-b", "popular") for _ in range(8)]
+        fans = []
+        for n in range(5):
+            fan = Client(arbiter.address)
+            await fan.register(f"fan-{n}", bot=False)
+            fans.append(fan)
+        for fan in fans[:4]:
+            for _ in range(5):
+                await challenge(fan, f"fan-{fans.index(fan)}", "popular")
         with pytest.raises(grpc.RpcError) as refused:
-            await challenge(b, "fan-b", "popular")
+            await challenge(fans[0], "fan-0", "popular")
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "you have 5 challenges waiting for popular's answer" in refused.value.details()
+        with pytest.raises(grpc.RpcError) as refused:
+            await challenge(fans[4], "fan-4", "popular")
         assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "popular has 20 challenges waiting" in refused.value.details()
         waiting = await victim.list_challenges()
         assert len(waiting) == 20
         await victim.decline_challenge(waiting[0].match_id)  # an answer makes room
-        assert await challenge(b, "fan-b", "popular")
+        assert await challenge(fans[4], "fan-4", "popular")
+        for fan in fans:
+            fan.close()
 
 
 async def test_the_challenged_player_is_told_when_a_challenge_is_withdrawn(arbiter):
