@@ -60,16 +60,30 @@ def port(value: str) -> int:
     return number
 
 
+def _number(kind: type[int] | type[float], value: str) -> int | float:
+    try:
+        return kind(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+
+
 def above_zero(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     """An argparse type: a number of ``kind`` greater than 0."""
 
     def read(value: str) -> int | float:
-        try:
-            number = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-        if not number > 0:
+        if not (number := _number(kind, value)) > 0:
             raise argparse.ArgumentTypeError(f"must be more than 0: {value}")
+        return number
+
+    return read
+
+
+def at_least(lowest: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``lowest``."""
+
+    def read(value: str) -> int:
+        if not (number := int(_number(int, value))) >= lowest:
+            raise argparse.ArgumentTypeError(f"must be at least {lowest}: {value}")
         return number
 
     return read

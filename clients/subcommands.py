@@ -14,6 +14,7 @@ from clients.cliargs import (
     add_tls_args,
     add_token_arg,
     add_turn_time_arg,
+    at_least,
     http_address,
     log_level,
     port,
@@ -417,10 +418,14 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q = cmds.add_parser("create-ladder", help="create a ladder (bots join it themselves)")
     q.add_argument("name", help="the ladder's name")
     variant_arg(q)
-    q.add_argument("--turn-time-ms", type=int, default=1000, metavar="MS", help="default 1000")
-    q.add_argument("--max-games", type=int, default=0, help="stop after this many (0: never)")
-    q.add_argument("--max-games-per-bot", type=int, default=2, help="default 2 (one pair)")
-    q.add_argument("--illegal-play-limit", type=int, default=3, help="default 3")
+    q.add_argument(
+        "--turn-time-ms", type=at_least(1), default=1000, metavar="MS", help="default 1000"
+    )
+    q.add_argument(
+        "--max-games", type=at_least(0), default=0, help="stop after this many (0: never)"
+    )
+    q.add_argument("--max-games-per-bot", type=at_least(2), default=2, help="default 2 (one pair)")
+    q.add_argument("--illegal-play-limit", type=at_least(1), default=3, help="default 3")
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
     q.add_argument("game", help="the game id")
     cmds.add_parser("players", help="list the registered players")

@@ -167,6 +167,24 @@ def test_serve_refuses_options_that_cannot_work(bad, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (("--max-games", "-5"), "argument --max-games: must be at least 0"),  # (a traceback)
+        (("--turn-time-ms", "0"), "argument --turn-time-ms: must be at least 1"),  # (120 s)
+        (("--max-games-per-bot", "0"), "argument --max-games-per-bot: must be at least 2"),
+        (("--illegal-play-limit", "-1"), "argument --illegal-play-limit: must be at least 1"),
+    ],
+)
+def test_create_ladder_refuses_what_the_server_would_read_otherwise(bad, message, capsys):
+    """A zero is the protocol's "the default" (--turn-time-ms 0 made a ladder of 120 s
+    turns, --max-games-per-bot 0 one of 2) and a negative number a traceback."""
+    admin = _subcommands()["admin"]
+    with pytest.raises(SystemExit):
+        admin.parse_args(["create-ladder", "club", *bad])
+    assert message in capsys.readouterr().err
+
+
 def test_serve_refuses_an_operator_token_too_short_to_be_secret(tmp_path):
     token = tmp_path / "token"
     token.write_text("short\n")
