@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from nardy.v1 import game_pb2 as nardy_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16nardy/v1/arbiter.proto\x12\x08nardy.v1\x1a\x13nardy/v1/game.proto\"A\n\x15RegisterPlayerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x62ot\x18\x02 \x01(\x08\x12\r\n\x05owner\x18\x03 \x01(\t\":\n\x16RegisterPlayerResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"5\n\x08SeatSpec\x12\x13\n\x0bplayer_name\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"\xa1\x02\n\x12\x43reateMatchRequest\x12&\n\x07options\x18\x01 \x01(\x0b\x32\x15.nardy.v1.GameOptions\x12\x15\n\rtarget_points\x18\x02 \x01(\r\x12!\n\x05\x66irst\x18\x03 \x01(\x0b\x32\x12.nardy.v1.SeatSpec\x12\"\n\x06second\x18\x04 \x01(\x0b\x32\x12.nardy.v1.SeatSpec\x12\x11\n\x04seed\x18\x05 \x01(\x04H\x00\x88\x01\x01\x12\x18\n\x10start_timeout_ms\x18\x06 \x01(\r\x12\x16\n\x0estart_position\x18\x07 \x01(\t\x12\x0c\n\x04\x64ice\x18\x08 \x03(\r\x12)\n\x10\x66irst_seat_color\x18\t \x01(\x0e\x32\x0f.nardy.v1.ColorB\x07\n\x05_seed\"\x99\x01\n\x13\x43reateMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x18\n\x10\x66irst_seat_token\x18\x03 \x01(\t\x12\x19\n\x11second_seat_token\x18\x04 \x01(\t\x12\x17\n\x0f\x64ice_commitment\x18\x05 \x01(\t\x12\x11\n\tchallenge\x18\x06 \x01(\x08\"*\n\x16\x41\x63\x63\x65ptChallengeRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"*\n\x17\x41\x63\x63\x65ptChallengeResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"+\n\x17\x44\x65\x63lineChallengeRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"\x1a\n\x18\x44\x65\x63lineChallengeResponse\"\x17\n\x15ListChallengesRequest\"\x93\x01\n\tChallenge\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12$\n\nchallenger\x18\x03 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x15\n\rtarget_points\x18\x04 \x01(\r\x12&\n\x07options\x18\x05 \x01(\x0b\x32\x15.nardy.v1.GameOptions\"A\n\x16ListChallengesResponse\x12\'\n\nchallenges\x18\x01 \x03(\x0b\x32\x13.nardy.v1.Challenge\"!\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"G\n\x0fGetGameResponse\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12\x10\n\x08last_seq\x18\x02 \x01(\x04\"k\n\x10ListGamesRequest\x12$\n\x06status\x18\x01 \x01(\x0e\x32\x14.nardy.v1.GameStatus\x12\r\n\x05limit\x18\x02 \x01(\r\x12\x0e\n\x06ladder\x18\x03 \x01(\t\x12\x12\n\npage_token\x18\x04 \x01(\t\"\xf8\x02\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x13\n\x0bgame_number\x18\x03 \x01(\r\x12$\n\x06status\x18\x04 \x01(\x0e\x32\x14.nardy.v1.GameStatus\x12\x1f\n\x05white\x18\x05 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x1f\n\x05\x62lack\x18\x06 \x01(\x0b\x32\x10.nardy.v1.Player\x12$\n\x06result\x18\x07 \x01(\x0b\x32\x14.nardy.v1.GameResult\x12#\n\x05match\x18\x08 \x01(\x0b\x32\x14.nardy.v1.MatchScore\x12&\n\x0c\x66irst_player\x18\t \x01(\x0b\x32\x10.nardy.v1.Player\x12\'\n\rsecond_player\x18\n \x01(\x0b\x32\x10.nardy.v1.Player\x12\r\n\x05rated\x18\x0b \x01(\x08\x12\x0e\n\x06seeded\x18\x0c \x01(\x08\x12\x0e\n\x06ladder\x18\r \x01(\t\"R\n\x11ListGamesResponse\x12$\n\x05games\x18\x01 \x03(\x0b\x32\x15.nardy.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x8a\x01\n\x14SubscribeGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\x12\x12\n\nfrom_start\x18\x03 \x01(\x08\x12\x13\n\x0b\x63lient_seed\x18\x04 \x01(\t\x12%\n\x06\x66ilter\x18\x05 \x01(\x0e\x32\x15.nardy.v1.EventFilter\"\x9d\x01\n\x0bPlayerEvent\x12\'\n\x04type\x18\x01 \x01(\x0e\x32\x19.nardy.v1.PlayerEventType\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x1e\n\x05\x63olor\x18\x04 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\"\n\x08opponent\x18\x05 \x01(\x0b\x32\x10.nardy.v1.Player\"\x18\n\x16SubscribePlayerRequest\"i\n\x11SubmitPlayRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\x04\x12\x12\n\x08notation\x18\x03 \x01(\tH\x00\x12\x16\n\x0c\x65nd_position\x18\x04 \x01(\tH\x00\x42\x06\n\x04play\"`\n\x12SubmitPlayResponse\x12\x10\n\x08notation\x18\x01 \x01(\t\x12\x14\n\x0c\x65nd_position\x18\x02 \x01(\t\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\x0f\n\x07used_ms\x18\x04 \x01(\r\"w\n\x0bPlayRequest\x12\x33\n\tsubscribe\x18\x01 \x01(\x0b\x32\x1e.nardy.v1.SubscribeGameRequestH\x00\x12+\n\x04play\x18\x02 \x01(\x0b\x32\x1b.nardy.v1.SubmitPlayRequestH\x00\x42\x06\n\x04kind\"\x96\x01\n\x0cPlayResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameEventH\x00\x12.\n\x06played\x18\x02 \x01(\x0b\x32\x1c.nardy.v1.SubmitPlayResponseH\x00\x12(\n\x07refused\x18\x03 \x01(\x0b\x32\x15.nardy.v1.PlayRefusedH\x00\x42\x06\n\x04kind\"=\n\x0bPlayRefused\x12\x0f\n\x07turn_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\x05\x12\x0f\n\x07message\x18\x03 \x01(\t\" \n\rResignRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"6\n\x0eResignResponse\x12$\n\x06result\x18\x01 \x01(\x0b\x32\x14.nardy.v1.GameResult*G\n\x0b\x45ventFilter\x12\x1c\n\x18\x45VENT_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45VENT_FILTER_OWN_TURNS\x10\x01*\xe3\x01\n\x0fPlayerEventType\x12!\n\x1dPLAYER_EVENT_TYPE_UNSPECIFIED\x10\x00\x12#\n\x1fPLAYER_EVENT_TYPE_GAME_ASSIGNED\x10\x01\x12\x1f\n\x1bPLAYER_EVENT_TYPE_GAME_OVER\x10\x02\x12\x1f\n\x1bPLAYER_EVENT_TYPE_HEARTBEAT\x10\x03\x12%\n!PLAYER_EVENT_TYPE_SERVER_SHUTDOWN\x10\x04\x12\x1f\n\x1bPLAYER_EVENT_TYPE_CHALLENGE\x10\x05\x32\x96\x07\n\x0e\x41rbiterService\x12S\n\x0eRegisterPlayer\x12\x1f.nardy.v1.RegisterPlayerRequest\x1a .nardy.v1.RegisterPlayerResponse\x12J\n\x0b\x43reateMatch\x12\x1c.nardy.v1.CreateMatchRequest\x1a\x1d.nardy.v1.CreateMatchResponse\x12V\n\x0f\x41\x63\x63\x65ptChallenge\x12 .nardy.v1.AcceptChallengeRequest\x1a!.nardy.v1.AcceptChallengeResponse\x12Y\n\x10\x44\x65\x63lineChallenge\x12!.nardy.v1.DeclineChallengeRequest\x1a\".nardy.v1.DeclineChallengeResponse\x12S\n\x0eListChallenges\x12\x1f.nardy.v1.ListChallengesRequest\x1a .nardy.v1.ListChallengesResponse\x12>\n\x07GetGame\x12\x18.nardy.v1.GetGameRequest\x1a\x19.nardy.v1.GetGameResponse\x12\x44\n\tListGames\x12\x1a.nardy.v1.ListGamesRequest\x1a\x1b.nardy.v1.ListGamesResponse\x12\x46\n\rSubscribeGame\x12\x1e.nardy.v1.SubscribeGameRequest\x1a\x13.nardy.v1.GameEvent0\x01\x12L\n\x0fSubscribePlayer\x12 .nardy.v1.SubscribePlayerRequest\x1a\x15.nardy.v1.PlayerEvent0\x01\x12G\n\nSubmitPlay\x12\x1b.nardy.v1.SubmitPlayRequest\x1a\x1c.nardy.v1.SubmitPlayResponse\x12\x39\n\x04Play\x12\x15.nardy.v1.PlayRequest\x1a\x16.nardy.v1.PlayResponse(\x01\x30\x01\x12;\n\x06Resign\x12\x17.nardy.v1.ResignRequest\x1a\x18.nardy.v1.ResignResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16nardy/v1/arbiter.proto\x12\x08nardy.v1\x1a\x13nardy/v1/game.proto\"A\n\x15RegisterPlayerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x62ot\x18\x02 \x01(\x08\x12\r\n\x05owner\x18\x03 \x01(\t\":\n\x16RegisterPlayerResponse\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"5\n\x08SeatSpec\x12\x13\n\x0bplayer_name\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"\xa1\x02\n\x12\x43reateMatchRequest\x12&\n\x07options\x18\x01 \x01(\x0b\x32\x15.nardy.v1.GameOptions\x12\x15\n\rtarget_points\x18\x02 \x01(\r\x12!\n\x05\x66irst\x18\x03 \x01(\x0b\x32\x12.nardy.v1.SeatSpec\x12\"\n\x06second\x18\x04 \x01(\x0b\x32\x12.nardy.v1.SeatSpec\x12\x11\n\x04seed\x18\x05 \x01(\x04H\x00\x88\x01\x01\x12\x18\n\x10start_timeout_ms\x18\x06 \x01(\r\x12\x16\n\x0estart_position\x18\x07 \x01(\t\x12\x0c\n\x04\x64ice\x18\x08 \x03(\r\x12)\n\x10\x66irst_seat_color\x18\t \x01(\x0e\x32\x0f.nardy.v1.ColorB\x07\n\x05_seed\"\x99\x01\n\x13\x43reateMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x18\n\x10\x66irst_seat_token\x18\x03 \x01(\t\x12\x19\n\x11second_seat_token\x18\x04 \x01(\t\x12\x17\n\x0f\x64ice_commitment\x18\x05 \x01(\t\x12\x11\n\tchallenge\x18\x06 \x01(\x08\"*\n\x16\x41\x63\x63\x65ptChallengeRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"*\n\x17\x41\x63\x63\x65ptChallengeResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"+\n\x17\x44\x65\x63lineChallengeRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"\x1a\n\x18\x44\x65\x63lineChallengeResponse\"\x17\n\x15ListChallengesRequest\"\xad\x01\n\tChallenge\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12$\n\nchallenger\x18\x03 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x15\n\rtarget_points\x18\x04 \x01(\r\x12&\n\x07options\x18\x05 \x01(\x0b\x32\x15.nardy.v1.GameOptions\x12\x18\n\x10start_timeout_ms\x18\x06 \x01(\r\"A\n\x16ListChallengesResponse\x12\'\n\nchallenges\x18\x01 \x03(\x0b\x32\x13.nardy.v1.Challenge\"!\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"G\n\x0fGetGameResponse\x12\"\n\x05state\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameState\x12\x10\n\x08last_seq\x18\x02 \x01(\x04\"k\n\x10ListGamesRequest\x12$\n\x06status\x18\x01 \x01(\x0e\x32\x14.nardy.v1.GameStatus\x12\r\n\x05limit\x18\x02 \x01(\r\x12\x0e\n\x06ladder\x18\x03 \x01(\t\x12\x12\n\npage_token\x18\x04 \x01(\t\"\xf8\x02\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x13\n\x0bgame_number\x18\x03 \x01(\r\x12$\n\x06status\x18\x04 \x01(\x0e\x32\x14.nardy.v1.GameStatus\x12\x1f\n\x05white\x18\x05 \x01(\x0b\x32\x10.nardy.v1.Player\x12\x1f\n\x05\x62lack\x18\x06 \x01(\x0b\x32\x10.nardy.v1.Player\x12$\n\x06result\x18\x07 \x01(\x0b\x32\x14.nardy.v1.GameResult\x12#\n\x05match\x18\x08 \x01(\x0b\x32\x14.nardy.v1.MatchScore\x12&\n\x0c\x66irst_player\x18\t \x01(\x0b\x32\x10.nardy.v1.Player\x12\'\n\rsecond_player\x18\n \x01(\x0b\x32\x10.nardy.v1.Player\x12\r\n\x05rated\x18\x0b \x01(\x08\x12\x0e\n\x06seeded\x18\x0c \x01(\x08\x12\x0e\n\x06ladder\x18\r \x01(\t\"R\n\x11ListGamesResponse\x12$\n\x05games\x18\x01 \x03(\x0b\x32\x15.nardy.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x8a\x01\n\x14SubscribeGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\x12\x12\n\nfrom_start\x18\x03 \x01(\x08\x12\x13\n\x0b\x63lient_seed\x18\x04 \x01(\t\x12%\n\x06\x66ilter\x18\x05 \x01(\x0e\x32\x15.nardy.v1.EventFilter\"\x9d\x01\n\x0bPlayerEvent\x12\'\n\x04type\x18\x01 \x01(\x0e\x32\x19.nardy.v1.PlayerEventType\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x1e\n\x05\x63olor\x18\x04 \x01(\x0e\x32\x0f.nardy.v1.Color\x12\"\n\x08opponent\x18\x05 \x01(\x0b\x32\x10.nardy.v1.Player\"\x18\n\x16SubscribePlayerRequest\"i\n\x11SubmitPlayRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\x04\x12\x12\n\x08notation\x18\x03 \x01(\tH\x00\x12\x16\n\x0c\x65nd_position\x18\x04 \x01(\tH\x00\x42\x06\n\x04play\"`\n\x12SubmitPlayResponse\x12\x10\n\x08notation\x18\x01 \x01(\t\x12\x14\n\x0c\x65nd_position\x18\x02 \x01(\t\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\x0f\n\x07used_ms\x18\x04 \x01(\r\"w\n\x0bPlayRequest\x12\x33\n\tsubscribe\x18\x01 \x01(\x0b\x32\x1e.nardy.v1.SubscribeGameRequestH\x00\x12+\n\x04play\x18\x02 \x01(\x0b\x32\x1b.nardy.v1.SubmitPlayRequestH\x00\x42\x06\n\x04kind\"\x96\x01\n\x0cPlayResponse\x12$\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x13.nardy.v1.GameEventH\x00\x12.\n\x06played\x18\x02 \x01(\x0b\x32\x1c.nardy.v1.SubmitPlayResponseH\x00\x12(\n\x07refused\x18\x03 \x01(\x0b\x32\x15.nardy.v1.PlayRefusedH\x00\x42\x06\n\x04kind\"=\n\x0bPlayRefused\x12\x0f\n\x07turn_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\x05\x12\x0f\n\x07message\x18\x03 \x01(\t\" \n\rResignRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"6\n\x0eResignResponse\x12$\n\x06result\x18\x01 \x01(\x0b\x32\x14.nardy.v1.GameResult*G\n\x0b\x45ventFilter\x12\x1c\n\x18\x45VENT_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45VENT_FILTER_OWN_TURNS\x10\x01*\xe3\x01\n\x0fPlayerEventType\x12!\n\x1dPLAYER_EVENT_TYPE_UNSPECIFIED\x10\x00\x12#\n\x1fPLAYER_EVENT_TYPE_GAME_ASSIGNED\x10\x01\x12\x1f\n\x1bPLAYER_EVENT_TYPE_GAME_OVER\x10\x02\x12\x1f\n\x1bPLAYER_EVENT_TYPE_HEARTBEAT\x10\x03\x12%\n!PLAYER_EVENT_TYPE_SERVER_SHUTDOWN\x10\x04\x12\x1f\n\x1bPLAYER_EVENT_TYPE_CHALLENGE\x10\x05\x32\x96\x07\n\x0e\x41rbiterService\x12S\n\x0eRegisterPlayer\x12\x1f.nardy.v1.RegisterPlayerRequest\x1a .nardy.v1.RegisterPlayerResponse\x12J\n\x0b\x43reateMatch\x12\x1c.nardy.v1.CreateMatchRequest\x1a\x1d.nardy.v1.CreateMatchResponse\x12V\n\x0f\x41\x63\x63\x65ptChallenge\x12 .nardy.v1.AcceptChallengeRequest\x1a!.nardy.v1.AcceptChallengeResponse\x12Y\n\x10\x44\x65\x63lineChallenge\x12!.nardy.v1.DeclineChallengeRequest\x1a\".nardy.v1.DeclineChallengeResponse\x12S\n\x0eListChallenges\x12\x1f.nardy.v1.ListChallengesRequest\x1a .nardy.v1.ListChallengesResponse\x12>\n\x07GetGame\x12\x18.nardy.v1.GetGameRequest\x1a\x19.nardy.v1.GetGameResponse\x12\x44\n\tListGames\x12\x1a.nardy.v1.ListGamesRequest\x1a\x1b.nardy.v1.ListGamesResponse\x12\x46\n\rSubscribeGame\x12\x1e.nardy.v1.SubscribeGameRequest\x1a\x13.nardy.v1.GameEvent0\x01\x12L\n\x0fSubscribePlayer\x12 .nardy.v1.SubscribePlayerRequest\x1a\x15.nardy.v1.PlayerEvent0\x01\x12G\n\nSubmitPlay\x12\x1b.nardy.v1.SubmitPlayRequest\x1a\x1c.nardy.v1.SubmitPlayResponse\x12\x39\n\x04Play\x12\x15.nardy.v1.PlayRequest\x1a\x16.nardy.v1.PlayResponse(\x01\x30\x01\x12;\n\x06Resign\x12\x17.nardy.v1.ResignRequest\x1a\x18.nardy.v1.ResignResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nardy.v1.arbiter_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EVENTFILTER']._serialized_start=2729
-  _globals['_EVENTFILTER']._serialized_end=2800
-  _globals['_PLAYEREVENTTYPE']._serialized_start=2803
-  _globals['_PLAYEREVENTTYPE']._serialized_end=3030
+  _globals['_EVENTFILTER']._serialized_start=2755
+  _globals['_EVENTFILTER']._serialized_end=2826
+  _globals['_PLAYEREVENTTYPE']._serialized_start=2829
+  _globals['_PLAYEREVENTTYPE']._serialized_end=3056
   _globals['_REGISTERPLAYERREQUEST']._serialized_start=57
   _globals['_REGISTERPLAYERREQUEST']._serialized_end=122
   _globals['_REGISTERPLAYERRESPONSE']._serialized_start=124
@@ -57,39 +57,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTCHALLENGESREQUEST']._serialized_start=848
   _globals['_LISTCHALLENGESREQUEST']._serialized_end=871
   _globals['_CHALLENGE']._serialized_start=874
-  _globals['_CHALLENGE']._serialized_end=1021
-  _globals['_LISTCHALLENGESRESPONSE']._serialized_start=1023
-  _globals['_LISTCHALLENGESRESPONSE']._serialized_end=1088
-  _globals['_GETGAMEREQUEST']._serialized_start=1090
-  _globals['_GETGAMEREQUEST']._serialized_end=1123
-  _globals['_GETGAMERESPONSE']._serialized_start=1125
-  _globals['_GETGAMERESPONSE']._serialized_end=1196
-  _globals['_LISTGAMESREQUEST']._serialized_start=1198
-  _globals['_LISTGAMESREQUEST']._serialized_end=1305
-  _globals['_GAMESUMMARY']._serialized_start=1308
-  _globals['_GAMESUMMARY']._serialized_end=1684
-  _globals['_LISTGAMESRESPONSE']._serialized_start=1686
-  _globals['_LISTGAMESRESPONSE']._serialized_end=1768
-  _globals['_SUBSCRIBEGAMEREQUEST']._serialized_start=1771
-  _globals['_SUBSCRIBEGAMEREQUEST']._serialized_end=1909
-  _globals['_PLAYEREVENT']._serialized_start=1912
-  _globals['_PLAYEREVENT']._serialized_end=2069
-  _globals['_SUBSCRIBEPLAYERREQUEST']._serialized_start=2071
-  _globals['_SUBSCRIBEPLAYERREQUEST']._serialized_end=2095
-  _globals['_SUBMITPLAYREQUEST']._serialized_start=2097
-  _globals['_SUBMITPLAYREQUEST']._serialized_end=2202
-  _globals['_SUBMITPLAYRESPONSE']._serialized_start=2204
-  _globals['_SUBMITPLAYRESPONSE']._serialized_end=2300
-  _globals['_PLAYREQUEST']._serialized_start=2302
-  _globals['_PLAYREQUEST']._serialized_end=2421
-  _globals['_PLAYRESPONSE']._serialized_start=2424
-  _globals['_PLAYRESPONSE']._serialized_end=2574
-  _globals['_PLAYREFUSED']._serialized_start=2576
-  _globals['_PLAYREFUSED']._serialized_end=2637
-  _globals['_RESIGNREQUEST']._serialized_start=2639
-  _globals['_RESIGNREQUEST']._serialized_end=2671
-  _globals['_RESIGNRESPONSE']._serialized_start=2673
-  _globals['_RESIGNRESPONSE']._serialized_end=2727
-  _globals['_ARBITERSERVICE']._serialized_start=3033
-  _globals['_ARBITERSERVICE']._serialized_end=3951
+  _globals['_CHALLENGE']._serialized_end=1047
+  _globals['_LISTCHALLENGESRESPONSE']._serialized_start=1049
+  _globals['_LISTCHALLENGESRESPONSE']._serialized_end=1114
+  _globals['_GETGAMEREQUEST']._serialized_start=1116
+  _globals['_GETGAMEREQUEST']._serialized_end=1149
+  _globals['_GETGAMERESPONSE']._serialized_start=1151
+  _globals['_GETGAMERESPONSE']._serialized_end=1222
+  _globals['_LISTGAMESREQUEST']._serialized_start=1224
+  _globals['_LISTGAMESREQUEST']._serialized_end=1331
+  _globals['_GAMESUMMARY']._serialized_start=1334
+  _globals['_GAMESUMMARY']._serialized_end=1710
+  _globals['_LISTGAMESRESPONSE']._serialized_start=1712
+  _globals['_LISTGAMESRESPONSE']._serialized_end=1794
+  _globals['_SUBSCRIBEGAMEREQUEST']._serialized_start=1797
+  _globals['_SUBSCRIBEGAMEREQUEST']._serialized_end=1935
+  _globals['_PLAYEREVENT']._serialized_start=1938
+  _globals['_PLAYEREVENT']._serialized_end=2095
+  _globals['_SUBSCRIBEPLAYERREQUEST']._serialized_start=2097
+  _globals['_SUBSCRIBEPLAYERREQUEST']._serialized_end=2121
+  _globals['_SUBMITPLAYREQUEST']._serialized_start=2123
+  _globals['_SUBMITPLAYREQUEST']._serialized_end=2228
+  _globals['_SUBMITPLAYRESPONSE']._serialized_start=2230
+  _globals['_SUBMITPLAYRESPONSE']._serialized_end=2326
+  _globals['_PLAYREQUEST']._serialized_start=2328
+  _globals['_PLAYREQUEST']._serialized_end=2447
+  _globals['_PLAYRESPONSE']._serialized_start=2450
+  _globals['_PLAYRESPONSE']._serialized_end=2600
+  _globals['_PLAYREFUSED']._serialized_start=2602
+  _globals['_PLAYREFUSED']._serialized_end=2663
+  _globals['_RESIGNREQUEST']._serialized_start=2665
+  _globals['_RESIGNREQUEST']._serialized_end=2697
+  _globals['_RESIGNRESPONSE']._serialized_start=2699
+  _globals['_RESIGNRESPONSE']._serialized_end=2753
+  _globals['_ARBITERSERVICE']._serialized_start=3059
+  _globals['_ARBITERSERVICE']._serialized_end=3977
 # @@protoc_insertion_point(module_scope)

@@ -121,18 +121,20 @@ class ListChallengesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Challenge(_message.Message):
-    __slots__ = ("match_id", "game_id", "challenger", "target_points", "options")
+    __slots__ = ("match_id", "game_id", "challenger", "target_points", "options", "start_timeout_ms")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     CHALLENGER_FIELD_NUMBER: _ClassVar[int]
     TARGET_POINTS_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    START_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     game_id: str
     challenger: _game_pb2.Player
     target_points: int
     options: _game_pb2.GameOptions
-    def __init__(self, match_id: _Optional[str] = ..., game_id: _Optional[str] = ..., challenger: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., target_points: _Optional[int] = ..., options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ...) -> None: ...
+    start_timeout_ms: int
+    def __init__(self, match_id: _Optional[str] = ..., game_id: _Optional[str] = ..., challenger: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., target_points: _Optional[int] = ..., options: _Optional[_Union[_game_pb2.GameOptions, _Mapping]] = ..., start_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class ListChallengesResponse(_message.Message):
     __slots__ = ("challenges",)

@@ -274,6 +274,7 @@ class Api:
                     challenger=views.player_pb(challenger),
                     target_points=card.target,
                     options=wire.options_pb(card.options, card.terms),
+                    start_timeout_ms=round(match.start_timeout * 1000),
                 )
             )
         return out

@@ -65,6 +65,7 @@ async def test_a_stream_opened_on_a_declined_challenge_ends_with_its_snapshot(ar
         await alice.register("alice", bot=False)
         game = await challenge(alice, "alice", "declining-bot")
         (waiting,) = await bot.list_challenges()
+        assert waiting.start_timeout_ms == WAIT_MS  # (each game's wait for its seats too)
         await bot.decline_challenge(waiting.match_id)
         with trio.fail_after(10):
             seen = [ev async for ev in alice.events(game)]
