@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from server.core.store import Store, StoreError, Write
+from server.core.store import LeaseLost, Store, StoreError, Write
 
 log = logging.getLogger("nardy.server")
 
@@ -103,7 +103,9 @@ class JournalWriter:
                 self._failed(e)
                 batch[0][1]._settle(e)
                 return
-            log.warning("a journal batch of %d groups failed (%s); retrying each", len(batch), e)
+            handed_over = isinstance(e, LeaseLost)  # (a match taken over: no fault)
+            level = logging.INFO if handed_over else logging.WARNING
+            log.log(level, "a journal batch of %d groups failed (%s); retrying each", len(batch), e)
             for writes, commit, fence in batch:
                 try:
                     await self.store.write([fence, *writes] if fence is not None else writes)
@@ -118,7 +120,11 @@ class JournalWriter:
 
     def _failed(self, error: StoreError) -> None:
         """A group was refused by the store: say so (once in FAILURES_LOGGED_S, counted),
-        as the callers' UNAVAILABLE does not reach the log."""
+        as the callers' UNAVAILABLE does not reach the log. A write for a match another
+        instance has taken over is no fault (its hand-off): said at INFO."""
+        if isinstance(error, LeaseLost):
+            log.info("a write for a match another instance runs now was refused: %s", error)
+            return
         self._failures += 1
         now = time.monotonic()
         if now - self._warned >= FAILURES_LOGGED_S:

@@ -6,6 +6,7 @@ Real PostgreSQL (NARDY_TEST_PG), real servers on loopback ports, short leases.""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -25,6 +26,7 @@ from server.app import EmbeddedServer
 from server.core.cluster import Cluster
 from server.core.pgstore import PostgresStore
 from server.core.store import LeaseLost
+from server.core.writer import JournalWriter
 from tests.ladder.test_lockstep import games_of
 
 from .conftest import counting, execute, news_cut, random_engine
@@ -108,6 +110,41 @@ def test_a_lost_lease_fences_its_old_owner_and_a_live_one_is_never_taken(pg_db):
         assert second._sync_beat(claim=True).held == {"m1": 2, "m2": 2}
     finally:
         trio.run(first.close)
+
+
+def test_a_write_refused_for_a_match_taken_over_is_no_warning(pg_db, caplog):
+    """At every hand-off the old owner's last writes are refused (LeaseLost): that was
+    logged as a failed journal batch and a store refusing writes, three warnings a pair
+    in a ladder's log, nothing lost. It is said at INFO; other refusals stay warnings."""
+    caplog.set_level(logging.INFO, logger="nardy.server")
+    store = PostgresStore(pg_db)
+    first, second = Cluster(pg_db, 600), Cluster(pg_db, 600)
+    writer = JournalWriter(store)
+    note = ("INSERT INTO settings (key, value) VALUES (?, ?)", ("late", "by first"))
+
+    async def late_writes() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(writer.run)
+            late = [writer.submit(note, fence=first.fence("m1", 1)) for _ in range(2)]
+            for commit in late:
+                with pytest.raises(LeaseLost):
+                    await commit.wait()
+            nursery.cancel_scope.cancel()
+
+    try:
+        first.open()
+        second.open()
+        row = "INSERT INTO matches (id, target, options, seats) VALUES (?, 1, '{}', '[]')"
+        store._write_sync([(row, ("m1",)), first.lease("m1", "m1")])
+        sql(pg_db, "UPDATE instances SET expires = 0 WHERE id = %s", first.id)
+        assert second._sync_beat(claim=True).claimed == [("m1", 2)]
+        trio.run(late_writes)
+        said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "nardy.server"]
+        assert said and all(level == "INFO" for level, _ in said), said
+    finally:
+        trio.run(first.close)
+        trio.run(second.close)
+        trio.run(store.close)
         trio.run(second.close)
         trio.run(store.close)
 
