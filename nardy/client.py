@@ -1061,9 +1061,11 @@ class Consent:
 
     A challenge is accepted when its variant is one the engine plays, its turn time is at
     least the engine's floor, one turn with the whole time bank lasts at most
-    ``max_turn_time_ms``, the match is at most ``max_points`` long, and the engine plays
-    fewer than ``max_games_at_once`` matches now and fewer than ``max_per_opponent`` against
-    this challenger; every other challenge is declined (DeclineChallenge, nothing more).
+    ``max_turn_time_ms``, the match is at most ``max_points`` long, each game waits at
+    least ``min_start_timeout_ms`` for the engine's seat (a shorter wait would lose it by
+    abandonment before it could come), and the engine plays fewer than
+    ``max_games_at_once`` matches now and fewer than ``max_per_opponent`` against this
+    challenger; every other challenge is declined (DeclineChallenge, nothing more).
     Matches the engine was seated in otherwise (a ladder, the operator, its own) count
     towards both limits but are never refused: they needed no consent of this kind.
 
@@ -1076,6 +1078,7 @@ class Consent:
     min_turn_time_ms: int | None = None
     max_turn_time_ms: int = 600_000
     max_points: int = 25
+    min_start_timeout_ms: int = 10_000
     max_games_at_once: int = 4
     max_per_opponent: int = 1
 
@@ -1112,6 +1115,9 @@ class Consent:
             return f"a turn may last more than {self.max_turn_time_ms} ms"
         if challenge.target_points > self.max_points:
             return f"a match to {challenge.target_points} points is over {self.max_points}"
+        wait = challenge.start_timeout_ms  # (0: an arbiter that does not say)
+        if 0 < wait < self.min_start_timeout_ms:
+            return f"a game waits {wait} ms for its seats, under {self.min_start_timeout_ms}"
         if len(playing) >= self.max_games_at_once:
             return f"already playing {len(playing)} matches"
         theirs = sum(1 for opponent in playing.values() if opponent == challenge.challenger.name)

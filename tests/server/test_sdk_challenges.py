@@ -31,12 +31,13 @@ def arbiter(tmp_path):
 async def challenge(person: Client, name: str, opponent: str, **options) -> str:
     """``person`` (registered as ``name``) challenges ``opponent``; the match's first game."""
     points = options.pop("points", 1)
+    wait = options.pop("start_timeout_ms", WAIT_MS)
     r = await person.create_match(
         first=api.SeatSpec(player_name=name),
         second=api.SeatSpec(player_name=opponent),
         target_points=points,
         options=pb.GameOptions(**options),
-        start_timeout_ms=WAIT_MS,
+        start_timeout_ms=wait,
     )
     assert r.challenge
     return r.game_id
@@ -96,6 +97,10 @@ async def test_the_engine_accepts_what_it_plays_and_declines_the_rest(arbiter):
             # turns under its floor: declined
             quick = await challenge(alice, "alice", "long-bot", turn_time_ms=500)
             assert await answer(alice, quick) == pb.EVENT_TYPE_GAME_ABORTED
+            # games that would wait for its seat less than its floor (10 s: over a real
+            # network a few ms lose by abandonment): declined
+            rushed = await challenge(alice, "alice", "long-bot", start_timeout_ms=9_000)
+            assert await answer(alice, rushed) == pb.EVENT_TYPE_GAME_ABORTED
             # one it plays: accepted, and the engine comes to play it
             match = await challenge(alice, "alice", "long-bot", turn_time_ms=60_000, points=3)
             assert await answer(alice, match) == pb.EVENT_TYPE_GAME_STARTED
