@@ -379,9 +379,10 @@ class Ladder:
                 continue
             pair = record.pair_id
             if not (record.termination == Termination.ABANDONMENT and name == record.loser):
-                if member.half_played == pair:
-                    member.benched = 0
-                member.half_played = "" if member.half_played == pair else pair
+                if member.half_played == pair:  # its pair's other game too: a clean record
+                    member.benched, member.half_played = 0, ""
+                else:
+                    member.half_played = pair
                 continue
             member.half_played = ""
             if member.missed_pair == pair:

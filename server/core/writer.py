@@ -103,8 +103,7 @@ class JournalWriter:
                 self._failed(e)
                 batch[0][1]._settle(e)
                 return
-            handed_over = isinstance(e, LeaseLost)  # (a match taken over: no fault)
-            level = logging.INFO if handed_over else logging.WARNING
+            level = logging.INFO if isinstance(e, LeaseLost) else logging.WARNING  # (_failed)
             log.log(level, "a journal batch of %d groups failed (%s); retrying each", len(batch), e)
             for writes, commit, fence in batch:
                 try:
