@@ -171,10 +171,7 @@ def render(
     if clocks is None:
         clocks = (state.white_clock.remaining_ms, state.black_clock.remaining_ms)
     clock_of = {Color.WHITE: clocks[0], Color.BLACK: clocks[1]}
-    names = {
-        Color.WHITE: state.white.name or "white",
-        Color.BLACK: state.black.name or "black",
-    }
+    names = wire.names_of(state, guests=you is None)
     glyph = {Color.WHITE: g.white, Color.BLACK: g.black}
     in_progress = state.status == pb.GAME_STATUS_IN_PROGRESS
     to_move = wire.color_of(state.side_to_move) if in_progress else None

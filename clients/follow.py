@@ -84,17 +84,10 @@ async def follow(
     raise GameGone("the arbiter ended the game's stream before the game ended")
 
 
-def names_of(state: pb.GameState) -> dict[Color, str]:
-    return {
-        Color.WHITE: state.white.name or "white",
-        Color.BLACK: state.black.name or "black",
-    }
-
-
 def who(state: pb.GameState, color: Color, you: Color | None) -> str:
     if color is you:
         return "You"
-    name = names_of(state)[color]
+    name = wire.names_of(state, guests=you is None)[color]
     if you is None:
         return f"{side_name(color).capitalize()} ({name})"
     return name
@@ -132,7 +125,7 @@ def describe(
     st = ev.state
     t = ev.type
     if t == pb.EVENT_TYPE_GAME_STARTED:
-        names = names_of(st)
+        names = wire.names_of(st, guests=you is None)
         if you is None:
             colours = f"{names[Color.WHITE]} plays white, {names[Color.BLACK]} plays black"
         else:
@@ -187,7 +180,7 @@ def finished_text(st: pb.GameState, you: Color | None = None) -> str:
 
 def score_text(st: pb.GameState, you: Color | None = None) -> str:
     m = st.match
-    names = names_of(st)
+    names = wire.names_of(st, guests=you is None)
     pts = {Color.WHITE: m.white_points, Color.BLACK: m.black_points}
     if you is not None:
         them = you.opponent

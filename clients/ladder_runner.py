@@ -36,7 +36,7 @@ from rich.table import Table
 from clients.supervisor import EngineProcess, LaunchError
 from clients.term import report_console
 from nardy.match import DEFAULT_VARIANT
-from nardy.stats import SprtState, elo_pairs
+from nardy.stats import SprtState, elo_pairs, elo_text
 from nardy.v1 import admin_pb2 as admin_pb
 from nardy.v1 import admin_pb2_grpc as admin_grpc
 from nardy.v1 import arbiter_pb2 as api
@@ -382,18 +382,6 @@ def summary(st, cross, engines: list[Entrant], sprt: SprtState | None) -> str:
     return "; ".join(parts)
 
 
-def elo_text(value: float, low: float, high: float, any_games: bool) -> str:
-    if not any_games or (low <= -2000 and high >= 2000):  # (no whole pair yet)
-        return "-"
-    if abs(value) >= 2000:  # every pair won (or lost): no finite estimate, only a bound
-        return (
-            f"all won (at least {_bound(low)})"
-            if value > 0
-            else f"all lost (at most {_bound(high)})"
-        )
-    return f"{value:+.0f} [{_bound(low)}, {_bound(high)}]"
-
-
 def _report(console, args, arbiter, ladders, engines, sprt, address) -> None:
     """Standings, crosstable, the SPRT verdict and the records: at the end, however it ends."""
     standings = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
@@ -464,10 +452,6 @@ def standings_table(
             f"{r.avg_move_ms:.1f}",
         )
     return t
-
-
-def _bound(x: float) -> str:
-    return f"{x:+.0f}" if abs(x) < 2000 else ("+inf" if x > 0 else "-inf")
 
 
 def crosstable(cross: lpb.GetCrosstableResponse, names: list[str]) -> Table:

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.text import Text
 
 from clients.board import play_marks, render, rules_of, side_name, state_for
-from clients.follow import dice_text, finished_text, names_of
+from clients.follow import dice_text, finished_text
 from clients.term import Screen
 from nardy import Color, wire
 from nardy.client import Client, over, run
@@ -53,14 +53,12 @@ def frames_from_events(events: list[pb.GameEvent]) -> list[Frame]:
     turn = 0
     for ev in events:
         st = ev.state
-        header = (
-            f"game {st.game_number} ({st.game_id}): {st.white.name or 'white'} (white) vs "
-            f"{st.black.name or 'black'} (black)"
-        )
+        white, black = wire.names_of(st).values()
+        header = f"game {st.game_number} ({st.game_id}): {white} (white) vs {black} (black)"
         if st.match.target > 1:
             header += f", match to {st.match.target}"
         if ev.type == pb.EVENT_TYPE_GAME_STARTED:
-            names = names_of(st)
+            names = wire.names_of(st)
             frames.append(
                 Frame(
                     st,
@@ -72,7 +70,7 @@ def frames_from_events(events: list[pb.GameEvent]) -> list[Frame]:
         elif ev.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED):
             turn += 1
             side = wire.color_of(ev.play.side)
-            name = names_of(st)[side]
+            name = wire.names_of(st)[side]
             notation = ev.play.notation if ev.type == pb.EVENT_TYPE_PLAY_MADE else "- (no play)"
             took = f" ({ev.play.used_ms / 1000:.1f} s)" if ev.play.used_ms else ""
             label = f"Turn {turn}: {side_name(side)} ({name}) {dice_text(ev.play.dice)}: {notation}"

@@ -145,7 +145,7 @@ class WatchUI:
             return Text(f"nardy watch - game {self.game_id}", style="bold")
         w, b = live_clocks(st, trio.current_time() - self.received)
         self._clock_key = self._clocks_shown()
-        names = f"{st.white.name or 'white'} vs {st.black.name or 'black'}"
+        names = " vs ".join(wire.names_of(st).values())
         return render(
             st,
             self.perspective,

@@ -103,6 +103,20 @@ class EloEstimate:
         )
 
 
+def elo_text(value: float, low: float, high: float, any_games: bool = True) -> str:
+    """An Elo estimate and its interval as a table shows it: a bound where only one side
+    is known (past about 2000 is beyond what the games can tell)."""
+    if not any_games or (low <= -2000 and high >= 2000):  # (no whole pair yet)
+        return "-"
+    if abs(value) >= 2000:  # every pair won (or lost): no finite estimate, only a bound
+        return f"all won (at least {low:+.0f})" if value > 0 else f"all lost (at most {high:+.0f})"
+    if high >= 2000:  # a score over the interval's reach: one side of it only
+        return f"{value:+.0f} (at least {low:+.0f})"
+    if low <= -2000:
+        return f"{value:+.0f} (at most {high:+.0f})"
+    return f"{value:+.0f} [{low:+.0f}, {high:+.0f}]"
+
+
 def _estimate(score: float, se: float, los: float, n: int, wins: int, games: int) -> EloEstimate:
     """The normal interval; when it collapses (se 0: a clean sweep, every pair split),
     Wilson's on the ``wins`` of ``games``, which stays open on the side not yet seen: a

@@ -229,8 +229,8 @@ def state_svg(
     in_progress = state.status == pb.GAME_STATUS_IN_PROGRESS
     to_move = wire.color_of(state.side_to_move) if in_progress else None
     caption = Caption(
-        white=state.white.name or "white",
-        black=state.black.name or "black",
+        white=wire.player_name(state.white, "white"),
+        black=wire.player_name(state.black, "black"),
         pips=(v.pips(position, Color.WHITE), v.pips(position, Color.BLACK)),
         dice=tuple(state.dice),
         to_move=to_move,

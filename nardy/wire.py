@@ -31,6 +31,23 @@ def color_pb(color: Color | None) -> int:
     return pb.COLOR_UNSPECIFIED if color is None else _COLOR_PB[color]
 
 
+def player_name(player: pb.Player, colour: str, guests: bool = True) -> str:
+    """A player's name as boards and lists show it: an open seat's marked as a guest's
+    (its match's creator chose it; it may look like a registered player's), none yet
+    by its colour. ``guests=False``: unmarked (for a player in its own game, who knows
+    whom it plays)."""
+    name = player.name or colour
+    return f"guest {name}" if player.open_seat and guests else name
+
+
+def names_of(state: pb.GameState, guests: bool = True) -> dict[Color, str]:
+    """White's and black's names as boards and lists show them (see player_name)."""
+    return {
+        Color.WHITE: player_name(state.white, "white", guests),
+        Color.BLACK: player_name(state.black, "black", guests),
+    }
+
+
 def color_of(value: int) -> Color | None:
     """The side of a ``pb.Color``; None for ``COLOR_UNSPECIFIED`` (or an unknown value)."""
     return _PB_COLOR.get(value)

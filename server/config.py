@@ -37,6 +37,7 @@ class ServerConfig:
     registration_open: bool = True
     players_per_hour: int = Policy.players_per_hour
     open_matches: int = Policy.open_matches
+    match_counted_s: float = Policy.match_counted_s
     tls_cert: str | None = None  # PEM files: serve TLS only (no plaintext port)
     tls_key: str | None = None
     lease_s: float = 10.0  # several instances: a dead instance's games are taken over after this
@@ -58,6 +59,7 @@ class ServerConfig:
             registration_open=self.registration_open,
             players_per_hour=self.players_per_hour,
             open_matches=self.open_matches,
+            match_counted_s=self.match_counted_s,
         )
 
     def to_json(self) -> str:

@@ -20,7 +20,6 @@ from clients.follow import (
     dice_text,
     finished_text,
     follow,
-    names_of,
     score_text,
 )
 from clients.play import entry
@@ -211,7 +210,8 @@ class PlayUI:
         elif t == pb.EVENT_TYPE_TURN_STARTED and self.me is not None:
             mover = wire.color_of(st.side_to_move)
             if mover is not self.me:
-                self.note(f"{names_of(st)[mover]} to play {dice_text(st.dice)}...", "grey50")
+                name = wire.names_of(st, guests=False)[mover]
+                self.note(f"{name} to play {dice_text(st.dice)}...", "grey50")
         if t == pb.EVENT_TYPE_SNAPSHOT and st.status == pb.GAME_STATUS_WAITING:
             who = "to accept the challenge" if st.challenge_pending else "to join"
             self.note(f"Waiting for the other player {who}...", "grey50")
@@ -314,7 +314,8 @@ class PlayUI:
             mover = wire.color_of(st.side_to_move)
             if mover is None or not st.dice:
                 return Text("")
-            return Text(f"{names_of(st)[mover]} is playing {dice_text(st.dice)}...", "grey50")
+            name = wire.names_of(st, guests=False)[mover]
+            return Text(f"{name} is playing {dice_text(st.dice)}...", "grey50")
         return entry.status(turn)
 
     def status_line(self) -> None:
@@ -491,7 +492,7 @@ class PlayUI:
     def opponent_name(self) -> str:
         if self.state is None or self.me is None:
             return "opponent"
-        return names_of(self.state)[self.me.opponent]
+        return wire.names_of(self.state, guests=False)[self.me.opponent]
 
     def leaving_text(self, *, question: bool = False, saved: bool = True) -> str:
         """What becomes of the game if the person leaves now."""

@@ -167,14 +167,16 @@ class Clock(_message.Message):
     def __init__(self, remaining_ms: _Optional[int] = ..., bank_ms: _Optional[int] = ...) -> None: ...
 
 class Player(_message.Message):
-    __slots__ = ("name", "bot", "owner")
+    __slots__ = ("name", "bot", "owner", "open_seat")
     NAME_FIELD_NUMBER: _ClassVar[int]
     BOT_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    OPEN_SEAT_FIELD_NUMBER: _ClassVar[int]
     name: str
     bot: bool
     owner: str
-    def __init__(self, name: _Optional[str] = ..., bot: _Optional[bool] = ..., owner: _Optional[str] = ...) -> None: ...
+    open_seat: bool
+    def __init__(self, name: _Optional[str] = ..., bot: _Optional[bool] = ..., owner: _Optional[str] = ..., open_seat: _Optional[bool] = ...) -> None: ...
 
 class GameResult(_message.Message):
     __slots__ = ("winner", "kind", "termination", "points")

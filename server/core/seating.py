@@ -10,6 +10,8 @@ import logging
 import unicodedata
 from dataclasses import dataclass
 
+import trio
+
 from nardy import Color
 from nardy.variant import Variant, variant
 from server.core import statements
@@ -73,7 +75,8 @@ class Seating:
         self.tables = tables
         self.notices = notices
         self.owner = owner
-        self.unfinished: dict[str, set[str]] = {}  # caller key -> its matches not yet over
+        # caller key -> its matches counted in its quota (match id -> when it was created)
+        self.counted: dict[str, dict[str, float]] = {}
 
     async def create_match(
         self, caller: Caller | None, spec: MatchSpec
@@ -187,13 +190,15 @@ class Seating:
     async def _store_new(self, caller: Caller, news: list[NewMatch]) -> None:
         """Store new matches in one transaction (refused: nothing of them is kept)."""
         ids = {new.match.id for new in news}
-        if not caller.admin:  # counted while they are being stored
-            self.unfinished.setdefault(caller.key, set()).update(ids)
+        mine = self.counted.setdefault(caller.key, {}) if not caller.admin else {}
+        now = trio.current_time()
+        mine.update(dict.fromkeys(ids, now))  # counted while they are being stored
         try:
             with self.owner.creating(ids):
                 await self.runtime.writer.commit(*(w for new in news for w in new.writes))
         except ArbiterError:
-            self.unfinished.get(caller.key, set()).difference_update(ids)
+            for match_id in ids:
+                mine.pop(match_id, None)
             raise
 
     def _open(self, new: NewMatch) -> tuple[MatchSession, str, str]:
@@ -263,19 +268,27 @@ class Seating:
 
     def _open_quota(self, key: str) -> None:
         """Refuse a new match to a caller with too many not yet over (waiting for their
-        seats or in progress: a game in progress lives on the server until it ends)."""
-        mine = self.unfinished.get(key)
+        seats or in progress: a game in progress lives on the server until it ends), a
+        match counting at least ``Policy.match_counted_s`` from its creation: one called
+        off at once (a start timeout of 1 ms, both seats resigning) would free its place
+        at once, and matches could be made, stored and listed as fast as calls arrive."""
+        mine = self.counted.get(key)
         if not mine:
             return
-        for match_id in list(mine):
+        policy = self.roster.policy
+        young = trio.current_time() - policy.match_counted_s
+        for match_id, created in list(mine.items()):
             match = self.tables.matches.get(match_id)
-            if match is None or match.decided:  # over (or run by another instance)
-                mine.discard(match_id)
-        if len(mine) >= self.roster.policy.open_matches:
+            over = match is None or match.decided  # (or run by another instance)
+            if over and created <= young:
+                del mine[match_id]
+        if not mine:
+            del self.counted[key]
+        elif len(mine) >= policy.open_matches:
             raise ArbiterError(
                 Code.RESOURCE_EXHAUSTED,
-                f"you have {len(mine)} matches not yet over; finish or let them expire "
-                "before creating more",
+                f"you have {len(mine)} matches not yet over or created in the last "
+                f"{policy.match_counted_s:g} s; finish them or wait before creating more",
             )
 
     def _waiting_for(self, player_id: str) -> list[MatchSession]:

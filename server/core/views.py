@@ -13,7 +13,11 @@ from server.core.match import Seat
 
 
 def player_pb(seat: Seat | None) -> pb.Player | None:
-    return None if seat is None else pb.Player(name=seat.name, bot=seat.bot, owner=seat.owner)
+    if seat is None:
+        return None
+    return pb.Player(
+        name=seat.name, bot=seat.bot, owner=seat.owner, open_seat=seat.player_id is None
+    )
 
 
 def players_pb(card: GameCard, white: int | None) -> tuple[pb.Player | None, pb.Player | None]:

@@ -47,26 +47,26 @@ def test_watch_follows_a_game_live(arbiter):
     child = spawn("watch", r.game_id, "--server", arbiter.address)
     child.expect("waiting for players")  # watching before the game has started
     bots.start()
-    child.expect("Game 1 started: carol plays white, dave plays black")
-    child.expect(r"White \(carol\) played 6-5: 6/off 5/off")
-    child.expect(r"Black \(dave\) played 6-5: 6/off 5/off")
-    child.expect(r"White \(carol\) played 6-5: 4/off 3/off")
-    child.expect(r"White \(carol\) wins by oin \(1 point\)")
+    child.expect(r"Game 1 started: guest carol plays white, guest dave plays black")
+    child.expect(r"White \(guest carol\) played 6-5: 6/off 5/off")
+    child.expect(r"Black \(guest dave\) played 6-5: 6/off 5/off")
+    child.expect(r"White \(guest carol\) played 6-5: 4/off 3/off")
+    child.expect(r"White \(guest carol\) wins by oin \(1 point\)")
     assert finish(child) == 0  # the match is over: watch ends by itself
     bots.join()
 
 
 def test_replay_a_game_from_the_arbiter_step_by_step(arbiter, finished_game):
     child = spawn("replay", finished_game, "--server", arbiter.address)
-    child.expect(r"\[1/5\] Start: alice white, bob black")
+    child.expect(r"\[1/5\] Start: guest alice white, guest bob black")
     child.send("n")
-    child.expect(r"\[2/5\] Turn 1: white \(alice\) 6-5: 6/off 5/off")
+    child.expect(r"\[2/5\] Turn 1: white \(guest alice\) 6-5: 6/off 5/off")
     child.send("\r")
-    child.expect(r"\[3/5\] Turn 2: black \(bob\) 6-5: 6/off 5/off")
+    child.expect(r"\[3/5\] Turn 2: black \(guest bob\) 6-5: 6/off 5/off")
     child.send("p")
     child.expect(r"\[2/5\] Turn 1")
     child.send("G")
-    child.expect(r"\[5/5\] End: White \(alice\) wins by oin \(1 point\)")
+    child.expect(r"\[5/5\] End: White \(guest alice\) wins by oin \(1 point\)")
     child.send("n")
     child.expect("End of the record")
     child.send("q")
@@ -79,7 +79,7 @@ def test_replay_print_shows_every_position(arbiter, finished_game):
     for n in range(1, 6):
         assert f"[{n}/5]" in out.stdout
     assert out.stdout.count("13  14  15  16  17  18") == 5
-    assert "Turn 3: white (alice) 6-5: 4/off 3/off" in out.stdout
+    assert "Turn 3: white (guest alice) 6-5: 4/off 3/off" in out.stdout
     assert "\x1b[" not in out.stdout  # not a terminal: plain text
 
 

@@ -16,6 +16,7 @@ from nardy.stats import (
     elo_from_score,
     elo_games,
     elo_pairs,
+    elo_text,
     pair_counts,
     score_from_elo,
     sprt_bounds,
@@ -330,9 +331,10 @@ def test_sprt_llr_of_a_sweep_is_on_the_scale_of_its_neighbours():
 
 def test_the_runners_elo_text_says_what_is_known():
     """A row with games but no whole pair read "+0 [-inf, +inf]"; a sweep gives a bound."""
-    from clients.ladder_runner import elo_text
-
     assert elo_text(0.0, -math.inf, math.inf, True) == "-"
     assert elo_text(0.0, 0.0, 0.0, False) == "-"
     assert elo_text(2400.0, 287.4, math.inf, True) == "all won (at least +287)"
     assert elo_text(35.2, -10.4, 80.9, True) == "+35 [-10, +81]"
+    # (a score above the interval's reach read "+720 [+120, +inf]")
+    assert elo_text(720.0, 120.2, math.inf, True) == "+720 (at least +120)"
+    assert elo_text(-720.0, -math.inf, -119.8, True) == "-720 (at most -120)"

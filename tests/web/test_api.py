@@ -286,7 +286,9 @@ def test_only_a_player_creates_a_match_here_and_only_a_challenge(tmp_path):
     """CreateMatch over HTTP: a registered player challenging another by name, with the
     gRPC port's checks and quota (here two matches not yet over); nobody else creates."""
     with (
-        EmbeddedServer(db=str(tmp_path / "c.db"), http_port=0, open_matches=2) as server,
+        EmbeddedServer(
+            db=str(tmp_path / "c.db"), http_port=0, open_matches=2, match_counted_s=0
+        ) as server,
         grpc.insecure_channel(server.address) as channel,
     ):
         stub = api_grpc.ArbiterServiceStub(channel)

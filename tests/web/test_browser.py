@@ -254,7 +254,11 @@ def test_a_result_that_counts_nowhere_says_so(arbiter):
     game = resigned_game(arbiter, first=victim, second=api.SeatSpec(display_name="me"))
     for path in (f"/game/{game}", "/"):
         with urllib.request.urlopen(arbiter.http_url + path, timeout=20) as page:
-            assert "not rated (open seats)" in page.read().decode(), path
+            html = page.read().decode()
+        assert "not rated (open seats)" in html, path
+        # (an open seat's name is its creator's choice, a look-alike of a registered
+        # player's too: it is shown as a guest's)
+        assert "guest victim" in html and "guest me" in html, path
 
 
 def test_a_crowd_on_a_live_game_shares_one_build_and_sees_each_play_at_once(arbiter):

@@ -35,6 +35,7 @@ from google.protobuf.json_format import MessageToDict
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 
 from nardy import Color, wire
+from nardy.stats import elo_text
 from nardy.svg import state_svg
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
@@ -450,9 +451,10 @@ class WebView:
         rows = []
         first = st.rows[0].player.name if st.rows else ""
         for r in st.rows:
+            elo = elo_text(r.elo.value, r.elo.low, r.elo.high, bool(r.games))
             rows.append(
                 f'<tr data-player="{escape(r.player.name)}"><td>{r.rank}</td>'
-                f"<td>{escape(r.player.name)}</td><td>{_elo(r.elo)}</td>"
+                f"<td>{escape(r.player.name)}</td><td>{elo}</td>"
                 f"<td>{r.skill_conservative:.2f}</td><td>{r.games}</td>"
                 f"<td>{r.wins}-{r.losses}</td><td>{r.points_for}-{r.points_against}</td>"
                 f"<td>{r.mars_wins}/{r.mars_losses}</td><td>{r.timeouts + r.disconnects}</td>"
@@ -611,7 +613,7 @@ def _board(state: pb.GameState, last: pb.PlayRecord | None, *, ply: int | None =
 
 
 def _players(state) -> str:
-    return f"{escape(state.white.name or 'white')} – {escape(state.black.name or 'black')}"
+    return escape(" – ".join(wire.names_of(state).values()))
 
 
 def _score(state: pb.GameState) -> str:
@@ -688,7 +690,8 @@ def _index_html(index: link_pb.IndexResponse) -> str:
         for g in finished:
             out.append(
                 f'<tr><td><a href="/game/{_q(g.game_id)}">{escape(g.game_id)}</a></td>'
-                f"<td>{escape(g.white.name)}</td><td>{escape(g.black.name)}</td>"
+                f"<td>{escape(wire.player_name(g.white, ''))}</td>"
+                f"<td>{escape(wire.player_name(g.black, ''))}</td>"
                 f"<td>{_result(g.result)}{_unrated(g)}</td></tr>"
             )
         out.append("</table>")
@@ -702,10 +705,10 @@ def _game_html(game_id: str, shown: Shown, at: int | None, analysed: bool) -> tu
     play ``at`` (a replay: no clocks); in progress (``at`` None), as it is now."""
     state, replay = shown.state, shown.replay
     plays = replay.plays
-    players = state.white.name, state.black.name
-    if not any(players):  # colours not yet known (a game not started): the seats'
-        players = state.first_player.name, state.second_player.name
-    title = f"{players[0] or 'white'} vs {players[1] or 'black'}"
+    players = state.white, state.black
+    if not any(p.name for p in players):  # colours not yet known (not started): the seats'
+        players = state.first_player, state.second_player
+    title = f"{wire.player_name(players[0], 'white')} vs {wire.player_name(players[1], 'black')}"
     head = f"<h2>{escape(title)} · game {state.game_number}{_score(state)}</h2>"
     if at is None:
         last = plays[-1].play if plays else None
@@ -760,15 +763,6 @@ def _move_list(game_id: str | None, plays: list[pb.GameEvent], shown: int) -> st
         out.append(f"<li{cls}>{text}</li>")
     out.append("</ol>")
     return "".join(out)
-
-
-def _elo(e) -> str:
-    def b(x: float) -> str:
-        return f"{x:+.0f}" if abs(x) < 2000 else ("+inf" if x > 0 else "-inf")
-
-    if abs(e.value) >= 2000:
-        return "all won" if e.value > 0 else "all lost"
-    return f"{e.value:+.0f} [{b(e.low)}, {b(e.high)}]"
 
 
 SCRIPT = """\
