@@ -274,7 +274,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         metavar="NAME",
         help="be paired in the server's ladder NAME while the engine runs (a player token; "
-        "repeat for several): ready at the start, no longer at the end",
+        "repeat for several): ready at the start, no longer at the end; SIGTERM leaves "
+        "the ladders and stops once the games being played are over (a second stops at once)",
     )
     p.add_argument(
         "--accept-challenges",

@@ -1132,10 +1132,11 @@ async def serve_games(
     *,
     max_games: int | None = None,
     accept_challenges: bool | Consent = False,
+    stopping: trio.Event | None = None,
 ) -> None:
     """Play every game ``client``'s player is seated in, concurrently, as the player
-    stream announces them (each match's games in turn); return after ``max_games`` (or run
-    until cancelled).
+    stream announces them (each match's games in turn); return after ``max_games``, or
+    once ``stopping`` is set and the games being played are over (or run until cancelled).
 
     ``accept_challenges`` (True, or a :class:`Consent` with its limits): answer the
     challenges made to the player as the consent says, when the player stream announces
@@ -1172,6 +1173,8 @@ async def serve_games(
             tasks[match_id] -= 1
             if not tasks[match_id]:
                 del tasks[match_id], playing[match_id]
+            if not tasks and stopping is not None and stopping.is_set():
+                finished.set()
 
     async with trio.open_nursery() as nursery:
 
@@ -1193,9 +1196,17 @@ async def serve_games(
                     with contextlib.suppress(trio.WouldBlock):
                         bell_in.send_nowait(None)
 
+        async def stop() -> None:
+            await stopping.wait()  # (a game announced from now on is still played: a
+            if not tasks:  # ladder may have paired the player just before it left)
+                finished.set()
+
         nursery.start_soon(watch)
+        if stopping is not None:
+            nursery.start_soon(stop)
         if consent is not None:
-            nursery.start_soon(_answer_challenges, client, consent, bell, playing, start)
+            args = client, consent, bell, playing, start, stopping
+            nursery.start_soon(_answer_challenges, *args)
         await finished.wait()
         nursery.cancel_scope.cancel()
 
@@ -1209,9 +1220,11 @@ async def _answer_challenges(
     bell: trio.MemoryReceiveChannel,
     playing: dict[str, str],
     start: Callable[[str, str, str], None],
+    stopping: trio.Event | None,
 ) -> None:
     """Each time challenges are announced: the ones waiting, each accepted (and its game
-    started at once, so that it counts for the next) or declined, one call at a time."""
+    started at once, so that it counts for the next) or declined, one call at a time
+    (every one once ``stopping`` is set)."""
     async for _ in bell:
         while True:  # (a challenge announced must be answered: its challenger waits)
             try:
@@ -1224,6 +1237,8 @@ async def _answer_challenges(
             points = f"{c.target_points} point" + ("s" if c.target_points != 1 else "")
             terms = f"{c.options.variant} nardy, {points}, {c.options.turn_time_ms} ms a turn"
             why = consent.refusal(c, playing)
+            if stopping is not None and stopping.is_set():
+                why = "the engine is stopping"
             try:
                 if why is None:
                     r = await client.accept_challenge(c.match_id)
@@ -1251,40 +1266,66 @@ async def play_forever(
     arbiter is waited for as ``reconnect`` says (default: quietly, forever). ``transport``:
     see :class:`Client`; ``accept_challenges``: see :func:`serve_games`. The player is
     ready in ``ladders`` while it serves, and no longer once it stops (a ladder would
-    otherwise pair it and it would lose its games by abandonment)."""
+    otherwise pair it and it would lose its games by abandonment).
+
+    SIGTERM (systemctl stop, docker stop, a supervisor) leaves the ladders at once and
+    stops once the games being played are over (a ladder's pair is played out, not
+    forfeited); a second SIGTERM, or Ctrl-C, stops at once."""
     token = token if token is not None else os.environ.get(ENV_TOKEN)
+    stopping = trio.Event()
     async with Client(address, token, reconnect=reconnect, transport=transport) as client:
+
+        async def leave_when_stopping() -> None:
+            await stopping.wait()
+            await _leave(client, ladders)
+
         try:
             async with trio.open_nursery() as nursery:
                 if threading.current_thread() is threading.main_thread():
                     # listening before the player is ready anywhere: a SIGTERM a moment
                     # after would otherwise kill the process with its ladders still joined
-                    await nursery.start(_stopped_by_sigterm, nursery.cancel_scope)
+                    await nursery.start(_stopped_by_sigterm, nursery.cancel_scope, stopping)
                 for ladder in ladders:
                     await client.join_ladder(ladder)
+                nursery.start_soon(leave_when_stopping)
                 await serve_games(
-                    client, engine, max_games=max_games, accept_challenges=accept_challenges
+                    client,
+                    engine,
+                    max_games=max_games,
+                    accept_challenges=accept_challenges,
+                    stopping=stopping,
                 )
                 nursery.cancel_scope.cancel()
         finally:
             with trio.move_on_after(5) as leaving:
                 leaving.shield = True
-                for ladder in ladders:
-                    with contextlib.suppress(grpc.RpcError, Unreachable):
-                        await client.join_ladder(ladder, ready=False)
+                await _leave(client, ladders)
+
+
+async def _leave(client: Client, ladders: Sequence[str]) -> None:
+    """No longer ready in ``ladders`` (as far as the arbiter can be told)."""
+    for ladder in ladders:
+        with contextlib.suppress(grpc.RpcError, Unreachable):
+            await client.join_ladder(ladder, ready=False)
 
 
 async def _stopped_by_sigterm(
-    scope: trio.CancelScope, *, task_status=trio.TASK_STATUS_IGNORED
+    scope: trio.CancelScope, stopping: trio.Event, *, task_status=trio.TASK_STATUS_IGNORED
 ) -> None:
-    """SIGTERM (systemctl stop, docker stop, a supervisor) stops the engine as Ctrl-C
-    does, with its ladders left on the way out."""
+    """SIGTERM: ``stopping`` is set (the games being played are finished); a second
+    one cancels ``scope`` (stops at once, as Ctrl-C does)."""
     with trio.open_signal_receiver(signal.SIGTERM) as signals:
         task_status.started()
         async for _ in signals:
-            log.info("SIGTERM: stopping")
-            scope.cancel()
-            return
+            if stopping.is_set():
+                log.info("SIGTERM again: stopping now")
+                scope.cancel()
+                return
+            log.info(
+                "SIGTERM: leaving the ladders, finishing the games being played "
+                "(SIGTERM again stops at once)"
+            )
+            stopping.set()
 
 
 def run(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:

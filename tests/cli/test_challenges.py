@@ -12,7 +12,9 @@ from pathlib import Path
 
 import grpc
 import pytest
+import trio
 
+from nardy.client import Client, serve_games
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
@@ -240,3 +242,43 @@ def test_an_engine_stopped_by_sigterm_leaves_its_ladder(arbiter):
         engine.kill()
         engine.wait()
         ch.close()
+
+
+async def test_an_engine_stopped_by_sigterm_plays_its_pair_out(arbiter):
+    """A SIGTERM in the middle of a ladder's pair stopped the engine at once: it lost both
+    games by abandonment, its opponent won two games it had not played. The engine leaves
+    its ladders at once now, plays out the games it has, then exits 0."""
+    env = {**os.environ, "NARDY_TOKEN": register(arbiter, "eng-drain")}
+    command = ["engine", "random", "--server", arbiter.address, "--ladder", "drain"]
+
+    def slow(turn):  # (a game of a few seconds: the SIGTERM comes in the middle of it)
+        time.sleep(0.03)
+        return turn.legal[0]
+
+    async with Client(arbiter.address, arbiter.admin_token) as operator:
+        await operator.create_ladder("drain", turn_time_ms=5000)
+        opponent = Client(arbiter.address)
+        await opponent.register("slow-drain")
+        await opponent.join_ladder("drain")
+        engine = subprocess.Popen(
+            [sys.executable, "-m", "clients", *command], cwd=ROOT, env=env, stderr=subprocess.PIPE
+        )
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve_games, opponent, slow)
+                playing = pb.GAME_STATUS_IN_PROGRESS
+                with trio.fail_after(60):
+                    while not (await operator.list_games(ladder="drain", status=playing)).games:
+                        await trio.sleep(0.05)  # (the ladder's progress, polled)
+                engine.terminate()
+                assert await trio.to_thread.run_sync(engine.wait, 120) == 0
+                nursery.cancel_scope.cancel()
+            rows = {r.player.name: r for r in (await operator.standings("drain")).rows}
+            mine = rows["eng-drain"]
+            assert (mine.games, mine.timeouts, mine.disconnects) == (2, 0, 0), str(mine)
+            assert not mine.ready
+            assert "finishing the games being played" in engine.stderr.read().decode()
+        finally:
+            engine.kill()
+            engine.wait()
+            opponent.close()
