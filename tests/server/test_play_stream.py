@@ -149,6 +149,8 @@ def test_a_token_without_a_seat_cannot_play_and_a_seat_plays_only_its_game(arbit
     assert ended_at_once(arbiter, "", game) == grpc.StatusCode.UNAUTHENTICATED
     # a seat of another game
     assert ended_at_once(arbiter, other.first_seat_token, game) == grpc.StatusCode.PERMISSION_DENIED
+    # the operator's token holds no seat (it was told the filter it never set was wrong)
+    assert ended_at_once(arbiter, arbiter.admin_token, game) == grpc.StatusCode.PERMISSION_DENIED
     seat = Seat(arbiter, game.first_seat_token, game.game_id)
     try:
         seat.send(subscribe=api.SubscribeGameRequest(game_id=game.game_id))
