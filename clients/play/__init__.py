@@ -162,10 +162,22 @@ async def _assigned_game(client: Client, screen: Screen, server: str, give_up_s:
     raise AssertionError("the player stream ends only by an error")
 
 
+async def _game_in_play(client: Client, game_id: str) -> str:
+    """The game of ``game_id``'s match played now: an ended game's next one, in turn (the
+    command that joined game 1, run again, joins game 2 rather than game 1's last board).
+    A game that cannot be read is left to the game's view to report."""
+    with contextlib.suppress(grpc.RpcError):
+        while (st := (await client.get_game(game_id)).state).next_game_id:
+            game_id = st.next_game_id
+    return game_id
+
+
 async def _remote(args: argparse.Namespace, screen: Screen, ui_out: list) -> int:
     async with Client(args.server, args.token) as client, screen.session():
         game_id = args.game
-        if not game_id:
+        if game_id:
+            game_id = await _game_in_play(client, game_id)
+        else:
             game_id = await _assigned_game(client, screen, args.server, args.give_up)
         ui = PlayUI(
             screen,

@@ -239,9 +239,13 @@ def test_short_nardy_enter_from_the_bar_step_by_step():
     assert finish(child) == 0
 
 
-def test_joining_a_match_after_its_first_game_says_the_score(arbiter):
+@pytest.mark.parametrize("by_id", [False, True])
+def test_joining_a_match_after_its_first_game_says_the_score(arbiter, by_id):
     """A person who comes to a match whose earlier game ended without them (resigned, or
-    lost on the clock while away) is told the score first: nothing said so."""
+    lost on the clock while away) is told the score first: nothing said so. Named by its
+    first game's id (``--game``, the command that started the match, run again) the
+    person joins the game being played: they were shown game 1's last board while game
+    2's clock ran."""
     r = create_match(arbiter.address, target_points=3, options=pb.GameOptions(turn_time_ms=30_000))
 
     async def lose_the_first_game() -> None:
@@ -261,8 +265,9 @@ def test_joining_a_match_after_its_first_game_says_the_score(arbiter):
                 nursery.cancel_scope.cancel()
 
     trio.run(lose_the_first_game)
-    child = spawn("play", "--server", arbiter.address, f"--token={r.first_seat_token}")
-    child.expect(r"Game 2 of the match\. Match to 3: you 0, player 2 2\.")
+    game = ["--game", r.game_id] if by_id else []
+    child = spawn("play", "--server", arbiter.address, f"--token={r.first_seat_token}", *game)
+    child.expect(r"Game 2 of the match\. Match to 3: you 0, player 2 2\.", timeout=10)
     child.sendline("quit")
     child.sendline("y")
     assert finish(child) == 0
