@@ -5,7 +5,9 @@ style)``; a command that completes a play to send returns it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from itertools import permutations
 from typing import Any
 
 from rich.text import Text
@@ -73,11 +75,12 @@ def moves(turn: Turn, text: str, say: Say, *, whole: bool = True) -> Any | None:
     if not steps:
         say("You have a legal play, so you must move (hint lists them).", "")
         return None
+    reordered = ""
     if whole and not b.steps:
         try:
             play = turn.rules.match_play(turn.position, turn.dice, text)
         except (IllegalPlay, ValueError):
-            pass
+            reordered = in_another_order(turn, text)
         else:  # a whole play at once
             for step in play.steps:
                 b.step(step.src, step.dst)
@@ -88,7 +91,8 @@ def moves(turn: Turn, text: str, say: Say, *, whole: bool = True) -> Any | None:
             b.step(src, dst)
     except IllegalPlay as e:
         b.rewind(mark)
-        say(f"Not allowed: {e}", "bold red")
+        legal = f". In another order it is legal: {reordered}" if reordered else ""
+        say(f"Not allowed: {e}{legal}", "bold red")
         return None
     made = " ".join(map(str, b.steps[mark:]))
     if b.complete:
@@ -96,6 +100,20 @@ def moves(turn: Turn, text: str, say: Say, *, whole: bool = True) -> Any | None:
     else:
         say(f"Moved {made}; dice left {'-'.join(map(str, b.remaining))}.", "")
     return None
+
+
+def in_another_order(turn: Turn, text: str) -> str:
+    """The moves of ``text`` (at most four, as a play has) in the first other order that
+    is a legal play, or "": the rules judge each step as it is made (RULES §3.5: ``24/19
+    14/13`` can make a block of six on its way where ``14/13 24/19`` does not)."""
+    written = text.replace(",", " ").split()
+    if len(written) > 4:
+        return ""
+    for order in list(dict.fromkeys(permutations(written)))[1:]:
+        with contextlib.suppress(IllegalPlay, ValueError):
+            turn.rules.match_play(turn.position, turn.dice, " ".join(order))
+            return " ".join(order)
+    return ""
 
 
 def status(turn: Turn) -> Text:

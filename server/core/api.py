@@ -535,9 +535,11 @@ def play_text(request: api.SubmitPlayRequest) -> tuple[str | None, str | None]:
     is, or if it is too long."""
     which = request.WhichOneof("play")
     text = request.notation if which == "notation" else request.end_position
-    if which is None or len(text) > MAX_NOTATION:
+    if which is None or not text.strip():  # (not counted as an illegal play: none is given)
+        raise ArbiterError(Code.INVALID_ARGUMENT, "give the play as notation or end_position")
+    if len(text) > MAX_NOTATION:
         raise ArbiterError(
-            Code.INVALID_ARGUMENT, "give the play as notation or end_position (at most 200 chars)"
+            Code.INVALID_ARGUMENT, f"the play is {len(text)} characters, at most {MAX_NOTATION}"
         )
     return (text, None) if which == "notation" else (None, text)
 

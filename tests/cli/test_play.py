@@ -90,6 +90,28 @@ def test_whole_match_step_by_step_undo_hint_forced_and_next_games():
     assert finish(child) == 0
 
 
+def test_a_play_refused_as_written_names_the_order_that_is_legal():
+    """RULES §3.5, §7: the six-point rule is judged after each step, so `24/19 14/13` is
+    refused (its first step makes 19..14) where `14/13 24/19`, the same end, is legal. The
+    person was told only the rule."""
+    child = spawn(
+        "play", "--engine", "random", "--colour", "white", "--dice", "5,1",
+        "--start", "w/10,0,0,0,0,0,1,1,1,1,1,0,-15,0,0,0,0,0,0,0,0,0,0,0",
+    )  # fmt: skip
+    child.expect("Your turn: 5-1")
+    child.sendline("24/19 14/13")
+    child.expect(r"Not allowed: 24/19: six-point rule \(RULES §3.5\)")
+    child.expect("In another order it is legal: 14/13 24/19")
+    child.sendline("14/13 24/19")
+    child.expect("You played 5-1: ")
+    child.sendline("resign")
+    child.sendline("y")
+    child.expect("random wins")
+    child.expect("Press Enter to leave")
+    child.sendline("")
+    assert finish(child) == 0
+
+
 def test_illegal_step_refused_with_reason_then_resign():
     child = spawn(
         "play", "--engine", "random", "--colour", "white", "--dice", "3,1",

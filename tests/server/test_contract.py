@@ -191,6 +191,14 @@ async def test_what_counts_as_a_refused_play_and_the_canonical_answer(client, wr
         with pytest.raises(grpc.RpcError) as info:
             await white.call("SubmitPlay", api.SubmitPlayRequest(game_id=gid, turn_id=tid))
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        # nor is an empty notation (a client's default value, not a play: it counted)
+        for blank in ("", "  "):
+            with pytest.raises(grpc.RpcError) as info:
+                await white.submit(gid, tid, notation=blank)
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as info:  # a play too long says so
+            await white.submit(gid, tid, notation="24/18 " * 40)
+        assert "240 characters, at most 200" in info.value.details()
         assert (await white.get_game(gid)).state.white_refused == 0
         with pytest.raises(grpc.RpcError) as info:
             await white.submit(gid, tid, notation="24/12")
