@@ -229,9 +229,12 @@ class Game:
         )
 
     def close_streams(self, final: EventType | None = None) -> None:
-        """End every stream (after a ``final`` unrecorded event such as SERVER_SHUTDOWN)."""
+        """End every stream (after a ``final`` unrecorded event such as SERVER_SHUTDOWN,
+        which offers no turn: a play for it would go to a server going away, and the turn
+        is offered again where the game goes on)."""
         audience = self.audience
-        audience.close(audience.unrecorded(final, self.told()) if final else None)
+        last = audience.unrecorded(final, self.told()._replace(legal=())) if final else None
+        audience.close(last)
 
     def log(self, msg: str, *args) -> None:
         log.info("game=%s " + msg, self.id, *args)
