@@ -134,9 +134,16 @@ def describe(
         text = f"Game {st.game_number} started: {colours}."
         if ev.opening_throws:
             throws = ", ".join(
-                f"{o.first_player_die}-{o.second_player_die}" for o in ev.opening_throws
+                f"{o.first_player_die}-{o.second_player_die}"
+                + (" (a tie: thrown again)" if o.first_player_die == o.second_player_die else "")
+                for o in ev.opening_throws
             )
-            text += f" Opening throw {throws}; white moves first."
+            name = wire.player_name(st.first_player, "the first player", guests=you is None)
+            first = f"{name}'s die"
+            if you is not None and (st.white == st.first_player) == (you is Color.WHITE):
+                first = "your die"
+            plural = "s" if len(ev.opening_throws) > 1 else ""
+            text += f" Opening throw{plural} {throws} ({first} first); white moves first."
         return text
     if t == pb.EVENT_TYPE_PLAY_MADE:
         side = wire.color_of(ev.play.side)

@@ -425,7 +425,13 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
     q.add_argument(
         "--max-games", type=at_least(0), default=0, help="stop after this many (0: never)"
     )
-    q.add_argument("--max-games-per-bot", type=at_least(2), default=2, help="default 2 (one pair)")
+    q.add_argument(
+        "--max-games-per-bot",
+        type=at_least(2),
+        default=2,
+        help="games one bot plays at once, at most (default 2: one duplicate pair; more "
+        "lets the first bots to join take the ladder's games before the others come)",
+    )
     q.add_argument("--illegal-play-limit", type=at_least(1), default=3, help="default 3")
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
     q.add_argument("game", help="the game id")

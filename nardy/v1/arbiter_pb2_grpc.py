@@ -115,7 +115,7 @@ class ArbiterServiceServicer:
     def RegisterPlayer(self, request, context):
         """Register a player (bot or person) by a unique name; returns its secret token.
         Anyone may register while the server's registration is open (`nardy serve
-        --registration open`, the default; at most a few registrations per hour per address);
+        --registration open`, the default; at most 30 registrations an hour per address);
         when it is closed only the operator may (`nardy admin register NAME`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -204,8 +204,10 @@ class ArbiterServiceServicer:
     def SubscribePlayer(self, request, context):
         """Follow everything that concerns the caller: every game it is seated in, as it is
         created and as it ends. Sends the games not yet over first. With a seat token it
-        follows the games of that seat's match, so an engine needs only one token either way.
-        The operator's token holds no seat: PERMISSION_DENIED.
+        follows the games of that seat's match, so an engine needs only one token either way
+        (the stream goes on, with heartbeats, once that match is over: an engine on a seat
+        token stops at its last game's end, GameState.match.over). The operator's token
+        holds no seat: PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -114,18 +114,20 @@ class StandingsRow(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., player: _Optional[_Union[_game_pb2.Player, _Mapping]] = ..., elo: _Optional[_Union[Interval, _Mapping]] = ..., skill_mu: _Optional[float] = ..., skill_sigma: _Optional[float] = ..., skill_conservative: _Optional[float] = ..., games: _Optional[int] = ..., wins: _Optional[int] = ..., losses: _Optional[int] = ..., points_for: _Optional[int] = ..., points_against: _Optional[int] = ..., mars_wins: _Optional[int] = ..., mars_losses: _Optional[int] = ..., timeouts: _Optional[int] = ..., disconnects: _Optional[int] = ..., illegal_play_losses: _Optional[int] = ..., avg_move_ms: _Optional[float] = ..., playing: _Optional[int] = ..., ready: _Optional[bool] = ...) -> None: ...
 
 class GetStandingsResponse(_message.Message):
-    __slots__ = ("ladder", "rows", "finished_games", "voided_games", "games_in_progress")
+    __slots__ = ("ladder", "rows", "finished_games", "voided_games", "games_in_progress", "options")
     LADDER_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     FINISHED_GAMES_FIELD_NUMBER: _ClassVar[int]
     VOIDED_GAMES_FIELD_NUMBER: _ClassVar[int]
     GAMES_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ladder: str
     rows: _containers.RepeatedCompositeFieldContainer[StandingsRow]
     finished_games: int
     voided_games: int
     games_in_progress: int
-    def __init__(self, ladder: _Optional[str] = ..., rows: _Optional[_Iterable[_Union[StandingsRow, _Mapping]]] = ..., finished_games: _Optional[int] = ..., voided_games: _Optional[int] = ..., games_in_progress: _Optional[int] = ...) -> None: ...
+    options: LadderOptions
+    def __init__(self, ladder: _Optional[str] = ..., rows: _Optional[_Iterable[_Union[StandingsRow, _Mapping]]] = ..., finished_games: _Optional[int] = ..., voided_games: _Optional[int] = ..., games_in_progress: _Optional[int] = ..., options: _Optional[_Union[LadderOptions, _Mapping]] = ...) -> None: ...
 
 class GetCrosstableRequest(_message.Message):
     __slots__ = ("ladder",)

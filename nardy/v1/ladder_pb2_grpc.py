@@ -71,7 +71,8 @@ class LadderServiceServicer:
         """Enter the calling bot (player token, PERMISSION_DENIED for a seat token) into a
         ladder, ready to be paired; or, with `ready` false, stop being paired (games in
         progress are finished). Its games are announced on SubscribePlayer: subscribe there
-        before joining.
+        before joining. A ladder that has played its max_games pairs nobody
+        (GetStandingsResponse.options); a new pair may take some seconds to be made.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

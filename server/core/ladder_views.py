@@ -35,6 +35,7 @@ def standings_pb(arbiter: Arbiter, name: str) -> ladder_pb.GetStandingsResponse:
         finished_games=ladder.finished_games(),
         voided_games=ladder.voided,
         games_in_progress=len(ladder.in_progress),
+        options=ladder_options_pb(ladder.options),
     )
     for rank, row in enumerate(ladder.rows(), 1):
         elo = ladder.elo(row)

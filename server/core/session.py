@@ -397,12 +397,17 @@ class GameSession(Game):
             raise ArbiterError(Code.FAILED_PRECONDITION, "your clock ran out")
         try:
             play = self.judge.read(self.position, self.dice, self.legal, notation, end)
-        except ArbiterError:  # refused: past the game's limit the mover loses (ladder rule)
+        except ArbiterError as e:  # refused: at the game's limit the mover loses (ladders)
             if self.judge.over_limit(mover) and self.result is None:
-                self.log("%s lost: %d illegal plays", mover.name.lower(), self.judge.refused[mover])
+                refused = self.judge.refused[mover]
+                self.log("%s lost: %d illegal plays", mover.name.lower(), refused)
                 self.legal = ()
                 self.result = self.variant.forfeit(self.position, mover, Termination.ILLEGAL_PLAYS)
                 self._wake.set()
+                raise ArbiterError(
+                    e.code,
+                    f"{e.message}; the game is lost: {refused} play{'s' * (refused != 1)} refused",
+                ) from None
             raise
         before = (clock.bank_ms, clock.started)
         used = clock.charge(arrived)

@@ -27,6 +27,8 @@ async def test_four_bots_of_a_ladder_meet_each_other(arbiter, operator):
             while (await operator.standings("four")).finished_games < GAMES:
                 await trio.sleep(0.1)  # (the ladder's progress, polled)
         nursery.cancel_scope.cancel()
+    standings = await operator.standings("four")  # (with what says it pairs no more)
+    assert standings.options.max_games == GAMES <= standings.finished_games
     cross = await operator.crosstable("four")
     met = {frozenset((c.player, c.opponent)) for c in cross.cells if c.wins + c.losses}
     # 8 pairs among 4 bots: every bot met at least two others (it was one, always the same)

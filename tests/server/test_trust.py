@@ -443,9 +443,14 @@ async def test_the_illegal_play_limit_is_honoured(client):
         n.start_soon(first_event, black, r.game_id, pb.EVENT_TYPE_GAME_STARTED)
         ev = await first_event(white, r.game_id, pb.EVENT_TYPE_TURN_STARTED)
     assert ev.state.options.illegal_play_limit == 2
+    said = []
     for _ in range(2):
-        with pytest.raises(grpc.RpcError):
+        with pytest.raises(grpc.RpcError) as info:
             await white.submit(r.game_id, ev.state.turn_id, notation="1/off")
+        said.append(info.value.details())
+    # the refusal that loses the game says so (it said only "illegal play: ...")
+    assert "the game is lost" not in said[0]
+    assert said[1].startswith("illegal play: ") and "; the game is lost: 2 plays refused" in said[1]
     final = await first_event(white, r.game_id, pb.EVENT_TYPE_GAME_FINISHED, from_start=True)
     assert final.state.result.termination == pb.TERMINATION_ILLEGAL_PLAYS
     assert final.state.result.winner == pb.COLOR_BLACK
