@@ -245,6 +245,10 @@ def test_a_person_plays_a_whole_game_against_an_engine_in_the_browser(arbiter, b
     board = browser.find_element(By.ID, "board").rect
     panel = browser.find_element(By.CSS_SELECTOR, "#play aside").rect
     assert panel["x"] >= board["x"] + board["width"] and panel["y"] < board["y"] + 50
+    # in one column that scrolls down, none sideways (three columns ran into each other)
+    moves = browser.find_element(By.ID, "moves")
+    fits = "return arguments[0].scrollWidth <= arguments[0].clientWidth"
+    assert browser.execute_script(fits, moves)
     assert clicked >= 3 and typed >= 3 and refused == 1 and seen_by_spectator
     mine_refused = (
         final.white_refused if final.your_color == pb.COLOR_WHITE else final.black_refused
