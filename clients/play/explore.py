@@ -94,6 +94,11 @@ def hint_lines(turn: Turn, *, every: bool = False) -> list[str]:
         lines.append(f"  {i}. {play.notation():<24} {value:+.3f}")
     if len(best) > HINTS:
         lines.append("  ('hint all' lists every legal play)")
+    from engines.registry import JUDGES
+
+    judge = JUDGES.get(turn.rules.name, ("network",))[0]
+    if judge != "network":  # (analyse asks the variant's judge: it may rank them otherwise)
+        lines.append(f"  (analyse judges the game's plays with {judge}, which may differ)")
     return lines
 
 

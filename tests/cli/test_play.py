@@ -241,6 +241,10 @@ def test_short_nardy_enter_from_the_bar_step_by_step():
     child.expect("Your turn: 6-1")
     child.expect("bar 1")
     child.expect(r"Move from: bar\.")
+    # the hint is the network's; analyse judges with gnubg, and the hint says so
+    child.sendline("hint")
+    child.expect(r"analyse judges the game's plays with gnubg, which may differ")
+    child.sendline("")
     child.sendline("8/7")
     child.expect(r"Not allowed: .*")
     child.sendline("bar")
