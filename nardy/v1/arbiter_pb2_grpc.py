@@ -178,9 +178,9 @@ class ArbiterServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListGames(self, request, context):
-        """Games on the server, newest first, a page at a time (see `page_token`): the newest
-        2,000 games whatever their status, then older games still waiting or in progress.
-        Older ended games are not listed (so a server that runs for months stays the same
+        """Games on the server, newest first, a page at a time (see `page_token`): every game
+        waiting or in progress and the newest 2,000 ended ones (a match's first game called
+        off before it began leaves the list when it ends). Older ended games are not listed (so a server that runs for months stays the same
         size); GetGame and SubscribeGame answer for any game by its id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

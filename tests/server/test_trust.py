@@ -354,6 +354,10 @@ async def test_matches_called_off_at_once_still_count_in_the_quota(tmp_path):
             error = await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, client.create_match())
             assert "created in the last 10 s" in error.details()
             assert db_count(srv, "matches") == 3
+            # nor are they listed where the games played are (GetGame still answers)
+            assert not (await client.list_games()).games
+            state = (await client.get_game(r.game_id)).state
+            assert state.status == pb.GAME_STATUS_ABORTED
 
 
 async def test_closed_registration_is_for_the_operator(tmp_path):
