@@ -164,7 +164,10 @@ class Tables:
 
     def list_ended(self, row: dict, games: list[StoredGame]) -> None:
         """An ended match as ListGames lists it, from each game's last journal entry
-        (``games``: Reader.match_ends): a restart's newest matches."""
+        (``games``: Reader.match_ends): a restart's newest matches. One whose first game
+        was called off before it began is not listed, as it was not once it ended."""
+        if len(games) == 1 and [e[:2] for e in games[0][3]] in ([], [(1, EventType.GAME_ABORTED)]):
+            return
         pair_id = row["options"].get("pair_id", "")
         pair = Lockstep(pair_id, 1) if pair_id else None  # (its pair is over: not replayed)
         match = restore_match(self, row, games, new_id, pair)

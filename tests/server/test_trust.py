@@ -358,6 +358,10 @@ async def test_matches_called_off_at_once_still_count_in_the_quota(tmp_path):
             assert not (await client.list_games()).games
             state = (await client.get_game(r.game_id)).state
             assert state.status == pb.GAME_STATUS_ABORTED
+    with EmbeddedServer(db=str(tmp_path / "q.db"), open_matches=3) as srv:  # nor after a restart
+        async with Client(srv.address) as client:
+            assert not (await client.list_games()).games
+            assert (await client.get_game(r.game_id)).state.status == pb.GAME_STATUS_ABORTED
 
 
 async def test_closed_registration_is_for_the_operator(tmp_path):
