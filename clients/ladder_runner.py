@@ -11,7 +11,8 @@ only the rest are played.
 Unattended (stdout not a terminal) it prints a progress line every ``--progress`` seconds
 instead of a bar. SIGINT and SIGTERM end it early, still printing the standings, the
 crosstable and the records, with exit status 130 and 143. Temporary files (the database,
-the engine logs) are removed at the end unless ``--db`` / ``--logs`` named them.
+the engine logs) are removed at the end unless ``--db`` / ``--logs`` named them. The
+``--records`` are written as the games finish (a run killed keeps those).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -49,6 +52,7 @@ from server.errors import ArbiterError
 
 LADDER = "local"
 POLL_S = 0.25
+RECORDS_S = 2.0  # --records written this often while the ladder runs
 ELO_NOTE = (
     "Elo: each engine's duplicate-pair score against the opponents it met, "
     "0 = an even score; [95% interval]"
@@ -169,7 +173,8 @@ def _run(args, console, unattended, engines, sprt, db, log_dir) -> int:
         ladders = ladder_grpc.LadderServiceStub(channel)
         try:
             target = _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir)
-            _watch(console, unattended, args, ladders, engines, target, sprt)
+            record = _recorder(args, arbiter, server.address)
+            _watch(console, unattended, args, ladders, engines, target, sprt, record)
         except Stopped as e:
             stopped = e
             console.print(
@@ -189,7 +194,7 @@ def _run(args, console, unattended, engines, sprt, db, log_dir) -> int:
             for entrant in engines:
                 if entrant.process is not None:
                     entrant.process.stop()
-        _report(console, args, arbiter, ladders, engines, sprt, server.address)
+        _report(console, args, ladders, engines, sprt, _recorder(args, arbiter, server.address))
         channel.close()
     return 0 if stopped is None else 128 + stopped.signum
 
@@ -294,11 +299,22 @@ def _supervise(console, engines: list[Entrant], done: int) -> None:
             )
 
 
-def _watch(console, unattended, args, ladders, engines, target, sprt) -> None:
+def _recorder(args, arbiter, address: str) -> Callable[[], int] | None:
+    """With ``--records``: what writes the records of the games finished so far, those
+    written already kept (the number of games); called every RECORDS_S while the ladder
+    runs, so that a run killed keeps its records, and once at the end."""
+    if not args.records:
+        return None
+    from clients.export import export_ladder
+
+    return partial(export_ladder, arbiter, address, LADDER, Path(args.records))
+
+
+def _watch(console, unattended, args, ladders, engines, target, sprt, record) -> None:
     """Follow the ladder until the target or the SPRT decision: a bar on a terminal, a
-    progress line every few seconds otherwise."""
+    progress line every few seconds otherwise; ``record`` (if any) as it goes."""
     if unattended:
-        _watch_lines(console, args, ladders, engines, target, sprt)
+        _watch_lines(console, args, ladders, engines, target, sprt, record)
         return
     with Progress(
         TextColumn("{task.description}"),
@@ -310,16 +326,16 @@ def _watch(console, unattended, args, ladders, engines, target, sprt) -> None:
         transient=False,
     ) as progress:
         task = progress.add_task("games", total=target or None, line="")
-        for st, line in _poll(console, ladders, engines, target, sprt):
+        for st, line in _poll(console, ladders, engines, target, sprt, record):
             progress.update(task, completed=st.finished_games, line=line)
 
 
-def _watch_lines(console, args, ladders, engines, target, sprt) -> None:
+def _watch_lines(console, args, ladders, engines, target, sprt, record) -> None:
     every = getattr(args, "progress", 5.0)
     t0 = time.monotonic()
     next_line = t0 + every
     st = line = None
-    for st, line in _poll(console, ladders, engines, target, sprt):
+    for st, line in _poll(console, ladders, engines, target, sprt, record):
         if time.monotonic() >= next_line:
             next_line += every
             _progress_line(console, st, line, target, time.monotonic() - t0)
@@ -336,9 +352,13 @@ def _progress_line(console, st, line: str, target: int, elapsed: float) -> None:
     )
 
 
-def _poll(console, ladders, engines, target, sprt):
+def _poll(console, ladders, engines, target, sprt, record):
     """Yield (standings, summary) every POLL_S until the ladder is done."""
+    records_due = time.monotonic() + RECORDS_S
     while True:
+        if record is not None and time.monotonic() >= records_due:
+            record()
+            records_due = time.monotonic() + RECORDS_S
         st = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
         _supervise(console, engines, st.finished_games)
         cross = None
@@ -382,7 +402,7 @@ def summary(st, cross, engines: list[Entrant], sprt: SprtState | None) -> str:
     return "; ".join(parts)
 
 
-def _report(console, args, arbiter, ladders, engines, sprt, address) -> None:
+def _report(console, args, ladders, engines, sprt, record) -> None:
     """Standings, crosstable, the SPRT verdict and the records: at the end, however it ends."""
     standings = ladders.GetStandings(lpb.GetStandingsRequest(ladder=LADDER))
     cross = ladders.GetCrosstable(lpb.GetCrosstableRequest(ladder=LADDER))
@@ -403,11 +423,8 @@ def _report(console, args, arbiter, ladders, engines, sprt, address) -> None:
             f"SPRT {a} vs {b}, elo0 {sprt.elo0:g}, elo1 {sprt.elo1:g}: {sprt}\n{verdict}",
             highlight=False,
         )
-    if args.records:
-        from clients.export import export_ladder
-
-        n = export_ladder(arbiter, address, LADDER, Path(args.records))
-        console.print(f"{n} game records written to {args.records}")
+    if record is not None:
+        console.print(f"{record()} game records written to {args.records}")
 
 
 def pair_counts(cross: lpb.GetCrosstableResponse, a: str, b: str) -> tuple[int, int, int]:

@@ -1275,9 +1275,10 @@ async def play_forever(
     stopping = trio.Event()
     async with Client(address, token, reconnect=reconnect, transport=transport) as client:
 
-        async def leave_when_stopping() -> None:
+        async def leave_when_stopping(scope: trio.CancelScope) -> None:
             await stopping.wait()
-            await _leave(client, ladders)
+            if not await _leave(client, ladders):  # (the arbiter is gone: so are its games;
+                scope.cancel()  # an orphan of a ladder runner killed is not kept waiting)
 
         try:
             async with trio.open_nursery() as nursery:
@@ -1287,7 +1288,7 @@ async def play_forever(
                     await nursery.start(_stopped_by_sigterm, nursery.cancel_scope, stopping)
                 for ladder in ladders:
                     await client.join_ladder(ladder)
-                nursery.start_soon(leave_when_stopping)
+                nursery.start_soon(leave_when_stopping, nursery.cancel_scope)
                 await serve_games(
                     client,
                     engine,
@@ -1302,11 +1303,17 @@ async def play_forever(
                 await _leave(client, ladders)
 
 
-async def _leave(client: Client, ladders: Sequence[str]) -> None:
-    """No longer ready in ``ladders`` (as far as the arbiter can be told)."""
+async def _leave(client: Client, ladders: Sequence[str]) -> bool:
+    """No longer ready in ``ladders``; False if the arbiter could not be reached."""
+    reached = True
     for ladder in ladders:
-        with contextlib.suppress(grpc.RpcError, Unreachable):
+        try:
             await client.join_ladder(ladder, ready=False)
+        except Unreachable:
+            reached = False
+        except grpc.RpcError as e:
+            reached = reached and e.code() != grpc.StatusCode.UNAVAILABLE
+    return reached
 
 
 async def _stopped_by_sigterm(

@@ -5,6 +5,7 @@ challenged player."""
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -16,8 +17,9 @@ import trio
 
 from nardy.client import Client, serve_games
 from nardy.v1 import arbiter_pb2 as api
-from nardy.v1 import arbiter_pb2_grpc
+from nardy.v1 import arbiter_pb2_grpc, ladder_pb2_grpc
 from nardy.v1 import game_pb2 as pb
+from nardy.v1 import ladder_pb2 as lpb
 from server.app import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,9 +159,6 @@ def test_bundled_engines_join_a_servers_ladder_from_the_command_line(arbiter):
     """`nardy engine NAME --ladder L`: ready in the server's ladder while it runs (it took
     a program of one's own, JoinLadder through the SDK). Two engines play the ladder's
     games; an unknown ladder is said in one line."""
-    from nardy.v1 import ladder_pb2 as lpb
-    from nardy.v1 import ladder_pb2_grpc
-
     ch = grpc.insecure_channel(arbiter.address)
     ladders = ladder_pb2_grpc.LadderServiceStub(ch)
     admin = (("authorization", f"Bearer {arbiter.admin_token}"),)
@@ -212,9 +211,6 @@ def test_an_engine_stopped_by_sigterm_leaves_its_ladder(arbiter):
     """`systemctl stop`, `docker stop` and supervisors send SIGTERM: the engine stopped
     without leaving its ladders, which went on pairing it, and it lost every game by
     abandonment. It leaves them now, as on Ctrl-C, and exits 0."""
-    from nardy.v1 import ladder_pb2 as lpb
-    from nardy.v1 import ladder_pb2_grpc
-
     ch = grpc.insecure_channel(arbiter.address)
     ladders = ladder_pb2_grpc.LadderServiceStub(ch)
     admin = (("authorization", f"Bearer {arbiter.admin_token}"),)
@@ -282,3 +278,48 @@ async def test_an_engine_stopped_by_sigterm_plays_its_pair_out(arbiter):
             engine.kill()
             engine.wait()
             opponent.close()
+
+
+@pytest.mark.slow
+def test_an_engine_whose_arbiter_is_gone_stops_at_once_on_sigterm(tmp_path):
+    """A SIGTERM lets the games being played finish; an engine whose arbiter is gone
+    (a ladder runner killed: its engines are sent SIGTERM) has none to finish, and stops
+    at once rather than waiting out --give-up for an arbiter that will not come back."""
+    from tests.server.test_recovery import free_port, start_server
+
+    port, admin = free_port(), secrets.token_urlsafe(32)
+    server = start_server(port, str(tmp_path / "g.db"), admin_token=admin)
+    address = f"127.0.0.1:{port}"
+    engines = []
+    try:
+        ch = grpc.insecure_channel(address)
+        ladders = ladder_pb2_grpc.LadderServiceStub(ch)
+        md = (("authorization", f"Bearer {admin}"),)
+        options = lpb.LadderOptions(turn_time_ms=5000)
+        ladders.CreateLadder(lpb.CreateLadderRequest(name="gone", options=options), metadata=md)
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        for name in ("gone-a", "gone-b"):
+            token = stub.RegisterPlayer(api.RegisterPlayerRequest(name=name, bot=True)).token
+            command = ["engine", "random", "--server", address, "--ladder", "gone"]
+            engines.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "clients", *command],
+                    cwd=ROOT,
+                    env={**os.environ, "NARDY_TOKEN": token},
+                    stderr=subprocess.PIPE,
+                )
+            )
+        playing = api.ListGamesRequest(ladder="gone", status=pb.GAME_STATUS_IN_PROGRESS)
+        deadline = time.monotonic() + 60
+        while not stub.ListGames(playing).games:  # (the ladder's progress, polled)
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        ch.close()
+        server.kill()
+        server.wait()
+        engines[0].terminate()
+        assert engines[0].wait(30) == 0  # (it waited up to --give-up, 120 s)
+    finally:
+        for proc in (server, *engines):
+            proc.kill()
+            proc.wait()

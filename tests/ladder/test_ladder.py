@@ -356,6 +356,48 @@ def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_
 
 
 @pytest.mark.slow
+def test_records_are_written_as_the_games_finish(tmp_path):
+    """--records were written only when the ladder ended: a run killed (kill -9, the
+    machine) kept none, and a long run's oldest games had left ListGames by then."""
+    records = tmp_path / "records"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "clients",
+            "ladder",
+            "--engine",
+            f"a={RANDOM}",
+            "--engine",
+            f"b={RANDOM}",
+            "--games",
+            "1000",
+            "--turn-time-ms",
+            "2000",
+            "--progress",
+            "0.2",
+            "--records",
+            str(records),
+        ],  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for line in proc.stdout:  # (a progress line every 0.2 s)
+            if line.startswith("Games: ") and len(list(records.glob("*.nrd"))) >= 2:
+                break
+        else:
+            raise AssertionError(f"no records while it ran: {proc.stderr.read()}")
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    for path in records.glob("*.nrd"):  # whole records, each of a finished game
+        assert "Result" in path.read_text()
+
+
+@pytest.mark.slow
 def test_a_short_nardy_ladder_with_records_that_import(tmp_path):
     """RULES.md §8-9: a ladder of short nardy games between random and greedy over the real
     server; every record names its variant and `nardy import` checks it by the rules."""

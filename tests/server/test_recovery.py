@@ -23,7 +23,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, db: str) -> subprocess.Popen:
+def start_server(port: int, db: str, admin_token: str | None = None) -> subprocess.Popen:
+    env = None if admin_token is None else {**os.environ, "NARDY_ADMIN_TOKEN": admin_token}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -40,6 +41,7 @@ def start_server(port: int, db: str) -> subprocess.Popen:
             "1500",
         ],
         stderr=subprocess.DEVNULL,
+        env=env,
     )
     deadline = time.monotonic() + 90  # its start takes ~1.5 s of CPU: long on a loaded machine
     while True:  # wait until it accepts connections
