@@ -45,6 +45,11 @@ HOLD_S = 30.0
 # crashed or hangs while still ready costs its ladder one pair, then less and less.
 BENCH_S = 60.0
 BENCH_MAX_S = 1800.0
+# A bot that has not yet come to a game of the ladder is benched this long (doubling) from
+# its first miss, and saying it is ready does not end that bench: players are free to
+# register, and ten of them joining and never coming held the ladder's bots in pairs that
+# waited for them (the pairing prefers bots that met least).
+NEWCOMER_BENCH_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -228,11 +233,17 @@ class Ladder:
             self._back(member)
         self._wake.set()
 
-    @staticmethod
-    def _back(member: Member) -> None:
-        """``member`` said it is ready again: back from a bench for one missed pair."""
-        if member.benched <= 1:
+    def _back(self, member: Member) -> None:
+        """``member`` said it is ready again: back from a bench for one missed pair (not a
+        newcomer's, see NEWCOMER_BENCH_S)."""
+        if member.benched <= 1 and self.came(member.name):
             member.benched_until = -math.inf
+
+    def came(self, name: str) -> bool:
+        """Whether the bot ``name`` has come to a game of this ladder (one it did not lose
+        by never coming or leaving)."""
+        row = self.table.get(name)
+        return row is not None and row.games > row.disconnects
 
     # -- pairing ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -366,10 +377,10 @@ class Ladder:
         return record
 
     def _bench(self, record: LadderGame, members: dict[str, Member]) -> None:
-        """A bot whose seat was not there for its game is benched (BENCH_S), unless it
-        said it was ready again since it was paired (a restarted engine) after a clean
-        record; one that played both games of a pair out is not any more (coming to one
-        game of each pair only clears nothing)."""
+        """A bot whose seat was not there for its game is benched (BENCH_S; one that never
+        came, NEWCOMER_BENCH_S), unless it said it was ready again since it was paired (a
+        restarted engine) after a clean record; one that played both games of a pair out
+        is not any more (coming to one game of each pair only clears nothing)."""
         if record.voided:
             return
         now = trio.current_time()
@@ -389,9 +400,11 @@ class Ladder:
                 continue  # (once for both games of its pair)
             member.missed_pair = pair
             member.benched += 1
-            if member.benched == 1 and member.joins > member.paired_joins:
+            came = self.came(name)
+            if member.benched == 1 and member.joins > member.paired_joins and came:
                 continue  # back already
-            rest = min(BENCH_MAX_S, BENCH_S * 2 ** (member.benched - 1))
+            base = BENCH_S if came else NEWCOMER_BENCH_S
+            rest = min(BENCH_MAX_S, base * 2 ** (member.benched - 1))
             member.benched_until = now + rest
             log.warning(
                 "ladder=%s %s is not paired for %.0f s: its seat was not there for game %s",

@@ -5,11 +5,13 @@ the two fewer times (server/core/ladder.py, Ladder._hold)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import trio
 
 from nardy import Termination
 from nardy.client import Client, serve_games
-from server.core.ladder import Ladder, LadderGame, LadderOptions, Member
+from server.core.ladder import NEWCOMER_BENCH_S, Ladder, LadderGame, LadderOptions, Member
 from tests.server.conftest import random_engine
 
 GAMES = 16
@@ -58,8 +60,11 @@ async def test_the_leader_benches_from_the_stored_records():
     ladder = Ladder(nothing, nothing, "club", LadderOptions())
     ladder.active = False
     members = lambda joins: [Member.stored("g", "gone", joins), Member.stored("a", "ann", 1)]  # noqa: E731
-    ladder.reload([], members(1), {})  # the first reading: what is stored is history
-    first = [abandoned("p1", "g1", "ann", "gone"), abandoned("p1", "g2", "ann", "gone")]
+    # the first reading: what is stored is history (gone came to a game then: a newcomer
+    # is benched longer, and ready again does not bring it back)
+    history = [replace(abandoned("p0", "g0", "ann", "gone"), termination=str(Termination.NORMAL))]
+    ladder.reload(history, members(1), {})
+    first = [*history, abandoned("p1", "g1", "ann", "gone"), abandoned("p1", "g2", "ann", "gone")]
     ladder.reload(first, members(1), {})
     gone = ladder.members["g"]
     assert gone.benched == 1 and gone.benched_until > trio.current_time()  # once a pair
@@ -71,3 +76,15 @@ async def test_the_leader_benches_from_the_stored_records():
     ladder.reload(second, members(3), {})  # ready again: after two missed pairs, no matter
     gone = ladder.members["g"]
     assert gone.benched == 2 and gone.benched_until > trio.current_time() + 100
+    # a newcomer that never came to a game here sits its bench out, ready again or not
+    # (registering is free: ten newcomers that never came stalled a ladder's bots)
+    fresh = Ladder(nothing, nothing, "club", LadderOptions())
+    fresh.active = False
+    newcomers = lambda joins: [Member.stored("n", "new", joins), Member.stored("a", "ann", 1)]  # noqa: E731
+    fresh.reload([], newcomers(1), {})
+    missed = [abandoned("p1", "g1", "ann", "new"), abandoned("p1", "g2", "ann", "new")]
+    fresh.reload(missed, newcomers(1), {})
+    fresh.reload(missed, newcomers(2), {})  # ready again
+    new = fresh.members["n"]
+    assert new.benched == 1
+    assert new.benched_until >= trio.current_time() + NEWCOMER_BENCH_S - 1
