@@ -76,8 +76,11 @@ def fetch_record(stub: api_grpc.ArbiterServiceStub, game_id: str) -> GameRecord:
     return record_of(events, seed)
 
 
-def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
-    """Write a text record of every finished game of ``ladder`` into ``out``."""
+def export_ladder(stub, address: str, ladder: str, out: Path, *, sealed_too: bool = True) -> int:
+    """Write a text record of every finished game of ``ladder`` into ``out`` (the number
+    of games); a record written already is kept. ``sealed_too=False`` leaves for later a
+    game whose server seed is not revealed yet (its pair's other game is still played):
+    a record without it cannot be verified."""
     out.mkdir(parents=True, exist_ok=True)
     games, token = [], ""
     while True:
@@ -92,7 +95,9 @@ def export_ladder(stub, address: str, ladder: str, out: Path) -> int:
     for g in games:
         path = out / f"{g.game_id}.nrd"
         if not path.exists():
-            path.write_text(dumps([fetch_record(stub, g.game_id)]))
+            record = fetch_record(stub, g.game_id)
+            if sealed_too or record.headers.get("ServerSeed"):
+                path.write_text(dumps([record]))
     return len(games)
 
 

@@ -173,7 +173,7 @@ def _run(args, console, unattended, engines, sprt, db, log_dir) -> int:
         ladders = ladder_grpc.LadderServiceStub(channel)
         try:
             target = _set_up(args, console, server, arbiter, ladders, engines, sprt, db, log_dir)
-            record = _recorder(args, arbiter, server.address)
+            record = _recorder(args, arbiter, server.address, sealed_too=False)
             _watch(console, unattended, args, ladders, engines, target, sprt, record)
         except Stopped as e:
             stopped = e
@@ -194,7 +194,8 @@ def _run(args, console, unattended, engines, sprt, db, log_dir) -> int:
             for entrant in engines:
                 if entrant.process is not None:
                     entrant.process.stop()
-        _report(console, args, ladders, engines, sprt, _recorder(args, arbiter, server.address))
+        final = _recorder(args, arbiter, server.address, sealed_too=True)
+        _report(console, args, ladders, engines, sprt, final)
         channel.close()
     return 0 if stopped is None else 128 + stopped.signum
 
@@ -299,15 +300,17 @@ def _supervise(console, engines: list[Entrant], done: int) -> None:
             )
 
 
-def _recorder(args, arbiter, address: str) -> Callable[[], int] | None:
+def _recorder(args, arbiter, address: str, *, sealed_too: bool) -> Callable[[], int] | None:
     """With ``--records``: what writes the records of the games finished so far, those
     written already kept (the number of games); called every RECORDS_S while the ladder
-    runs, so that a run killed keeps its records, and once at the end."""
+    runs (``sealed_too=False``: a game whose pair is still played waits for its seed), so
+    that a run killed keeps its records, and once at the end."""
     if not args.records:
         return None
     from clients.export import export_ladder
 
-    return partial(export_ladder, arbiter, address, LADDER, Path(args.records))
+    out = Path(args.records)
+    return partial(export_ladder, arbiter, address, LADDER, out, sealed_too=sealed_too)
 
 
 def _watch(console, unattended, args, ladders, engines, target, sprt, record) -> None:

@@ -393,8 +393,9 @@ def test_records_are_written_as_the_games_finish(tmp_path):
         proc.kill()
         proc.communicate()
     assert proc.returncode == -signal.SIGKILL
-    for path in records.glob("*.nrd"):  # whole records, each of a finished game
-        assert "Result" in path.read_text()
+    for path in records.glob("*.nrd"):  # whole records, each of a finished game, with its
+        text = path.read_text()  # seed (a pair's game written before its partner ended,
+        assert "Result" in text and "ServerSeed" in text  # the seed unrevealed: unverifiable)
 
 
 @pytest.mark.slow
