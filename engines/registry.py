@@ -7,17 +7,19 @@ only when :func:`make_engine` builds it, so commands can offer the names as choi
 
 from __future__ import annotations
 
+import copy
 import importlib
 import logging
 import sys
+import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engines.base import Engine, Unavailable
 from nardy.game import Color
 from nardy.match import DEFAULT_VARIANT
-from nardy.variant import variant
+from nardy.variant import Variant, variant
 
 if TYPE_CHECKING:  # the SDK needs grpc; in-process users of the registry do not
     from nardy.client import TurnInfo
@@ -162,6 +164,18 @@ def sdk_adapter(engine):
     is the last resort.
     """
     variants = tuple(getattr(engine, "variants", ("long",)))
+    # one engine per variant: games of both at once (an engine in a long and a short
+    # ladder) are played in worker threads side by side, and an engine set to one
+    # variant's rules while it chose for the other's failed on one turn in ten
+    own: dict[str, Any] = {}
+    making = threading.Lock()
+
+    def of(rules: Variant):
+        with making:
+            if rules.name not in own:
+                own[rules.name] = copy.copy(engine) if own else engine
+                own[rules.name].rules = rules
+            return own[rules.name]
 
     def fn(turn: TurnInfo) -> pb.LegalPlay:
         offered = {lp.end_position: lp for lp in turn.legal}
@@ -173,7 +187,7 @@ def sdk_adapter(engine):
                 "turn %d: this engine does not play %s nardy", turn.state.turn_id, rules.name
             )
             return turn.legal[0]
-        engine.rules = rules  # a game of another variant than the last one
+        chooser = of(rules)
         t0 = time.perf_counter()
         position, dice = turn.position, turn.dice
         plays = [p for p in rules.legal_plays(position, dice) if p.end.text() in offered]
@@ -186,7 +200,7 @@ def sdk_adapter(engine):
             )
         if not plays:
             return turn.legal[0]
-        play = engine.choose(
+        play = chooser.choose(
             position, dice, plays, time_left_ms=turn.time_left_ms, match=match_of(turn)
         )
         log.debug(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 import trio
@@ -243,3 +244,57 @@ def test_an_engine_states_what_it_accepts_challenges_for(name):
     consent = Consent().stated(fn)
     assert consent.variants == ENGINES[name].variants
     assert consent.min_turn_time_ms == 1000
+
+
+def test_an_engine_plays_games_of_both_variants_at_once():
+    """An engine in a long and a short ladder plays games of both at once, in worker
+    threads side by side: the one engine was set to the rules of the game it was called
+    for last, and chose with the other game's (AttributeError, TypeError: the first legal
+    play made instead, on about one turn in ten)."""
+    from engines.registry import sdk_adapter
+    from nardy.client import TurnInfo
+    from nardy.variant import variant
+    from nardy.wire import legal_pb
+
+    fn = sdk_adapter(make_engine("greedy", variant_name="long"))
+    dice = (6, 3)
+    turns = []
+    middle = "w/10,0,0,0,0,0,1,1,1,1,1,0,-15,0,0,0,0,0,0,0,0,0,0,0"  # (a choice to make)
+    for name, text in (("long", middle), ("short", "")):
+        rules = variant(name)
+        start = rules.parse(text) if text else rules.start()
+        assert len(rules.legal_plays(start, dice)) > 1
+        state = pb.GameState(
+            options=pb.GameOptions(variant=name),
+            position=start.text(),
+            dice=dice,
+            side_to_move=pb.COLOR_WHITE,
+            your_color=pb.COLOR_WHITE,
+            legal_plays=[legal_pb(p) for p in rules.legal_plays(start, dice)],
+        )
+        turns.append(TurnInfo(state))
+    answers: list[str] = []
+    errors: list[BaseException] = []
+
+    def play(turn: TurnInfo) -> None:
+        offered = {lp.end_position for lp in turn.legal}
+        for _ in range(300):
+            try:
+                answer = fn(turn)
+            except Exception as e:  # (the SDK would play the first legal play instead)
+                errors.append(e)
+                return
+            assert answer.end_position in offered
+            answers.append(answer.end_position)
+
+    threads = [threading.Thread(target=play, args=(turn,)) for turn in turns]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # (threads switching often, as under load)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == [] and len(answers) == 600
