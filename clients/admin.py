@@ -161,7 +161,8 @@ def _schedule_line(r: admin_pb.Retention) -> str:
     if not r.HasField("keep"):
         return "schedule: none (nardy admin archive --keep DAYS sets one)"
     days = r.keep.ToTimedelta() / timedelta(days=1)
-    return f"schedule: once an hour, the games that ended more than {days:g} days ago"
+    unit = "day" if days == 1 else "days"
+    return f"schedule: once an hour, the games that ended more than {days:g} {unit} ago"
 
 
 def _run_line(run: admin_pb.ArchiveRun) -> str:

@@ -166,10 +166,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "standings",
-        help="a ladder's standings, or a table of the arbiter's finished games",
+        help="a ladder's standings, or a table of the arbiter's newest finished games",
         description="With --ladder: the ladder's standings (Elo, skill, points, mars, "
         "timeouts) and crosstable. Without: per player games, wins, losses, points won and "
-        "lost, wins by mars, computed from the arbiter's finished games.",
+        "lost, wins by mars, computed from the arbiter's newest 500 finished games.",
     )
     _server_arg(p)
     p.add_argument("--ladder", metavar="NAME", help="a ladder hosted by the arbiter")

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 def add_player(player_id: str, name: str, bot: bool, token_hash: str, owner: str = "") -> Write:
     return (
-        "INSERT INTO players (id, name, bot, token_hash, owner) VALUES (?,?,?,?,?)",
-        (player_id, name, int(bot), token_hash, owner),
+        "INSERT INTO players (id, name, bot, token_hash, owner, created) VALUES (?,?,?,?,?,?)",
+        (player_id, name, int(bot), token_hash, owner, time.time()),
     )
 
 
@@ -45,8 +45,9 @@ def add_seat_token(match_id: str, seat: int, token_hash: str, creator: str) -> W
 
 def add_match(match: MatchSession) -> Write:
     return (
-        f"INSERT INTO matches ({', '.join(journal.MATCH_COLUMNS)}, pair) VALUES (?,?,?,?,?,?,?,?)",
-        (*journal.encode_match(match), match.pair_id),
+        f"INSERT INTO matches ({', '.join(journal.MATCH_COLUMNS)}, pair, created) "
+        "VALUES (?,?,?,?,?,?,?,?,?)",
+        (*journal.encode_match(match), match.pair_id, time.time()),
     )
 
 
@@ -64,8 +65,16 @@ def update_match(match: MatchSession) -> Write:
 
 def add_game(game: GameSession) -> Write:
     return (
-        "INSERT INTO games (id, match_id, number, status, server_seed) VALUES (?,?,?,?,?)",
-        (game.id, game.match.id, game.number, int(game.status), game.roller.server_seed.hex()),
+        "INSERT INTO games (id, match_id, number, status, server_seed, created) "
+        "VALUES (?,?,?,?,?,?)",
+        (
+            game.id,
+            game.match.id,
+            game.number,
+            int(game.status),
+            game.roller.server_seed.hex(),
+            time.time(),
+        ),
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 
 import grpc
 import pytest
@@ -204,3 +205,17 @@ async def test_names_twinned_by_case_before_they_were_unique_in_the_store_are_to
     assert execute(db, "SELECT version FROM nardy_schema") == [(SCHEMA_VERSION,)]
     with pytest.raises(Exception, match="(?i)unique"):
         execute(db, "INSERT INTO players (id, name, bot, token_hash) VALUES ('x', 'TWIN', 1, 'h')")
+
+
+async def test_players_matches_and_games_are_stored_with_when_they_were_created(db):
+    """The column's default (unixepoch('subsec')) is NULL on SQLite before 3.42, Debian
+    bookworm's 3.40 among them: every row's `created` was NULL, and a restart took back
+    the games not over in no order at all (ORDER BY created)."""
+    with EmbeddedServer(db=db) as srv:
+        async with Client(srv.address) as client:
+            before = time.time()
+            await client.register("dated")
+            await client.create_match()
+    for table in ("players", "matches", "games"):
+        (created,) = execute(db, f"SELECT created FROM {table}")[0]
+        assert created is not None and before - 1 <= created <= time.time(), table
