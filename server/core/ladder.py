@@ -37,6 +37,7 @@ log = logging.getLogger("nardy.server")
 
 RECENT = 1000  # the latest counted records, to rebuild the books from a store read
 START_TIMEOUT_MS = 30_000  # a pair's seats come within this; one that does not loses
+NEWCOMER_START_TIMEOUT_MS = 10_000  # ... with a bot that has not yet come to a game here
 # At most this long a pairing waits for a bot that is busy now and met one of the two less
 # (Ladder._hold): about a pair of fast games; a busy bot slower than that is not waited on.
 HOLD_S = 30.0
@@ -319,6 +320,8 @@ class Ladder:
 
     async def _start_pair(self, a: Member, b: Member) -> None:
         pair_id = secrets.token_hex(4)
+        proven = self.came(a.name) and self.came(b.name)  # (a newcomer's opponent waits less)
+        wait_ms = START_TIMEOUT_MS if proven else NEWCOMER_START_TIMEOUT_MS
         server_seed = secrets.token_bytes(32)  # one secret seed: the same dice in both games
         lockstep = Lockstep(pair_id, size=2)  # the first game waits for its partner
         specs = [
@@ -335,7 +338,7 @@ class Ladder:
                     auto_play_forced=True,
                     illegal_play_limit=self.options.illegal_play_limit,
                 ),
-                start_timeout_ms=START_TIMEOUT_MS,
+                start_timeout_ms=wait_ms,
                 ladder=self.name,
                 pair_id=pair_id,
             )

@@ -22,7 +22,7 @@ from nardy.wire import Terms
 from server.core import tables
 from server.core.arbiter import Arbiter
 from server.core.journal import EventType, Status
-from server.core.ladder import LadderOptions
+from server.core.ladder import NEWCOMER_BENCH_S, LadderOptions
 from server.core.match import MatchSpec
 from server.core.principals import AS_OPERATOR, Caller, token_hash
 from server.core.session import RECONNECT_S
@@ -462,11 +462,14 @@ async def test_a_ladder_bot_whose_seat_is_not_there_is_benched(nursery, tmp_path
     # would; registering is free: ten of them held a ladder's bots in pairs that waited
     # for them): benched NEWCOMER_BENCH_S after its first pair, however ready it says it is
     dodging.add("gone")
+    start = trio.current_time()
     await ladder_plays(400)
     dodging.clear()
     rows = rows_of(ladder)
     assert rows["gone"].games == 2 and rows["gone"].wins == 0  # (one pair in 400 s, not 3)
     assert member.ready and member.benched == 1
+    # and its opponent waited NEWCOMER_START_TIMEOUT_MS for it, not a pair's 30 s
+    assert member.benched_until - NEWCOMER_BENCH_S - start < 15
     assert ladder.met[frozenset(("ann", "bob"))] > 40  # ann and bob met on and on
     assert member.benched_until > trio.current_time()
     # ready again after its bench, it misses again: benched twice as long, and ready
