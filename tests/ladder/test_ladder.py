@@ -307,12 +307,10 @@ def test_unattended_runner_prints_progress_lines(tmp_path):
     assert "0 = an even score" in out.stdout  # the Elo column says what it is relative to
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_path, sig, code):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    proc = subprocess.Popen(
+def long_ladder(*options: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """`nardy ladder` of two random engines for 1,000 games (stopped long before), with a
+    progress line every 0.2 s on its stdout."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -328,12 +326,21 @@ def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_
             "2000",
             "--progress",
             "0.2",
-        ],
+            *options,
+        ],  # fmt: skip
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "TMPDIR": str(tmp)},
+        env=env,
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_ends_the_ladder_with_its_standings_and_no_temporary_files(tmp_path, sig, code):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = long_ladder(env={**os.environ, "TMPDIR": str(tmp)})
     try:
         for line in proc.stdout:  # wait until games have finished, then stop it
             if line.startswith("Games: ") and not line.startswith(("Games: 0/", "Games: 1/")):
@@ -360,29 +367,7 @@ def test_records_are_written_as_the_games_finish(tmp_path):
     """--records were written only when the ladder ended: a run killed (kill -9, the
     machine) kept none, and a long run's oldest games had left ListGames by then."""
     records = tmp_path / "records"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "clients",
-            "ladder",
-            "--engine",
-            f"a={RANDOM}",
-            "--engine",
-            f"b={RANDOM}",
-            "--games",
-            "1000",
-            "--turn-time-ms",
-            "2000",
-            "--progress",
-            "0.2",
-            "--records",
-            str(records),
-        ],  # fmt: skip
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = long_ladder("--records", str(records))
     try:
         for line in proc.stdout:  # (a progress line every 0.2 s)
             if line.startswith("Games: ") and len(list(records.glob("*.nrd"))) >= 2:
