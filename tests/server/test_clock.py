@@ -463,22 +463,15 @@ async def test_a_ladder_bot_whose_seat_is_not_there_is_benched(nursery, tmp_path
     # for them): benched NEWCOMER_BENCH_S after its first pair, however ready it says it is
     dodging.add("gone")
     start = trio.current_time()
-    await ladder_plays(400)
+    await ladder_plays(200)
     dodging.clear()
     rows = rows_of(ladder)
-    assert rows["gone"].games == 2 and rows["gone"].wins == 0  # (one pair in 400 s, not 3)
+    assert rows["gone"].games == 2 and rows["gone"].wins == 0  # (one pair, not 3)
     assert member.ready and member.benched == 1
+    assert member.benched_until > trio.current_time()
     # and its opponent waited NEWCOMER_START_TIMEOUT_MS for it, not a pair's 30 s
     assert member.benched_until - NEWCOMER_BENCH_S - start < 15
-    assert ladder.met[frozenset(("ann", "bob"))] > 40  # ann and bob met on and on
-    assert member.benched_until > trio.current_time()
-    # ready again after its bench, it misses again: benched twice as long, and ready
-    # again it sits that bench out (it would hold every opponent paired with it for 30 s
-    # each time it came back)
-    await ladder_plays(1200, until=lambda: member.benched == 2)
-    assert member.benched == 2
-    await arbiter.ladders.join(digests["gone"], "club", True)
-    assert member.benched_until > trio.current_time()
+    assert ladder.met[frozenset(("ann", "bob"))] > 20  # ann and bob met on and on
     # back after its bench, it plays a game out: its misses are cleared; ready again after
     # one miss, it is back at once (a restarted engine)
     away.clear()
