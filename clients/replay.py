@@ -53,24 +53,17 @@ def frames_from_events(events: list[pb.GameEvent]) -> list[Frame]:
     turn = 0
     for ev in events:
         st = ev.state
-        white, black = wire.names_of(st).values()
+        names = wire.names_of(st)
+        white, black = names[Color.WHITE], names[Color.BLACK]
         header = f"game {st.game_number} ({st.game_id}): {white} (white) vs {black} (black)"
         if st.match.target > 1:
             header += f", match to {st.match.target}"
         if ev.type == pb.EVENT_TYPE_GAME_STARTED:
-            names = wire.names_of(st)
-            frames.append(
-                Frame(
-                    st,
-                    f"Start: {names[Color.WHITE]} white, {names[Color.BLACK]} black",
-                    set(),
-                    header,
-                )
-            )
+            frames.append(Frame(st, f"Start: {white} white, {black} black", set(), header))
         elif ev.type in (pb.EVENT_TYPE_PLAY_MADE, pb.EVENT_TYPE_TURN_PASSED):
             turn += 1
             side = wire.color_of(ev.play.side)
-            name = wire.names_of(st)[side]
+            name = names[side]
             notation = ev.play.notation if ev.type == pb.EVENT_TYPE_PLAY_MADE else "- (no play)"
             took = f" ({ev.play.used_ms / 1000:.1f} s)" if ev.play.used_ms else ""
             label = f"Turn {turn}: {side_name(side)} ({name}) {dice_text(ev.play.dice)}: {notation}"

@@ -80,13 +80,15 @@ class Actions:
         except ValueError as e:
             raise ArbiterError(Code.INVALID_ARGUMENT, str(e)) from None
         game, seat = await self.viewer(digest, game_id)
-        if own_turns and seat is None:  # (a spectator's; with a token: the operator's)
+        if own_turns and seat is None and digest:  # (the operator's token)
             raise ArbiterError(
-                Code.PERMISSION_DENIED if digest else Code.INVALID_ARGUMENT,
+                Code.PERMISSION_DENIED,
                 "your token holds no seat in this game: Play and EVENT_FILTER_OWN_TURNS are "
-                "a seat's"
-                if digest
-                else "EVENT_FILTER_OWN_TURNS is for a seat's stream (its token)",
+                "a seat's",
+            )
+        if own_turns and seat is None:  # (a spectator's)
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, "EVENT_FILTER_OWN_TURNS is for a seat's stream (its token)"
             )
         if self.runtime.closing:
             raise ArbiterError(Code.UNAVAILABLE, "the server is shutting down")

@@ -166,7 +166,8 @@ class Tables:
         """An ended match as ListGames lists it, from each game's last journal entry
         (``games``: Reader.match_ends): a restart's newest matches. One whose first game
         was called off before it began is not listed, as it was not once it ended."""
-        if len(games) == 1 and [e[:2] for e in games[0][3]] in ([], [(1, EventType.GAME_ABORTED)]):
+        journaled = [entry[:2] for entry in games[0][3]] if len(games) == 1 else None
+        if journaled in ([], [(1, EventType.GAME_ABORTED)]):  # (nothing but its end)
             return
         pair_id = row["options"].get("pair_id", "")
         pair = Lockstep(pair_id, 1) if pair_id else None  # (its pair is over: not replayed)
