@@ -311,6 +311,22 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
     wait(browser, lambda d: d.current_url.endswith(f"/play/game/{alice.game_id}"))
     stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=alice.game_id), metadata=alice_md)
     wait(browser, lambda d: "Your turn" in page(d)["status"] or "to play" in page(d)["status"])
+    # the buttons stay where they are while the lines above them fill: emptied, those
+    # lines keep their room (a click must not land on what moved under the pointer)
+    stays_put = (
+        "const lines = ['clock-white', 'clock-black', 'building', 'message']"
+        "  .map((id) => document.getElementById(id));"
+        "const where = () => ['resign', 'send'].map("
+        "  (id) => document.getElementById(id).getBoundingClientRect().y);"
+        "const before = where(), texts = lines.map((p) => p.textContent);"
+        "lines.forEach((p) => { p.textContent = ''; });"
+        "const empty = where();"
+        "lines.forEach((p, i) => { p.textContent = texts[i]; });"
+        "return [before, empty];"
+    )
+    wait(browser, lambda d: d.find_element(By.ID, "clock-white").text)
+    before, emptied = browser.execute_script(stays_put)
+    assert before == emptied
     resign = browser.find_element(By.ID, "resign")
     resign.click()
     armed = time.monotonic()
