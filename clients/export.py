@@ -65,15 +65,18 @@ def game_events(stub: api_grpc.ArbiterServiceStub, game_id: str) -> list[pb.Game
     return patiently(replay)
 
 
-def fetch_record(stub: api_grpc.ArbiterServiceStub, game_id: str) -> GameRecord:
+def fetch_record(
+    stub: api_grpc.ArbiterServiceStub, game_id: str, *, guests: bool = True
+) -> GameRecord:
     """A game's record, with its server seed once revealed (a duplicate pair's first game
-    reveals it when its partner ends, after its own last event). ValueError: no events yet."""
+    reveals it when its partner ends, after its own last event); ``guests``: as
+    ``nardy.wire.record_of``. ValueError: no events yet."""
     events = game_events(stub, game_id)
     if not events:
         raise ValueError(f"game {game_id} has no events yet")
     request = api.GetGameRequest(game_id=game_id)
     seed = patiently(lambda: stub.GetGame(request, timeout=10)).state.server_seed
-    return record_of(events, seed)
+    return record_of(events, seed, guests=guests)
 
 
 def export_ladder(stub, address: str, ladder: str, out: Path, *, sealed_too: bool = True) -> int:

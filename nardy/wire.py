@@ -204,21 +204,25 @@ def dice_of(msg_dice) -> tuple[int, int]:
 
 
 # -- records ------------------------------------------------------------------------------
-def record_of(events: Sequence[pb.GameEvent], server_seed: str = "") -> GameRecord:
+def record_of(
+    events: Sequence[pb.GameEvent], server_seed: str = "", *, guests: bool = True
+) -> GameRecord:
     """The game record of one game's events (a finished game's with its result; one in
     progress, its turns so far). ``server_seed``: the seed as revealed after the events (a
-    duplicate pair's first game reveals it once its partner has ended: GetGame's state)."""
+    duplicate pair's first game reveals it once its partner has ended: GetGame's state).
+    ``guests``: an open seat's name marked, as boards show it (see player_name)."""
     if not events:
         raise ValueError("no events")
     first = next((e for e in events if e.type == pb.EVENT_TYPE_GAME_STARTED), events[0])
     st = first.state
     last = events[-1].state
     date = datetime.fromtimestamp(first.time.ToNanoseconds() / 1e9, UTC)
+    names = names_of(st, guests)
     headers = {
         "Game": str(st.game_number),
         "Variant": st.options.variant or DEFAULT_VARIANT,
-        "White": st.white.name,
-        "Black": st.black.name,
+        "White": names[Color.WHITE],
+        "Black": names[Color.BLACK],
         "Match": str(st.match.target),
         "TimeControl": f"{st.options.turn_time_ms} ms per turn"
         + (f" + {st.options.time_bank_ms} ms bank" if st.options.time_bank_ms else ""),

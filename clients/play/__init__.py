@@ -215,7 +215,7 @@ def _save(stub, games: list[str], folder: Path, opponent: str) -> Path | None:
     records = []
     for game_id in games:
         with contextlib.suppress(ValueError):  # (a game with no events yet)
-            records.append(fetch_record(stub, game_id))
+            records.append(fetch_record(stub, game_id, guests=False))  # (its own games)
     if not records:
         return None
     folder.mkdir(parents=True, exist_ok=True)

@@ -87,6 +87,9 @@ def test_an_ended_game_is_analysed_once_and_kept(game):
     assert (data["format"], data["judge"], data["units"]) == ("nardy-analysis", "network", "points")
     p = data["games"][0]["plays"][0]
     assert (p["turn"], p["played"], p["best"], p["mark"]) == (1, "6/1 5/off", "6/off 5/off", "??")
+    # the seats are open (no registered player): named as guests', as boards name them
+    sides = data["games"][0]["sides"]
+    assert (sides["white"]["name"], sides["black"]["name"]) == ("guest player 1", "guest player 2")
     t0 = time.perf_counter()
     assert get(url) == (200, body)  # kept: no second child process
     assert time.perf_counter() - t0 < 2
@@ -98,7 +101,8 @@ def test_an_ended_game_is_analysed_once_and_kept(game):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["games"][0]["plays"][0] == p
+    fetched = json.loads(out.stdout)["games"][0]
+    assert fetched["plays"][0] == p and fetched["sides"]["white"]["name"] == "guest player 1"
 
 
 def test_analyses_are_bounded_for_everyone():

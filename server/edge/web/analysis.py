@@ -19,7 +19,7 @@ import sys
 from collections import OrderedDict
 from html import escape
 
-from nardy import wire
+from nardy import Color, wire
 from nardy.match import DEFAULT_VARIANT
 from nardy.record import GameRecord, TurnRecord, dumps
 from nardy.v1 import game_pb2 as pb
@@ -46,12 +46,9 @@ class Failed(Exception):
 def record_text(start: pb.GameState, plays: list[pb.GameEvent]) -> str:
     """The nardy record of a game from its first state and its play events."""
     rules = variant(start.options.variant or DEFAULT_VARIANT)
+    names = wire.names_of(start)
     game = GameRecord(
-        headers={
-            "Variant": rules.name,
-            "White": start.white.name or "white",
-            "Black": start.black.name or "black",
-        },
+        headers={"Variant": rules.name, "White": names[Color.WHITE], "Black": names[Color.BLACK]},
         start=rules.parse(start.position),
         turns=[
             TurnRecord(wire.color_of(e.play.side), wire.dice_of(e.play.dice), e.play.notation)
