@@ -464,7 +464,7 @@ class PlayUI:
         from engines.analysis import analyse_game
         from engines.registry import make_judge
 
-        game = fetch_record(self.client.stub, game_id)
+        game = fetch_record(self.client.stub, game_id, guests=False)  # (its own game)
         name = game.rules.name
         if name not in self.judges:
             self.judges[name] = make_judge(name)

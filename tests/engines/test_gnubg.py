@@ -159,8 +159,8 @@ def test_a_real_game_against_greedy_has_no_fallback(installed, engine, tmp_path)
     said = re.search(r"gnubg 0-ply chose (\d+) plays, (\d+) fallbacks", logs["gnubg"])
     assert said, logs["gnubg"]
     assert int(said.group(2)) == 0
-    gnubg_side = Color.WHITE if record.headers["White"] == "gnubg" else Color.BLACK
-    assert record.headers[gnubg_side.name.title()] == "gnubg"
+    gnubg_side = Color.WHITE if record.headers["White"] == "guest gnubg" else Color.BLACK
+    assert record.headers[gnubg_side.name.title()] == "guest gnubg"  # (an open seat)
     positions = replay(record)
     chosen = 0
     for t, before in zip(record.turns, positions, strict=False):
