@@ -467,18 +467,19 @@ class Api:
         return views.event_wire(game.card, event, tap.key[2])[0]
 
     async def index(self, r, who: Caller, digest: str):
-        """The web view's front page, from the catalogue and the games' told events (the
-        games other instances run: their journals' last entries, read in one go)."""
+        """The web view's front page: the games in progress here played last (then, with
+        room left, the newest other instances run: their journals' last entries, read in
+        one go), and the newest finished games of the catalogue."""
         arbiter = self.arbiter
         out = link_pb.IndexResponse(ladders=sorted(arbiter.ladders.by_name))
-        playing, _ = arbiter.catalogue.page(pb.GAME_STATUS_IN_PROGRESS, "", r.live, "")
-        games = {s.game_id: arbiter.tables.games.get(s.game_id) for s in playing}
-        elsewhere = [s for s in playing if games[s.game_id] is None]
-        if elsewhere:
-            games.update((g.id, g) for g in await arbiter.tables.glance(elsewhere))
-        for summary in playing:
-            game = games.get(summary.game_id)
-            told = game.audience.events if game is not None else ()
+        games = arbiter.tables.played_last(r.live)
+        if len(games) < r.live:
+            playing, _ = arbiter.catalogue.page(pb.GAME_STATUS_IN_PROGRESS, "", r.live, "")
+            elsewhere = [s for s in playing if s.game_id not in arbiter.tables.games]
+            if elsewhere:
+                games += await arbiter.tables.glance(elsewhere[: r.live - len(games)])
+        for game in games:
+            told = game.audience.events
             if told:
                 board = out.live.add()
                 board.state.CopyFrom(views.event_pb(game.card, told[-1]).state)

@@ -5,6 +5,7 @@ stopped here."""
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections import Counter, OrderedDict
 
@@ -221,6 +222,16 @@ class Tables:
         while len(self.looked_at) > ENDED_GAMES:
             self.looked_at.popitem(last=False)
         return game
+
+    def played_last(self, n: int) -> list[GameSession]:
+        """The ``n`` games in progress here whose last event came last, the newest first
+        (the web view's live boards: games started and left, a day's turn each, give way
+        to those being played, however new they are; the boards keep their order as
+        their games go on)."""
+        playing = (g for g in self.games.values() if g.status is Status.IN_PROGRESS)
+        told = (g for g in playing if g.audience.events)
+        chosen = heapq.nlargest(n, told, key=lambda g: g.audience.events[-1].time)
+        return sorted(chosen, key=lambda g: g.audience.events[0].time, reverse=True)
 
     async def glance(self, summaries: list[api.GameSummary]) -> list[GameSession]:
         """Games other instances run, as their journals' last entries have them now: boards

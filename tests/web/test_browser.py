@@ -378,6 +378,51 @@ def test_whole_games_read_by_one_address_are_paid_for_before_they_are_read(arbit
     assert 3 <= answers.count(200) <= 400 // paid + 1 + refilled // paid, answers
 
 
+@pytest.mark.arbiter(http_port=0, open_matches=pages.LIVE_GAMES + 10)
+def test_the_front_page_shows_the_games_being_played(arbiter):
+    """The live boards are the games whose last play came last, not the newest: games
+    started and left (a day's turn each, as many as a caller may open) pushed a game being
+    played off the front page for a day."""
+    stub = arbiter.stub
+    day = pb.GameOptions(turn_time_ms=86_400_000)
+    streams = []  # (the seats stay: a seat that leaves may lose)
+
+    def started() -> tuple[api.CreateMatchResponse, pb.GameState]:
+        r = stub.CreateMatch(api.CreateMatchRequest(options=day, first_seat_color=pb.COLOR_WHITE))
+        for token in (r.second_seat_token, r.first_seat_token):
+            request = api.SubscribeGameRequest(game_id=r.game_id)
+            streams.append(stub.SubscribeGame(request, metadata=_auth(token)))
+        for ev in streams[-1]:  # (white's: its first turn)
+            if ev.type == pb.EVENT_TYPE_TURN_STARTED:
+                return r, ev.state
+        raise AssertionError("the stream ended")
+
+    played, turn = started()
+    left = [started()[0].game_id for _ in range(pages.LIVE_GAMES)]  # newer, never played
+
+    def front() -> str:
+        with urllib.request.urlopen(arbiter.http_url + "/", timeout=20) as answer:
+            return answer.read().decode()
+
+    def shown(game_id: str) -> bool:
+        return f'data-game="{game_id}"' in front()
+
+    assert all(map(shown, left[:3])) and not shown(played.game_id)
+    play = turn.legal_plays[0].end_position
+    stub.SubmitPlay(
+        api.SubmitPlayRequest(game_id=played.game_id, turn_id=turn.turn_id, end_position=play),
+        metadata=_auth(played.first_seat_token),
+    )
+    deadline = time.monotonic() + 30  # (the front page is built once a second)
+    while not shown(played.game_id):
+        assert time.monotonic() < deadline, "the game played is not on the front page"
+        time.sleep(0.2)
+    page = front()
+    assert page.count('class="game"') == pages.LIVE_GAMES and f'data-game="{left[0]}"' not in page
+    for stream in streams:
+        stream.cancel()
+
+
 def test_the_front_page_is_rendered_once_for_its_crowd(arbiter, monkeypatch):
     """The front page's two dozen boards were drawn again for every request (about 7 ms
     of the edge a request): two or three addresses within their rates slowed every game.
