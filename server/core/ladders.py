@@ -16,6 +16,7 @@ from server.core.ladder import CreatePair, Ladder, LadderGame, LadderOptions, Me
 from server.core.match import MatchSession
 from server.core.ownership import Sole
 from server.core.policy import MAX_TURN_TIME_MS
+from server.core.recent import Recent
 from server.core.roster import NAME, Roster
 from server.core.runtime import Runtime
 from server.core.session import GameSession
@@ -40,6 +41,7 @@ class Ladders:
         self._reload_due = False
         self._reloaded: dict[str, float] = {}  # ladder -> when its books were read back
         self._kept: dict[str, int] = {}  # ladder -> its books (Ladder.books) as last stored
+        self.joins = Recent(60)  # players' JoinLadder calls in the last minute
 
     def ladder(self, name: str) -> Ladder:
         if name not in self.by_name:
@@ -85,10 +87,20 @@ class Ladders:
         return ladder
 
     async def join(self, digest: str | None, name: str, ready: bool) -> None:
+        """A bot ready in a ladder, or no longer: a few times a minute at most, each call
+        being written (a bot saying it again and again would take the journal's writes
+        from the games)."""
         player = self.roster.require_player(digest, "joining a ladder")
         if name not in self.by_name and self.owner.books_shared:
             await self.reload(name)  # created on another instance
         ladder = self.ladder(name)
+        most = self.roster.policy.ladder_joins_per_minute
+        if self.joins.count(player.id) >= most:
+            raise ArbiterError(
+                Code.RESOURCE_EXHAUSTED,
+                f"at most {most} JoinLadder calls a minute from one player; try again later",
+            )
+        self.joins.add(player.id)
         await self.runtime.writer.commit(statements.set_ladder_member(name, player.id, ready))
         ladder.join(player.id, player.name, ready)
         self.owner.tell("ladder", l=name)

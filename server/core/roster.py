@@ -8,10 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections import deque
 from collections.abc import Callable
-
-import trio
 
 from server.core import statements
 from server.core.ownership import Sole
@@ -25,6 +22,7 @@ from server.core.principals import (
     new_token,
     token_hash,
 )
+from server.core.recent import Recent
 from server.core.runtime import Runtime
 from server.errors import MISSING_TOKEN, ArbiterError, Code
 from server.issued import Issued
@@ -49,7 +47,7 @@ class Roster:
         self.tokens: dict[str, Principal] = {}  # players' and live matches' seat tokens
         self.recent_tokens: dict[str, Principal] = {}  # ended matches' (bounded, oldest out)
         self.seat_digests: dict[str, list[str]] = {}  # live match id -> its seat tokens
-        self.registrations: dict[str, deque[float]] = {}  # address -> recent registrations
+        self.registrations = Recent(3600)  # addresses' registrations in the last hour
         self.issued = Issued()  # every token issued (here, or restored from the store)
         if admin_hash is not None:
             self.issued.add(admin_hash)
@@ -69,17 +67,20 @@ class Roster:
                     Code.PERMISSION_DENIED,
                     "registration is closed on this server: ask its operator to register you",
                 )
-            self._registration_quota(caller.address)
+            if self.registrations.count(caller.address) >= self.policy.players_per_hour:
+                raise ArbiterError(
+                    Code.RESOURCE_EXHAUSTED,
+                    f"at most {self.policy.players_per_hour} registrations per hour from one "
+                    "address; try again later",
+                )
             # counted from now, not once stored: calls at once all passed the check
-            counted = self.registrations.setdefault(caller.address, deque())
-            counted.append(trio.current_time())
+            self.registrations.add(caller.address)
+            counted = caller.address
         try:
             return await self._register(name, bot, owner)
         except BaseException:
             if counted is not None:
-                counted.pop()  # (the newest: the quota's stamps are in time order)
-                if not counted:
-                    self.registrations.pop(caller.address, None)
+                self.registrations.take_back(counted)
             raise
 
     async def _register(self, name: str, bot: bool, owner: str) -> tuple[str, str]:
@@ -142,24 +143,6 @@ class Roster:
             found = await self.owner.learn_players("id = ?", player_id)
             player = found[0] if found else None
         return player
-
-    def _registration_quota(self, address: str) -> None:
-        """Refuse a registration from ``address`` over its hourly quota; an address with
-        none in the last hour is forgotten (its attempts alone leave nothing here)."""
-        recent = self.registrations.get(address)
-        if recent is None:
-            return
-        now = trio.current_time()
-        while recent and recent[0] < now - 3600:
-            recent.popleft()
-        if not recent:
-            del self.registrations[address]
-        elif len(recent) >= self.policy.players_per_hour:
-            raise ArbiterError(
-                Code.RESOURCE_EXHAUSTED,
-                f"at most {self.policy.players_per_hour} registrations per hour from one "
-                "address; try again later",
-            )
 
     def list_players(self, digest: str | None) -> list[Player]:
         self.require_operator(digest)

@@ -23,6 +23,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from server.app import EmbeddedServer
+from server.core.policy import Policy
 from tests.server.conftest import create, execute
 
 WIN_IN_ONE = "w/0,0,0,0,0,0,0,0,0,0,0,0,-15,0,0,0,0,0,0,0,0,0,0,1"
@@ -242,6 +243,29 @@ async def test_anonymous_callers_cannot_flood_the_server(tmp_path):
             assert (await op.create_match(start_timeout_ms=3_600_000)).game_id  # operator
             assert (await op.call("RegisterPlayer", api.RegisterPlayerRequest(name="p5"))).token
             assert db_count(srv, "players") == 6
+
+
+async def test_a_bot_saying_it_is_ready_again_and_again_is_held_to_a_few_calls_a_minute(
+    arbiter, operator
+):
+    """Each JoinLadder is written: 30 bots saying ready and not ready in turn made about
+    1,000 writes a second, and the games' own writes waited behind them (a pair of honest
+    bots played 25 games in 30 s instead of 88). Now a few a minute per player."""
+    await operator.create_ladder("flaps", max_games=2, turn_time_ms=5000)
+    most = Policy().ladder_joins_per_minute
+    async with Client(arbiter.address) as anyone:
+        flapper, other = await register(anyone, "flapper"), await register(anyone, "other")
+
+        def join(who: Client, ready: bool):
+            return who.call("JoinLadder", lpb.JoinLadderRequest(ladder="flaps", ready=ready))
+
+        for n in range(most):
+            await join(flapper, n % 2 == 0)  # (ending not ready: nobody is paired)
+        error = await refused(grpc.StatusCode.RESOURCE_EXHAUSTED, join(flapper, True))
+        assert f"at most {most} JoinLadder calls a minute" in error.details()
+        await join(other, True)  # (another player's calls are its own)
+    standings = await operator.standings("flaps")
+    assert {r.player.name: r.ready for r in standings.rows} == {"flapper": False, "other": True}
 
 
 async def test_refused_registrations_leave_nothing_in_memory(tmp_path):
