@@ -18,6 +18,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
+from server.edge import calls
 from server.edge.callers import peer_address
 from server.edge.limits import RateLimiter
 from tests.server.conftest import create, resigned
@@ -186,6 +187,31 @@ async def test_a_replay_counts_its_messages_against_the_rate_limit(tmp_path):
             served = codes.count(len(events))  # each cost len(events) of the 8
             assert 0 < served <= 8 // (len(events) - 1), codes
             assert codes[served:] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * (8 - served), codes
+
+
+async def test_a_big_answer_counts_a_request_for_each_kib(tmp_path):
+    """A page of 500 games (about 50 KB) cost one request, as a GetGame does: a caller
+    within its rate asked for 55-112 a second, and the time charged to honest bots grew
+    (p99 46 -> 142-178 ms). An answer counts a request more for each KiB it holds."""
+    with EmbeddedServer(db=str(tmp_path / "r.db"), rate_per_s=0.01, rate_burst=40) as srv:
+        async with Client(srv.address, srv.admin_token) as op:
+            for n in range(24):
+                first, second = (api.SeatSpec(display_name=f"{n:02}{side}" * 13) for side in "ab")
+                await op.create_match(first=first, second=second)
+            page = api.ListGamesRequest(limit=500)
+            size = (await op.call("ListGames", page)).ByteSize()
+        cost = 1 + size // calls.ANSWER_BYTES
+        assert cost >= 3, size
+        served = 0
+        async with Client(srv.address) as stranger:  # (a budget of 40 requests)
+            for _ in range(40):
+                try:
+                    assert len((await stranger.call("ListGames", page)).games) == 24
+                except grpc.RpcError as e:
+                    assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    break
+                served += 1
+        assert served == 39 // cost + 1, (served, cost)
 
 
 async def test_replays_asked_for_at_once_are_paid_for_one_by_one(tmp_path):
