@@ -85,6 +85,20 @@ def wait(driver, check, timeout: float = 30):
         ) from None
 
 
+def text_of(driver, selector: str) -> str | None:
+    """The text of what ``selector`` finds, read in one go: a list the page draws anew (on
+    every news) may replace an element between a find and a read."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.innerText : null;",
+        selector,
+    )
+
+
+def click(driver, selector: str) -> None:
+    """Click what ``selector`` finds, found again if the page drew it anew meanwhile."""
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, selector).click() or True)
+
+
 def click_point(driver, point: int) -> None:
     """Click a point (0: the tray, borne off) of the board, as a person would."""
 
@@ -300,14 +314,14 @@ def test_a_player_answers_challenges_on_the_page_and_resigns(arbiter, browser):
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 2)
     assert "dave" not in browser.find_element(By.ID, "challenges").text
     carol = challenges["carol"][0]
-    browser.find_element(By.CSS_SELECTOR, f'li[data-match="{carol.match_id}"] .decline').click()
+    click(browser, f'li[data-match="{carol.match_id}"] .decline')
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 1)
     left = stub.ListChallenges(api.ListChallengesRequest(), metadata=bob).challenges
     assert [c.match_id for c in left] == [challenges["alice"][0].match_id]
     alice, alice_md = challenges["alice"]
-    row = browser.find_element(By.CSS_SELECTOR, f'li[data-match="{alice.match_id}"]')
-    assert "from alice" in row.text
-    row.find_element(By.CSS_SELECTOR, ".accept").click()
+    row = f'li[data-match="{alice.match_id}"]'
+    assert "from alice" in text_of(browser, row)
+    click(browser, row + " .accept")
     wait(browser, lambda d: d.current_url.endswith(f"/play/game/{alice.game_id}"))
     stream = stub.SubscribeGame(api.SubscribeGameRequest(game_id=alice.game_id), metadata=alice_md)
     wait(browser, lambda d: "Your turn" in page(d)["status"] or "to play" in page(d)["status"])
@@ -699,7 +713,7 @@ def test_a_page_opened_on_many_challenges_asks_for_them_a_few_times_and_shows_ev
     browser.find_element(By.ID, "signin-button").click()
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#challenges li")) == 20)
     assert browser.execute_script("return window.__asked") <= 4
-    shown = browser.find_element(By.CSS_SELECTOR, "#challenges li").text
+    shown = text_of(browser, "#challenges li")
     for term in ("lost after 2 refused plays", "koks counts 3", "time bank 30 s"):
         assert term in shown, shown
 
