@@ -73,7 +73,8 @@ class LadderServiceServicer:
         progress are finished). Its games are announced on SubscribePlayer: subscribe there
         before joining. A ladder that has played its max_games pairs nobody
         (GetStandingsResponse.options); a new pair may take some seconds to be made. Each
-        call is written: 30 a minute per player at most (RESOURCE_EXHAUSTED beyond).
+        call with `ready` true is written: 30 a minute per player at most
+        (RESOURCE_EXHAUSTED beyond); `ready` false is never refused.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

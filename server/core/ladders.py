@@ -87,20 +87,27 @@ class Ladders:
         return ladder
 
     async def join(self, digest: str | None, name: str, ready: bool) -> None:
-        """A bot ready in a ladder, or no longer: a few times a minute at most, each call
-        being written (a bot saying it again and again would take the journal's writes
-        from the games)."""
+        """A bot ready in a ladder (a few times a minute at most, each call being written:
+        a bot saying it again and again would take the journal's writes from the games),
+        or no longer (never refused: a bot that leaves must not be paired; written only
+        when it was ready, but with several instances, where another may have been told)."""
         player = self.roster.require_player(digest, "joining a ladder")
         if name not in self.by_name and self.owner.books_shared:
             await self.reload(name)  # created on another instance
         ladder = self.ladder(name)
-        most = self.roster.policy.ladder_joins_per_minute
-        if self.joins.count(player.id) >= most:
-            raise ArbiterError(
-                Code.RESOURCE_EXHAUSTED,
-                f"at most {most} JoinLadder calls a minute from one player; try again later",
-            )
-        self.joins.add(player.id)
+        if ready:
+            most = self.roster.policy.ladder_joins_per_minute
+            if self.joins.count(player.id) >= most:
+                raise ArbiterError(
+                    Code.RESOURCE_EXHAUSTED,
+                    f"at most {most} JoinLadder calls a minute from one player, ready; "
+                    "try again later",
+                )
+            self.joins.add(player.id)
+        else:
+            member = ladder.members.get(player.id)
+            if not self.owner.books_shared and (member is None or not member.ready):
+                return  # (not ready already: nothing to write)
         await self.runtime.writer.commit(statements.set_ladder_member(name, player.id, ready))
         ladder.join(player.id, player.name, ready)
         self.owner.tell("ladder", l=name)
