@@ -24,8 +24,8 @@ from grpc_health.v1 import health, health_pb2
 from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflection lists them)
 from server import link
 from server.config import ServerConfig, host_port
-from server.edge.callers import Gate, networks, peer_address
-from server.edge.calls import Calls, Core
+from server.edge.callers import TOO_FAST, Gate, networks, peer_address
+from server.edge.calls import ANSWER_BYTES, Calls, Core
 from server.edge.limits import RateLimiter, StreamQuota, connection_quota
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
@@ -68,31 +68,48 @@ def credentials(config: ServerConfig) -> grpc.ServerCredentials | None:
 
 
 def held(gate: Gate):
-    """Wraps a streaming handler of another service (health's Watch, reflection) so that
-    each of its streams holds a place in its peer address's quota while it is open."""
+    """Wraps a handler of another service (health, reflection) so that its calls count
+    against their peer address's rate as ours do (each answer a stream sends, a request
+    more for each KiB beyond its first), and each of its streams holds a place in the
+    address's quota while it is open."""
+
+    def key_of(context) -> str:
+        return f"addr:{peer_address(context, gate.trusted)}"
+
+    async def charged(context, key: str) -> None:
+        if not gate.limiter.allow(key):
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_FAST)
 
     def wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         if not handler.response_streaming:
-            return handler
+            answer = handler.unary_unary
+
+            async def counted(request, context):
+                await charged(context, key_of(context))
+                return await answer(request, context)
+
+            return handler._replace(unary_unary=counted)
         kind = "stream_stream" if handler.request_streaming else "unary_stream"
         behaviour = getattr(handler, kind)
 
         async def place(context) -> str:
-            key = f"addr:{peer_address(context, gate.trusted)}"
+            key = key_of(context)
             if not gate.streams.take(key):
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, gate.streams.refusal(key))
             return key
 
-        if inspect.isasyncgenfunction(behaviour):
+        if inspect.isasyncgenfunction(behaviour):  # (reflection: an answer per request)
 
             async def holding(request, context):
                 key = await place(context)
                 try:
                     async for item in behaviour(request, context):
+                        await charged(context, key)
+                        gate.limiter.charge(key, item.ByteSize() // ANSWER_BYTES)
                         yield item
                 finally:
                     gate.streams.give_back(key)
-        else:  # it writes with context.write
+        else:  # it writes with context.write (health's Watch: a change of status now and then)
 
             async def holding(request, context):
                 key = await place(context)
@@ -160,10 +177,12 @@ class Edge:
             server.add_registered_method_handlers(service, handlers)
         hold = held(self.gate)
         health_handlers = {
-            "Check": grpc.unary_unary_rpc_method_handler(
-                self.health.Check,
-                request_deserializer=health_pb2.HealthCheckRequest.FromString,
-                response_serializer=health_pb2.HealthCheckResponse.SerializeToString,
+            "Check": hold(
+                grpc.unary_unary_rpc_method_handler(
+                    self.health.Check,
+                    request_deserializer=health_pb2.HealthCheckRequest.FromString,
+                    response_serializer=health_pb2.HealthCheckResponse.SerializeToString,
+                )
             ),
             "Watch": hold(
                 grpc.unary_stream_rpc_method_handler(
