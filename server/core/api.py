@@ -427,18 +427,18 @@ class Api:
         self.arbiter.roster.require_operator(digest)  # (first: a stranger learns nothing)
         before = seconds_of(r.before, "before") if r.HasField("before") else None
         await self.arbiter.retention.archive(digest, before)
-        return admin_pb.ArchiveGamesResponse(retention=self._retention(digest))
+        return admin_pb.ArchiveGamesResponse(retention=await self._retention(digest))
 
     async def set_retention(self, r, who: Caller, digest: str):
         self.arbiter.roster.require_operator(digest)
         await self.arbiter.retention.set_keep(digest, seconds_of(r.keep, "keep"))
-        return admin_pb.SetRetentionResponse(retention=self._retention(digest))
+        return admin_pb.SetRetentionResponse(retention=await self._retention(digest))
 
     async def get_retention(self, r, who: Caller, digest: str):
-        return admin_pb.GetRetentionResponse(retention=self._retention(digest))
+        return admin_pb.GetRetentionResponse(retention=await self._retention(digest))
 
-    def _retention(self, digest: str) -> admin_pb.Retention:
-        keep_s, run = self.arbiter.retention.state(digest)
+    async def _retention(self, digest: str) -> admin_pb.Retention:
+        keep_s, run = await self.arbiter.retention.state(digest)
         out = admin_pb.Retention()
         if keep_s:
             out.keep.FromNanoseconds(round(keep_s * 1e9))

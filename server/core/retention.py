@@ -106,9 +106,13 @@ class Retention:
         if keep_s:
             self._start(time.time() - keep_s)
 
-    def state(self, digest: str | None) -> tuple[float, Run | None]:
-        """The schedule and the run now or last (GetRetention: the operator only)."""
+    async def state(self, digest: str | None) -> tuple[float, Run | None]:
+        """The schedule and this instance's run now or last (GetRetention: the operator
+        only). With several instances the schedule is read back: another may have stored
+        it (the leader runs it)."""
         self.roster.require_operator(digest)
+        if self.owner.settings_shared:
+            await self.restore()
         return self.keep_s, self.run
 
     # -- runs ---------------------------------------------------------------------------

@@ -488,6 +488,12 @@ async def test_several_instances_archive_what_any_of_them_ran(pg_db):
         for server in (a, b):
             assert await trio.to_thread.run_sync(everything, server.address, games) == seen
         assert (await archived(a)).archived == 0  # archived already: nothing to do
+        # a schedule stored on one is the other's too (it told "none" until its next hour)
+        keep = admin_pb.SetRetentionRequest(keep=Duration(seconds=30 * 86400))
+        await trio.to_thread.run_sync(operator, b, "SetRetention", keep)
+        get = admin_pb.GetRetentionRequest()
+        told = await trio.to_thread.run_sync(operator, a, "GetRetention", get)
+        assert told.keep.seconds == 30 * 86400
 
 
 def test_a_run_just_started_is_said_to_be_counting_not_to_have_nothing_left():
