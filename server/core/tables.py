@@ -99,8 +99,10 @@ class Tables:
             self.lose(match.id)
         except ArbiterError as e:
             # The journal cannot be written: stop this match where its journal ends; a
-            # restart on a healthy store resumes it from there.
-            log.error("match %s stopped: %s", match.id, e.message)
+            # restart on a healthy store resumes it from there. (Stopping, the journal
+            # closes under the matches still going: that is no error.)
+            say = log.info if self.runtime.closing else log.error
+            say("match %s stopped: %s", match.id, e.message)
             match.current.close_streams(EventType.SERVER_SHUTDOWN)
 
     async def _finish_ended(self, match: MatchSession) -> None:
