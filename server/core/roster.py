@@ -230,6 +230,12 @@ class Roster:
         self.seat_digests.setdefault(match_id, []).append(digest)
         self.issued.add(digest)
 
+    def seat_keys(self, match_id: str) -> set[str]:
+        """Whom a live match's seat tokens count as (their match's creator, see
+        Principal.key)."""
+        digests = self.seat_digests.get(match_id, ())
+        return {self.tokens[d].key for d in digests if d in self.tokens}
+
     def match_ended(self, match_id: str) -> None:
         """An ended match's seat tokens move to the bounded ones (then to the store)."""
         for digest in self.seat_digests.pop(match_id, ()):

@@ -5,7 +5,6 @@ stopped here."""
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections import Counter, OrderedDict
 
@@ -33,6 +32,7 @@ from server.errors import ArbiterError, Code, quote
 
 log = logging.getLogger("nardy.server")
 
+BOARDS_EACH = 3  # the web view's live boards showing one player's games, at most
 ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
 LOOKED_AT_S = 1.0  # a game another instance runs, read from the store, is shown this long
 # The core looks this often whether it stood still (mind_stillness): a wake-up this much
@@ -226,13 +226,26 @@ class Tables:
         return game
 
     def played_last(self, n: int) -> list[GameSession]:
-        """The ``n`` games in progress here whose last event came last, the newest first
-        (the web view's live boards: games started and left, a day's turn each, give way
-        to those being played, however new they are; the boards keep their order as
-        their games go on)."""
+        """The ``n`` games in progress here whose last event came last, at most
+        BOARDS_EACH of any one player's (an open seat's: its match's creator's), the
+        newest first: the web view's live boards. Games started and left, a day's turn
+        each, give way to those being played, however new they are, and one player
+        playing many games at once fills a few boards, not all; the boards keep their
+        order as their games go on."""
         playing = (g for g in self.games.values() if g.status is Status.IN_PROGRESS)
-        told = (g for g in playing if g.audience.events)
-        chosen = heapq.nlargest(n, told, key=lambda g: g.audience.events[-1].time)
+        told = [g for g in playing if g.audience.events]
+        told.sort(key=lambda g: g.audience.events[-1].time, reverse=True)
+        chosen: list[GameSession] = []
+        shown: Counter[str] = Counter()
+        for game in told:
+            if len(chosen) == n:
+                break
+            seats = game.match.seats
+            players = {f"player:{s.player_id}" for s in seats if s.player_id is not None}
+            players |= self.roster.seat_keys(game.match.id)
+            if all(shown[p] < BOARDS_EACH for p in players):
+                chosen.append(game)
+                shown.update(players)
         return sorted(chosen, key=lambda g: g.audience.events[0].time, reverse=True)
 
     async def glance(self, summaries: list[api.GameSummary]) -> list[GameSession]:

@@ -26,6 +26,7 @@ from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from nardy.v1 import ladder_pb2 as lpb
 from nardy.v1 import ladder_pb2_grpc as ladder_grpc
+from server.core import tables
 from server.edge.web import pages
 from tests.server.conftest import held_core
 
@@ -378,17 +379,18 @@ def test_whole_games_read_by_one_address_are_paid_for_before_they_are_read(arbit
     assert 3 <= answers.count(200) <= 400 // paid + 1 + refilled // paid, answers
 
 
-@pytest.mark.arbiter(http_port=0, open_matches=pages.LIVE_GAMES + 10)
-def test_the_front_page_shows_the_games_being_played(arbiter):
+def test_the_front_page_shows_the_games_being_played_by_many(arbiter):
     """The live boards are the games whose last play came last, not the newest: games
-    started and left (a day's turn each, as many as a caller may open) pushed a game being
-    played off the front page for a day."""
+    started and left (a day's turn each) pushed a game being played off the front page for
+    a day. And one player's games fill a few boards, not all: a player who created its
+    quota of matches and played in each took them all."""
     stub = arbiter.stub
     day = pb.GameOptions(turn_time_ms=86_400_000)
     streams = []  # (the seats stay: a seat that leaves may lose)
 
-    def started() -> tuple[api.CreateMatchResponse, pb.GameState]:
-        r = stub.CreateMatch(api.CreateMatchRequest(options=day, first_seat_color=pb.COLOR_WHITE))
+    def started(*md) -> tuple[api.CreateMatchResponse, pb.GameState]:
+        request = api.CreateMatchRequest(options=day, first_seat_color=pb.COLOR_WHITE)
+        r = stub.CreateMatch(request, metadata=md)
         for token in (r.second_seat_token, r.first_seat_token):
             request = api.SubscribeGameRequest(game_id=r.game_id)
             streams.append(stub.SubscribeGame(request, metadata=_auth(token)))
@@ -397,9 +399,6 @@ def test_the_front_page_shows_the_games_being_played(arbiter):
                 return r, ev.state
         raise AssertionError("the stream ended")
 
-    played, turn = started()
-    left = [started()[0].game_id for _ in range(pages.LIVE_GAMES)]  # newer, never played
-
     def front() -> str:
         with urllib.request.urlopen(arbiter.http_url + "/", timeout=20) as answer:
             return answer.read().decode()
@@ -407,18 +406,38 @@ def test_the_front_page_shows_the_games_being_played(arbiter):
     def shown(game_id: str) -> bool:
         return f'data-game="{game_id}"' in front()
 
+    def play(r: api.CreateMatchResponse, turn: pb.GameState) -> None:
+        end = turn.legal_plays[0].end_position
+        stub.SubmitPlay(
+            api.SubmitPlayRequest(game_id=r.game_id, turn_id=turn.turn_id, end_position=end),
+            metadata=_auth(r.first_seat_token),
+        )
+
+    def soon(check) -> None:  # (the front page is built once a second)
+        deadline = time.monotonic() + 30
+        while not check():
+            assert time.monotonic() < deadline, front()
+            time.sleep(0.2)
+
+    # the operator's open seats count as their own players: none is held to a few boards
+    operator = ("authorization", f"Bearer {arbiter.admin_token}")
+    played, turn = started(operator)
+    left = [started(operator)[0].game_id for _ in range(pages.LIVE_GAMES)]  # newer, unplayed
     assert all(map(shown, left[:3])) and not shown(played.game_id)
-    play = turn.legal_plays[0].end_position
-    stub.SubmitPlay(
-        api.SubmitPlayRequest(game_id=played.game_id, turn_id=turn.turn_id, end_position=play),
-        metadata=_auth(played.first_seat_token),
-    )
-    deadline = time.monotonic() + 30  # (the front page is built once a second)
-    while not shown(played.game_id):
-        assert time.monotonic() < deadline, "the game played is not on the front page"
-        time.sleep(0.2)
+    play(played, turn)
+    soon(lambda: shown(played.game_id))
     page = front()
     assert page.count('class="game"') == pages.LIVE_GAMES and f'data-game="{left[0]}"' not in page
+
+    # a stranger's games, each played after: BOARDS_EACH of them shown, not all
+    theirs = [started() for _ in range(tables.BOARDS_EACH + 2)]
+    for r, turn in theirs:
+        play(r, turn)
+    last = theirs[-1][0].game_id  # (played last: on a page built after every play)
+    soon(lambda: f'data-game="{last}"' in front())
+    page = front()
+    assert sum(f'data-game="{r.game_id}"' in page for r, _ in theirs) == tables.BOARDS_EACH
+    assert page.count('class="game"') == pages.LIVE_GAMES
     for stream in streams:
         stream.cancel()
 
