@@ -16,4 +16,4 @@ class Policy:
     waiting_challenges: int = 20  # challenges waiting for one player's answer, at most
     challenges_from_one: int = 5  # of those, from one challenger
     max_start_timeout_ms: int = 600_000  # how long a created match may wait for its seats
-    ladder_joins_per_minute: int = 30  # JoinLadder calls per player (each is written)
+    ladder_joins_per_minute: int = 30  # JoinLadder calls per player, ready (each is written)
