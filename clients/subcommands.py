@@ -302,6 +302,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ... (the engine command)")
     add_turn_time_arg(p, 3000, old=("--turn-ms",))
+    p.add_argument(
+        "--join-ms",
+        type=int,
+        metavar="MS",
+        help="how long each scenario's game waits for the engine to join it "
+        "(default 30000; an engine that loads for longer needs more)",
+    )
     p.set_defaults(func=runs("clients.check_engine"))
 
 

@@ -36,6 +36,7 @@ import tempfile
 
 import trio
 
+from clients.check_engine.model import JOIN_MS
 from clients.check_engine.output import Output
 from clients.check_engine.runner import run_all
 from clients.check_engine.scenarios import check_setups, scenarios
@@ -67,6 +68,10 @@ def main(args: argparse.Namespace) -> int:
         return usage()
     if args.turn_time_ms <= 0:
         print("nardy check-engine: --turn-time-ms must be positive", file=sys.stderr)
+        return 2
+    join_ms = JOIN_MS if args.join_ms is None else args.join_ms
+    if join_ms <= 0:
+        print("nardy check-engine: --join-ms must be positive", file=sys.stderr)
         return 2
     if shutil.which(cmd[0], path=engine_env({})["PATH"]) is None:
         print(
@@ -106,7 +111,7 @@ def main(args: argparse.Namespace) -> int:
             f"{addresses['plain']}; without Play: {addresses['unary']})",
             flush=True,
         )
-        results = trio.run(run_all, addresses, cmd, args.turn_time_ms, logdir, out)
+        results = trio.run(run_all, addresses, cmd, args.turn_time_ms, logdir, out, join_ms)
     except BaseException as e:
         if not interrupted(e):
             raise

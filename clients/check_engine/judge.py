@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from clients.check_engine.model import JOIN_MS, EngineTurn, Fail, Run
+from clients.check_engine.model import EngineTurn, Fail, Run
 from nardy import wire
 from nardy.game import Color
 from nardy.v1 import game_pb2 as pb
@@ -74,7 +74,7 @@ def common(run: Run) -> list[EngineTurn]:
         )
         raise Fail(
             f"the engine never joined the game: the arbiter aborted it after "
-            f"{JOIN_MS // 1000} s ({how}{started})"
+            f"{run.join_ms / 1000:g} s ({how}{started})"
         )
     started = next((ev for ev in events if ev.type == pb.EVENT_TYPE_GAME_STARTED), None)
     if started is None:

@@ -68,9 +68,9 @@ class Scenario:
             return min(NEAR_TIMEOUT_MS, base)
         return base
 
-    def limit_s(self, turn_time_ms: int) -> float:
+    def limit_s(self, turn_time_ms: int, join_ms: int) -> float:
         turns = 2 * (self.stop_after or 30) + 6
-        return (JOIN_MS + turns * (turn_time_ms + 250)) / 1000 + 10
+        return (join_ms + turns * (turn_time_ms + 250)) / 1000 + 10
 
 
 @dataclass
@@ -82,6 +82,7 @@ class Run:
     cmd: list[str]
     log_path: str
     turn_time_ms: int
+    join_ms: int = JOIN_MS  # how long the engine has to join the game
     game_id: str = ""
     engine_token: str = ""
     checker_token: str = ""

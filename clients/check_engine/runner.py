@@ -97,9 +97,9 @@ async def watch(run: Run) -> None:
 
 
 async def run_scenario(
-    client: Client, cmd: list[str], sc: Scenario, base_ms: int, log_path: str
+    client: Client, cmd: list[str], sc: Scenario, base_ms: int, log_path: str, join_ms: int
 ) -> tuple[bool, str]:
-    run = Run(sc, client, cmd, log_path, sc.turn_time_ms(base_ms))
+    run = Run(sc, client, cmd, log_path, sc.turn_time_ms(base_ms), join_ms)
     try:
         r = await client.create_match(
             options=pb.GameOptions(
@@ -112,7 +112,7 @@ async def run_scenario(
             target_points=1,
             first=api.SeatSpec(display_name="engine"),
             second=api.SeatSpec(display_name="checker"),
-            start_timeout_ms=JOIN_MS,
+            start_timeout_ms=run.join_ms,
             start_position=sc.start,
             dice=list(sc.dice),
         )
@@ -123,7 +123,7 @@ async def run_scenario(
         r.first_seat_token,
         r.second_seat_token,
     )
-    limit = sc.limit_s(run.turn_time_ms)
+    limit = sc.limit_s(run.turn_time_ms, run.join_ms)
     try:
         with trio.move_on_after(limit) as scope:
             async with trio.open_nursery() as nursery:
@@ -167,10 +167,15 @@ async def run_scenario(
 
 
 async def run_all(
-    addresses: dict[str, str], cmd: list[str], base_ms: int, logdir: str, out: Output
+    addresses: dict[str, str],
+    cmd: list[str],
+    base_ms: int,
+    logdir: str,
+    out: Output,
+    join_ms: int = JOIN_MS,
 ) -> list[tuple[str, bool, str]]:
     """Every scenario in turn, each on its arbiter (``addresses``: "plain", and "unary" for
-    the arbiter that does not offer Play)."""
+    the arbiter that does not offer Play), the engine given ``join_ms`` to join each."""
     results = []
     todo = scenarios()
     width = max(len(sc.name) for sc in todo)
@@ -180,7 +185,8 @@ async def run_all(
     ):
         for i, sc in enumerate(todo, 1):
             path = os.path.join(logdir, f"{i:02d}-{sc.name}.log")
-            ok, text = await run_scenario(unary if sc.unary_only else plain, cmd, sc, base_ms, path)
+            client = unary if sc.unary_only else plain
+            ok, text = await run_scenario(client, cmd, sc, base_ms, path, join_ms)
             out.line(ok, sc.name, text, width)
             results.append((sc.name, ok, text))
     return results

@@ -13,7 +13,6 @@ import trio
 
 from clients.check_engine.judge import (
     ILLEGAL,
-    JOIN_MS,
     Fail,
     judge_bear_off,
     judge_enter,
@@ -63,7 +62,7 @@ async def submit_illegal(run: Run) -> None:
     """Before the engine runs: join as the engine's seat (which starts the game), submit an
     illegal play for its turn, and record the arbiter's answer."""
     seat = run.client.with_token(run.engine_token)
-    with trio.move_on_after(JOIN_MS / 1000):
+    with trio.move_on_after(run.join_ms / 1000):
         async with contextlib.aclosing(seat.events(run.game_id)) as events:
             async for ev in events:
                 if over(ev):

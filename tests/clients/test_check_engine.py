@@ -24,10 +24,13 @@ from clients import check_engine
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCENARIOS = [sc.name for sc in check_engine.scenarios()]
+JOIN_MS = 8000  # the failing engines' time to join (they start in a second or two)
 
 
-def command(engine: list[str], turn_ms: int) -> list[str]:
+def command(engine: list[str], turn_ms: int, join_ms: int | None) -> list[str]:
     check = [sys.executable, "-m", "clients", "check-engine", "--turn-time-ms", str(turn_ms)]
+    if join_ms is not None:
+        check += ["--join-ms", str(join_ms)]
     return [*check, "--", *engine]
 
 
@@ -45,25 +48,26 @@ def environment() -> dict[str, str]:
 def runs():
     """name -> (exit code, stdout, stderr) for the good, broken and stalling engines."""
     # A passing engine answers at once, so its run does not wait on the clock: keep the
-    # default 3000 ms. The failing ones wait out every clock: make them short.
+    # default 3000 ms. The failing ones wait out every clock: make them short, and so the
+    # time they have to join (the default 30 s waited out, the module took 50 s).
     plans = {
-        "random": (fixture("random_engine.py"), 3000),
-        "unary": ([sys.executable, "-m", "clients", "engine", "random", "--unary"], 3000),
-        "play-only": (fixture("play_only_engine.py"), 3000),
-        "broken": (fixture("broken_engine.py"), 1000),
-        "stall": (fixture("stall_engine.py"), 1000),
-        "failing": (fixture("failing_engine.py"), 3000),
+        "random": (fixture("random_engine.py"), 3000, None),
+        "unary": ([sys.executable, "-m", "clients", "engine", "random", "--unary"], 3000, None),
+        "play-only": (fixture("play_only_engine.py"), 3000, JOIN_MS),
+        "broken": (fixture("broken_engine.py"), 1000, JOIN_MS),
+        "stall": (fixture("stall_engine.py"), 1000, JOIN_MS),
+        "failing": (fixture("failing_engine.py"), 3000, None),
     }
     procs = {
         name: subprocess.Popen(
-            command(engine, ms),
+            command(engine, ms, join_ms),
             cwd=ROOT,
             env=environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for name, (engine, ms) in plans.items()
+        for name, (engine, ms, join_ms) in plans.items()
     }
     results = {}
     try:
@@ -118,6 +122,7 @@ def test_an_engine_that_knows_only_play_fails_where_play_is_not_offered(runs):
     assert sorted(lines(out, "PASS")) == sorted(set(SCENARIOS) - {"no-play-stream"}), out
     reason = lines(out, "FAIL")["no-play-stream"]
     assert reason.startswith("the engine never joined the game"), reason
+    assert f"aborted it after {JOIN_MS // 1000} s" in reason
     assert "answers Play with UNIMPLEMENTED" in reason
     assert "[engine log: ...game " in reason and "UNIMPLEMENTED" in reason.split("[engine log")[1]
 
