@@ -12,7 +12,7 @@ import grpc
 import trio
 
 from clients.check_engine.judge import TYPE_NAMES, common
-from clients.check_engine.model import JOIN_MS, Fail, Run, Scenario
+from clients.check_engine.model import Fail, Run, Scenario
 from clients.check_engine.output import Output
 from clients.check_engine.scenarios import scenarios
 from nardy.client import INSTEAD, Client, my_turn
@@ -172,7 +172,7 @@ async def run_all(
     base_ms: int,
     logdir: str,
     out: Output,
-    join_ms: int = JOIN_MS,
+    join_ms: int,
 ) -> list[tuple[str, bool, str]]:
     """Every scenario in turn, each on its arbiter (``addresses``: "plain", and "unary" for
     the arbiter that does not offer Play), the engine given ``join_ms`` to join each."""

@@ -33,7 +33,6 @@ SUBMIT_PLAY = f"/{ARBITER}/SubmitPlay"
 STATUS = {code.value[0]: code for code in grpc.StatusCode}
 IN_MEMORY = link_pb.WhoRequest(store=False).SerializeToString()
 IN_STORE = link_pb.WhoRequest(store=True).SerializeToString()
-ANSWER_BYTES = 1024  # an answer's bytes that count as one request more
 
 Write = Callable[[bytes], Awaitable[None]]
 # how a transport tells that a call is over, its answer gone: ended(do) runs do() then
@@ -120,9 +119,7 @@ class Calls:
             body = (await self.ask(who, method, request)).body
         finally:
             self._release(who, ended)
-        # a big answer (a page of 500 games, a long ladder's table) is made, sent and read
-        # by the byte: beyond its first KiB, each counts as a request
-        self.gate.limiter.charge(who.key, len(body) // ANSWER_BYTES)
+        self.gate.limiter.charge_answer(who.key, len(body))  # (a page of 500 games: ~50)
         return body
 
     def _release(self, who: Who, ended: Ended | None) -> None:

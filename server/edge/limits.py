@@ -21,6 +21,7 @@ from dataclasses import dataclass
 # seat tokens, so the edge's memory levels off once this many are held; a forgotten
 # token's identity is asked of the core again.
 REMEMBERED = 10_000
+ANSWER_BYTES = 1024  # an answer's bytes that count as one request more
 # Streams (and waiting calls) a caller may still hold once the callers' streams fill the
 # server's budget for them (StreamQuota): a player's stream and a game or two.
 CROWDED = 4
@@ -98,6 +99,11 @@ class RateLimiter:
         bucket = self._buckets.get(key)
         if bucket is not None:
             bucket.tokens -= cost
+
+    def charge_answer(self, key: str, size: int) -> None:
+        """An answer of ``size`` bytes sent to ``key``: made, sent and read by the byte, it
+        counts a request more for each ANSWER_BYTES beyond its first (see :meth:`charge`)."""
+        self.charge(key, size // ANSWER_BYTES)
 
     def _forget(self, now: float) -> None:
         """Drop the buckets that have refilled: they hold no information."""

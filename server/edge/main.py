@@ -25,7 +25,7 @@ from nardy.v1 import admin_pb2, arbiter_pb2, ladder_pb2  # noqa: F401 (reflectio
 from server import link
 from server.config import ServerConfig, host_port
 from server.edge.callers import TOO_FAST, Gate, networks, peer_address
-from server.edge.calls import ANSWER_BYTES, Calls, Core
+from server.edge.calls import Calls, Core
 from server.edge.limits import RateLimiter, StreamQuota, connection_quota
 from server.edge.link import CoreLink
 from server.edge.metrics import EdgeMetrics
@@ -105,7 +105,7 @@ def held(gate: Gate):
                 try:
                     async for item in behaviour(request, context):
                         await charged(context, key)
-                        gate.limiter.charge(key, item.ByteSize() // ANSWER_BYTES)
+                        gate.limiter.charge_answer(key, item.ByteSize())
                         yield item
                 finally:
                     gate.streams.give_back(key)

@@ -18,7 +18,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.edge import calls
+from server.edge import limits
 from server.edge.callers import peer_address
 from server.edge.limits import RateLimiter
 from tests.server.conftest import create, resigned
@@ -237,7 +237,7 @@ async def test_a_big_answer_counts_a_request_for_each_kib(tmp_path):
                 await op.create_match(first=first, second=second)
             page = api.ListGamesRequest(limit=500)
             size = (await op.call("ListGames", page)).ByteSize()
-        cost = 1 + size // calls.ANSWER_BYTES
+        cost = 1 + size // limits.ANSWER_BYTES
         assert cost >= 3, size
         served = 0
         async with Client(srv.address) as stranger:  # (a budget of 40 requests)
