@@ -1277,8 +1277,9 @@ async def play_forever(
 
         async def leave_when_stopping(scope: trio.CancelScope) -> None:
             await stopping.wait()
-            if not await _leave(client, ladders):  # (the arbiter is gone: so are its games;
-                scope.cancel()  # an orphan of a ladder runner killed is not kept waiting)
+            reached = await _leave(client, ladders) if ladders else await _reachable(client)
+            if not reached:  # (the arbiter is gone: so are its games; an orphan of a
+                scope.cancel()  # ladder runner killed, which joined it, is not kept waiting)
 
         try:
             async with trio.open_nursery() as nursery:
@@ -1314,6 +1315,17 @@ async def _leave(client: Client, ladders: Sequence[str]) -> bool:
         except grpc.RpcError as e:
             reached = reached and e.code() != grpc.StatusCode.UNAVAILABLE
     return reached
+
+
+async def _reachable(client: Client) -> bool:
+    """Whether the arbiter answers (a call that changes nothing: any answer will do)."""
+    try:
+        await client.call("GetGame", api.GetGameRequest(game_id="-"), timeout=10)
+    except Unreachable:
+        return False
+    except grpc.RpcError as e:
+        return e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    return True
 
 
 async def _stopped_by_sigterm(

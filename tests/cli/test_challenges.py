@@ -281,10 +281,13 @@ async def test_an_engine_stopped_by_sigterm_plays_its_pair_out(arbiter):
 
 
 @pytest.mark.slow
-def test_an_engine_whose_arbiter_is_gone_stops_at_once_on_sigterm(tmp_path):
+@pytest.mark.parametrize("joined_by", ["engine", "runner"])
+def test_an_engine_whose_arbiter_is_gone_stops_at_once_on_sigterm(tmp_path, joined_by):
     """A SIGTERM lets the games being played finish; an engine whose arbiter is gone
     (a ladder runner killed: its engines are sent SIGTERM) has none to finish, and stops
-    at once rather than waiting out --give-up for an arbiter that will not come back."""
+    at once rather than waiting out --give-up for an arbiter that will not come back;
+    so does one that the runner joined to its ladder (it has none to leave: it waited
+    for its game forever, an orphan left by every runner killed)."""
     from tests.server.test_recovery import free_port, start_server
 
     port, admin = free_port(), secrets.token_urlsafe(32)
@@ -300,7 +303,12 @@ def test_an_engine_whose_arbiter_is_gone_stops_at_once_on_sigterm(tmp_path):
         stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
         for name in ("gone-a", "gone-b"):
             token = stub.RegisterPlayer(api.RegisterPlayerRequest(name=name, bot=True)).token
-            command = ["engine", "random", "--server", address, "--ladder", "gone"]
+            command = ["engine", "random", "--server", address]
+            if joined_by == "engine":
+                command += ["--ladder", "gone"]
+            else:
+                request = lpb.JoinLadderRequest(ladder="gone", ready=True)
+                ladders.JoinLadder(request, metadata=(("authorization", f"Bearer {token}"),))
             engines.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "clients", *command],
