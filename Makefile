@@ -66,14 +66,17 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 
 # The tests run every store test on SQLite and on a throwaway PostgreSQL (tools/pg.sh:
 # Debian's package via apt-get when missing, loopback only), stopped again afterwards.
+# Two workers (pytest-xdist), each running whole modules, so a module's fixtures are
+# made once.
+PARALLEL := -n 2 --dist loadfile
 test: $(STAMP) proto browser gnubg node nginx systemd
-	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q; \
+	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q $(PARALLEL); \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 
 # The quick subset for developers: every area, without the tests marked slow (pyproject's
 # pytest markers). `make test` runs everything.
 test-quick: $(STAMP) proto browser gnubg node
-	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q -m "not slow"; \
+	@url=$$(tools/pg.sh start) && NARDY_TEST_PG=$$url $(BIN)/pytest -q $(PARALLEL) -m "not slow"; \
 	rc=$$?; tools/pg.sh stop; exit $$rc
 
 # For developers: start the test PostgreSQL and print its URL (export NARDY_TEST_PG=...).

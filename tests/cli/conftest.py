@@ -46,7 +46,9 @@ def spawn(
     ``pexpect.spawn``: that forks this process, whose gRPC threads (the arbiter, the bots)
     do not survive a plain fork reliably.
     """
-    e = {k: v for k, v in os.environ.items() if k not in ("NARDY_SERVER", "NARDY_TOKEN")}
+    # (COLUMNS and LINES, set by a parallel runner's workers, would override the pty's size)
+    inherited = ("NARDY_SERVER", "NARDY_TOKEN", "COLUMNS", "LINES")
+    e = {k: v for k, v in os.environ.items() if k not in inherited}
     e.update(NO_COLOR="1", TERM="xterm", LANG="C.UTF-8", PYTHONUNBUFFERED="1")
     e.setdefault("NARDY_RECORDS", RECORDS)  # saved games go here, not to the home folder
     e.update(env or {})
