@@ -19,6 +19,11 @@ so the instances' own clocks do not matter.
   lease is never claimed.
 - Each heartbeat lists the leases the instance holds: a match it runs but no longer owns
   (it was paused for longer than the lease) is stopped at once, not at its next write.
+- Each instance holds a session advisory lock of its own (ALIVE, its id) on its heartbeat
+  connection: a killed instance's lock goes with its session at once, long before its row
+  expires, so the leader places no new ladder pair on it (LEAST_LOADED). Only placement
+  reads it: leases are claimed on expiry alone (a session that drops and comes back must
+  not lose its matches).
 - The ladder scheduler runs on the instance holding a session advisory lock (the leader).
   When the leader dies its database session ends and the lock is free; the next heartbeat
   of another instance takes it.
@@ -47,6 +52,7 @@ log = logging.getLogger("nardy.server")
 
 LADDER_LOCK = 0x6E61_7264_7903  # session advisory lock: the ladder scheduler's leader
 CLAIM_LOCK = 0x6E61_7264_7904  # transaction advisory lock: one claimer at a time
+ALIVE = 0x6E61_7264  # session advisory locks (ALIVE, hashtext(id)): the instance is running
 CHANNEL = "nardy"  # LISTEN/NOTIFY channel of news between instances
 LISTENING = {"k": "listening"}  # (told by listen itself: it listens from now on)
 NOW = "extract(epoch FROM clock_timestamp())"  # the database's clock, in seconds
@@ -121,10 +127,13 @@ class Cluster:
             (owner, grp, self.id),
         )
 
-    # the live instance running the fewest matches
+    # the live instance running the fewest matches, its heartbeat's session still there
     LEAST_LOADED = (
         "SELECT i.id FROM instances i LEFT JOIN leases l ON l.owner = i.id "
-        f"WHERE i.expires >= {NOW} AND i.address <> '' "
+        f"WHERE i.expires >= {NOW} AND i.address <> '' AND EXISTS ("
+        "SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted "
+        "AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        f"AND k.classid = {ALIVE} AND k.objid = hashtext(i.id)::oid AND k.objsubid = 2) "
         "GROUP BY i.id ORDER BY count(l.match_id), random() LIMIT 1"
     )
 
@@ -168,6 +177,7 @@ class Cluster:
             self.leader = False  # a session advisory lock dies with its session
             try:
                 self._db = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+                self._db.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (ALIVE, self.id))
             except psycopg.Error as e:
                 raise StoreError(f"{self.name}: cannot connect ({e})".strip()) from None
         return self._db

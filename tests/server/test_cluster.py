@@ -23,7 +23,7 @@ from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc as api_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
-from server.core.cluster import Cluster
+from server.core.cluster import ALIVE, Cluster
 from server.core.pgstore import PostgresStore
 from server.core.store import LeaseLost
 from server.core.writer import JournalWriter
@@ -110,6 +110,33 @@ def test_a_lost_lease_fences_its_old_owner_and_a_live_one_is_never_taken(pg_db):
         assert second._sync_beat(claim=True).held == {"m1": 2, "m2": 2}
     finally:
         trio.run(first.close)
+
+
+def test_no_new_pair_is_placed_on_an_instance_whose_session_is_gone(pg_db):
+    """A killed instance's row stays live until it expires (leases are claimed then), but
+    its session ends at once: the leader hands it no new ladder pair in the meantime."""
+    store = PostgresStore(pg_db)
+    busy, idle = Cluster(pg_db, 600), Cluster(pg_db, 600)
+    try:
+        for cluster, address in ((busy, "127.0.0.1:1"), (idle, "127.0.0.1:2")):
+            cluster.address = address
+            cluster.open()
+        row = "INSERT INTO matches (id, target, options, seats) VALUES (?, 1, '{}', '[]')"
+        store._write_sync([(row, ("m1",)), busy.lease("m1", "m1")])
+        assert sql(pg_db, Cluster.LEAST_LOADED) == [(idle.id,)]  # the one running nothing
+        # the idle instance is killed: its session ends, its row does not change
+        idle._db.close()  # (no leave)
+        with psycopg.connect(pg_db, autocommit=True) as conn:  # until the server saw it go:
+            conn.execute("SET lock_timeout = '30s'")  # its lock is ours once its session ended
+            conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (ALIVE, idle.id))
+        assert sql(pg_db, "SELECT count(*) FROM instances WHERE expires >= 1e9") == [(2,)]
+        assert sql(pg_db, Cluster.LEAST_LOADED) == [(busy.id,)]
+        # it comes back (a new session): it is placed on again
+        idle._sync_beat(claim=False)
+        assert sql(pg_db, Cluster.LEAST_LOADED) == [(idle.id,)]
+    finally:
+        trio.run(busy.close)
+        trio.run(idle.close)
 
 
 def test_a_write_refused_for_a_match_taken_over_is_no_warning(pg_db, caplog):
