@@ -73,6 +73,8 @@ def _create_ladder(ch: grpc.Channel, auth, args: argparse.Namespace) -> None:
         max_games=args.max_games,
         max_games_per_bot=args.max_games_per_bot,
         illegal_play_limit=args.illegal_play_limit,
+        time_bank_ms=args.time_bank_ms,
+        max_concurrent_games=args.max_concurrent_games,
         variant=args.variant,
     )
     r = ladder_grpc.LadderServiceStub(ch).CreateLadder(

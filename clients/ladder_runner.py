@@ -452,7 +452,13 @@ def standings_table(
     )
     columns = ["#", "engine", "Elo vs opponents", "skill μ-3σ", "games", "W-L", "points"]
     big = BIG_WINS.get(variant, "/".join(BIG_WINS.values()))
-    columns += [f"{big} W/L", "timeouts", "illegal", *(["crashes"] if engines else []), "ms/move"]
+    columns += [
+        f"{big} W/L",
+        "out of time",
+        "illegal",
+        *(["crashes"] if engines else []),
+        "ms/move",
+    ]
     for col in columns:
         t.add_column(col, justify="left" if col == "engine" else "right")
     for r in st.rows:
@@ -466,7 +472,7 @@ def standings_table(
             f"{r.wins}-{r.losses}",
             f"{r.points_for}-{r.points_against}",
             f"{r.mars_wins}/{r.mars_losses}",
-            str(r.timeouts + r.disconnects),
+            str(r.timeouts + r.disconnects),  # lost on the clock: with a stream open or none
             str(r.illegal_play_losses),  # games lost by too many refused plays
             *([str(crashes.get(r.player.name, 0))] if engines else []),
             f"{r.avg_move_ms:.1f}",

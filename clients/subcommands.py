@@ -309,6 +309,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how long each scenario's game waits for the engine to join it "
         "(default 30000; an engine that loads for longer needs more)",
     )
+    p.add_argument(
+        "--variant",
+        choices=("long", "short"),
+        help="only this variant's scenarios, for an engine that plays one (default: both)",
+    )
     p.set_defaults(func=runs("clients.check_engine"))
 
 
@@ -440,6 +445,16 @@ def register_operator(sub: argparse._SubParsersAction) -> None:
         "lets the first bots to join take the ladder's games before the others come)",
     )
     q.add_argument("--illegal-play-limit", type=at_least(1), default=3, help="default 3")
+    q.add_argument(
+        "--time-bank-ms", type=at_least(0), default=0, metavar="MS", help="per side per game"
+    )
+    q.add_argument(
+        "--max-concurrent-games",
+        type=at_least(0),
+        default=0,
+        metavar="N",
+        help="games in progress at once, all bots together (0: no limit)",
+    )
     q = cmds.add_parser("void", help="void a game: it ends (or stays) without a result")
     q.add_argument("game", help="the game id")
     cmds.add_parser("players", help="list the registered players")

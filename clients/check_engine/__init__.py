@@ -111,7 +111,8 @@ def main(args: argparse.Namespace) -> int:
             f"{addresses['plain']}; without Play: {addresses['unary']})",
             flush=True,
         )
-        results = trio.run(run_all, addresses, cmd, args.turn_time_ms, logdir, out, join_ms)
+        todo = [sc for sc in scenarios() if args.variant in (None, sc.variant)]
+        results = trio.run(run_all, addresses, cmd, todo, args.turn_time_ms, logdir, out, join_ms)
     except BaseException as e:
         if not interrupted(e):
             raise

@@ -14,7 +14,6 @@ import trio
 from clients.check_engine.judge import TYPE_NAMES, common
 from clients.check_engine.model import Fail, Run, Scenario
 from clients.check_engine.output import Output
-from clients.check_engine.scenarios import scenarios
 from nardy.client import INSTEAD, Client, my_turn
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import game_pb2 as pb
@@ -169,15 +168,16 @@ async def run_scenario(
 async def run_all(
     addresses: dict[str, str],
     cmd: list[str],
+    todo: list[Scenario],
     base_ms: int,
     logdir: str,
     out: Output,
     join_ms: int,
 ) -> list[tuple[str, bool, str]]:
-    """Every scenario in turn, each on its arbiter (``addresses``: "plain", and "unary" for
-    the arbiter that does not offer Play), the engine given ``join_ms`` to join each."""
+    """The scenarios ``todo`` in turn, each on its arbiter (``addresses``: "plain", and
+    "unary" for the arbiter that does not offer Play), the engine given ``join_ms`` to join
+    each."""
     results = []
-    todo = scenarios()
     width = max(len(sc.name) for sc in todo)
     async with (
         Client(addresses["plain"], token="") as plain,

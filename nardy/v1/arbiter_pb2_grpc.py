@@ -206,8 +206,9 @@ class ArbiterServiceServicer:
         created and as it ends. Sends the games not yet over first. With a seat token it
         follows the games of that seat's match, so an engine needs only one token either way
         (the stream goes on, with heartbeats, once that match is over: an engine on a seat
-        token stops at its last game's end, GameState.match.over). The operator's token
-        holds no seat: PERMISSION_DENIED.
+        token stops at its last game's end, GameState.match.over; a token is a seat token
+        when its own side's Player in a game it plays has open_seat set). The operator's
+        token holds no seat: PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

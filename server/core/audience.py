@@ -76,7 +76,9 @@ class Audience:
 
         A seat that resumes after the TURN_STARTED of a turn still waiting for its play
         (``awaited``) gets a SNAPSHOT (the game's ``snapshot()``, with the legal plays) at
-        the end of the backlog, so the pending turn is always announced again. An
+        the end of the backlog, so the pending turn is always announced again; one that
+        missed it gets it read now (its time and clocks), so that its time plus the time
+        left is the turn's deadline (after a restart, its clock starts as it is sent). An
         ``ended`` game keeps no subscribers: its stream ends after the backlog.
         ``own_turns`` (a seat's only): the stream is sent only the events that seat needs
         to play (:meth:`concerns`), the backlog too.
@@ -94,6 +96,8 @@ class Audience:
                 backlog.append(self.unrecorded(EventType.SNAPSHOT, snapshot()))
         else:
             backlog = [self.unrecorded(EventType.SNAPSHOT, snapshot())]
+        if awaited and backlog and backlog[-1].type is EventType.TURN_STARTED:
+            backlog[-1] = replace(backlog[-1], time=time.time(), snapshot=snapshot(), views={})
         own = seat if own_turns else None
         if own is not None:
             backlog = [event for event in backlog if self.concerns(event, own)]

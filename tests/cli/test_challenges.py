@@ -152,6 +152,14 @@ def test_the_operator_sets_up_short_nardy_from_the_command_line(arbiter, monkeyp
     assert game.state.options.variant == "short"
     made = admin("create-ladder", "club", "--variant", "short")
     assert made.returncode == 0 and "short nardy" in made.stdout, made.stderr
+    # and every option a ladder takes
+    extra = ("--time-bank-ms", "5000", "--max-concurrent-games", "4")
+    made = admin("create-ladder", "banked", *extra)
+    assert made.returncode == 0, made.stderr
+    with grpc.insecure_channel(arbiter.address) as ch:
+        ladders = ladder_pb2_grpc.LadderServiceStub(ch)
+        r = ladders.GetStandings(lpb.GetStandingsRequest(ladder="banked"), timeout=10)
+    assert (r.options.time_bank_ms, r.options.max_concurrent_games) == (5000, 4)
 
 
 @pytest.mark.slow

@@ -27,11 +27,11 @@ SCENARIOS = [sc.name for sc in check_engine.scenarios()]
 JOIN_MS = 8000  # the failing engines' time to join (they start in a second or two)
 
 
-def command(engine: list[str], turn_ms: int, join_ms: int | None) -> list[str]:
+def command(engine: list[str], turn_ms: int, join_ms: int | None, *more: str) -> list[str]:
     check = [sys.executable, "-m", "clients", "check-engine", "--turn-time-ms", str(turn_ms)]
     if join_ms is not None:
         check += ["--join-ms", str(join_ms)]
-    return [*check, "--", *engine]
+    return [*check, *more, "--", *engine]
 
 
 def fixture(name: str) -> list[str]:
@@ -57,17 +57,18 @@ def runs():
         "broken": (fixture("broken_engine.py"), 1000, JOIN_MS),
         "stall": (fixture("stall_engine.py"), 1000, JOIN_MS),
         "failing": (fixture("failing_engine.py"), 3000, None),
+        "short": (fixture("random_engine.py"), 3000, None, "--variant", "short"),
     }
     procs = {
         name: subprocess.Popen(
-            command(engine, ms, join_ms),
+            command(engine, ms, join_ms, *more),
             cwd=ROOT,
             env=environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for name, (engine, ms, join_ms) in plans.items()
+        for name, (engine, ms, join_ms, *more) in plans.items()
     }
     results = {}
     try:
@@ -114,6 +115,14 @@ def test_an_sdk_engine_passes_every_scenario_over_either_transport(runs, engine)
     assert "refused with INVALID_ARGUMENT" in passed["illegal-play-refused"]
     assert "resumed with" in passed["drop-and-resume"]
     assert "over SubscribeGame and SubmitPlay" in passed["no-play-stream"]
+
+
+def test_an_engine_of_one_variant_is_checked_on_that_variants_scenarios(runs):
+    code, out, err = runs["short"]
+    assert code == 0, out + err
+    short = [sc.name for sc in check_engine.scenarios() if sc.variant == "short"]
+    assert short and sorted(lines(out, "PASS")) == sorted(short), out
+    assert f"OK: all {len(short)} scenarios passed" in out
 
 
 def test_an_engine_that_knows_only_play_fails_where_play_is_not_offered(runs):

@@ -176,7 +176,7 @@ def test_crashing_engine_is_restarted_and_charged(tmp_path):
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if "crashy" in line and "│" in line)
     cells = [c.strip() for c in row.split("│")]
-    # columns: #, engine, Elo, skill, games, W-L, points, mars, timeouts, illegal, crashes,
+    # columns: #, engine, Elo, skill, games, W-L, points, mars, out of time, illegal, crashes,
     # ms/move
     assert cells[2] == "crashy"
     assert int(cells[9]) >= 1, row  # lost games on its clock while dead (disconnects)

@@ -158,3 +158,43 @@ async def test_a_seat_back_after_a_restart_is_charged_from_when_it_was_sent_its_
                 r.game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
             )
     assert 400 <= answer.used_ms <= 1500, answer.used_ms
+
+
+async def test_a_turn_announced_again_after_a_restart_reads_its_deadline_as_sent(tmp_path):
+    """After a restart the waiting turn is announced again (a new TURN_STARTED, the same
+    turn_id) and its clock starts when the seat's new stream sends it: a seat resuming
+    after the old announcement gets the new one in its backlog, and its `time +
+    remaining_ms` is the deadline (docs/PROTOCOL.md, Clocks), not the restart's."""
+    from server.app import EmbeddedServer
+
+    db = str(tmp_path / "restart.db")
+    with EmbeddedServer(db=db) as first:
+        async with Client(first.address) as client:
+            r = await client.create_match(seed=5, options=pb.GameOptions(turn_time_ms=5_000))
+            tokens = (r.first_seat_token, r.second_seat_token)
+            seats = [client.with_token(t) for t in tokens]
+            async with trio.open_nursery() as nursery:
+                for seat in seats[1:]:
+                    nursery.start_soon(lambda s=seat: anext(aiter(s.events(r.game_id))))
+                async for ev in seats[0].events(r.game_id):
+                    if ev.type == pb.EVENT_TYPE_TURN_STARTED:
+                        mover = 0 if ev.state.side_to_move == ev.state.your_color else 1
+                        seen = ev.seq
+                        break
+                nursery.cancel_scope.cancel()
+    with EmbeddedServer(db=db) as second:
+        async with Client(second.address) as client:
+            await trio.sleep(2.0)  # (the outage's end, and the seats' back-off)
+            seat = client.with_token(tokens[mover])
+            async for ev in seat.events(r.game_id, after_seq=seen, resume=False):
+                if ev.state.legal_plays:
+                    break
+            received = time.time()
+            assert ev.type == pb.EVENT_TYPE_TURN_STARTED and ev.seq > seen
+            clock = (ev.state.white_clock, ev.state.black_clock)[ev.state.side_to_move - 1]
+            deadline = ev.time.ToMicroseconds() / 1e6 + clock.remaining_ms / 1000
+            assert 4.5 <= deadline - received <= 5.0, deadline - received
+            answer = await seat.submit(
+                r.game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
+            )
+    assert answer.used_ms <= 500, answer.used_ms
