@@ -31,6 +31,12 @@ PING = "Link/Ping"  # (empty) -> (empty): the edge's probe that the core answers
 SHUTDOWN = "Link/Shutdown"  # (empty) -> (empty): every stream ends with SERVER_SHUTDOWN
 WHO = "Link/Who"  # WhoRequest (identify) -> (empty): who the caller's token speaks for
 
+# Either half looks this often whether it stood still: a wake-up STOOD_STILL_S later than
+# asked means its process (or the machine) was stopped, suspended or starved, and no clock
+# is charged for that time (server.core.tables.Tables.stood_still).
+STILL_TICK_S = 0.25
+STOOD_STILL_S = 1.0
+
 M = TypeVar("M", bound=Message)
 
 

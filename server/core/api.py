@@ -343,6 +343,10 @@ class Api:
             tap=tap.id, backlog=[player_event(n).SerializeToString() for n in notes]
         )
 
+    def stood_still(self, seconds: float) -> None:
+        """The edge stood still for ``seconds`` until now (see Tables.stood_still)."""
+        self.arbiter.tables.stood_still(seconds)
+
     def leave(self, tap_id: int) -> None:
         """An edge stream that followed ``tap_id`` has ended."""
         tap = self.taps.by_id.get(tap_id)

@@ -143,6 +143,8 @@ class EdgeLink:
                 self._call(message.call)
             elif kind == "leave":
                 self.api.leave(message.leave.tap)
+            elif kind == "stood_still":
+                self.api.stood_still(message.stood_still.seconds)
             elif kind == "fenced":
                 ticket = self._fences.pop(message.fenced.id, None)
                 if ticket is not None:

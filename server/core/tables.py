@@ -29,16 +29,13 @@ from server.core.store import LeaseLost, StoredGame
 from server.core.views import summary_pb
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code, quote
+from server.link import STILL_TICK_S, STOOD_STILL_S
 
 log = logging.getLogger("nardy.server")
 
 BOARDS_EACH = 3  # the web view's live boards showing one player's games, at most
 ENDED_GAMES = 64  # ended games kept in memory (newest used); the others are read back
 LOOKED_AT_S = 1.0  # a game another instance runs, read from the store, is shown this long
-# The core looks this often whether it stood still (mind_stillness): a wake-up this much
-# later than asked means the process (or the machine) was stopped, suspended or starved.
-STILL_TICK_S = 0.25
-STOOD_STILL_S = 1.0
 
 
 class Tables:
@@ -64,6 +61,7 @@ class Tables:
         self.ended_counts: Counter[Status] = Counter()  # games that left ``games``
         # games other instances run, as last read from the store (newest used)
         self.looked_at: OrderedDict[str, tuple[float, GameSession]] = OrderedDict()
+        self._still_until = trio.current_time()  # the end of the last stop (stood_still)
 
     # -- running matches ------------------------------------------------------------------
     def run(self, match: MatchSession) -> None:
@@ -74,18 +72,29 @@ class Tables:
 
     async def mind_stillness(self) -> None:
         """Nobody loses on time while the server could not serve: when the core wakes
-        STOOD_STILL_S or more later than it asked (a kill -STOP, a suspended machine), every
-        running turn's clock is moved on by that long. Its timeouts wait for the edge's
-        fence, which answers after this has run; a play read from the transport after the
-        stop is stamped then, and charged as if the stop had not been."""
+        STOOD_STILL_S or more later than it asked (a kill -STOP, a suspended machine), it
+        has stood still (:meth:`stood_still`). Its timeouts wait for the edge's fence,
+        which answers after this has run; a play read from the transport after the stop is
+        stamped then, and charged as if the stop had not been. (The edge minds its own
+        stops and tells them over the link, before its next frame.)"""
         while True:
             asked = trio.current_time() + STILL_TICK_S
             await trio.sleep_until(asked)
             late = trio.current_time() - asked
             if late >= STOOD_STILL_S:
                 log.warning("the core stood still for %.1f s: no clock is charged for it", late)
-                for game in self.games.values():
-                    game.stood_still(late)
+                self.stood_still(late)
+
+    def stood_still(self, seconds: float) -> None:
+        """The core or the edge stood still for ``seconds`` until now: every running
+        turn's clock moves on by that long. A time both stood still through (a suspended
+        machine) counts once, and no stop counts from before this core's start."""
+        now = trio.current_time()
+        seconds = min(seconds, now - self._still_until)
+        self._still_until = now
+        if seconds > 0:  # (False for a NaN too)
+            for game in self.games.values():
+                game.stood_still(seconds)
 
     async def _run_match(self, match: MatchSession) -> None:
         try:

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from server.edge.limits import REMEMBERED
 from server.errors import Code
-from server.link import PING, Frames, frame, link_pb
+from server.link import PING, STILL_TICK_S, STOOD_STILL_S, Frames, frame, link_pb
 
 log = logging.getLogger("nardy.edge")
 
@@ -68,10 +68,33 @@ class CoreLink(asyncio.Protocol):
         self._fences: list[link_pb.Fence] = []  # fences waiting for those
         # game -> (turn, when its seat was handed it): the side's clock runs from then
         self._sent: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._awake = 0.0  # when the edge last ran (_mind_stillness)
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
+        self._awake = time.perf_counter()
+        self._tick()
+
+    def _tick(self) -> None:
+        if not self.lost.is_set():
+            self._mind_stillness()
+            asyncio.get_running_loop().call_later(STILL_TICK_S, self._tick)
+
+    def _mind_stillness(self) -> None:
+        """Nobody loses on time while the edge could not serve: when it has not run for
+        STOOD_STILL_S beyond its tick (its process stopped, the machine suspended, or
+        starved), it tells the core, which moves every running turn's clock on by as long.
+        Run every tick and before every frame written, so the core hears of a stop before
+        anything the edge did after it (a fence's answer, a play stamped since)."""
+        now = time.perf_counter()
+        late = now - self._awake - STILL_TICK_S
+        self._awake = now
+        if late >= STOOD_STILL_S and self.transport is not None:
+            log.warning("the edge stood still for %.1f s: no clock is charged for it", late)
+            self.transport.write(
+                frame(link_pb.ToCore(stood_still=link_pb.StoodStill(seconds=late)))
+            )
 
     def data_received(self, data: bytes) -> None:
         for message in self.frames.feed(data):
@@ -169,6 +192,7 @@ class CoreLink(asyncio.Protocol):
     # -- to the core --------------------------------------------------------------------
     def _write(self, message: link_pb.ToCore) -> None:
         if self.transport is not None and not self.lost.is_set():
+            self._mind_stillness()
             self.transport.write(frame(message))
 
     def call(

@@ -1,10 +1,13 @@
 """Fair clocks with the core held up, on a real server on loopback: plays of several games
 arrive together while the core's trio thread is blocked, and are judged only after their
 deadlines have passed. Each was stamped as the edge read it, so none is refused for time
-and each side is charged up to its arrival, not to the judging."""
+and each side is charged up to its arrival, not to the judging. And with the server
+stopped, its core or its edge: nobody is charged for the stop."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 
@@ -15,6 +18,7 @@ from nardy.v1 import arbiter_pb2_grpc
 from nardy.v1 import game_pb2 as pb
 from server.app import EmbeddedServer
 from tests.server.conftest import held_core, the_play_is_made
+from tests.server.test_recovery import free_port, start_server
 
 GAMES = 8
 TURN_MS = 2000  # long enough for the set-up of all games on a busy machine
@@ -130,3 +134,45 @@ def test_no_clock_is_charged_while_the_server_stands_still():
         assert answer.used_ms < turn_ms  # not refused for time, the outage not charged
         the_play_is_made(seated[1])
         ch.close()
+
+
+def test_no_clock_is_charged_while_the_edge_stands_still(tmp_path):
+    """`nardy serve`'s edge process stopped (kill -STOP) past the turn's deadline, its core
+    running on: the edge tells the core of the stop before its fence's answer, so the
+    mover who plays once the edge is back does not lose on time (it did: the core judged
+    the turn when the edge answered) and is charged its own time only."""
+    turn_ms, still_s = 1500, 3.0
+    port = free_port()
+    edge = start_server(port, str(tmp_path / "edge.db"), admin_token="op-token-edge-stop")
+    try:
+        ch = grpc.insecure_channel(f"127.0.0.1:{port}")
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        game = stub.CreateMatch(
+            api.CreateMatchRequest(seed=1, options=pb.GameOptions(turn_time_ms=turn_ms)),
+            metadata=_md("op-token-edge-stop"),
+            timeout=30,
+        )
+        token, st = first_turn(*(seated := subscribe(stub, game)))
+        told = time.perf_counter()
+        os.kill(edge.pid, signal.SIGSTOP)
+        try:
+            until = told + still_s  # past the deadline, the edge stopped
+            while time.perf_counter() < until:
+                time.sleep(until - time.perf_counter())  # the outage itself
+        finally:
+            os.kill(edge.pid, signal.SIGCONT)
+        answer = stub.SubmitPlay(
+            api.SubmitPlayRequest(
+                game_id=game.game_id,
+                turn_id=st.turn_id,
+                end_position=st.legal_plays[0].end_position,
+            ),
+            metadata=_md(token),
+            timeout=60,
+        )
+        assert answer.used_ms < turn_ms  # not refused for time, the outage not charged
+        the_play_is_made(seated[1])
+        ch.close()
+    finally:
+        edge.terminate()
+        edge.wait()

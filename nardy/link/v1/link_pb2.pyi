@@ -17,14 +17,16 @@ class Caller(_message.Message):
     def __init__(self, digest: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class ToCore(_message.Message):
-    __slots__ = ("call", "leave", "fenced")
+    __slots__ = ("call", "leave", "fenced", "stood_still")
     CALL_FIELD_NUMBER: _ClassVar[int]
     LEAVE_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
+    STOOD_STILL_FIELD_NUMBER: _ClassVar[int]
     call: Call
     leave: Leave
     fenced: Fenced
-    def __init__(self, call: _Optional[_Union[Call, _Mapping]] = ..., leave: _Optional[_Union[Leave, _Mapping]] = ..., fenced: _Optional[_Union[Fenced, _Mapping]] = ...) -> None: ...
+    stood_still: StoodStill
+    def __init__(self, call: _Optional[_Union[Call, _Mapping]] = ..., leave: _Optional[_Union[Leave, _Mapping]] = ..., fenced: _Optional[_Union[Fenced, _Mapping]] = ..., stood_still: _Optional[_Union[StoodStill, _Mapping]] = ...) -> None: ...
 
 class Call(_message.Message):
     __slots__ = ("id", "method", "request", "caller", "arrival", "identify", "sent")
@@ -57,6 +59,12 @@ class Fenced(_message.Message):
     id: int
     sent: float
     def __init__(self, id: _Optional[int] = ..., sent: _Optional[float] = ...) -> None: ...
+
+class StoodStill(_message.Message):
+    __slots__ = ("seconds",)
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    seconds: float
+    def __init__(self, seconds: _Optional[float] = ...) -> None: ...
 
 class ToEdge(_message.Message):
     __slots__ = ("reply", "tell", "close", "fence", "ready", "issued")
