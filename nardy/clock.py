@@ -55,6 +55,14 @@ class Clock:
         """The running turn waits for its side to come back (see :meth:`start`)."""
         return self.started is not None and not self._sent and self.started > self._announced
 
+    @property
+    def sent_after(self) -> float | None:
+        """Seconds from the running turn's announcement to its send to the side's stream
+        (None: not sent, or not running)."""
+        if self.started is None or not self._sent:
+            return None
+        return self.started - self._announced
+
     def offered(self, now: float) -> float:
         """The turn waiting for its side (see :meth:`start`) is offered to the side's
         reconnected stream at ``now``: its time runs from then, or from when the stream

@@ -238,6 +238,8 @@ class Ladder:
         """``member`` said it is ready again: back from a bench for one missed pair (not a
         newcomer's, see NEWCOMER_BENCH_S)."""
         if member.benched <= 1 and self.came(member.name):
+            if member.benched_until > trio.current_time():
+                log.info("ladder=%s %s is ready again: paired again", self.name, member.name)
             member.benched_until = -math.inf
 
     def came(self, name: str) -> bool:
@@ -409,9 +411,10 @@ class Ladder:
             base = BENCH_S if came else NEWCOMER_BENCH_S
             rest = min(BENCH_MAX_S, base * 2 ** (member.benched - 1))
             member.benched_until = now + rest
+            back = " (or until it says it is ready again)" if member.benched == 1 and came else ""
             log.warning(
-                "ladder=%s %s is not paired for %.0f s: its seat was not there for game %s",
-                self.name, name, rest, record.game_id,
+                "ladder=%s %s is not paired for %.0f s%s: its seat was not there for game %s",
+                self.name, name, rest, back, record.game_id,
             )  # fmt: skip
 
     def void(self, game_id: str, records: list[LadderGame]) -> LadderGame | None:

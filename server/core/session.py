@@ -228,6 +228,7 @@ class GameSession(Game):
             arrivals.done_waiting(self.id)
         if self.turn_id != turn_id:
             return  # played (its clock charged); its commit opened the next turn
+        sent_after, allowed_ms = clock.sent_after, clock.turn_time_ms + clock.bank_ms
         clock.stop()  # stopped already if a play was charged
         self.open_turn = False
         if self._awaiting_play(turn_id):
@@ -235,7 +236,17 @@ class GameSession(Game):
             self.match.host.metrics.clock_lateness.observe(max(0.0, late))
             seat = self.seat_of(mover).index
             why = Termination.TIMEOUT if self.audience.connected[seat] else Termination.ABANDONMENT
-            self.log("%s lost on time (%s)", mover.name.lower(), why)
+            # what an operator needs to tell a slow bot from a slow server
+            sent = (
+                "never sent to a stream"
+                if sent_after is None
+                else f"sent to its stream {sent_after * 1000:.0f} ms after it began"
+            )
+            self.log(
+                "%s lost on time (%s): turn %d of %d ms, %s, no play stamped, decided %.0f ms "
+                "after the deadline",
+                mover.name.lower(), why, turn_id, allowed_ms, sent, late * 1000,
+            )  # fmt: skip
             clock.bank_ms = 0  # used up: the final state shows no bank left
             self.legal = ()
             self.result = self.variant.forfeit(self.position, mover, why)

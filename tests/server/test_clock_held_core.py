@@ -6,7 +6,9 @@ stopped, its core or its edge: nobody is charged for the stop."""
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -176,3 +178,27 @@ def test_no_clock_is_charged_while_the_edge_stands_still(tmp_path):
     finally:
         edge.terminate()
         edge.wait()
+
+
+def test_a_loss_on_time_is_logged_with_what_tells_a_slow_bot_from_a_slow_server(caplog):
+    """The operator reads when the mover's stream was sent the turn and how late the loss
+    was decided (a pair lost on time under load said neither)."""
+    caplog.set_level(logging.INFO, logger="nardy.server")
+    with EmbeddedServer() as srv:
+        ch = grpc.insecure_channel(srv.address)
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        game = stub.CreateMatch(
+            api.CreateMatchRequest(seed=1, options=pb.GameOptions(turn_time_ms=300)),
+            metadata=_md(srv.admin_token),
+            timeout=30,
+        )
+        _, st = first_turn(*(seated := subscribe(stub, game)))
+        for ev in seated[1][0]:  # nobody plays
+            if ev.type == pb.EVENT_TYPE_GAME_FINISHED:
+                break
+        ch.close()
+    lost = [r.getMessage() for r in caplog.records if "lost on time" in r.getMessage()]
+    assert len(lost) == 1, lost
+    line = lost[0]
+    assert f"(timeout): turn {st.turn_id} of 300 ms, sent to its stream " in line, line
+    assert re.search(r"stream \d+ ms after it began, no play stamped, decided -?\d+ ms", line)
