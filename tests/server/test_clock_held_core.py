@@ -12,6 +12,8 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 import grpc
 
@@ -105,76 +107,59 @@ def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_th
         ch.close()
 
 
+def play_after_a_stop(stub, admin_token: str, stopped: AbstractContextManager) -> None:
+    """A game of 1.5 s turns whose server is ``stopped`` (a context manager) for 3 s from
+    its first turn, past the deadline: the turns' clocks stand still with it, so the
+    mover who plays once the server is back does not lose on time and is charged its own
+    time only."""
+    turn_ms, still_s = 1500, 3.0
+    game = stub.CreateMatch(
+        api.CreateMatchRequest(seed=1, options=pb.GameOptions(turn_time_ms=turn_ms)),
+        metadata=_md(admin_token),
+        timeout=30,
+    )
+    token, st = first_turn(*(seated := subscribe(stub, game)))
+    until = time.perf_counter() + still_s
+    with stopped:
+        while time.perf_counter() < until:
+            time.sleep(until - time.perf_counter())  # the outage itself
+    answer = stub.SubmitPlay(
+        api.SubmitPlayRequest(
+            game_id=game.game_id, turn_id=st.turn_id, end_position=st.legal_plays[0].end_position
+        ),
+        metadata=_md(token),
+        timeout=60,
+    )
+    assert answer.used_ms < turn_ms  # not refused for time, the outage not charged
+    the_play_is_made(seated[1])
+
+
+@contextmanager
+def process_stopped(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 def test_no_clock_is_charged_while_the_server_stands_still():
     """The core stopped (kill -STOP of the server, a suspended machine) past every turn's
-    deadline: the turns' clocks stand still with it, so a bot that plays once the server
-    is back does not lose on time (every mover did) and is charged its own time only."""
-    turn_ms, still_s = 1500, 3.0
-    with EmbeddedServer() as srv:
-        ch = grpc.insecure_channel(srv.address)
-        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
-        game = stub.CreateMatch(
-            api.CreateMatchRequest(seed=1, options=pb.GameOptions(turn_time_ms=turn_ms)),
-            metadata=_md(srv.admin_token),
-            timeout=30,
-        )
-        token, st = first_turn(*(seated := subscribe(stub, game)))
-        told = time.perf_counter()
-        with held_core(srv):
-            until = told + still_s  # past the deadline, the core stopped
-            while time.perf_counter() < until:
-                time.sleep(until - time.perf_counter())  # the outage itself
-        answer = stub.SubmitPlay(
-            api.SubmitPlayRequest(
-                game_id=game.game_id,
-                turn_id=st.turn_id,
-                end_position=st.legal_plays[0].end_position,
-            ),
-            metadata=_md(token),
-            timeout=60,
-        )
-        assert answer.used_ms < turn_ms  # not refused for time, the outage not charged
-        the_play_is_made(seated[1])
-        ch.close()
+    deadline: no clock is charged for it (every mover lost on time)."""
+    with EmbeddedServer() as srv, grpc.insecure_channel(srv.address) as ch:
+        play_after_a_stop(arbiter_pb2_grpc.ArbiterServiceStub(ch), srv.admin_token, held_core(srv))
 
 
 def test_no_clock_is_charged_while_the_edge_stands_still(tmp_path):
-    """`nardy serve`'s edge process stopped (kill -STOP) past the turn's deadline, its core
-    running on: the edge tells the core of the stop before its fence's answer, so the
-    mover who plays once the edge is back does not lose on time (it did: the core judged
-    the turn when the edge answered) and is charged its own time only."""
-    turn_ms, still_s = 1500, 3.0
-    port = free_port()
-    edge = start_server(port, str(tmp_path / "edge.db"), admin_token="op-token-edge-stop")
+    """`nardy serve`'s edge process stopped (kill -STOP), its core running on: the edge
+    tells the core of the stop before its fence's answer, so no clock is charged for it
+    (the mover lost on time: the core judged the turn when the edge answered)."""
+    port, admin = free_port(), "op-token-edge-stop"
+    edge = start_server(port, str(tmp_path / "edge.db"), admin_token=admin)
     try:
-        ch = grpc.insecure_channel(f"127.0.0.1:{port}")
-        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
-        game = stub.CreateMatch(
-            api.CreateMatchRequest(seed=1, options=pb.GameOptions(turn_time_ms=turn_ms)),
-            metadata=_md("op-token-edge-stop"),
-            timeout=30,
-        )
-        token, st = first_turn(*(seated := subscribe(stub, game)))
-        told = time.perf_counter()
-        os.kill(edge.pid, signal.SIGSTOP)
-        try:
-            until = told + still_s  # past the deadline, the edge stopped
-            while time.perf_counter() < until:
-                time.sleep(until - time.perf_counter())  # the outage itself
-        finally:
-            os.kill(edge.pid, signal.SIGCONT)
-        answer = stub.SubmitPlay(
-            api.SubmitPlayRequest(
-                game_id=game.game_id,
-                turn_id=st.turn_id,
-                end_position=st.legal_plays[0].end_position,
-            ),
-            metadata=_md(token),
-            timeout=60,
-        )
-        assert answer.used_ms < turn_ms  # not refused for time, the outage not charged
-        the_play_is_made(seated[1])
-        ch.close()
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+            play_after_a_stop(stub, admin, process_stopped(edge.pid))
     finally:
         edge.terminate()
         edge.wait()

@@ -120,6 +120,27 @@ async def test_kill_9_mid_game_and_resume(tmp_path, db):
     assert seqs == list(range(1, len(seqs) + 1))
 
 
+async def a_turn_then_a_stop(db: str) -> tuple[str, str, int]:
+    """A game of 5 s turns on a server on ``db``, stopped once its first turn has been
+    announced: (game id, the mover's seat token, the announcement's seq)."""
+    from server.app import EmbeddedServer
+
+    with EmbeddedServer(db=db) as first:
+        async with Client(first.address) as client:
+            r = await client.create_match(seed=5, options=pb.GameOptions(turn_time_ms=5_000))
+            tokens = (r.first_seat_token, r.second_seat_token)
+            seats = [client.with_token(t) for t in tokens]
+            async with trio.open_nursery() as nursery:
+                for seat in seats[1:]:
+                    nursery.start_soon(lambda s=seat: anext(aiter(s.events(r.game_id))))
+                async for ev in seats[0].events(r.game_id):
+                    if ev.type == pb.EVENT_TYPE_TURN_STARTED:
+                        mover = 0 if ev.state.side_to_move == ev.state.your_color else 1
+                        nursery.cancel_scope.cancel()
+                        return r.game_id, tokens[mover], ev.seq
+    raise AssertionError("no turn was announced")
+
+
 async def test_a_seat_back_after_a_restart_is_charged_from_when_it_was_sent_its_turn(tmp_path):
     """After a restart the mover's turn waits for its seat (at most 30 s): once the seat's
     new stream is sent the turn, its time runs, and a play is charged from then, neither
@@ -128,34 +149,23 @@ async def test_a_seat_back_after_a_restart_is_charged_from_when_it_was_sent_its_
     from server.app import EmbeddedServer
 
     db = str(tmp_path / "restart.db")
-    with EmbeddedServer(db=db) as first:
-        async with Client(first.address) as client:
-            r = await client.create_match(seed=5, options=pb.GameOptions(turn_time_ms=5_000))
-            seats = [client.with_token(t) for t in (r.first_seat_token, r.second_seat_token)]
-            async with trio.open_nursery() as nursery:
-                for seat in seats[1:]:
-                    nursery.start_soon(lambda s=seat: anext(aiter(s.events(r.game_id))))
-                async for ev in seats[0].events(r.game_id):
-                    if ev.type == pb.EVENT_TYPE_TURN_STARTED:
-                        mover = 0 if ev.state.side_to_move == ev.state.your_color else 1
-                        break
-                nursery.cancel_scope.cancel()
+    game_id, token, _ = await a_turn_then_a_stop(db)
     # the server is stopped; started again on its journal, the seats reconnect 2 s later
     with EmbeddedServer(db=db) as second:
         async with Client(second.address) as client:
             await trio.sleep(2.0)  # (the outage's end, and the seats' back-off)
-            seat = client.with_token((r.first_seat_token, r.second_seat_token)[mover])
-            async for ev in seat.events(r.game_id):
+            seat = client.with_token(token)
+            async for ev in seat.events(game_id):
                 if ev.state.legal_plays:
                     break
             await trio.sleep(0.5)  # thinking
             # its clock is read as running (it said the whole turn was left: a bot that
             # trusted it lost on time)
-            state = (await seat.get_game(r.game_id)).state
+            state = (await seat.get_game(game_id)).state
             clock = (state.white_clock, state.black_clock)[state.side_to_move - 1]
             assert clock.remaining_ms <= 4_600, clock
             answer = await seat.submit(
-                r.game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
+                game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
             )
     assert 400 <= answer.used_ms <= 1500, answer.used_ms
 
@@ -168,25 +178,12 @@ async def test_a_turn_announced_again_after_a_restart_reads_its_deadline_as_sent
     from server.app import EmbeddedServer
 
     db = str(tmp_path / "restart.db")
-    with EmbeddedServer(db=db) as first:
-        async with Client(first.address) as client:
-            r = await client.create_match(seed=5, options=pb.GameOptions(turn_time_ms=5_000))
-            tokens = (r.first_seat_token, r.second_seat_token)
-            seats = [client.with_token(t) for t in tokens]
-            async with trio.open_nursery() as nursery:
-                for seat in seats[1:]:
-                    nursery.start_soon(lambda s=seat: anext(aiter(s.events(r.game_id))))
-                async for ev in seats[0].events(r.game_id):
-                    if ev.type == pb.EVENT_TYPE_TURN_STARTED:
-                        mover = 0 if ev.state.side_to_move == ev.state.your_color else 1
-                        seen = ev.seq
-                        break
-                nursery.cancel_scope.cancel()
+    game_id, token, seen = await a_turn_then_a_stop(db)
     with EmbeddedServer(db=db) as second:
         async with Client(second.address) as client:
             await trio.sleep(2.0)  # (the outage's end, and the seats' back-off)
-            seat = client.with_token(tokens[mover])
-            async for ev in seat.events(r.game_id, after_seq=seen, resume=False):
+            seat = client.with_token(token)
+            async for ev in seat.events(game_id, after_seq=seen, resume=False):
                 if ev.state.legal_plays:
                     break
             received = time.time()
@@ -195,6 +192,6 @@ async def test_a_turn_announced_again_after_a_restart_reads_its_deadline_as_sent
             deadline = ev.time.ToMicroseconds() / 1e6 + clock.remaining_ms / 1000
             assert 4.5 <= deadline - received <= 5.0, deadline - received
             answer = await seat.submit(
-                r.game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
+                game_id, ev.state.turn_id, end_position=ev.state.legal_plays[0].end_position
             )
     assert answer.used_ms <= 500, answer.used_ms
