@@ -141,6 +141,19 @@ async def a_turn_then_a_stop(db: str) -> tuple[str, str, int]:
     raise AssertionError("no turn was announced")
 
 
+async def offered_again(
+    client: Client, token: str, game_id: str, **follow
+) -> tuple[Client, pb.GameEvent]:
+    """The mover's seat back 2 s after the restart (``follow``: how it subscribes): the
+    seat, and the event that offers it its turn."""
+    await trio.sleep(2.0)  # (the outage's end, and the seats' back-off)
+    seat = client.with_token(token)
+    async for ev in seat.events(game_id, **follow):
+        if ev.state.legal_plays:
+            return seat, ev
+    raise AssertionError("the turn was not offered again")
+
+
 async def test_a_seat_back_after_a_restart_is_charged_from_when_it_was_sent_its_turn(tmp_path):
     """After a restart the mover's turn waits for its seat (at most 30 s): once the seat's
     new stream is sent the turn, its time runs, and a play is charged from then, neither
@@ -153,11 +166,7 @@ async def test_a_seat_back_after_a_restart_is_charged_from_when_it_was_sent_its_
     # the server is stopped; started again on its journal, the seats reconnect 2 s later
     with EmbeddedServer(db=db) as second:
         async with Client(second.address) as client:
-            await trio.sleep(2.0)  # (the outage's end, and the seats' back-off)
-            seat = client.with_token(token)
-            async for ev in seat.events(game_id):
-                if ev.state.legal_plays:
-                    break
+            seat, ev = await offered_again(client, token, game_id)
             await trio.sleep(0.5)  # thinking
             # its clock is read as running (it said the whole turn was left: a bot that
             # trusted it lost on time)
@@ -181,11 +190,7 @@ async def test_a_turn_announced_again_after_a_restart_reads_its_deadline_as_sent
     game_id, token, seen = await a_turn_then_a_stop(db)
     with EmbeddedServer(db=db) as second:
         async with Client(second.address) as client:
-            await trio.sleep(2.0)  # (the outage's end, and the seats' back-off)
-            seat = client.with_token(token)
-            async for ev in seat.events(game_id, after_seq=seen, resume=False):
-                if ev.state.legal_plays:
-                    break
+            seat, ev = await offered_again(client, token, game_id, after_seq=seen, resume=False)
             received = time.time()
             assert ev.type == pb.EVENT_TYPE_TURN_STARTED and ev.seq > seen
             clock = (ev.state.white_clock, ev.state.black_clock)[ev.state.side_to_move - 1]
