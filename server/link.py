@@ -31,11 +31,13 @@ PING = "Link/Ping"  # (empty) -> (empty): the edge's probe that the core answers
 SHUTDOWN = "Link/Shutdown"  # (empty) -> (empty): every stream ends with SERVER_SHUTDOWN
 WHO = "Link/Who"  # WhoRequest (identify) -> (empty): who the caller's token speaks for
 
-# Either half looks this often whether it stood still: a wake-up STOOD_STILL_S later than
-# asked means its process (or the machine) was stopped, suspended or starved, and no clock
-# is charged for that time (server.core.tables.Tables.stood_still).
+# Either half looks this often whether it stood still: STOOD_STILL_S or more since it last
+# ran means its process (or the machine) was stopped, suspended or starved, and no clock is
+# charged for that whole time (server.core.tables.Tables.stood_still). The whole gap is
+# credited, not its part past the tick: a stop shorter than a turn must not lose it.
 STILL_TICK_S = 0.25
-STOOD_STILL_S = 1.0
+STOOD_STILL_S = 2 * STILL_TICK_S
+LOUD_STILL_S = 1.0  # a stop this long or longer is a warning in the log
 
 M = TypeVar("M", bound=Message)
 

@@ -29,7 +29,7 @@ from server.core.store import LeaseLost, StoredGame
 from server.core.views import summary_pb
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code, quote
-from server.link import STILL_TICK_S, STOOD_STILL_S
+from server.link import LOUD_STILL_S, STILL_TICK_S, STOOD_STILL_S
 
 log = logging.getLogger("nardy.server")
 
@@ -72,18 +72,22 @@ class Tables:
 
     async def mind_stillness(self) -> None:
         """Nobody loses on time while the server could not serve: when the core wakes
-        STOOD_STILL_S or more later than it asked (a kill -STOP, a suspended machine), it
-        has stood still (:meth:`stood_still`). Its timeouts wait for the edge's fence,
+        STOOD_STILL_S or more after it last ran (a kill -STOP, a suspended machine), it has
+        stood still for that long (:meth:`stood_still`). Its timeouts wait for the edge's fence,
         which answers after this has run; a play read from the transport after the stop is
         stamped then, and charged as if the stop had not been. (The edge minds its own
         stops and tells them over the link, before its next frame.)"""
+        ran = trio.current_time()
         while True:
-            asked = trio.current_time() + STILL_TICK_S
-            await trio.sleep_until(asked)
-            late = trio.current_time() - asked
-            if late >= STOOD_STILL_S:
-                log.warning("the core stood still for %.1f s: no clock is charged for it", late)
-                self.stood_still(late)
+            await trio.sleep_until(ran + STILL_TICK_S)
+            now = trio.current_time()
+            gap, ran = now - ran, now
+            if gap >= STOOD_STILL_S:
+                log.log(
+                    logging.WARNING if gap >= LOUD_STILL_S else logging.INFO,
+                    "the core stood still for %.1f s: no clock is charged for it", gap,
+                )  # fmt: skip
+                self.stood_still(gap)
 
     def stood_still(self, seconds: float) -> None:
         """The core or the edge stood still for ``seconds`` until now: every running

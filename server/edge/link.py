@@ -21,7 +21,7 @@ from typing import Protocol
 
 from server.edge.limits import REMEMBERED
 from server.errors import Code
-from server.link import PING, STILL_TICK_S, STOOD_STILL_S, Frames, frame, link_pb
+from server.link import LOUD_STILL_S, PING, STILL_TICK_S, STOOD_STILL_S, Frames, frame, link_pb
 
 log = logging.getLogger("nardy.edge")
 
@@ -83,18 +83,18 @@ class CoreLink(asyncio.Protocol):
 
     def _mind_stillness(self) -> None:
         """Nobody loses on time while the edge could not serve: when it has not run for
-        STOOD_STILL_S beyond its tick (its process stopped, the machine suspended, or
-        starved), it tells the core, which moves every running turn's clock on by as long.
-        Run every tick and before every frame written, so the core hears of a stop before
-        anything the edge did after it (a fence's answer, a play stamped since)."""
+        STOOD_STILL_S (its process stopped, the machine suspended, or starved), it tells
+        the core, which moves every running turn's clock on by as long. Run every tick and
+        before every frame written, so the core hears of a stop before anything the edge
+        did after it (a fence's answer, a play stamped since)."""
         now = time.perf_counter()
-        late = now - self._awake - STILL_TICK_S
-        self._awake = now
-        if late >= STOOD_STILL_S and self.transport is not None:
-            log.warning("the edge stood still for %.1f s: no clock is charged for it", late)
-            self.transport.write(
-                frame(link_pb.ToCore(stood_still=link_pb.StoodStill(seconds=late)))
-            )
+        gap, self._awake = now - self._awake, now
+        if gap >= STOOD_STILL_S and self.transport is not None:
+            log.log(
+                logging.WARNING if gap >= LOUD_STILL_S else logging.INFO,
+                "the edge stood still for %.1f s: no clock is charged for it", gap,
+            )  # fmt: skip
+            self.transport.write(frame(link_pb.ToCore(stood_still=link_pb.StoodStill(seconds=gap))))
 
     def data_received(self, data: bytes) -> None:
         for message in self.frames.feed(data):

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 import grpc
+import pytest
 
 from nardy.v1 import arbiter_pb2 as api
 from nardy.v1 import arbiter_pb2_grpc
@@ -107,12 +108,17 @@ def test_plays_that_arrived_in_time_are_accepted_however_late_the_core_judges_th
         ch.close()
 
 
-def play_after_a_stop(stub, admin_token: str, stopped: AbstractContextManager) -> None:
-    """A game of 1.5 s turns whose server is ``stopped`` (a context manager) for 3 s from
-    its first turn, past the deadline: the turns' clocks stand still with it, so the
-    mover who plays once the server is back does not lose on time and is charged its own
-    time only."""
-    turn_ms, still_s = 1500, 3.0
+# (turn time ms, stop s): a long stop, and one only a little longer than the turn (a stop
+# of 1.0-1.25 s went unseen: only its part past the last tick was counted, under a second)
+STOPS = [(1500, 3.0), (1000, 1.2)]
+
+
+def play_after_a_stop(
+    stub, admin_token: str, stopped: AbstractContextManager, turn_ms: int, still_s: float
+) -> None:
+    """A game whose server is ``stopped`` (a context manager) for ``still_s`` from its first
+    turn, past the deadline: the turns' clocks stand still with it, so the mover who plays
+    once the server is back does not lose on time and is charged its own time only."""
     game = stub.CreateMatch(
         api.CreateMatchRequest(seed=1, options=pb.GameOptions(turn_time_ms=turn_ms)),
         metadata=_md(admin_token),
@@ -143,14 +149,17 @@ def process_stopped(pid: int) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
-def test_no_clock_is_charged_while_the_server_stands_still():
+@pytest.mark.parametrize(("turn_ms", "still_s"), STOPS)
+def test_no_clock_is_charged_while_the_server_stands_still(turn_ms, still_s):
     """The core stopped (kill -STOP of the server, a suspended machine) past every turn's
     deadline: no clock is charged for it (every mover lost on time)."""
     with EmbeddedServer() as srv, grpc.insecure_channel(srv.address) as ch:
-        play_after_a_stop(arbiter_pb2_grpc.ArbiterServiceStub(ch), srv.admin_token, held_core(srv))
+        stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
+        play_after_a_stop(stub, srv.admin_token, held_core(srv), turn_ms, still_s)
 
 
-def test_no_clock_is_charged_while_the_edge_stands_still(tmp_path):
+@pytest.mark.parametrize(("turn_ms", "still_s"), STOPS)
+def test_no_clock_is_charged_while_the_edge_stands_still(tmp_path, turn_ms, still_s):
     """`nardy serve`'s edge process stopped (kill -STOP), its core running on: the edge
     tells the core of the stop before its fence's answer, so no clock is charged for it
     (the mover lost on time: the core judged the turn when the edge answered)."""
@@ -159,7 +168,7 @@ def test_no_clock_is_charged_while_the_edge_stands_still(tmp_path):
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
             stub = arbiter_pb2_grpc.ArbiterServiceStub(ch)
-            play_after_a_stop(stub, admin, process_stopped(edge.pid))
+            play_after_a_stop(stub, admin, process_stopped(edge.pid), turn_ms, still_s)
     finally:
         edge.terminate()
         edge.wait()
