@@ -51,12 +51,16 @@ def grouped(batch: Sequence[Write]) -> list[tuple[str, list[tuple]]]:
 
 
 def run_batch(cursor: Any, batch: Sequence[Write], placeholder: str = "?") -> None:
-    """Execute ``batch`` on a DB-API cursor, runs of one statement with ``executemany``."""
+    """Execute ``batch`` on a DB-API cursor, runs of one statement with ``executemany``,
+    but for queries (a batch's fences, a few): one that fails in psycopg's pipeline of an
+    ``executemany`` aborts it midway, and psycopg logs a warning of its own besides the
+    error."""
     for sql, params in grouped(batch):
         if placeholder != "?":
             sql = sql.replace("?", placeholder)
-        if len(params) == 1:
-            cursor.execute(sql, params[0])
+        if len(params) == 1 or sql.startswith("SELECT"):
+            for one in params:
+                cursor.execute(sql, one)
         else:
             cursor.executemany(sql, params)
 
