@@ -176,8 +176,9 @@ def test_a_write_refused_for_a_match_taken_over_is_no_warning(pg_db, caplog):
 
 def test_a_batch_refused_by_one_of_its_fences_makes_psycopg_warn_of_nothing(pg_db, caplog):
     """A journal batch's several fences ran as one ``executemany``, whose pipeline a refused
-    fence aborted midway, now and then (timing: this finds it in about three runs of four): psycopg logged `error
-    ignored terminating ... pipeline aborted` at every ladder pair handed over."""
+    fence aborted midway now and then (timing: this finds it in about three runs of four):
+    psycopg logged `error ignored terminating ... pipeline aborted` at every ladder pair
+    handed over."""
     store = PostgresStore(pg_db)
     first, second = Cluster(pg_db, 600), Cluster(pg_db, 600)
     matches = [f"m{i}" for i in range(4)]  # the first taken over, the others still first's
