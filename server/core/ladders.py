@@ -67,6 +67,10 @@ class Ladders:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, f"a ladder's turn_time_ms is 1..{MAX_TURN_TIME_MS}"
             )
+        if options.time_bank_ms > MAX_TURN_TIME_MS:  # (every pairing would be refused)
+            raise ArbiterError(
+                Code.INVALID_ARGUMENT, f"a ladder's time_bank_ms is 0..{MAX_TURN_TIME_MS}"
+            )
         if options.max_games_per_bot < 2:
             raise ArbiterError(
                 Code.INVALID_ARGUMENT, "max_games_per_bot must leave room for a pair (2 games)"

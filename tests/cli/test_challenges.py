@@ -160,6 +160,9 @@ def test_the_operator_sets_up_short_nardy_from_the_command_line(arbiter, monkeyp
         ladders = ladder_pb2_grpc.LadderServiceStub(ch)
         r = ladders.GetStandings(lpb.GetStandingsRequest(ladder="banked"), timeout=10)
     assert (r.options.time_bank_ms, r.options.max_concurrent_games) == (5000, 4)
+    # a bank a match could not have is refused at once (each pairing was refused instead)
+    made = admin("create-ladder", "vast", "--time-bank-ms", str(25 * 3600 * 1000))
+    assert made.returncode != 0 and "time_bank_ms is 0..86400000" in made.stderr, made.stderr
 
 
 @pytest.mark.slow
