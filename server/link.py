@@ -8,6 +8,7 @@ other's runtime (the edge runs on asyncio, the core on trio), so this module doe
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Generic, TypeVar
 
@@ -38,6 +39,19 @@ WHO = "Link/Who"  # WhoRequest (identify) -> (empty): who the caller's token spe
 STILL_TICK_S = 0.25
 STOOD_STILL_S = 2 * STILL_TICK_S
 LOUD_STILL_S = 1.0  # a stop this long or longer is a warning in the log
+
+
+def a_stop(gap: float, log: logging.Logger, half: str) -> bool:
+    """Whether ``gap`` seconds since ``half`` ("core", "edge") last ran were a stop (see
+    STOOD_STILL_S); a stop is logged."""
+    if gap < STOOD_STILL_S:
+        return False
+    log.log(
+        logging.WARNING if gap >= LOUD_STILL_S else logging.INFO,
+        "the %s stood still for %.1f s: no clock is charged for it", half, gap,
+    )  # fmt: skip
+    return True
+
 
 M = TypeVar("M", bound=Message)
 

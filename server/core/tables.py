@@ -29,7 +29,7 @@ from server.core.store import LeaseLost, StoredGame
 from server.core.views import summary_pb
 from server.core.writer import Commit
 from server.errors import ArbiterError, Code, quote
-from server.link import LOUD_STILL_S, STILL_TICK_S, STOOD_STILL_S
+from server.link import STILL_TICK_S, a_stop
 
 log = logging.getLogger("nardy.server")
 
@@ -82,11 +82,7 @@ class Tables:
             await trio.sleep_until(ran + STILL_TICK_S)
             now = trio.current_time()
             gap, ran = now - ran, now
-            if gap >= STOOD_STILL_S:
-                log.log(
-                    logging.WARNING if gap >= LOUD_STILL_S else logging.INFO,
-                    "the core stood still for %.1f s: no clock is charged for it", gap,
-                )  # fmt: skip
+            if a_stop(gap, log, "core"):
                 self.stood_still(gap)
 
     def stood_still(self, seconds: float) -> None:

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from server.edge.limits import REMEMBERED
 from server.errors import Code
-from server.link import LOUD_STILL_S, PING, STILL_TICK_S, STOOD_STILL_S, Frames, frame, link_pb
+from server.link import PING, STILL_TICK_S, Frames, a_stop, frame, link_pb
 
 log = logging.getLogger("nardy.edge")
 
@@ -89,11 +89,7 @@ class CoreLink(asyncio.Protocol):
         did after it (a fence's answer, a play stamped since)."""
         now = time.perf_counter()
         gap, self._awake = now - self._awake, now
-        if gap >= STOOD_STILL_S and self.transport is not None:
-            log.log(
-                logging.WARNING if gap >= LOUD_STILL_S else logging.INFO,
-                "the edge stood still for %.1f s: no clock is charged for it", gap,
-            )  # fmt: skip
+        if a_stop(gap, log, "edge") and self.transport is not None:
             self.transport.write(frame(link_pb.ToCore(stood_still=link_pb.StoodStill(seconds=gap))))
 
     def data_received(self, data: bytes) -> None:
